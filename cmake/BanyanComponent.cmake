@@ -1,0 +1,79 @@
+# One place that says how a banyan component is built.
+#
+# banyan_flags: INTERFACE target with our warnings, standard and sanitizer flags. Every target of ours
+# links it PRIVATE, so consumers of the installed SDK never inherit -Werror or sanitizers.
+add_library(banyan_flags INTERFACE)
+target_compile_features(banyan_flags INTERFACE cxx_std_20)
+target_compile_options(banyan_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror -Wno-missing-field-initializers>)
+if(BANYAN_SANITIZE)
+  list(JOIN BANYAN_SANITIZE "," banyan_sanitizers)
+  target_compile_options(banyan_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${banyan_sanitizers} -fno-omit-frame-pointer -fno-sanitize-recover=all>)
+  target_link_options(banyan_flags INTERFACE -fsanitize=${banyan_sanitizers})
+endif()
+
+# banyan_component(<name>
+#   SOURCES <files...>        private sources (usually src/*.cpp)
+#   PUBLIC_DEPS <targets...>  targets that the public headers expose
+#   PRIVATE_DEPS <targets...> targets used only in src/
+#   TESTS <files...>          GoogleTest sources, usually ${PROJECT_SOURCE_DIR}/tests/<name>/*.cpp
+#   TEST_DEPS <targets...>)   extra targets for the tests
+# Declares the shared library banyan::<name> (public headers in ./include/banyan/<name>/), installs
+# it with its headers, and declares its test executable test_<name> with one ctest per test case.
+function(banyan_component name)
+  cmake_parse_arguments(arg "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS;TESTS;TEST_DEPS" ${ARGN})
+  set(target banyan_${name})
+  add_library(${target} SHARED ${arg_SOURCES})
+  add_library(banyan::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name}
+    VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+  target_include_directories(${target}
+    PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(${target} PUBLIC ${arg_PUBLIC_DEPS} PRIVATE ${arg_PRIVATE_DEPS} banyan_flags)
+  set_property(GLOBAL APPEND PROPERTY BANYAN_COMPONENTS ${name})
+  install(TARGETS ${target} EXPORT banyan-targets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  endif()
+  if(arg_TESTS)
+    banyan_test(${name} SOURCES ${arg_TESTS} DEPS banyan::${name} ${arg_TEST_DEPS})
+  endif()
+endfunction()
+
+# banyan_test(<name> SOURCES <files...> DEPS <targets...>)
+# A GoogleTest executable test_<name>; every TEST becomes one ctest labelled <name>.
+function(banyan_test name)
+  if(NOT BANYAN_ENABLE_TESTING)
+    return()
+  endif()
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(test_${name} ${arg_SOURCES})
+  target_link_libraries(test_${name} PRIVATE ${arg_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+    banyan_flags)
+  target_compile_definitions(test_${name} PRIVATE
+    BANYAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}" BANYAN_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 120
+    PROPERTIES LABELS ${name} TIMEOUT 600)
+endfunction()
+
+# banyan_cli_command(<name> SOURCES <files...> DEPS <targets...>)
+# Adds subcommand sources to the `banyan` CLI (tools/banyan). Each source registers itself with
+# banyan::cli::register_command. Skipped when a dependency target is not part of this build.
+function(banyan_cli_command name)
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
+  foreach(dep IN LISTS arg_DEPS)
+    if(NOT TARGET ${dep})
+      return()
+    endif()
+  endforeach()
+  add_library(banyan_cli_${name} OBJECT ${arg_SOURCES})
+  target_link_libraries(banyan_cli_${name} PRIVATE banyan_cli_support ${arg_DEPS} banyan_flags)
+  set_property(GLOBAL APPEND PROPERTY BANYAN_CLI_COMMANDS banyan_cli_${name})
+  set_property(GLOBAL APPEND PROPERTY BANYAN_CLI_DEPS ${arg_DEPS})
+endfunction()
