@@ -1,0 +1,59 @@
+// The traffic profile of a run: the component tree with per-component load and per-edge traffic,
+// exported as JSON for `banyan partition` (schema: docs/formats.md).
+#pragma once
+
+#include "banyan/broker/routing.hpp"
+#include "banyan/broker/tree.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace banyan {
+
+struct component_load {
+  std::uint64_t messages = 0;  // messages handled (deliveries, requests, posted work)
+  double cpu_seconds = 0;      // time spent inside the component's handlers
+  std::uint64_t memory = 0;    // bytes, when the component reports it
+};
+
+// Per-component load counters. Each component's cell is written by that component's actor only and
+// read by anyone, so cells are relaxed atomics.
+class load_meter {
+ public:
+  explicit load_meter(std::size_t components) : cells_(components) {}
+  void record(vertex_id v, std::uint64_t busy_ns) {
+    cells_[v].messages.fetch_add(1, std::memory_order_relaxed);
+    cells_[v].busy_ns.fetch_add(busy_ns, std::memory_order_relaxed);
+  }
+  void set_memory(vertex_id v, std::uint64_t bytes) { cells_[v].memory.store(bytes, std::memory_order_relaxed); }
+  std::vector<component_load> snapshot() const;
+
+ private:
+  struct cell {
+    std::atomic<std::uint64_t> messages{0};
+    std::atomic<std::uint64_t> busy_ns{0};
+    std::atomic<std::uint64_t> memory{0};
+  };
+  std::vector<cell> cells_;
+};
+
+struct profile {
+  std::shared_ptr<const component_tree> tree;
+  std::vector<bool> composite;           // per vertex: composite (true) or leaf
+  routing_mode mode = routing_mode::hier;
+  double duration_s = 0;
+  std::vector<component_load> loads;     // per vertex
+  std::vector<edge_traffic> edges;       // per edge, indexed by child vertex
+
+  nlohmann::json to_json() const;
+  // Writes to_json() to `path`; an error names the file.
+  result<void> write(const std::string& path) const;
+  // A human-readable table of the edges that carried traffic, heaviest first.
+  std::string traffic_table(std::size_t max_rows = 20) const;
+};
+
+}  // namespace banyan

@@ -1,0 +1,118 @@
+// The subscription table and the routes it computes.
+//
+// A route answers "who receives topic T published by P within scope S, and which tree edges does the
+// message use": in `hier` mode the edges of the Steiner tree of P and the subscribers it reaches (each
+// edge once, none that leads to no subscriber); in `flat_p2p` mode one copy per subscriber straight
+// from P, so every edge of each publisher→subscriber path counts once per copy.
+//
+// Routes are immutable after construction except for their traffic counters. Callers cache them per
+// (publisher, scope, topic) and recompute when version() changes; any subscribe/unsubscribe bumps the
+// version before it returns, so it applies to every message planned after it returns.
+//
+// Thread-safety: every member function may be called from any thread.
+// Cost: plan() is O(matching subscriptions + path lengths); record() is two relaxed atomic adds.
+#pragma once
+
+#include "banyan/broker/result.hpp"
+#include "banyan/broker/topic.hpp"
+#include "banyan/broker/tree.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+namespace banyan {
+
+enum class routing_mode { hier, flat_p2p };
+const char* to_string(routing_mode mode);
+result<routing_mode> parse_routing_mode(std::string_view text);
+
+using subscription_id = std::uint64_t;
+
+struct edge_traffic {
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+};
+
+class routing_table;
+struct traffic_sink;  // private to routing.cpp
+
+class route {
+ public:
+  struct target {
+    vertex_id component;
+    std::vector<subscription_id> subscriptions;  // this component's matching subscriptions
+  };
+  // One entry per tree edge the message uses, with the copies each message sends over it.
+  struct edge_use {
+    vertex_id edge;  // the edge's child vertex
+    std::uint32_t copies;
+  };
+
+  route(std::shared_ptr<traffic_sink> sink, std::vector<target> targets, std::vector<edge_use> edges);
+  ~route();
+  route(const route&) = delete;
+  route& operator=(const route&) = delete;
+
+  const std::vector<target>& targets() const { return targets_; }
+  const std::vector<edge_use>& edges() const { return edges_; }
+
+  // Counts one published message of `bytes` payload bytes on this route (all its edges).
+  void record(std::size_t bytes) const {
+    messages_.fetch_add(1, std::memory_order_relaxed);
+    bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void add_to(std::vector<edge_traffic>& per_edge) const;
+
+ private:
+  std::shared_ptr<traffic_sink> sink_;
+  std::vector<target> targets_;
+  std::vector<edge_use> edges_;
+  mutable std::atomic<std::uint64_t> messages_{0};
+  mutable std::atomic<std::uint64_t> bytes_{0};
+};
+
+class routing_table {
+ public:
+  routing_table(std::shared_ptr<const component_tree> tree, routing_mode mode);
+  ~routing_table();
+
+  const component_tree& tree() const { return *tree_; }
+  routing_mode mode() const { return mode_; }
+
+  result<subscription_id> subscribe(vertex_id subscriber, std::string_view filter);
+  // Returns false when the id is unknown (already removed).
+  bool unsubscribe(subscription_id id);
+  // Removes every subscription of `component` (used when a component fails or restarts).
+  void unsubscribe_all(vertex_id component);
+  std::size_t subscription_count() const;
+
+  std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
+  // The route for `t` published by `publisher` within the subtree of `scope` (a resolved ancestor of the
+  // publisher, see scope::resolve).
+  std::shared_ptr<const route> plan(vertex_id publisher, vertex_id scope, const topic& t) const;
+
+  // Traffic so far per tree edge, indexed by the edge's child vertex (entry 0, the root, stays zero).
+  std::vector<edge_traffic> traffic() const;
+
+ private:
+  struct trie;
+  struct subscription;
+  void collect(const trie& node, const std::vector<std::string>& levels, std::size_t i,
+               std::vector<std::pair<vertex_id, subscription_id>>& out) const;
+  void erase_locked(subscription_id id);
+
+  std::shared_ptr<const component_tree> tree_;
+  routing_mode mode_;
+  mutable std::shared_mutex mutex_;
+  std::unique_ptr<trie> root_;
+  std::vector<subscription> subscriptions_;  // sorted by id
+  subscription_id next_id_ = 1;
+  std::atomic<std::uint64_t> version_{1};
+  std::shared_ptr<traffic_sink> sink_;
+};
+
+}  // namespace banyan
