@@ -1,0 +1,45 @@
+// AdamW with decoupled weight decay and global-norm gradient clipping, numerically the same update as
+// torch.optim.AdamW after torch.nn.utils.clip_grad_norm_ (checked by the PyTorch reference test).
+// Owns the two moment buffers (same size as the parameters) on the model's backend.
+#pragma once
+
+#include "banyan/nn/arena.hpp"
+#include "banyan/nn/backend.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace banyan::nn {
+
+struct adamw_config {
+  float lr = 3e-4f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  float grad_clip = 1.0f;  // max global L2 norm; <= 0 disables clipping
+  status validate() const;
+};
+
+class adamw {
+ public:
+  adamw(backend& be, std::size_t num_params);
+
+  // One step on the flat parameter and gradient buffers (num_params floats each). Clips the
+  // gradients in place first. Returns the global gradient norm before clipping.
+  float step(float* params, float* grads, const adamw_config& cfg);
+
+  int steps() const { return t_; }
+  // For checkpoints: moments to and from host, and the step count.
+  std::vector<float> m_host() const;
+  std::vector<float> v_host() const;
+  void restore(const std::vector<float>& m, const std::vector<float>& v, int steps);
+
+ private:
+  backend* be_;
+  std::size_t n_;
+  buffer m_, v_;
+  int t_ = 0;
+};
+
+}  // namespace banyan::nn

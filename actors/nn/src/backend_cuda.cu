@@ -1,0 +1,174 @@
+// The CUDA backend: cuBLAS for the GEMMs, kernels_cuda.cu for everything else, one stream.
+// CUDA failures inside a step are bugs or a lost device, not input errors: they abort with the CUDA
+// message (the process cannot continue with a broken context). Device discovery failures are values.
+#include "backend_cuda.hpp"
+
+#include "kernels_cuda.cuh"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace banyan::nn {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "banyan nn cuda: %s: %s\n", what, cudaGetErrorString(e));
+    std::abort();
+  }
+}
+void check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "banyan nn cublas: %s: status %d\n", what, static_cast<int>(e));
+    std::abort();
+  }
+}
+
+class cuda_backend final : public backend {
+ public:
+  explicit cuda_backend(int device) : device_(device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    check(cublasCreate(&blas_), "cublasCreate");
+    check(cublasSetStream(blas_, stream_), "cublasSetStream");
+    // Plain fp32 (no TF32): results must match the CPU reference at fp32 tolerances.
+    check(cublasSetMathMode(blas_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    check(cudaMalloc(&scratch_, sizeof(double)), "cudaMalloc scratch");
+  }
+  ~cuda_backend() override {
+    cudaFree(scratch_);
+    cublasDestroy(blas_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return "cuda"; }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes), "cudaMalloc");
+    check(cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemset");
+    return p;
+  }
+  void release(void* p) override {
+    cudaStreamSynchronize(stream_);
+    cudaFree(p);
+  }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
+    check(cudaStreamSynchronize(stream_), "upload sync");  // src is pageable caller memory
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download");
+    check(cudaStreamSynchronize(stream_), "download sync");
+  }
+  void zero(void* p, std::size_t bytes) override { check(cudaMemsetAsync(p, 0, bytes, stream_), "zero"); }
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+
+  void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) override {
+    cuda::encoder_forward(stream_, out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) override {
+    cuda::encoder_backward(stream_, dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                         int N, int C) override {
+    cuda::layernorm_forward(stream_, out, mean, rstd, inp, weight, bias, N, C);
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+    cuda::layernorm_backward(stream_, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  }
+  // Row-major (N,OC) = (N,C) @ (OC,C)^T is column-major out^T = W^T' ... see the derivation in
+  // docs/nn.md: cuBLAS sees every row-major matrix as its transpose.
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) override {
+    float beta = 0.0f;
+    if (bias != nullptr) {
+      cuda::fill_rows(stream_, out, bias, N, OC);
+      beta = 1.0f;
+    }
+    const float alpha = 1.0f;
+    check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &alpha, weight, C, inp, C, &beta, out, OC),
+          "sgemm forward");
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override {
+    const float one = 1.0f;
+    if (dinp != nullptr) {
+      check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC, &one, dinp, C),
+            "sgemm dinp");
+    }
+    check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC, &one, dweight, C),
+          "sgemm dweight");
+    if (dbias != nullptr) cuda::column_sums(stream_, dbias, dout, N, OC);
+  }
+  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    cuda::attention_forward(stream_, out, preatt, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override {
+    cuda::attention_backward(stream_, dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+  }
+  void gelu_forward(float* out, const float* inp, std::size_t n) override { cuda::gelu_forward(stream_, out, inp, n); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override {
+    cuda::gelu_backward(stream_, dinp, inp, dout, n);
+  }
+  void relu_forward(float* out, const float* inp, std::size_t n) override { cuda::relu_forward(stream_, out, inp, n); }
+  void relu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override {
+    cuda::relu_backward(stream_, dinp, inp, dout, n);
+  }
+  void residual_forward(float* out, const float* a, const float* b, std::size_t n) override {
+    cuda::residual_forward(stream_, out, a, b, n);
+  }
+  void residual_backward(float* da, float* db, const float* dout, std::size_t n) override {
+    cuda::residual_backward(stream_, da, db, dout, n);
+  }
+  void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N,
+                                    int V) override {
+    cuda::softmax_crossentropy_forward(stream_, losses, probs, logits, targets, N, V);
+  }
+  void softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                                     int V) override {
+    cuda::softmax_crossentropy_backward(stream_, dlogits, probs, targets, dloss, N, V);
+  }
+  double sum_squares(const float* x, std::size_t n) override {
+    check(cudaMemsetAsync(scratch_, 0, sizeof(double), stream_), "zero scratch");
+    cuda::sum_squares(stream_, scratch_, x, n);
+    double out = 0.0;
+    download(&out, scratch_, sizeof(double));
+    return out;
+  }
+  void scale(float* x, float s, std::size_t n) override { cuda::scale(stream_, x, s, n); }
+  void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1,
+                    float beta2, float eps, float weight_decay, int t) override {
+    cuda::adamw_update(stream_, params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  double* scratch_ = nullptr;
+};
+
+}  // namespace
+
+result<std::unique_ptr<backend>> make_cuda_backend(int device) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    return make_error(errc::unsupported, std::string("backend `cuda`: no usable GPU (") + cudaGetErrorString(e) + ")");
+  }
+  if (count == 0) return make_error(errc::unsupported, "backend `cuda`: no GPU found");
+  if (device < 0 || device >= count) {
+    return make_error(errc::invalid_argument, "backend `cuda`: device " + std::to_string(device) + " out of range [0, " +
+                                                  std::to_string(count) + ")");
+  }
+  return std::unique_ptr<backend>(std::make_unique<cuda_backend>(device));
+}
+
+}  // namespace banyan::nn

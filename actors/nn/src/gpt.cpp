@@ -1,0 +1,319 @@
+#include "banyan/nn/gpt.hpp"
+
+#include "banyan/nn/rng.hpp"
+#include "layer_clock.hpp"
+
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace banyan::nn {
+
+namespace {
+
+// Parameter tensors, in arena order: wte, wpe, then per block the 12 below, then ln_f w and b.
+enum block_param { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, NBP };
+// Activation tensors: encoded, then per block the 16 below, then the 6 final ones.
+enum block_act {
+  LN1, LN1_MEAN, LN1_RSTD, QKV, PREATT, ATT, ATTY, ATTPROJ, RES2, LN2, LN2_MEAN, LN2_RSTD, FCH,
+  FCH_GELU, FCPROJ, RES3, NBA
+};
+enum final_act { LNF, LNF_MEAN, LNF_RSTD, LOGITS, PROBS, LOSSES };
+// Layers: embedding, per block the 6 below, then ln_f, lm_head, loss.
+enum block_layer { L_LN1, L_ATTN, L_RES1, L_LN2, L_MLP, L_RES2, NBL };
+
+constexpr int p_wte = 0, p_wpe = 1;
+int p_blk(int l, int k) { return 2 + l * NBP + k; }
+int p_lnfw(int L) { return 2 + L * NBP; }
+int p_lnfb(int L) { return 3 + L * NBP; }
+constexpr int a_enc = 0;
+int a_blk(int l, int k) { return 1 + l * NBA + k; }
+int a_fin(int L, int k) { return 1 + L * NBA + k; }
+int layer_blk(int l, int k) { return 1 + l * NBL + k; }
+int layer_lnf(int L) { return 1 + L * NBL; }
+int layer_head(int L) { return 2 + L * NBL; }
+int layer_loss(int L) { return 3 + L * NBL; }
+
+}  // namespace
+
+status gpt_config::validate() const {
+  auto bad = [](const std::string& field, int v, const std::string& rule) {
+    return make_error(errc::invalid_argument,
+                      "gpt config: " + field + " = " + std::to_string(v) + " " + rule);
+  };
+  if (vocab_size <= 0) return bad("vocab_size", vocab_size, "must be positive");
+  if (max_seq_len <= 0) return bad("max_seq_len", max_seq_len, "must be positive");
+  if (num_layers <= 0) return bad("num_layers", num_layers, "must be positive");
+  if (num_heads <= 0) return bad("num_heads", num_heads, "must be positive");
+  if (channels <= 0) return bad("channels", channels, "must be positive");
+  if (channels % num_heads != 0) {
+    return bad("channels", channels, "must be divisible by num_heads (" + std::to_string(num_heads) + ")");
+  }
+  return ok;
+}
+
+std::vector<std::int64_t> gpt_config::to_vector() const {
+  return {vocab_size, max_seq_len, num_layers, num_heads, channels};
+}
+
+result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& be) {
+  if (auto s = cfg.validate(); !s) return s.err();
+  if (batch <= 0) {
+    return make_error(errc::invalid_argument, "gpt: batch = " + std::to_string(batch) + " must be positive");
+  }
+  if (seq_len <= 0 || seq_len > cfg.max_seq_len) {
+    return make_error(errc::invalid_argument, "gpt: seq_len = " + std::to_string(seq_len) +
+                                                  " must be in [1, max_seq_len = " +
+                                                  std::to_string(cfg.max_seq_len) + "]");
+  }
+  return gpt(cfg, batch, seq_len, be);
+}
+
+gpt::gpt(const gpt_config& cfg, int batch, int seq_len, backend& be)
+    : cfg_(cfg), batch_(batch), seq_len_(seq_len), be_(&be) {
+  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, L = cfg.num_layers, NH = cfg.num_heads,
+            C = cfg.channels, B = batch, T = seq_len;
+  layer_names_.push_back("embedding");
+  for (int l = 0; l < L; ++l) {
+    const std::string h = "h" + std::to_string(l) + ".";
+    for (const char* n : {"ln1", "attn", "residual1", "ln2", "mlp", "residual2"}) layer_names_.push_back(h + n);
+  }
+  layer_names_.push_back("ln_f");
+  layer_names_.push_back("lm_head");
+  layer_names_.push_back("loss");
+  fwd_ms_.assign(layer_names_.size(), 0.0);
+  bwd_ms_.assign(layer_names_.size(), 0.0);
+
+  // Parameters and their gradients share one layout.
+  for (arena* a : {&params_, &grads_}) {
+    a->add("wte", {V, C}, 0);
+    a->add("wpe", {maxT, C}, 0);
+    for (int l = 0; l < L; ++l) {
+      const std::string h = "h" + std::to_string(l) + ".";
+      a->add(h + "ln1_w", {C}, layer_blk(l, L_LN1));
+      a->add(h + "ln1_b", {C}, layer_blk(l, L_LN1));
+      a->add(h + "qkv_w", {3 * C, C}, layer_blk(l, L_ATTN));
+      a->add(h + "qkv_b", {3 * C}, layer_blk(l, L_ATTN));
+      a->add(h + "proj_w", {C, C}, layer_blk(l, L_ATTN));
+      a->add(h + "proj_b", {C}, layer_blk(l, L_ATTN));
+      a->add(h + "ln2_w", {C}, layer_blk(l, L_LN2));
+      a->add(h + "ln2_b", {C}, layer_blk(l, L_LN2));
+      a->add(h + "fc_w", {4 * C, C}, layer_blk(l, L_MLP));
+      a->add(h + "fc_b", {4 * C}, layer_blk(l, L_MLP));
+      a->add(h + "fcproj_w", {C, 4 * C}, layer_blk(l, L_MLP));
+      a->add(h + "fcproj_b", {C}, layer_blk(l, L_MLP));
+    }
+    a->add("lnf_w", {C}, layer_lnf(L));
+    a->add("lnf_b", {C}, layer_lnf(L));
+    a->allocate(be);
+  }
+  for (arena* a : {&acts_, &dacts_}) {
+    a->add("encoded", {B, T, C}, 0);
+    for (int l = 0; l < L; ++l) {
+      const std::string h = "h" + std::to_string(l) + ".";
+      a->add(h + "ln1", {B, T, C}, layer_blk(l, L_LN1));
+      a->add(h + "ln1_mean", {B, T}, layer_blk(l, L_LN1));
+      a->add(h + "ln1_rstd", {B, T}, layer_blk(l, L_LN1));
+      a->add(h + "qkv", {B, T, 3 * C}, layer_blk(l, L_ATTN));
+      a->add(h + "preatt", {B, NH, T, T}, layer_blk(l, L_ATTN));
+      a->add(h + "att", {B, NH, T, T}, layer_blk(l, L_ATTN));
+      a->add(h + "atty", {B, T, C}, layer_blk(l, L_ATTN));
+      a->add(h + "attproj", {B, T, C}, layer_blk(l, L_ATTN));
+      a->add(h + "res2", {B, T, C}, layer_blk(l, L_RES1));
+      a->add(h + "ln2", {B, T, C}, layer_blk(l, L_LN2));
+      a->add(h + "ln2_mean", {B, T}, layer_blk(l, L_LN2));
+      a->add(h + "ln2_rstd", {B, T}, layer_blk(l, L_LN2));
+      a->add(h + "fch", {B, T, 4 * C}, layer_blk(l, L_MLP));
+      a->add(h + "fch_gelu", {B, T, 4 * C}, layer_blk(l, L_MLP));
+      a->add(h + "fcproj", {B, T, C}, layer_blk(l, L_MLP));
+      a->add(h + "res3", {B, T, C}, layer_blk(l, L_RES2));
+    }
+    a->add("lnf", {B, T, C}, layer_lnf(L));
+    a->add("lnf_mean", {B, T}, layer_lnf(L));
+    a->add("lnf_rstd", {B, T}, layer_lnf(L));
+    a->add("logits", {B, T, V}, layer_head(L));
+    a->add("probs", {B, T, V}, layer_loss(L));
+    a->add("losses", {B, T}, layer_loss(L));
+    a->allocate(be);
+  }
+  tokens_ = buffer(be, sizeof(int) * static_cast<std::size_t>(B) * T);
+  targets_ = buffer(be, sizeof(int) * static_cast<std::size_t>(B) * T);
+}
+
+void gpt::init(std::uint64_t seed) {
+  rng r(seed);
+  const int L = cfg_.num_layers;
+  const float std_resid = 0.02f / std::sqrt(2.0f * static_cast<float>(L));
+  std::vector<float> host(params_.numel(), 0.0f);
+  for (const auto& t : params_.tensors()) {
+    float* p = host.data() + t.offset;
+    const std::string& n = t.name;
+    const bool is_bias = n.size() >= 2 && n.compare(n.size() - 2, 2, "_b") == 0;
+    const bool is_ln_w = n.find("ln") != std::string::npos && !is_bias;
+    if (is_bias) continue;
+    if (is_ln_w) {
+      for (std::size_t i = 0; i < t.numel; ++i) p[i] = 1.0f;
+      continue;
+    }
+    const bool resid = n.find("proj_w") != std::string::npos;  // proj_w and fcproj_w
+    const float sd = resid ? std_resid : 0.02f;
+    for (std::size_t i = 0; i < t.numel; ++i) p[i] = sd * r.normal();
+  }
+  params_.from_host(*be_, host);
+}
+
+template <class F>
+void gpt::timed(int layer, bool forward, F&& f) {
+  detail::timed_call(*be_, profiling_, forward ? fwd_ms_[layer] : bwd_ms_[layer], std::forward<F>(f));
+}
+
+float gpt::forward(const int* tokens, const int* targets, int B, int T) {
+  assert(B > 0 && B <= batch_ && T > 0 && T <= seq_len_);
+  B_ = B;
+  T_ = T;
+  has_targets_ = targets != nullptr;
+  const int V = cfg_.vocab_size, L = cfg_.num_layers, NH = cfg_.num_heads, C = cfg_.channels;
+  const int N = B * T;
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  backend& be = *be_;
+  auto P = [&](int id) { return params_.data(id); };
+  auto A = [&](int id) { return acts_.data(id); };
+  be.upload(tokens_.get(), tokens, sizeof(int) * N);
+  if (has_targets_) be.upload(targets_.get(), targets, sizeof(int) * N);
+
+  timed(0, true, [&] { be.encoder_forward(A(a_enc), tokens_.i32(), P(p_wte), P(p_wpe), B, T, C); });
+  float* residual = A(a_enc);
+  for (int l = 0; l < L; ++l) {
+    auto pa = [&](int k) { return P(p_blk(l, k)); };
+    auto aa = [&](int k) { return A(a_blk(l, k)); };
+    timed(layer_blk(l, L_LN1), true, [&] {
+      be.layernorm_forward(aa(LN1), aa(LN1_MEAN), aa(LN1_RSTD), residual, pa(LN1W), pa(LN1B), N, C);
+    });
+    timed(layer_blk(l, L_ATTN), true, [&] {
+      be.matmul_forward(aa(QKV), aa(LN1), pa(QKVW), pa(QKVB), N, C, 3 * C);
+      be.attention_forward(aa(ATTY), aa(PREATT), aa(ATT), aa(QKV), B, T, C, NH);
+      be.matmul_forward(aa(ATTPROJ), aa(ATTY), pa(PROJW), pa(PROJB), N, C, C);
+    });
+    timed(layer_blk(l, L_RES1), true, [&] { be.residual_forward(aa(RES2), residual, aa(ATTPROJ), NC); });
+    timed(layer_blk(l, L_LN2), true, [&] {
+      be.layernorm_forward(aa(LN2), aa(LN2_MEAN), aa(LN2_RSTD), aa(RES2), pa(LN2W), pa(LN2B), N, C);
+    });
+    timed(layer_blk(l, L_MLP), true, [&] {
+      be.matmul_forward(aa(FCH), aa(LN2), pa(FCW), pa(FCB), N, C, 4 * C);
+      be.gelu_forward(aa(FCH_GELU), aa(FCH), NC * 4);
+      be.matmul_forward(aa(FCPROJ), aa(FCH_GELU), pa(FCPROJW), pa(FCPROJB), N, 4 * C, C);
+    });
+    timed(layer_blk(l, L_RES2), true, [&] { be.residual_forward(aa(RES3), aa(RES2), aa(FCPROJ), NC); });
+    residual = aa(RES3);
+  }
+  timed(layer_lnf(L), true, [&] {
+    be.layernorm_forward(A(a_fin(L, LNF)), A(a_fin(L, LNF_MEAN)), A(a_fin(L, LNF_RSTD)), residual,
+                         P(p_lnfw(L)), P(p_lnfb(L)), N, C);
+  });
+  timed(layer_head(L), true, [&] {
+    be.matmul_forward(A(a_fin(L, LOGITS)), A(a_fin(L, LNF)), P(p_wte), nullptr, N, C, V);
+  });
+  if (!has_targets_) {
+    be.synchronize();
+    return std::numeric_limits<float>::quiet_NaN();
+  }
+  timed(layer_loss(L), true, [&] {
+    be.softmax_crossentropy_forward(A(a_fin(L, LOSSES)), A(a_fin(L, PROBS)), A(a_fin(L, LOGITS)),
+                                    targets_.i32(), N, V);
+  });
+  std::vector<float> losses(N);
+  be.download(losses.data(), A(a_fin(L, LOSSES)), sizeof(float) * N);
+  double sum = 0.0;
+  for (float x : losses) sum += x;
+  return static_cast<float>(sum / N);
+}
+
+void gpt::zero_grad() {
+  grads_.zero(*be_);
+  dacts_.zero(*be_);
+}
+
+void gpt::backward() {
+  assert(has_targets_ && "gpt::backward needs a forward with targets");
+  const int B = B_, T = T_, V = cfg_.vocab_size, L = cfg_.num_layers, NH = cfg_.num_heads,
+            C = cfg_.channels;
+  const int N = B * T;
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  backend& be = *be_;
+  auto P = [&](int id) { return params_.data(id); };
+  auto G = [&](int id) { return grads_.data(id); };
+  auto A = [&](int id) { return acts_.data(id); };
+  auto D = [&](int id) { return dacts_.data(id); };
+
+  timed(layer_loss(L), false, [&] {
+    be.softmax_crossentropy_backward(D(a_fin(L, LOGITS)), A(a_fin(L, PROBS)), targets_.i32(),
+                                     1.0f / static_cast<float>(N), N, V);
+  });
+  timed(layer_head(L), false, [&] {
+    be.matmul_backward(D(a_fin(L, LNF)), G(p_wte), nullptr, D(a_fin(L, LOGITS)), A(a_fin(L, LNF)),
+                       P(p_wte), N, C, V);
+  });
+  const int last = L > 0 ? a_blk(L - 1, RES3) : a_enc;
+  timed(layer_lnf(L), false, [&] {
+    be.layernorm_backward(D(last), G(p_lnfw(L)), G(p_lnfb(L)), D(a_fin(L, LNF)), A(last), P(p_lnfw(L)),
+                          A(a_fin(L, LNF_MEAN)), A(a_fin(L, LNF_RSTD)), N, C);
+  });
+  for (int l = L - 1; l >= 0; --l) {
+    const int in = l == 0 ? a_enc : a_blk(l - 1, RES3);
+    auto pa = [&](int k) { return P(p_blk(l, k)); };
+    auto ga = [&](int k) { return G(p_blk(l, k)); };
+    auto aa = [&](int k) { return A(a_blk(l, k)); };
+    auto da = [&](int k) { return D(a_blk(l, k)); };
+    timed(layer_blk(l, L_RES2), false, [&] { be.residual_backward(da(RES2), da(FCPROJ), da(RES3), NC); });
+    timed(layer_blk(l, L_MLP), false, [&] {
+      be.matmul_backward(da(FCH_GELU), ga(FCPROJW), ga(FCPROJB), da(FCPROJ), aa(FCH_GELU), pa(FCPROJW),
+                         N, 4 * C, C);
+      be.gelu_backward(da(FCH), aa(FCH), da(FCH_GELU), NC * 4);
+      be.matmul_backward(da(LN2), ga(FCW), ga(FCB), da(FCH), aa(LN2), pa(FCW), N, C, 4 * C);
+    });
+    timed(layer_blk(l, L_LN2), false, [&] {
+      be.layernorm_backward(da(RES2), ga(LN2W), ga(LN2B), da(LN2), aa(RES2), pa(LN2W), aa(LN2_MEAN),
+                            aa(LN2_RSTD), N, C);
+    });
+    timed(layer_blk(l, L_RES1), false, [&] { be.residual_backward(D(in), da(ATTPROJ), da(RES2), NC); });
+    timed(layer_blk(l, L_ATTN), false, [&] {
+      be.matmul_backward(da(ATTY), ga(PROJW), ga(PROJB), da(ATTPROJ), aa(ATTY), pa(PROJW), N, C, C);
+      be.attention_backward(da(QKV), da(PREATT), da(ATT), da(ATTY), aa(QKV), aa(ATT), B, T, C, NH);
+      be.matmul_backward(da(LN1), ga(QKVW), ga(QKVB), da(QKV), aa(LN1), pa(QKVW), N, C, 3 * C);
+    });
+    timed(layer_blk(l, L_LN1), false, [&] {
+      be.layernorm_backward(D(in), ga(LN1W), ga(LN1B), da(LN1), A(in), pa(LN1W), aa(LN1_MEAN),
+                            aa(LN1_RSTD), N, C);
+    });
+  }
+  timed(0, false, [&] { be.encoder_backward(G(p_wte), G(p_wpe), D(a_enc), tokens_.i32(), B, T, C); });
+}
+
+std::vector<float> gpt::logits_host() const {
+  const std::size_t n = static_cast<std::size_t>(B_) * T_ * cfg_.vocab_size;
+  std::vector<float> out(n);
+  be_->download(out.data(), acts_.data(a_fin(cfg_.num_layers, LOGITS)), n * sizeof(float));
+  return out;
+}
+
+std::vector<float> gpt::logits_row(int b, int t) const {
+  assert(b < B_ && t < T_);
+  const int V = cfg_.vocab_size;
+  std::vector<float> out(V);
+  const float* src = acts_.data(a_fin(cfg_.num_layers, LOGITS)) + (static_cast<std::size_t>(b) * T_ + t) * V;
+  be_->download(out.data(), src, V * sizeof(float));
+  return out;
+}
+
+std::vector<layer_info> gpt::layers() const {
+  std::vector<layer_info> out;
+  for (std::size_t i = 0; i < layer_names_.size(); ++i) {
+    const int id = static_cast<int>(i);
+    out.push_back(layer_info{layer_names_[i], params_.layer_bytes(id), acts_.layer_bytes(id), fwd_ms_[i],
+                             bwd_ms_[i]});
+  }
+  return out;
+}
+
+}  // namespace banyan::nn
