@@ -1,0 +1,108 @@
+// A netlist elaborated into the component tree the simulator runs on.
+//
+// Every module instance is a composite; the instance's own primitive cells form one leaf that
+// evaluates them together, levelised; the top-level ports are driven and sampled by an `io` leaf that
+// hangs off the root. A net whose driver and readers sit in different leaves is a boundary net.
+// Boundary nets with the same driver leaf and the same set of reader leaves travel together as one
+// group: one topic, published at most once per settling round, scoped at the lowest common ancestor
+// (LCA) of the driver and the readers. Grouping is exact: a reader of one net of a group reads all of
+// them, so no leaf receives a value it does not read.
+//
+// Elaboration checks everything the simulator relies on and names the module and cell otherwise:
+// latches, negedge or derived clocks, a second clock, memories, multiple drivers, combinational loops.
+#pragma once
+
+#include <banyan/eda_sim/netlist.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace banyan::eda {
+
+enum class opcode : std::uint8_t { buf, not_, and_, or_, xor_, nand, nor, xnor, andnot, ornot, mux, nmux };
+
+// One gate on leaf-local slots. Slots 0, 1, 2 of every leaf hold the constants 0, 1, X.
+struct op {
+  opcode code;
+  std::uint32_t a, b, s, y;  // inputs A, B, select S (mux only), output Y
+};
+
+// A flip-flop. At the clock edge: v = D; then for each async term in order, v = ctrl ? value : v;
+// state = v. Between edges Q follows `state` through the same async terms (as mux ops in the leaf's
+// program), so an async set/reset acts at once, like Icarus's `always @(posedge clk or posedge rst)`.
+struct flip_flop {
+  std::uint32_t d, state;
+  struct async_term {
+    std::uint32_t ctrl;  // slot that is 1 when the term is active (active-low pins get a NOT op)
+    std::uint32_t value; // slot 0 or 1
+  };
+  std::vector<async_term> async;  // lowest priority first (set before reset, as yosys's simcells)
+};
+
+struct leaf {
+  std::string path;                  // "/top/alu/cells"; the io leaf is "/top/io"
+  int instance;                      // the composite it belongs to
+  std::uint32_t slots = 3;           // local value slots
+  std::vector<op> program;           // levelised: each op's inputs are computed before it
+  std::vector<flip_flop> flops;
+  std::vector<int> in_groups, out_groups;
+  std::size_t cells = 0;             // primitive cells (gates + flip-flops) for load reporting
+};
+
+struct instance {
+  std::string path;                  // "/top/alu0/add"
+  std::string module;
+  int parent = -1;
+  std::vector<int> children;
+  int leaf = -1;                     // the leaf of its own cells, -1 when it has none
+};
+
+// A set of boundary nets travelling together (one topic).
+struct group {
+  std::string topic;                 // "net/<first net's name>", unique
+  int driver;                        // leaf index
+  std::vector<int> readers;          // leaf indices, sorted
+  int scope;                         // instance at the LCA of driver and readers
+  std::vector<std::uint32_t> driver_slots;              // per net, slot in the driver leaf
+  std::vector<std::vector<std::uint32_t>> reader_slots; // per reader, per net, slot in that reader
+  std::vector<std::string> nets;     // hierarchical names, for reports
+};
+
+struct top_port {
+  std::string name;
+  port_dir dir;
+  std::vector<std::uint32_t> slots;  // in the io leaf, LSB first
+};
+
+// A named net of one instance, for waveforms: where each bit's value lives.
+struct probe {
+  int instance;
+  std::string name;
+  struct location {
+    int leaf;
+    std::uint32_t slot;
+  };
+  std::vector<location> bits;  // LSB first
+};
+
+struct design {
+  std::string top;
+  std::vector<instance> instances;   // [0] is the top instance
+  std::vector<leaf> leaves;          // the last one is the io leaf
+  std::vector<group> groups;
+  std::vector<top_port> inputs;      // without the clock
+  std::vector<top_port> outputs;
+  std::vector<probe> probes;         // named nets of every instance (yosys public names)
+  std::string clock;                 // empty for a purely combinational design
+  std::size_t gates = 0, flops = 0;
+  int io_leaf() const { return static_cast<int>(leaves.size()) - 1; }
+};
+
+struct elaborate_options {
+  std::string clock;  // top input that clocks every flip-flop; empty: found from the flip-flops
+};
+
+result<design> elaborate(const netlist& n, const elaborate_options& opts = {});
+
+}  // namespace banyan::eda

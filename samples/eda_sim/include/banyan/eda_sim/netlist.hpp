@@ -1,0 +1,73 @@
+// The gate-level netlist as yosys writes it (write_json), hierarchy kept, and the yosys flow that
+// produces it from Verilog.
+//
+// Contract of the flow: `synth -top <top>` (no flattening), `dfflegalize` to posedge flip-flops with or
+// without async set/reset, `abc -g simple`, `opt_clean`. Everything after that (which cell types and
+// clocking are supported) is checked when the design is elaborated (design.hpp), so that the error
+// can name the cell and the module.
+#pragma once
+
+#include <banyan/eda_sim/result.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace banyan::eda {
+
+// A bit is a yosys net id (>= 0) inside one module, or a constant.
+using bit = std::int32_t;
+inline constexpr bit bit_0 = -1, bit_1 = -2, bit_x = -3, bit_z = -4;
+
+enum class port_dir { input, output, inout };
+
+struct port {
+  std::string name;
+  port_dir dir;
+  std::vector<bit> bits;  // LSB first
+};
+
+struct cell {
+  std::string name;
+  std::string type;  // "$_AND_", ... or the name of another module (an instance)
+  std::string src;   // yosys "src" attribute (file:line), may be empty
+  std::map<std::string, std::vector<bit>> connections;
+};
+
+struct net_name {
+  std::string name;
+  std::vector<bit> bits;
+  bool hidden;  // yosys hide_name: an internal name ($abc$..), not from the source
+};
+
+struct module {
+  std::string name;
+  std::vector<port> ports;  // in declaration order
+  std::vector<cell> cells;
+  std::vector<net_name> nets;
+};
+
+struct netlist {
+  std::map<std::string, module> modules;
+  std::string top;
+};
+
+// Parses yosys JSON text. `source` names the input in error messages.
+result<netlist> read_yosys_json(const std::string& text, const std::string& source);
+
+struct yosys_options {
+  std::vector<std::string> files;  // Verilog sources
+  std::string top;
+  std::string yosys = "yosys";     // executable
+  std::string work_dir;            // where the script and JSON go; empty = a fresh temp dir
+};
+
+// Runs the yosys flow and returns the netlist. When yosys rejects the input, the error carries
+// yosys's own ERROR lines (file:line: message).
+result<netlist> synthesize(const yosys_options& opts);
+
+// Writes the flow's gate-level netlist as Verilog (for the Icarus/Verilator gate-level anchors).
+status write_gate_verilog(const yosys_options& opts, const std::string& out_path);
+
+}  // namespace banyan::eda

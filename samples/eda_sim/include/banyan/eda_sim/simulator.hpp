@@ -1,0 +1,75 @@
+// The cycle-based simulator: every leaf evaluates its levelised cells on 64 lanes at once, and
+// boundary values move between leaves once per settling round.
+//
+// A cycle is: set_inputs → settle → (sample outputs) → clock_edge. settle() runs rounds; in a round
+// every leaf whose inputs or state changed evaluates its whole program, then every group whose value
+// changed is published once to its readers (the exchange). Rounds repeat until nothing changes, so a
+// combinational path through k leaves settles in about k rounds whatever its gate count.
+//
+// The exchange is the seam the component version replaces with topics: publish(group, values) is the
+// only way a value leaves a leaf. Not thread-safe; one simulator per thread.
+#pragma once
+
+#include <banyan/eda_sim/design.hpp>
+#include <banyan/eda_sim/logic.hpp>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace banyan::eda {
+
+// One leaf's values and program; the unit a component wraps.
+class leaf_engine {
+ public:
+  explicit leaf_engine(const leaf& l);
+  void evaluate();     // runs the levelised program over the slots
+  bool clock_edge();   // all flip-flops take D at once; true if any state changed
+  lanes& slot(std::uint32_t s) { return v_[s]; }
+  const lanes& slot(std::uint32_t s) const { return v_[s]; }
+  const leaf& spec() const { return *spec_; }
+
+ private:
+  const leaf* spec_;
+  std::vector<lanes> v_;
+  std::vector<lanes> next_;
+};
+
+struct sim_stats {
+  std::uint64_t cycles = 0;
+  std::uint64_t rounds = 0;             // settling rounds, summed over cycles
+  std::uint64_t leaf_evaluations = 0;
+  std::uint64_t gate_evaluations = 0;   // ops run (64 lanes each)
+  std::vector<std::uint64_t> publishes; // per group: messages sent
+  int max_rounds = 0;                   // most rounds any settle needed
+};
+
+class simulator {
+ public:
+  explicit simulator(const design& d);
+
+  // Top inputs for this cycle, one `lanes` per bit in design.inputs order (LSB first per port).
+  void set_inputs(std::span<const lanes> bits);
+  // Settles combinational values across all leaves; returns the rounds it took.
+  int settle();
+  // Top outputs after settle(), one per bit in design.outputs order.
+  void outputs(std::vector<lanes>& out) const;
+  // Rising clock edge: every flip-flop of every leaf takes its D.
+  void clock_edge();
+
+  lanes value(int leaf, std::uint32_t slot) const { return leaves_[leaf].slot(slot); }
+  const sim_stats& stats() const { return stats_; }
+  const design& spec() const { return *d_; }
+
+ private:
+  void publish(int group);
+
+  const design* d_;
+  std::vector<leaf_engine> leaves_;
+  std::vector<std::vector<lanes>> last_sent_;  // per group
+  std::vector<char> dirty_;
+  std::vector<int> dirty_list_, current_;
+  sim_stats stats_;
+};
+
+}  // namespace banyan::eda

@@ -1,0 +1,245 @@
+// eda_sim: gate-level simulation of a Verilog design on its component tree, checked against Icarus.
+//
+//   eda_sim --top cpu designs/cpu/*.v --cycles 1000 --seed 1 --check --vcd out.vcd [--json]
+//
+// Exit status: 0 success, 1 the design/run failed or --check found a mismatch, 2 bad usage.
+#include <banyan/eda_sim/design.hpp>
+#include <banyan/eda_sim/netlist.hpp>
+#include <banyan/eda_sim/reference.hpp>
+#include <banyan/eda_sim/run.hpp>
+#include <banyan/eda_sim/vcd.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace eda = banyan::eda;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+struct options {
+  std::vector<std::string> files;
+  std::string top, netlist_json, stimulus_file, vcd, work_dir, clock, reset;
+  std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
+  unsigned lanes = 1, check_lanes = 1;
+  bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false;
+};
+
+int fail(const std::string& what) {
+  std::cerr << "eda_sim: " << what << "\n";
+  return 1;
+}
+
+// A progress line on stderr: rewritten in place on a terminal, every 2 s otherwise.
+class progress_line {
+ public:
+  progress_line(std::string label, std::uint64_t total) : label_(std::move(label)), total_(total), tty_(isatty(2)) {}
+  void update(std::uint64_t done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(tty_ ? 200 : 2000)) return;
+    last_ = now;
+    const double s = std::chrono::duration<double>(now - start_).count();
+    const double rate = s > 0 ? done / s : 0;
+    std::fprintf(stderr, "%s%s %llu/%llu cycles  %.0f cycles/s  ETA %.0fs%s", tty_ ? "\r" : "", label_.c_str(),
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_), rate,
+                 rate > 0 ? (total_ - done) / rate : 0.0, tty_ ? "   " : "\n");
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_ && tty_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  std::string label_;
+  std::uint64_t total_;
+  bool tty_, shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
+};
+
+json tree_json(const eda::design& d) {
+  json j;
+  j["instances"] = json::array();
+  for (const auto& in : d.instances) {
+    json e = {{"path", in.path}, {"module", in.module}};
+    if (in.leaf >= 0) e["leaf"] = d.leaves[in.leaf].path, e["cells"] = d.leaves[in.leaf].cells;
+    j["instances"].push_back(e);
+  }
+  j["topics"] = json::array();
+  for (const auto& g : d.groups) {
+    json readers = json::array();
+    for (int r : g.readers) readers.push_back(d.leaves[r].path);
+    j["topics"].push_back({{"topic", g.topic}, {"scope", d.instances[g.scope].path}, {"nets", g.nets.size()},
+                           {"publisher", d.leaves[g.driver].path}, {"subscribers", readers}});
+  }
+  return j;
+}
+
+int run(const options& o) {
+  // 1. Netlist: from Verilog through yosys, or a yosys JSON given directly.
+  eda::result<eda::netlist> n = eda::error{eda::errc::io, ""};
+  if (!o.netlist_json.empty()) {
+    std::ifstream in(o.netlist_json);
+    if (!in) return fail(o.netlist_json + ": cannot open");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    n = eda::read_yosys_json(ss.str(), o.netlist_json);
+  } else {
+    if (o.files.empty()) return fail("no Verilog files given (see --help)");
+    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys"});
+  }
+  if (!n) return fail(n.err().message);
+  auto d = eda::elaborate(*n, {o.clock});
+  if (!d) return fail(d.err().message);
+  if (!o.json_out)
+    std::fprintf(stderr, "eda_sim: %s: %zu instances, %zu gates, %zu flip-flops, %zu leaves, %zu topics%s%s\n",
+                 d->top.c_str(), d->instances.size(), d->gates, d->flops, d->leaves.size(), d->groups.size(),
+                 d->clock.empty() ? "" : ", clock ", d->clock.c_str());
+  if (o.tree) {
+    std::cout << tree_json(*d).dump(2) << "\n";
+    return 0;
+  }
+
+  // 2. Stimulus.
+  eda::result<std::unique_ptr<eda::stimulus>> stim = eda::error{eda::errc::io, ""};
+  std::uint64_t cycles = o.cycles;
+  if (!o.stimulus_file.empty()) {
+    stim = eda::file_stimulus(*d, o.stimulus_file);
+    if (!stim) return fail(stim.err().message);
+    const auto len = *(*stim)->length();
+    if (cycles == 0) cycles = len;
+    if (cycles > len)
+      return fail(o.stimulus_file + ": " + std::to_string(cycles) + " cycles requested but the file has " +
+                  std::to_string(len));
+  } else {
+    eda::random_options ro{o.seed, o.reset, std::nullopt, o.reset_cycles};
+    if (o.reset_low) ro.reset_active_low = true;
+    if (o.reset_high) ro.reset_active_low = false;
+    stim = eda::random_stimulus(*d, ro);
+    if (!stim) return fail(stim.err().message);
+    if (cycles == 0) cycles = 1000;
+  }
+
+  // 3. Simulate.
+  std::unique_ptr<eda::vcd_writer> vcd;
+  if (!o.vcd.empty()) {
+    auto w = eda::vcd_writer::open(o.vcd, *d);
+    if (!w) return fail(w.err().message);
+    vcd = std::move(*w);
+  }
+  eda::simulator sim(*d);
+  progress_line bar("simulate", cycles);
+  eda::run_options ro;
+  ro.cycles = cycles;
+  ro.lanes = o.lanes;
+  ro.trace_lanes = o.check ? std::min(o.check_lanes, o.lanes) : 0;
+  ro.vcd = vcd.get();
+  ro.on_progress = [&](std::uint64_t done) { bar.update(done); };
+  auto r = eda::simulate(sim, **stim, ro);
+  bar.finish();
+
+  std::uint64_t messages = 0, bytes = 0;
+  for (std::size_t g = 0; g < d->groups.size(); ++g) {
+    messages += r.stats.publishes[g];
+    bytes += r.stats.publishes[g] * d->groups[g].nets.size() * sizeof(eda::lanes);
+  }
+  json summary = {{"design", d->top},
+                  {"instances", d->instances.size()},
+                  {"gates", d->gates},
+                  {"flip_flops", d->flops},
+                  {"leaves", d->leaves.size()},
+                  {"topics", d->groups.size()},
+                  {"stimulus", (*stim)->describe()},
+                  {"cycles", cycles},
+                  {"lanes", o.lanes},
+                  {"seconds", r.seconds},
+                  {"cycles_per_second", r.seconds > 0 ? cycles / r.seconds : 0.0},
+                  {"lane_cycles_per_second", r.seconds > 0 ? cycles * o.lanes / r.seconds : 0.0},
+                  {"rounds_per_cycle", cycles ? double(r.stats.rounds) / cycles : 0.0},
+                  {"max_rounds", r.stats.max_rounds},
+                  {"messages", messages},
+                  {"bytes", bytes},
+                  {"signature", r.signature}};
+  if (!o.json_out)
+    std::fprintf(stderr, "eda_sim: %llu cycles x %u lanes in %.3f s (%.0f cycles/s), %.2f rounds/cycle (max %d), "
+                 "%llu boundary messages\n",
+                 static_cast<unsigned long long>(cycles), o.lanes, r.seconds, summary["cycles_per_second"].get<double>(),
+                 summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds, static_cast<unsigned long long>(messages));
+
+  // 4. Reference check.
+  int rc = 0;
+  if (o.check) {
+    if (o.files.empty()) return fail("--check needs the Verilog files (the RTL Icarus runs)");
+    eda::reference_options ref{o.files, d->top, cycles, std::min(o.check_lanes, o.lanes), "iverilog", "vvp",
+                               o.work_dir.empty() ? "" : o.work_dir + "/icarus"};
+    auto icarus = eda::run_icarus(*d, **stim, ref);
+    if (!icarus) return fail(icarus.err().message);
+    auto c = eda::compare(*d, icarus->samples, r.samples);
+    json jc = {{"passed", c.passed()},
+               {"lanes", ref.lanes},
+               {"compared_bits", c.compared_bits},
+               {"dont_care_bits", c.dont_care_bits},
+               {"mismatched_bits", c.mismatched_bits},
+               {"icarus_seconds", icarus->run_seconds}};
+    if (c.first)
+      jc["first_mismatch"] = {{"cycle", c.first->cycle}, {"lane", c.first->lane}, {"signal", c.first->signal},
+                              {"expected", c.first->expected}, {"got", c.first->got}};
+    summary["check"] = jc;
+    if (!o.json_out) {
+      if (c.passed())
+        std::fprintf(stderr, "eda_sim: check passed: %llu cycles x %u lanes match Icarus (%llu bits compared, %llu x/z "
+                     "in Icarus not compared)\n", static_cast<unsigned long long>(cycles), ref.lanes,
+                     static_cast<unsigned long long>(c.compared_bits), static_cast<unsigned long long>(c.dont_care_bits));
+      else
+        std::fprintf(stderr, "eda_sim: check FAILED: first mismatch at cycle %llu, lane %u, signal %s: expected %s, got %s "
+                     "(%llu bits differ)\n", static_cast<unsigned long long>(c.first->cycle), c.first->lane,
+                     c.first->signal.c_str(), c.first->expected.c_str(), c.first->got.c_str(),
+                     static_cast<unsigned long long>(c.mismatched_bits));
+    }
+    if (!c.passed()) rc = 1;
+  }
+  if (o.json_out) std::cout << summary.dump(2) << "\n";
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"eda_sim: gate-level simulation of a Verilog design on banyan's component tree,\n"
+               "checked cycle by cycle against Icarus Verilog. See docs/eda.md."};
+  options o;
+  app.add_option("files", o.files, "Verilog source files");
+  app.add_option("--top", o.top, "Top module")->required();
+  app.add_option("--netlist", o.netlist_json, "Read this yosys JSON instead of running yosys on the files");
+  app.add_option("--cycles", o.cycles, "Cycles to simulate (default 1000, or the stimulus file's length)");
+  app.add_option("--seed", o.seed, "Seed of the random stimulus")->capture_default_str();
+  app.add_option("--lanes", o.lanes, "Independent stimulus lanes simulated at once, bit-parallel")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--stimulus", o.stimulus_file, "Stimulus file instead of random vectors (format: docs/eda.md)");
+  app.add_option("--clock", o.clock, "Clock input (default: the input that clocks the flip-flops)");
+  app.add_option("--reset", o.reset, "Reset input held asserted for --reset-cycles (default: rst/reset/rst_n/..., "
+                                     "'none' for no reset)");
+  app.add_option("--reset-cycles", o.reset_cycles, "Cycles of reset at the start")->capture_default_str();
+  app.add_flag("--reset-active-low", o.reset_low, "The reset input is active low (default: from its name)");
+  app.add_flag("--reset-active-high", o.reset_high, "The reset input is active high");
+  app.add_flag("--check", o.check, "Run the same stimulus through Icarus on the RTL and compare every cycle");
+  app.add_option("--check-lanes", o.check_lanes, "Lanes to check against Icarus (one DUT instance each)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--vcd", o.vcd, "Write lane 0 as a VCD waveform");
+  app.add_option("--work-dir", o.work_dir, "Keep yosys and Icarus files here (default: temp dirs, removed)");
+  app.add_flag("--tree", o.tree, "Print the component tree and topics as JSON and exit");
+  app.add_flag("--json", o.json_out, "Print the summary as JSON on stdout");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return run(o);
+}

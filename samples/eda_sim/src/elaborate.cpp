@@ -1,0 +1,523 @@
+// Elaboration: instances → composites, own cells → levelised leaf programs, boundary nets → groups.
+//
+// Nets are identified globally by union-find over (instance, yosys bit): a child's port bit and the
+// parent's connected bit are the same net. Levelisation is one global Kahn pass over every op, so a
+// combinational loop is found whether it stays inside one instance or crosses several; each leaf's
+// program is then its ops in that global order.
+#include <banyan/eda_sim/design.hpp>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+
+namespace banyan::eda {
+namespace {
+
+constexpr int gid_0 = 0, gid_1 = 1, gid_x = 2, gid_z = 3, first_gid = 4;
+
+error unsupported(const std::string& what) { return {errc::unsupported, what}; }
+
+std::string where(const std::string& module, const cell& c) {
+  std::string s = "module " + module + ", cell " + c.name + " (" + c.type + ")";
+  if (!c.src.empty()) s += " from " + c.src;
+  return s;
+}
+
+std::optional<opcode> gate_opcode(const std::string& type) {
+  static const std::map<std::string, opcode> table = {
+      {"$_BUF_", opcode::buf},   {"$_NOT_", opcode::not_},   {"$_AND_", opcode::and_},
+      {"$_OR_", opcode::or_},    {"$_XOR_", opcode::xor_},   {"$_NAND_", opcode::nand},
+      {"$_NOR_", opcode::nor},   {"$_XNOR_", opcode::xnor},  {"$_ANDNOT_", opcode::andnot},
+      {"$_ORNOT_", opcode::ornot}, {"$_MUX_", opcode::mux},  {"$_NMUX_", opcode::nmux}};
+  auto it = table.find(type);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+bool is_flop(const std::string& t) { return t.rfind("$_DFF", 0) == 0 || t.rfind("$_SDFF", 0) == 0; }
+
+// $_DFF_P_, $_DFF_P[NP][01]_ and $_DFFSR_P[NP][NP]_: what dfflegalize is asked for.
+bool supported_flop(const std::string& t) {
+  auto pol = [](char c) { return c == 'N' || c == 'P'; };
+  if (t == "$_DFF_P_") return true;
+  if (t.size() == 10 && t.rfind("$_DFF_P", 0) == 0) return pol(t[7]) && (t[8] == '0' || t[8] == '1') && t[9] == '_';
+  if (t.size() == 12 && t.rfind("$_DFFSR_P", 0) == 0) return pol(t[9]) && pol(t[10]) && t[11] == '_';
+  return false;
+}
+
+// Replaces characters that would split or wildcard a path or topic level.
+std::string level(std::string s) {
+  for (char& c : s)
+    if (c == '/' || c == '+' || c == '#' || c == ' ') c = '_';
+  return s;
+}
+
+class builder {
+ public:
+  builder(const netlist& n, const elaborate_options& o) : n_(n), opts_(o) {
+    parent_.resize(first_gid);
+    std::iota(parent_.begin(), parent_.end(), 0);
+  }
+
+  result<design> run();
+
+ private:
+  struct inst_rec {
+    const module* m;
+    std::unordered_map<bit, int> gids;
+  };
+  struct prim {
+    int inst;
+    const cell* c;
+  };
+  // An op before levelisation, with global keys for its inputs and output.
+  struct pending_op {
+    int leaf;
+    op o;
+    std::vector<long> in_keys;
+    long out_key;
+    std::string name;  // for loop reports
+  };
+
+  int find(int g) {
+    while (parent_[g] != g) g = parent_[g] = parent_[parent_[g]];
+    return g;
+  }
+  void unite(int a, int b) {
+    a = find(a), b = find(b);
+    if (a == b) return;
+    if (a < first_gid || b < first_gid) {  // constants stay the root
+      if (b < a) std::swap(a, b);
+    }
+    parent_[b] = a;
+  }
+  int gid(int inst, bit b) {
+    switch (b) {
+      case bit_0: return gid_0;
+      case bit_1: return gid_1;
+      case bit_x: return gid_x;
+      case bit_z: return gid_z;
+      default: break;
+    }
+    auto [it, fresh] = recs_[inst].gids.try_emplace(b, 0);
+    if (fresh) {
+      it->second = static_cast<int>(parent_.size());
+      parent_.push_back(it->second);
+    }
+    return it->second;
+  }
+
+  status instantiate(const module& m, const std::string& path, int parent, int depth);
+  status collect_cells();
+  status build_ops();
+  status levelise();
+  void build_groups();
+  void build_probes();
+
+  std::uint32_t slot(int leaf, int g);  // g canonical
+  long key(int leaf, std::uint32_t s) {  // global identity of a slot's value
+    auto it = slot_gid_[leaf].find(s);
+    return it != slot_gid_[leaf].end() ? it->second : -1 - static_cast<long>(leaf) * (1L << 32) - s;
+  }
+  std::string net_name(int g) const {
+    auto it = names_.find(g);
+    return it != names_.end() ? it->second : "n" + std::to_string(g);
+  }
+
+  const netlist& n_;
+  const elaborate_options& opts_;
+  design d_;
+  std::vector<int> parent_;
+  std::vector<inst_rec> recs_;
+  std::vector<prim> prims_;
+  std::vector<int> inst_leaf_;                       // instance -> leaf or -1
+  std::vector<std::unordered_map<int, std::uint32_t>> slots_;  // per leaf: gid -> slot
+  std::vector<std::unordered_map<std::uint32_t, int>> slot_gid_;
+  std::unordered_map<int, int> driver_;              // gid -> leaf
+  std::unordered_map<int, std::string> driver_cell_; // gid -> description, for errors
+  std::map<int, std::vector<int>> users_;            // gid -> leaves that hold a slot for it
+  std::unordered_map<int, std::string> names_;       // gid -> shallowest public name
+  std::vector<pending_op> ops_;
+  std::vector<int> input_gids_;
+  int clock_gid_ = -1;
+};
+
+status builder::instantiate(const module& m, const std::string& path, int parent, int depth) {
+  if (depth > 64) return error{errc::bad_netlist, "instance " + path + ": hierarchy deeper than 64 levels"};
+  const int idx = static_cast<int>(d_.instances.size());
+  d_.instances.push_back({path, m.name, parent, {}, -1});
+  recs_.push_back({&m, {}});
+  if (parent >= 0) d_.instances[parent].children.push_back(idx);
+  for (const auto& c : m.cells) {
+    auto sub = n_.modules.find(c.type);
+    if (sub == n_.modules.end()) {
+      prims_.push_back({idx, &c});
+      continue;
+    }
+    const int child = static_cast<int>(d_.instances.size());
+    auto st = instantiate(sub->second, path + "/" + level(c.name), idx, depth + 1);
+    if (!st) return st;
+    for (const auto& p : sub->second.ports) {
+      auto conn = c.connections.find(p.name);
+      if (conn == c.connections.end()) continue;  // unconnected: the child's bits stay undriven
+      if (conn->second.size() != p.bits.size())
+        return error{errc::bad_netlist, "module " + m.name + ", instance " + c.name + ", port " + p.name +
+                                            ": " + std::to_string(conn->second.size()) + " bits connected, " +
+                                            std::to_string(p.bits.size()) + " declared"};
+      if (p.dir == port_dir::inout)
+        return unsupported("module " + sub->second.name + ", port " + p.name + ": inout ports are not supported");
+      for (std::size_t i = 0; i < p.bits.size(); ++i) unite(gid(child, p.bits[i]), gid(idx, conn->second[i]));
+    }
+  }
+  return ok();
+}
+
+std::uint32_t builder::slot(int leaf, int g) {
+  if (g == gid_0) return 0;
+  if (g == gid_1) return 1;
+  if (g == gid_x || g == gid_z) return 2;
+  auto [it, fresh] = slots_[leaf].try_emplace(g, 0);
+  if (fresh) {
+    it->second = d_.leaves[leaf].slots++;
+    slot_gid_[leaf][it->second] = g;
+    users_[g].push_back(leaf);
+  }
+  return it->second;
+}
+
+status builder::collect_cells() {
+  // Clock: every flip-flop's C pin must be the same top-level input.
+  const cell* first_flop = nullptr;
+  int first_inst = 0;
+  for (const auto& [inst, c] : prims_) {
+    const std::string& t = c->type;
+    const std::string& mod = d_.instances[inst].module;
+    if (t.rfind("$_DLATCH", 0) == 0 || t.rfind("$_DLATCHSR", 0) == 0 || t.rfind("$_SR_", 0) == 0)
+      return unsupported(where(mod, *c) + ": latches are not supported (make the logic combinational or clocked)");
+    if (t.rfind("$mem", 0) == 0)
+      return unsupported(where(mod, *c) + ": unmapped memory (the flow maps memories to flip-flops; this one was not)");
+    if (gate_opcode(t)) continue;
+    if (!is_flop(t)) return unsupported(where(mod, *c) + ": cell type not supported by the simulator");
+    if (!supported_flop(t))
+      return unsupported(where(mod, *c) + ": only posedge flip-flops with optional async set/reset are supported");
+    auto cp = c->connections.find("C");
+    if (cp == c->connections.end() || cp->second.size() != 1)
+      return error{errc::bad_netlist, where(mod, *c) + ": no clock pin"};
+    const int g = find(gid(inst, cp->second[0]));
+    if (clock_gid_ < 0) {
+      clock_gid_ = g, first_flop = c, first_inst = inst;
+    } else if (g != clock_gid_) {
+      return unsupported(where(mod, *c) + ": clocked by a second clock (net " + net_name(g) +
+                         "); only one clock is supported and " + where(d_.instances[first_inst].module, *first_flop) +
+                         " is clocked by " + net_name(clock_gid_));
+    }
+  }
+  const module& top = n_.modules.at(n_.top);
+  std::string clock_name = opts_.clock;
+  int named_clock = -1;
+  for (const auto& p : top.ports) {
+    if (p.dir == port_dir::inout) return unsupported("top module " + top.name + ", port " + p.name + ": inout ports are not supported");
+    if (p.name == opts_.clock && p.dir == port_dir::input && p.bits.size() == 1) named_clock = find(gid(0, p.bits[0]));
+  }
+  if (!opts_.clock.empty() && named_clock < 0)
+    return unsupported("top module " + top.name + ": clock '" + opts_.clock + "' is not a 1-bit input port");
+  if (clock_gid_ >= 0) {
+    bool is_input = false;
+    for (const auto& p : top.ports)
+      if (p.dir == port_dir::input && p.bits.size() == 1 && find(gid(0, p.bits[0])) == clock_gid_) {
+        is_input = true;
+        clock_name = p.name;
+      }
+    if (!is_input)
+      return unsupported(where(d_.instances[first_inst].module, *first_flop) +
+                         ": clocked by derived net " + net_name(clock_gid_) + ", not a top-level input");
+    if (named_clock >= 0 && named_clock != clock_gid_)
+      return unsupported(where(d_.instances[first_inst].module, *first_flop) + ": clocked by " + clock_name +
+                         ", not by the requested clock " + opts_.clock);
+  } else {
+    clock_gid_ = named_clock;
+  }
+  d_.clock = clock_gid_ >= 0 ? clock_name : "";
+  return ok();
+}
+
+status builder::build_ops() {
+  // Leaves: one per instance with primitive cells, then the io leaf.
+  inst_leaf_.assign(d_.instances.size(), -1);
+  for (const auto& p : prims_) {
+    if (inst_leaf_[p.inst] >= 0) continue;
+    auto& in = d_.instances[p.inst];
+    std::string name = "cells";
+    for (int ch : in.children)
+      if (d_.instances[ch].path == in.path + "/" + name) name += "_";
+    inst_leaf_[p.inst] = static_cast<int>(d_.leaves.size());
+    in.leaf = inst_leaf_[p.inst];
+    d_.leaves.push_back({in.path + "/" + name, p.inst});
+  }
+  {
+    std::string name = "io";
+    for (int ch : d_.instances[0].children)
+      if (d_.instances[ch].path == d_.instances[0].path + "/" + name) name += "_";
+    d_.leaves.push_back({d_.instances[0].path + "/" + name, 0});
+  }
+  slots_.resize(d_.leaves.size());
+  slot_gid_.resize(d_.leaves.size());
+  const int io = d_.io_leaf();
+
+  auto drive = [&](int g, int leaf, const std::string& who) -> status {
+    if (g < first_gid) return error{errc::bad_netlist, who + ": drives a constant"};
+    auto [it, fresh] = driver_.try_emplace(g, leaf);
+    if (!fresh)
+      return unsupported("net " + net_name(g) + " has two drivers: " + driver_cell_[g] + " and " + who +
+                         " (tri-state and wired logic are not supported)");
+    driver_cell_[g] = who;
+    return ok();
+  };
+
+  // Top ports first so that their slots in the io leaf are stable.
+  const module& top = n_.modules.at(n_.top);
+  for (const auto& p : top.ports) {
+    top_port tp{p.name, p.dir, {}};
+    const bool is_clock = p.dir == port_dir::input && p.bits.size() == 1 && find(gid(0, p.bits[0])) == clock_gid_;
+    if (is_clock) continue;
+    for (bit b : p.bits) {
+      const int g = find(gid(0, b));
+      if (p.dir == port_dir::input) {
+        auto st = drive(g, io, "top input " + p.name);
+        if (!st) return st;
+        input_gids_.push_back(g);
+      }
+      tp.slots.push_back(slot(io, g));
+    }
+    (p.dir == port_dir::input ? d_.inputs : d_.outputs).push_back(std::move(tp));
+  }
+
+  auto pin = [&](int inst, const cell& c, const char* name, std::size_t& missing) -> int {
+    auto it = c.connections.find(name);
+    if (it == c.connections.end() || it->second.size() != 1) {
+      ++missing;
+      return gid_x;
+    }
+    return find(gid(inst, it->second[0]));
+  };
+
+  for (const auto& [inst, cp] : prims_) {
+    const cell& c = *cp;
+    const int leaf = inst_leaf_[inst];
+    const std::string who = where(d_.instances[inst].module, c) + " in " + d_.instances[inst].path;
+    auto& lf = d_.leaves[leaf];
+    ++lf.cells;
+    std::size_t missing = 0;
+    auto add_op = [&](opcode code, std::uint32_t a, std::uint32_t b, std::uint32_t s, std::uint32_t y,
+                      std::vector<std::uint32_t> ins) {
+      pending_op p{leaf, {code, a, b, s, y}, {}, key(leaf, y), who};
+      for (auto i : ins) p.in_keys.push_back(key(leaf, i));
+      ops_.push_back(std::move(p));
+    };
+    if (auto code = gate_opcode(c.type)) {
+      ++d_.gates;
+      const bool unary = *code == opcode::buf || *code == opcode::not_;
+      const bool mux = *code == opcode::mux || *code == opcode::nmux;
+      const int ga = pin(inst, c, "A", missing);
+      const int gb = unary ? ga : pin(inst, c, "B", missing);
+      const int gs = mux ? pin(inst, c, "S", missing) : ga;
+      const int gy = pin(inst, c, "Y", missing);
+      if (missing) return error{errc::bad_netlist, who + ": a pin is missing or not 1 bit wide"};
+      auto st = drive(gy, leaf, who);
+      if (!st) return st;
+      const auto a = slot(leaf, ga), b = slot(leaf, gb), s = slot(leaf, gs), y = slot(leaf, gy);
+      std::vector<std::uint32_t> ins{a};
+      if (!unary) ins.push_back(b);
+      if (mux) ins.push_back(s);
+      add_op(*code, a, b, s, y, ins);
+      continue;
+    }
+    // A posedge flip-flop: $_DFF_P_, $_DFF_P[NP][01]_, $_DFFSR_P[NP][NP]_.
+    ++d_.flops;
+    const int gd = pin(inst, c, "D", missing), gq = pin(inst, c, "Q", missing);
+    if (missing) return error{errc::bad_netlist, who + ": a pin is missing or not 1 bit wide"};
+    auto st = drive(gq, leaf, who);
+    if (!st) return st;
+    flip_flop ff{slot(leaf, gd), 0, {}};
+    const std::uint32_t q = slot(leaf, gq);
+    auto ctrl = [&](const char* pin_name, char polarity) -> std::uint32_t {
+      const std::uint32_t raw = slot(leaf, pin(inst, c, pin_name, missing));
+      if (polarity == 'P') return raw;
+      const std::uint32_t inv = lf.slots++;
+      add_op(opcode::not_, raw, raw, raw, inv, {raw});
+      return inv;
+    };
+    const std::string& t = c.type;
+    if (t == "$_DFF_P_") {
+      ff.state = q;
+    } else if (t.size() == 10 && t.rfind("$_DFF_P", 0) == 0) {
+      ff.async.push_back({ctrl("R", t[7]), t[8] == '1' ? 1u : 0u});
+    } else if (t.size() == 12 && t.rfind("$_DFFSR_P", 0) == 0) {
+      ff.async.push_back({ctrl("S", t[9]), 1u});
+      ff.async.push_back({ctrl("R", t[10]), 0u});
+    } else {
+      return unsupported(who + ": flip-flop type not supported");
+    }
+    if (missing) return error{errc::bad_netlist, who + ": a set/reset pin is missing"};
+    if (!ff.async.empty()) {
+      ff.state = lf.slots++;
+      std::uint32_t v = ff.state;
+      for (std::size_t i = 0; i < ff.async.size(); ++i) {
+        const std::uint32_t out = i + 1 == ff.async.size() ? q : lf.slots++;
+        add_op(opcode::mux, v, ff.async[i].value, ff.async[i].ctrl, out, {v, ff.async[i].ctrl});
+        v = out;
+      }
+    }
+    lf.flops.push_back(std::move(ff));
+  }
+  // Top outputs are read by the io leaf (slots made above); the clock must not be read as data.
+  for (const auto& [g, leaves] : users_)
+    if (g == clock_gid_)
+      return unsupported("clock " + d_.clock + " is also used as data (by a cell in " +
+                         d_.leaves[leaves.front()].path + "); only flip-flop clock pins may read it");
+  return ok();
+}
+
+status builder::levelise() {
+  // Kahn over ops; a key's producer is the op writing it (keys of inputs, FF state: no producer).
+  std::unordered_map<long, int> producer;
+  for (std::size_t i = 0; i < ops_.size(); ++i) producer[ops_[i].out_key] = static_cast<int>(i);
+  std::vector<int> indeg(ops_.size(), 0);
+  std::unordered_map<long, std::vector<int>> readers;
+  for (std::size_t i = 0; i < ops_.size(); ++i)
+    for (long k : ops_[i].in_keys)
+      if (producer.count(k)) {
+        ++indeg[i];
+        readers[k].push_back(static_cast<int>(i));
+      }
+  std::vector<int> order;
+  order.reserve(ops_.size());
+  for (std::size_t i = 0; i < ops_.size(); ++i)
+    if (indeg[i] == 0) order.push_back(static_cast<int>(i));
+  for (std::size_t h = 0; h < order.size(); ++h) {
+    auto it = readers.find(ops_[order[h]].out_key);
+    if (it == readers.end()) continue;
+    for (int r : it->second)
+      if (--indeg[r] == 0) order.push_back(r);
+  }
+  if (order.size() != ops_.size()) {
+    std::string cells;
+    int shown = 0;
+    for (std::size_t i = 0; i < ops_.size() && shown < 4; ++i)
+      if (indeg[i] > 0) {
+        cells += "\n  " + ops_[i].name;
+        ++shown;
+      }
+    return error{errc::combinational_loop,
+                 "combinational loop: " + std::to_string(ops_.size() - order.size()) +
+                     " cells lie on or behind a loop, among them:" + cells};
+  }
+  for (int i : order) d_.leaves[ops_[i].leaf].program.push_back(ops_[i].o);
+  return ok();
+}
+
+void builder::build_groups() {
+  std::map<std::pair<int, std::vector<int>>, int> by_key;
+  std::map<std::string, int> topic_uses;
+  for (const auto& [g, leaves] : users_) {
+    auto drv = driver_.find(g);
+    if (drv == driver_.end()) continue;  // undriven nets read as X in every reader (slot value X)
+    std::vector<int> readers;
+    for (int l : leaves)
+      if (l != drv->second) readers.push_back(l);
+    if (readers.empty()) continue;
+    std::sort(readers.begin(), readers.end());
+    auto [it, fresh] = by_key.try_emplace({drv->second, readers}, static_cast<int>(d_.groups.size()));
+    if (fresh) {
+      group gr;
+      std::string name = "net/" + level(net_name(g));
+      const int n = topic_uses[name]++;
+      gr.topic = n ? name + "_" + std::to_string(n + 1) : name;
+      gr.driver = drv->second;
+      gr.readers = readers;
+      gr.reader_slots.resize(readers.size());
+      // Scope: LCA of the instances of the leaves (a leaf's parent is its instance).
+      auto ancestors = [&](int inst) {
+        std::vector<int> a;
+        for (; inst >= 0; inst = d_.instances[inst].parent) a.push_back(inst);
+        std::reverse(a.begin(), a.end());
+        return a;
+      };
+      std::vector<int> lca = ancestors(d_.leaves[drv->second].instance);
+      for (int r : readers) {
+        auto a = ancestors(d_.leaves[r].instance);
+        std::size_t k = 0;
+        while (k < lca.size() && k < a.size() && lca[k] == a[k]) ++k;
+        lca.resize(k);
+      }
+      gr.scope = lca.back();
+      d_.leaves[drv->second].out_groups.push_back(it->second);
+      for (int r : readers) d_.leaves[r].in_groups.push_back(it->second);
+      d_.groups.push_back(std::move(gr));
+    }
+    auto& gr = d_.groups[it->second];
+    gr.driver_slots.push_back(slots_[drv->second].at(g));
+    for (std::size_t i = 0; i < readers.size(); ++i) gr.reader_slots[i].push_back(slots_[readers[i]].at(g));
+    gr.nets.push_back(net_name(g));
+  }
+}
+
+void builder::build_probes() {
+  for (std::size_t i = 0; i < d_.instances.size(); ++i) {
+    for (const auto& nn : recs_[i].m->nets) {
+      if (nn.hidden) continue;
+      probe p{static_cast<int>(i), nn.name, {}};
+      for (bit b : nn.bits) {
+        const int g = find(gid(static_cast<int>(i), b));
+        probe::location loc{d_.io_leaf(), 2};
+        if (g == gid_0 || g == gid_1) {
+          loc.slot = static_cast<std::uint32_t>(g);
+        } else if (auto drv = driver_.find(g); drv != driver_.end()) {
+          loc = {drv->second, slots_[drv->second].at(g)};
+        }
+        p.bits.push_back(loc);
+      }
+      d_.probes.push_back(std::move(p));
+    }
+  }
+}
+
+result<design> builder::run() {
+  auto top = n_.modules.find(n_.top);
+  if (top == n_.modules.end()) return error{errc::bad_netlist, "top module " + n_.top + " is not in the netlist"};
+  d_.top = n_.top;
+  auto st = instantiate(top->second, "/" + level(n_.top), -1, 0);
+  if (!st) return st.err();
+  // Names: the shallowest public name of each net (instances are numbered parents first).
+  for (std::size_t i = 0; i < recs_.size(); ++i) {
+    const std::string prefix = d_.instances[i].path.substr(d_.instances[0].path.size());
+    for (const auto& nn : recs_[i].m->nets) {
+      if (nn.hidden) continue;
+      for (std::size_t k = 0; k < nn.bits.size(); ++k) {
+        if (nn.bits[k] < 0) continue;
+        const int g = find(gid(static_cast<int>(i), nn.bits[k]));
+        std::string name = (prefix.empty() ? "" : prefix.substr(1) + "/") + nn.name;
+        if (nn.bits.size() > 1) name += "[" + std::to_string(k) + "]";
+        auto [it, fresh] = names_.try_emplace(g, name);
+        if (!fresh && std::count(name.begin(), name.end(), '/') < std::count(it->second.begin(), it->second.end(), '/'))
+          it->second = name;
+      }
+    }
+  }
+  if (st = collect_cells(); !st) return st.err();
+  if (st = build_ops(); !st) return st.err();
+  if (st = levelise(); !st) return st.err();
+  build_groups();
+  build_probes();
+  return std::move(d_);
+}
+
+}  // namespace
+
+result<design> elaborate(const netlist& n, const elaborate_options& opts) {
+  return builder(n, opts).run();
+}
+
+}  // namespace banyan::eda

@@ -1,0 +1,194 @@
+#include <banyan/eda_sim/netlist.hpp>
+
+#include "process.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace banyan::eda {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+error bad(const std::string& source, const std::string& where, const std::string& what) {
+  return {errc::bad_netlist, source + ": " + where + ": " + what};
+}
+
+// One connection list: yosys writes net ids as numbers and constants as "0", "1", "x", "z".
+result<std::vector<bit>> read_bits(const json& j, const std::string& source, const std::string& where) {
+  if (!j.is_array()) return bad(source, where, "bits must be an array");
+  std::vector<bit> bits;
+  bits.reserve(j.size());
+  for (const auto& b : j) {
+    if (b.is_number_integer()) {
+      const auto v = b.get<std::int64_t>();
+      if (v < 0 || v > INT32_MAX) return bad(source, where, "net id out of range");
+      bits.push_back(static_cast<bit>(v));
+    } else if (b.is_string()) {
+      const auto s = b.get<std::string>();
+      if (s == "0") bits.push_back(bit_0);
+      else if (s == "1") bits.push_back(bit_1);
+      else if (s == "x") bits.push_back(bit_x);
+      else if (s == "z") bits.push_back(bit_z);
+      else return bad(source, where, "unknown constant bit '" + s + "'");
+    } else {
+      return bad(source, where, "a bit must be a net id or a constant string");
+    }
+  }
+  return bits;
+}
+
+std::string str_attr(const json& obj, const char* key) {
+  if (obj.contains("attributes") && obj["attributes"].contains(key) && obj["attributes"][key].is_string())
+    return obj["attributes"][key].get<std::string>();
+  return {};
+}
+
+result<module> read_module(const std::string& name, const json& jm, const std::string& source) {
+  module m;
+  m.name = name;
+  const std::string where = "module " + name;
+  if (!jm.is_object()) return bad(source, where, "not an object");
+  if (jm.contains("ports")) {
+    for (const auto& [pname, jp] : jm["ports"].items()) {
+      const std::string pw = where + ", port " + pname;
+      if (!jp.contains("direction") || !jp.contains("bits")) return bad(source, pw, "needs direction and bits");
+      const auto dir = jp["direction"].get<std::string>();
+      port p{pname, port_dir::input, {}};
+      if (dir == "output") p.dir = port_dir::output;
+      else if (dir == "inout") p.dir = port_dir::inout;
+      else if (dir != "input") return bad(source, pw, "unknown direction '" + dir + "'");
+      auto bits = read_bits(jp["bits"], source, pw);
+      if (!bits) return bits.err();
+      p.bits = std::move(*bits);
+      m.ports.push_back(std::move(p));
+    }
+  }
+  if (jm.contains("cells")) {
+    for (const auto& [cname, jc] : jm["cells"].items()) {
+      const std::string cw = where + ", cell " + cname;
+      if (!jc.contains("type") || !jc["type"].is_string()) return bad(source, cw, "needs a type");
+      cell c{cname, jc["type"].get<std::string>(), str_attr(jc, "src"), {}};
+      if (jc.contains("connections")) {
+        for (const auto& [pin, jb] : jc["connections"].items()) {
+          auto bits = read_bits(jb, source, cw + ", pin " + pin);
+          if (!bits) return bits.err();
+          c.connections.emplace(pin, std::move(*bits));
+        }
+      }
+      m.cells.push_back(std::move(c));
+    }
+  }
+  if (jm.contains("netnames")) {
+    for (const auto& [nname, jn] : jm["netnames"].items()) {
+      if (!jn.contains("bits")) return bad(source, where + ", net " + nname, "needs bits");
+      auto bits = read_bits(jn["bits"], source, where + ", net " + nname);
+      if (!bits) return bits.err();
+      const bool hidden = jn.contains("hide_name") && jn["hide_name"].is_number() && jn["hide_name"].get<int>() != 0;
+      m.nets.push_back({nname, std::move(*bits), hidden});
+    }
+  }
+  return m;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The flow shared by synthesize() and write_gate_verilog(); `tail` is the write command.
+status run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
+  if (opts.files.empty()) return error{errc::yosys_failed, "no Verilog files given"};
+  if (opts.top.empty()) return error{errc::yosys_failed, "no top module given (--top)"};
+  std::ostringstream script;
+  for (const auto& f : opts.files) {
+    if (!std::filesystem::exists(f)) return error{errc::io, f + ": no such file"};
+    script << "read_verilog -sv " << quote(std::filesystem::absolute(f).string()) << "\n";
+  }
+  script << "hierarchy -check -top " << opts.top << "\n"
+         << "synth -top " << opts.top << "\n"
+         // Plain and async set/reset posedge flip-flops are what the simulator evaluates. Negedge
+         // flip-flops and latches are allowed through only so that elaboration can name them.
+         << "dfflegalize -cell $_DFF_P_ 01 -cell $_DFF_PP0_ 01 -cell $_DFF_PP1_ 01"
+            " -cell $_DFF_PN0_ 01 -cell $_DFF_PN1_ 01 -cell $_DFFSR_PPP_ 01 -cell $_DFFSR_PNN_ 01"
+            " -cell $_DFF_N_ 01 -cell $_DLATCH_P_ x -cell $_DLATCH_N_ x\n"
+         << "abc -g simple\n"
+         << "opt_clean\n"
+         << tail << "\n";
+  const std::string script_path = dir + "/flow.ys";
+  {
+    std::ofstream out(script_path);
+    out << script.str();
+    if (!out) return error{errc::io, script_path + ": cannot write the yosys script"};
+  }
+  auto r = detail::run_process({opts.yosys, "-q", "-s", script_path}, dir);
+  if (r.exit_code == 127 || r.exit_code == -1)
+    return error{errc::yosys_failed, "cannot run '" + opts.yosys + "' (is yosys installed? tools/setup)"};
+  if (r.exit_code != 0)
+    return error{errc::yosys_failed, "yosys rejected the design:\n" + detail::excerpt(r.output, "ERROR")};
+  return ok();
+}
+
+std::string work_dir(const yosys_options& opts) {
+  if (!opts.work_dir.empty()) {
+    std::filesystem::create_directories(opts.work_dir);
+    return std::filesystem::absolute(opts.work_dir).string();
+  }
+  return detail::make_temp_dir();
+}
+
+}  // namespace
+
+result<netlist> read_yosys_json(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return error{errc::bad_netlist, source + ": not JSON: " + e.what()};
+  }
+  if (!j.is_object() || !j.contains("modules") || !j["modules"].is_object())
+    return bad(source, "top level", "no \"modules\" object");
+  netlist n;
+  try {
+    for (const auto& [name, jm] : j["modules"].items()) {
+      auto m = read_module(name, jm, source);
+      if (!m) return m.err();
+      if (jm.contains("attributes") && jm["attributes"].contains("top")) n.top = name;
+      n.modules.emplace(name, std::move(*m));
+    }
+  } catch (const json::exception& e) {
+    return error{errc::bad_netlist, source + ": unexpected JSON shape: " + e.what()};
+  }
+  if (n.top.empty()) return bad(source, "modules", "no module is marked top");
+  return n;
+}
+
+result<netlist> synthesize(const yosys_options& opts) {
+  const std::string dir = work_dir(opts);
+  if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
+  auto st = run_flow(opts, dir, "write_json netlist.json");
+  if (!st) return st.err();
+  std::ifstream in(dir + "/netlist.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto n = read_yosys_json(ss.str(), dir + "/netlist.json");
+  if (opts.work_dir.empty()) std::filesystem::remove_all(dir);
+  return n;
+}
+
+status write_gate_verilog(const yosys_options& opts, const std::string& out_path) {
+  const std::string dir = work_dir(opts);
+  if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
+  auto st = run_flow(opts, dir, "write_verilog -noattr " + quote(std::filesystem::absolute(out_path).string()));
+  if (opts.work_dir.empty()) std::filesystem::remove_all(dir);
+  return st;
+}
+
+}  // namespace banyan::eda

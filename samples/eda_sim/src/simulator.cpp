@@ -1,0 +1,143 @@
+#include <banyan/eda_sim/simulator.hpp>
+
+#include <cassert>
+
+namespace banyan::eda {
+
+leaf_engine::leaf_engine(const leaf& l) : spec_(&l), v_(l.slots, lanes::x()) {
+  v_[0] = lanes::zero();
+  v_[1] = lanes::one();
+  v_[2] = lanes::x();
+  next_.resize(l.flops.size());
+}
+
+void leaf_engine::evaluate() {
+  lanes* v = v_.data();
+  for (const op& o : spec_->program) {
+    const lanes a = v[o.a], b = v[o.b];
+    lanes y;
+    switch (o.code) {
+      case opcode::buf: y = a; break;
+      case opcode::not_: y = op_not(a); break;
+      case opcode::and_: y = op_and(a, b); break;
+      case opcode::or_: y = op_or(a, b); break;
+      case opcode::xor_: y = op_xor(a, b); break;
+      case opcode::nand: y = op_not(op_and(a, b)); break;
+      case opcode::nor: y = op_not(op_or(a, b)); break;
+      case opcode::xnor: y = op_not(op_xor(a, b)); break;
+      case opcode::andnot: y = op_and(a, op_not(b)); break;
+      case opcode::ornot: y = op_or(a, op_not(b)); break;
+      case opcode::mux: y = op_mux(a, b, v[o.s]); break;
+      case opcode::nmux: y = op_not(op_mux(a, b, v[o.s])); break;
+      default: y = lanes::x(); break;
+    }
+    v[o.y] = y;
+  }
+}
+
+bool leaf_engine::clock_edge() {
+  const auto& flops = spec_->flops;
+  for (std::size_t i = 0; i < flops.size(); ++i) {
+    lanes n = v_[flops[i].d];
+    for (const auto& t : flops[i].async) n = op_mux(n, v_[t.value], v_[t.ctrl]);
+    next_[i] = n;
+  }
+  bool changed = false;
+  for (std::size_t i = 0; i < flops.size(); ++i) {
+    lanes& s = v_[flops[i].state];
+    changed |= !(s == next_[i]);
+    s = next_[i];
+  }
+  return changed;
+}
+
+simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
+  leaves_.reserve(d.leaves.size());
+  for (const auto& l : d.leaves) leaves_.emplace_back(l);
+  last_sent_.resize(d.groups.size());
+  for (std::size_t g = 0; g < d.groups.size(); ++g) last_sent_[g].assign(d.groups[g].driver_slots.size(), lanes::x());
+  stats_.publishes.assign(d.groups.size(), 0);
+  for (std::size_t l = 0; l < d.leaves.size(); ++l) dirty_list_.push_back(static_cast<int>(l));
+}
+
+void simulator::set_inputs(std::span<const lanes> bits) {
+  auto& io = leaves_[d_->io_leaf()];
+  std::size_t k = 0;
+  bool changed = false;
+  for (const auto& p : d_->inputs)
+    for (auto s : p.slots) {
+      assert(k < bits.size());
+      changed |= !(io.slot(s) == bits[k]);
+      io.slot(s) = bits[k++];
+    }
+  const int l = d_->io_leaf();
+  if (changed && !dirty_[l]) {
+    dirty_[l] = 1;
+    dirty_list_.push_back(l);
+  }
+}
+
+void simulator::publish(int g) {
+  const group& gr = d_->groups[g];
+  const leaf_engine& src = leaves_[gr.driver];
+  auto& last = last_sent_[g];
+  bool changed = false;
+  for (std::size_t i = 0; i < gr.driver_slots.size(); ++i) {
+    const lanes v = src.slot(gr.driver_slots[i]);
+    if (!(v == last[i])) {
+      last[i] = v;
+      changed = true;
+    }
+  }
+  if (!changed) return;
+  ++stats_.publishes[g];
+  for (std::size_t r = 0; r < gr.readers.size(); ++r) {
+    const int reader = gr.readers[r];
+    auto& dst = leaves_[reader];
+    const auto& slots = gr.reader_slots[r];
+    for (std::size_t i = 0; i < slots.size(); ++i) dst.slot(slots[i]) = last[i];
+    if (!dirty_[reader]) {
+      dirty_[reader] = 1;
+      dirty_list_.push_back(reader);
+    }
+  }
+}
+
+int simulator::settle() {
+  int rounds = 0;
+  while (!dirty_list_.empty()) {
+    ++rounds;
+    assert(rounds <= static_cast<int>(leaves_.size()) * 2 + 2 && "acyclic logic always settles");
+    current_.swap(dirty_list_);
+    dirty_list_.clear();
+    for (int l : current_) {
+      dirty_[l] = 0;
+      leaves_[l].evaluate();
+      ++stats_.leaf_evaluations;
+      stats_.gate_evaluations += d_->leaves[l].program.size();
+    }
+    for (int l : current_)
+      for (int g : d_->leaves[l].out_groups) publish(g);
+  }
+  stats_.rounds += rounds;
+  if (rounds > stats_.max_rounds) stats_.max_rounds = rounds;
+  return rounds;
+}
+
+void simulator::outputs(std::vector<lanes>& out) const {
+  out.clear();
+  const auto& io = leaves_[d_->io_leaf()];
+  for (const auto& p : d_->outputs)
+    for (auto s : p.slots) out.push_back(io.slot(s));
+}
+
+void simulator::clock_edge() {
+  for (std::size_t l = 0; l < leaves_.size(); ++l)
+    if (!d_->leaves[l].flops.empty() && leaves_[l].clock_edge() && !dirty_[l]) {
+      dirty_[l] = 1;
+      dirty_list_.push_back(static_cast<int>(l));
+    }
+  ++stats_.cycles;
+}
+
+}  // namespace banyan::eda

@@ -1,0 +1,195 @@
+#include <banyan/eda_sim/stimulus.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace banyan::eda {
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class random_source final : public stimulus {
+ public:
+  random_source(const design& d, random_options o, int reset_port, bool active_low)
+      : d_(d), o_(std::move(o)), reset_port_(reset_port), active_low_(active_low) {}
+
+  void fill(std::uint64_t cycle, std::span<lanes> bits) const override {
+    std::size_t k = 0;
+    const std::uint64_t base = mix(o_.seed ^ mix(cycle));
+    for (std::size_t p = 0; p < d_.inputs.size(); ++p) {
+      for (std::size_t i = 0; i < d_.inputs[p].slots.size(); ++i, ++k) {
+        if (static_cast<int>(p) == reset_port_) {
+          const bool asserted = cycle < o_.reset_cycles;
+          bits[k] = (asserted != active_low_) ? lanes::one() : lanes::zero();
+        } else {
+          const std::uint64_t r = mix(base + k);
+          bits[k] = {r, ~r};
+        }
+      }
+    }
+  }
+  std::string describe() const override {
+    std::string s = "random, seed " + std::to_string(o_.seed);
+    if (reset_port_ >= 0)
+      s += ", reset " + d_.inputs[reset_port_].name + (active_low_ ? " (active low)" : "") + " for " +
+           std::to_string(o_.reset_cycles) + " cycles";
+    return s;
+  }
+
+ private:
+  const design& d_;
+  random_options o_;
+  int reset_port_;
+  bool active_low_;
+};
+
+class file_source final : public stimulus {
+ public:
+  file_source(std::string path, std::size_t bits, std::vector<std::uint8_t> values)
+      : path_(std::move(path)), bits_(bits), v_(std::move(values)) {}
+  void fill(std::uint64_t cycle, std::span<lanes> out) const override {
+    const std::uint8_t* row = v_.data() + cycle * bits_;
+    for (std::size_t k = 0; k < bits_; ++k)
+      out[k] = row[k] == 0 ? lanes::zero() : row[k] == 1 ? lanes::one() : lanes::x();
+  }
+  std::optional<std::uint64_t> length() const override { return bits_ ? v_.size() / bits_ : 0; }
+  std::string describe() const override { return "file " + path_; }
+
+ private:
+  std::string path_;
+  std::size_t bits_;
+  std::vector<std::uint8_t> v_;  // cycles x bits, 0 / 1 / 2 = X
+};
+
+// Parses one value into `width` bits (LSB first): decimal, 0x.. hex, 0b.. binary (x/z digits allowed
+// in hex and binary), or a lone x. Returns an error text or empty.
+std::string parse_value(const std::string& tok, std::size_t width, std::uint8_t* out) {
+  std::fill(out, out + width, 0);
+  if (tok == "x" || tok == "X") {
+    std::fill(out, out + width, 2);
+    return {};
+  }
+  std::string digits;
+  int radix_bits = 0;
+  if (tok.size() > 2 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X')) radix_bits = 4, digits = tok.substr(2);
+  else if (tok.size() > 2 && tok[0] == '0' && (tok[1] == 'b' || tok[1] == 'B')) radix_bits = 1, digits = tok.substr(2);
+  if (radix_bits) {
+    std::size_t pos = 0;
+    for (auto it = digits.rbegin(); it != digits.rend(); ++it) {
+      const char c = static_cast<char>(std::tolower(*it));
+      if (c == '_') continue;
+      int v;
+      bool unknown = c == 'x' || c == 'z';
+      if (c >= '0' && c <= '9') v = c - '0';
+      else if (radix_bits == 4 && c >= 'a' && c <= 'f') v = c - 'a' + 10;
+      else if (unknown) v = 0;
+      else return "'" + tok + "' is not a valid " + std::string(radix_bits == 4 ? "hex" : "binary") + " number";
+      if (radix_bits == 1 && v > 1 && !unknown) return "'" + tok + "' is not a valid binary number";
+      for (int b = 0; b < radix_bits; ++b, ++pos) {
+        const int bitv = unknown ? 2 : (v >> b) & 1;
+        if (pos < width) out[pos] = static_cast<std::uint8_t>(bitv);
+        else if (bitv != 0) return "'" + tok + "' does not fit in " + std::to_string(width) + " bits";
+      }
+    }
+    return {};
+  }
+  if (tok.empty() || !std::all_of(tok.begin(), tok.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return "'" + tok + "' is not a number (use decimal, 0x.., 0b.. or x)";
+  if (tok.size() > 19) return "'" + tok + "' is too large for decimal; use 0x..";
+  const std::uint64_t v = std::stoull(tok);
+  for (std::size_t b = 0; b < 64; ++b) {
+    const int bitv = (v >> b) & 1;
+    if (b < width) out[b] = static_cast<std::uint8_t>(bitv);
+    else if (bitv) return "'" + tok + "' does not fit in " + std::to_string(width) + " bits";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::size_t input_bits(const design& d) {
+  std::size_t n = 0;
+  for (const auto& p : d.inputs) n += p.slots.size();
+  return n;
+}
+
+result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_options& o) {
+  int reset = -1;
+  std::string name = o.reset;
+  if (name.empty()) {
+    for (const char* cand : {"rst", "reset", "rst_n", "reset_n", "rstn", "resetn"})
+      for (std::size_t p = 0; p < d.inputs.size() && reset < 0; ++p)
+        if (d.inputs[p].name == cand) reset = static_cast<int>(p), name = cand;
+  } else if (name != "none") {
+    for (std::size_t p = 0; p < d.inputs.size(); ++p)
+      if (d.inputs[p].name == name) reset = static_cast<int>(p);
+    if (reset < 0) return error{errc::bad_stimulus, "--reset " + name + ": the top module has no such input"};
+  }
+  if (reset >= 0 && d.inputs[reset].slots.size() != 1)
+    return error{errc::bad_stimulus, "reset input " + name + " is " + std::to_string(d.inputs[reset].slots.size()) +
+                                         " bits wide; it must be 1 bit"};
+  const bool low = o.reset_active_low.value_or(name.size() > 1 && name.back() == 'n' &&
+                                              (name.rfind("rst", 0) == 0 || name.rfind("reset", 0) == 0));
+  return std::unique_ptr<stimulus>(new random_source(d, o, reset, low));
+}
+
+result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error{errc::io, path + ": cannot open the stimulus file"};
+  const std::size_t total = input_bits(d);
+  std::map<std::string, std::size_t> port_of;
+  for (std::size_t p = 0; p < d.inputs.size(); ++p) port_of[d.inputs[p].name] = p;
+  std::vector<std::size_t> offset(d.inputs.size(), 0);
+  for (std::size_t p = 1; p < d.inputs.size(); ++p) offset[p] = offset[p - 1] + d.inputs[p - 1].slots.size();
+
+  std::vector<std::size_t> columns;  // column -> port
+  std::vector<std::uint8_t> values;
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream ls(line);
+    std::vector<std::string> toks;
+    for (std::string t; ls >> t;) toks.push_back(t);
+    if (toks.empty()) continue;
+    const std::string at = path + ":" + std::to_string(lineno);
+    if (columns.empty()) {
+      std::vector<bool> seen(d.inputs.size(), false);
+      for (const auto& t : toks) {
+        auto it = port_of.find(t);
+        if (it == port_of.end()) {
+          if (t == d.clock) return error{errc::bad_stimulus, at + ": '" + t + "' is the clock; the simulator drives it"};
+          return error{errc::bad_stimulus, at + ": header names '" + t + "', which is not an input of " + d.top};
+        }
+        if (seen[it->second]) return error{errc::bad_stimulus, at + ": input '" + t + "' appears twice in the header"};
+        seen[it->second] = true;
+        columns.push_back(it->second);
+      }
+      for (std::size_t p = 0; p < d.inputs.size(); ++p)
+        if (!seen[p]) return error{errc::bad_stimulus, at + ": header lacks input '" + d.inputs[p].name + "'"};
+      continue;
+    }
+    if (toks.size() != columns.size())
+      return error{errc::bad_stimulus, at + ": " + std::to_string(toks.size()) + " values, the header names " +
+                                           std::to_string(columns.size()) + " inputs"};
+    const std::size_t row = values.size();
+    values.resize(row + total, 0);
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      const auto& port = d.inputs[columns[c]];
+      auto msg = parse_value(toks[c], port.slots.size(), values.data() + row + offset[columns[c]]);
+      if (!msg.empty())
+        return error{errc::bad_stimulus, at + ", column " + std::to_string(c + 1) + " (" + port.name + "): " + msg};
+    }
+  }
+  if (columns.empty() && !d.inputs.empty()) return error{errc::bad_stimulus, path + ": no header line naming the inputs"};
+  if (values.empty()) return error{errc::bad_stimulus, path + ": no stimulus lines after the header"};
+  return std::unique_ptr<stimulus>(new file_source(path, total, std::move(values)));
+}
+
+}  // namespace banyan::eda
