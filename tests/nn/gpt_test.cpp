@@ -1,0 +1,199 @@
+// GPT model behaviour: whole-model gradients by finite differences, arena and layer accounting,
+// deterministic initialisation, config validation, training on a fixed batch.
+#include "banyan/nn/adamw.hpp"
+#include "banyan/nn/gpt.hpp"
+#include "banyan/nn/rng.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace banyan::nn {
+namespace {
+
+const gpt_config tiny{.vocab_size = 13, .max_seq_len = 8, .num_layers = 2, .num_heads = 2, .channels = 8};
+
+std::unique_ptr<backend> cpu() {
+  auto be = make_backend({.name = "cpu", .threads = 1});
+  EXPECT_TRUE(be);
+  return std::move(be).value();
+}
+
+TEST(Gpt, ConfigValidationNamesTheField) {
+  auto be = cpu();
+  gpt_config bad = tiny;
+  bad.channels = 9;
+  auto m = gpt::create(bad, 1, 4, *be);
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.err().code, errc::invalid_argument);
+  EXPECT_NE(m.err().message.find("channels = 9"), std::string::npos) << m.err().message;
+  auto m2 = gpt::create(tiny, 1, 9, *be);
+  ASSERT_FALSE(m2);
+  EXPECT_NE(m2.err().message.find("seq_len = 9"), std::string::npos) << m2.err().message;
+}
+
+TEST(Gpt, InitialisationIsDeterministicInTheSeed) {
+  auto be = cpu();
+  auto a = gpt::create(tiny, 1, 4, *be), b = gpt::create(tiny, 1, 4, *be);
+  a->init(7);
+  b->init(7);
+  EXPECT_EQ(a->params().to_host(*be), b->params().to_host(*be));
+  b->init(8);
+  EXPECT_NE(a->params().to_host(*be), b->params().to_host(*be));
+}
+
+TEST(Gpt, LayerBytesSumToTheArenas) {
+  auto be = cpu();
+  auto m = gpt::create(tiny, 2, 8, *be);
+  std::size_t params = 0, acts = 0, packed_params = 0, packed_acts = 0;
+  for (const auto& l : m->layers()) {
+    params += l.param_bytes;
+    acts += l.activation_bytes;
+  }
+  for (const auto& t : m->params().tensors()) packed_params += t.numel * sizeof(float);
+  for (const auto& t : m->activations().tensors()) packed_acts += t.numel * sizeof(float);
+  EXPECT_EQ(params, packed_params);
+  EXPECT_EQ(acts, packed_acts);
+  // GPT-2 parameter count: V*C + maxT*C + L*(12*C*C + 13*C) + 2*C.
+  const std::size_t C = tiny.channels, L = tiny.num_layers;
+  EXPECT_EQ(packed_params / sizeof(float), tiny.vocab_size * C + tiny.max_seq_len * C + L * (12 * C * C + 13 * C) + 2 * C);
+  EXPECT_EQ(m->layers().size(), 1u + 6 * L + 3);
+}
+
+TEST(Gpt, ProfilingRecordsPerLayerTimes) {
+  auto be = cpu();
+  auto m = gpt::create(tiny, 2, 8, *be);
+  m->init(1);
+  std::vector<int> tok(16, 3), tgt(16, 4);
+  m->set_profiling(true);
+  m->forward(tok.data(), tgt.data(), 2, 8);
+  m->zero_grad();
+  m->backward();
+  double fwd = 0, bwd = 0;
+  for (const auto& l : m->layers()) {
+    EXPECT_GE(l.forward_ms, 0.0) << l.name;
+    fwd += l.forward_ms;
+    bwd += l.backward_ms;
+  }
+  EXPECT_GT(fwd, 0.0);
+  EXPECT_GT(bwd, 0.0);
+}
+
+TEST(Gpt, WholeModelGradientMatchesFiniteDifferences) {
+  const std::uint64_t seed = 99;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto be = cpu();
+  const int B = 2, T = 6;
+  auto m = gpt::create(tiny, B, T, *be);
+  m->init(seed);
+  rng r(seed);
+  std::vector<int> tok(B * T), tgt(B * T);
+  for (auto& x : tok) x = static_cast<int>(r.below(tiny.vocab_size));
+  for (auto& x : tgt) x = static_cast<int>(r.below(tiny.vocab_size));
+  // Scale weights up so gradients are far from zero everywhere.
+  auto p = m->params().to_host(*be);
+  for (auto& x : p) x *= 10.0f;
+  for (const auto& t : m->params().tensors()) {
+    if (t.name.ends_with("ln1_w") || t.name.ends_with("ln2_w") || t.name == "lnf_w") {
+      for (std::size_t i = 0; i < t.numel; ++i) p[t.offset + i] = 1.0f + 0.1f * r.normal();
+    }
+  }
+  m->params().from_host(*be, p);
+  m->forward(tok.data(), tgt.data(), B, T);
+  m->zero_grad();
+  m->backward();
+  const auto g = m->grads().to_host(*be);
+  // Central differences in fp32 at a few coordinates of every tensor.
+  for (const auto& t : m->params().tensors()) {
+    double scale = 0.0;
+    for (std::size_t i = 0; i < t.numel; ++i) scale = std::max(scale, static_cast<double>(std::fabs(g[t.offset + i])));
+    for (int s = 0; s < 3; ++s) {
+      const std::size_t i = t.offset + r.below(static_cast<std::uint32_t>(t.numel));
+      const float orig = p[i], h = 1e-2f;
+      p[i] = orig + h;
+      m->params().from_host(*be, p);
+      const double up = m->forward(tok.data(), tgt.data(), B, T);
+      p[i] = orig - h;
+      m->params().from_host(*be, p);
+      const double down = m->forward(tok.data(), tgt.data(), B, T);
+      p[i] = orig;
+      const double numeric = (up - down) / (2 * h);
+      EXPECT_NEAR(g[i], numeric, 3e-2 * scale + 2e-4) << t.name << " at " << i - t.offset;
+    }
+  }
+  m->params().from_host(*be, p);
+}
+
+TEST(Gpt, OverfitsAFixedBatch) {
+  const std::uint64_t seed = 5;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto be = cpu();
+  const int B = 2, T = 8;
+  auto m = gpt::create(tiny, B, T, *be);
+  m->init(seed);
+  rng r(seed);
+  std::vector<int> tok(B * T), tgt(B * T);
+  for (auto& x : tok) x = static_cast<int>(r.below(tiny.vocab_size));
+  for (auto& x : tgt) x = static_cast<int>(r.below(tiny.vocab_size));
+  adamw opt(*be, m->num_params());
+  const adamw_config cfg{.lr = 1e-2f};
+  float first = 0, last = 0;
+  for (int s = 0; s < 150; ++s) {
+    last = m->forward(tok.data(), tgt.data(), B, T);
+    if (s == 0) first = last;
+    m->zero_grad();
+    m->backward();
+    opt.step(m->params().base(), m->grads().base(), cfg);
+  }
+  EXPECT_NEAR(first, std::log(static_cast<float>(tiny.vocab_size)), 0.2f);
+  EXPECT_LT(last, 0.1f * first) << "first " << first << " last " << last;
+}
+
+TEST(Gpt, ShorterSequencesUseThePrefixOfTheArenas) {
+  // A forward at T=3 must give the same logits for those positions as one at T=8 (causality).
+  auto be = cpu();
+  auto m = gpt::create(tiny, 1, 8, *be);
+  m->init(3);
+  std::vector<int> tok{1, 2, 3, 4, 5, 6, 7, 8};
+  m->forward(tok.data(), nullptr, 1, 8);
+  const auto full = m->logits_row(0, 2);
+  m->forward(tok.data(), nullptr, 1, 3);
+  const auto part = m->logits_row(0, 2);
+  for (std::size_t i = 0; i < full.size(); ++i) EXPECT_NEAR(full[i], part[i], 1e-5f) << i;
+}
+
+TEST(Adamw, ClipsToTheGlobalNorm) {
+  auto be = cpu();
+  std::vector<float> p{1, 1}, g{3, 4};
+  buffer pb(*be, 8), gb(*be, 8);
+  be->upload(pb.get(), p.data(), 8);
+  be->upload(gb.get(), g.data(), 8);
+  adamw opt(*be, 2);
+  const float norm = opt.step(pb.f32(), gb.f32(), {.lr = 0.1f, .grad_clip = 1.0f});
+  EXPECT_NEAR(norm, 5.0f, 1e-6f);
+  be->download(g.data(), gb.get(), 8);
+  EXPECT_NEAR(g[0], 0.6f, 1e-5f);
+  EXPECT_NEAR(g[1], 0.8f, 1e-5f);
+  // First Adam step moves each coordinate by ~lr against the gradient's sign.
+  be->download(p.data(), pb.get(), 8);
+  EXPECT_NEAR(p[0], 0.9f, 1e-4f);
+  EXPECT_NEAR(p[1], 0.9f, 1e-4f);
+  EXPECT_EQ(opt.steps(), 1);
+}
+
+TEST(Adamw, RejectsBadSettings) {
+  auto s = adamw_config{.lr = -1.0f}.validate();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.err().message.find("lr"), std::string::npos);
+  EXPECT_FALSE((adamw_config{.beta2 = 1.0f}.validate()));
+}
+
+TEST(Backend, UnknownNameIsAnError) {
+  auto be = make_backend({.name = "tpu"});
+  ASSERT_FALSE(be);
+  EXPECT_EQ(be.err().code, errc::invalid_argument);
+  EXPECT_NE(be.err().message.find("tpu"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace banyan::nn

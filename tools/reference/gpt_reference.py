@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""PyTorch reference for banyan's GPT (tests/nn/reference_test.cpp).
+
+Reads the model config, the initial weights, one batch and the AdamW settings that banyan exported,
+builds the same GPT from plain torch ops, and writes the logits, the loss, the gradient of every
+parameter tensor and the losses of N AdamW steps (with gradient clipping), all in fp32 on the CPU
+with one thread.
+
+Input file (little-endian):
+  8s   magic b"BNYNREF1"
+  8 x i32  vocab, max_seq_len, layers, heads, channels, B, T, steps
+  6 x f32  lr, beta1, beta2, eps, weight_decay, grad_clip
+  B*T i32 tokens, B*T i32 targets
+  i32 tensor count, then per tensor: i32 name length, name bytes, i32 rank, rank x i32 dims,
+  prod(dims) f32 values (in banyan's parameter arena order)
+Output file: f32 logits (B*T*V), f32 loss, then every gradient tensor in input order, then `steps`
+f32 losses (the loss of the forward pass that precedes each optimizer step).
+
+Usage: gpt_reference.py INPUT OUTPUT
+"""
+import math
+import struct
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def read_input(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"BNYNREF1":
+        raise SystemExit(f"gpt_reference: {path}: bad magic (not a banyan reference input)")
+    off = 8
+    V, maxT, L, NH, C, B, T, steps = struct.unpack_from("<8i", data, off)
+    off += 32
+    lr, b1, b2, eps, wd, clip = struct.unpack_from("<6f", data, off)
+    off += 24
+    tokens = np.frombuffer(data, dtype="<i4", count=B * T, offset=off).reshape(B, T)
+    off += 4 * B * T
+    targets = np.frombuffer(data, dtype="<i4", count=B * T, offset=off).reshape(B, T)
+    off += 4 * B * T
+    (count,) = struct.unpack_from("<i", data, off)
+    off += 4
+    params = []
+    for _ in range(count):
+        (n,) = struct.unpack_from("<i", data, off)
+        off += 4
+        name = data[off:off + n].decode()
+        off += n
+        (rank,) = struct.unpack_from("<i", data, off)
+        off += 4
+        dims = struct.unpack_from(f"<{rank}i", data, off)
+        off += 4 * rank
+        size = int(np.prod(dims))
+        values = np.frombuffer(data, dtype="<f4", count=size, offset=off).reshape(dims)
+        off += 4 * size
+        params.append((name, values.copy()))
+    if off != len(data):
+        raise SystemExit(f"gpt_reference: {path}: {len(data) - off} trailing bytes")
+    cfg = dict(V=V, maxT=maxT, L=L, NH=NH, C=C, B=B, T=T, steps=steps)
+    opt = dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
+    return cfg, opt, clip, torch.from_numpy(tokens.astype(np.int64)), torch.from_numpy(targets.astype(np.int64)), params
+
+
+def forward(P, cfg, idx, targets):
+    B, T = idx.shape
+    C, NH, L = cfg["C"], cfg["NH"], cfg["L"]
+    hs = C // NH
+    x = P["wte"][idx] + P["wpe"][:T]
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        h = f"h{l}."
+        a = F.layer_norm(x, (C,), P[h + "ln1_w"], P[h + "ln1_b"], 1e-5)
+        qkv = F.linear(a, P[h + "qkv_w"], P[h + "qkv_b"])
+        q, k, v = qkv.split(C, dim=2)
+        q = q.view(B, T, NH, hs).transpose(1, 2)
+        k = k.view(B, T, NH, hs).transpose(1, 2)
+        v = v.view(B, T, NH, hs).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.masked_fill(~mask, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + F.linear(y, P[h + "proj_w"], P[h + "proj_b"])
+        m = F.layer_norm(x, (C,), P[h + "ln2_w"], P[h + "ln2_b"], 1e-5)
+        m = F.gelu(F.linear(m, P[h + "fc_w"], P[h + "fc_b"]), approximate="tanh")
+        x = x + F.linear(m, P[h + "fcproj_w"], P[h + "fcproj_b"])
+    x = F.layer_norm(x, (C,), P["lnf_w"], P["lnf_b"], 1e-5)
+    logits = F.linear(x, P["wte"])
+    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+    return logits, loss
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    cfg, opt, clip, idx, targets, params = read_input(sys.argv[1])
+    P = {name: torch.tensor(v, dtype=torch.float32, requires_grad=True) for name, v in params}
+    logits, loss = forward(P, cfg, idx, targets)
+    loss.backward()
+    out = [logits.detach().numpy().astype("<f4").ravel(), np.array([loss.item()], dtype="<f4")]
+    out += [P[name].grad.numpy().astype("<f4").ravel() for name, _ in params]
+
+    # The trajectory starts again from the initial weights.
+    P = {name: torch.tensor(v, dtype=torch.float32, requires_grad=True) for name, v in params}
+    order = [P[name] for name, _ in params]
+    optimizer = torch.optim.AdamW(order, **opt)
+    losses = []
+    for _ in range(cfg["steps"]):
+        optimizer.zero_grad()
+        _, loss = forward(P, cfg, idx, targets)
+        loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(order, clip)
+        optimizer.step()
+        losses.append(loss.item())
+    out.append(np.array(losses, dtype="<f4"))
+    with open(sys.argv[2], "wb") as f:
+        for a in out:
+            f.write(a.tobytes())
+
+
+if __name__ == "__main__":
+    main()
