@@ -1,0 +1,72 @@
+// Reading and writing the shared formats (docs/formats.md): the profile JSON, the cluster and
+// deployment YAML, and a Graphviz rendering of a mapping.
+//
+// Every error names the file and, for syntax errors and YAML values, line:col; for JSON values the
+// JSON location (`components[3].load.cpu`) and the component path.
+#pragma once
+
+#include "banyan/partitioner/model.hpp"
+
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace banyan::partitioner {
+
+enum class traffic_unit { messages, bytes };
+
+struct profile_options {
+  traffic_unit unit = traffic_unit::messages;  // which edge figure becomes the edge weight
+  bool with_memory = true;  // read load.memory as a second dimension when any component has it
+};
+
+// Reads a profile and renumbers components top-down (see tree's invariant). `name` is used in
+// messages (usually the path). Not a tree (cycle, two roots, unknown parent, duplicate path): the
+// error names the vertex.
+result<tree> parse_profile(const std::string& text, const std::string& name,
+                           const profile_options& o = {});
+result<tree> load_profile(const std::string& path, const profile_options& o = {});
+// Writes a profile (version 1) for `t`, e.g. from the generator. Vertex paths must be set.
+void write_profile(std::ostream& out, const tree& t, const std::string& mode = "hier");
+
+// A cluster file, or a deployment's cluster part (its `assignments` are ignored here).
+result<cluster> parse_cluster(const std::string& text, const std::string& name);
+result<cluster> load_cluster(const std::string& path);
+
+struct assignment {
+  std::string path;  // subtree root
+  node_id node;
+  int line;          // YAML line, for the runtime's own errors (unknown path)
+};
+
+struct deployment {
+  cluster c;
+  std::vector<assignment> assignments;  // in file order
+};
+
+// Reads a deployment: unknown nodes, duplicate or missing endpoints and non-absolute paths are
+// errors with the YAML line. Whether each path exists in the app is the runtime's job.
+result<deployment> parse_deployment(const std::string& text, const std::string& name);
+result<deployment> load_deployment(const std::string& path);
+
+// Writes a cluster file (no assignments). Capacities keep their form (number or percentage);
+// link costs are written as a matrix.
+void write_cluster(std::ostream& out, const cluster& c);
+
+// Minimal assignments for `m`: the root, and every vertex whose node differs from its parent's.
+std::vector<assignment> assignments_of(const problem& p, const mapping& m);
+// The deployment YAML the runtime reads. `header` lines are written as comments on top.
+void write_deployment(std::ostream& out, const problem& p, const mapping& m,
+                      const std::vector<std::string>& header = {});
+// Expands assignments to a mapping (unassigned components stay with their parent); the error
+// names an assignment whose path is not in the tree, or a root without an assignment.
+result<mapping> mapping_of(const tree& t, const deployment& d);
+
+// Graphviz: one box per component filled with its node's colour, cut edges bold red and labelled
+// with their traffic. Trees above `max_vertices` are drawn as their parts only (one box per
+// connected same-node fragment) so that `dot` stays usable.
+void write_dot(std::ostream& out, const problem& p, const mapping& m,
+               std::size_t max_vertices = 2000);
+
+}  // namespace banyan::partitioner

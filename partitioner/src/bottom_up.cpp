@@ -1,0 +1,174 @@
+// The bottom-up heuristic (seed paper, our design of the details; docs/partitioner.md):
+//  1. Parts. In post order, each vertex's open part absorbs its children's open parts while the
+//     part fits a target size; when it does not, the children with the least traffic per unit of
+//     load are cut (their parts close). O(n log n) for the sorts.
+//  2. Placement. Parts are put on nodes one by one (top-down, and separately largest first); each
+//     goes to the node with room that minimises traffic x link cost to already-placed neighbour
+//     parts (ties: most room left). Two parts of one node that touch merge for free.
+//  3. Refinement (refine.cpp): move and swap boundary subtrees while the cost drops.
+// The part target size is tried at a few fractions of the largest node (fewer on big trees) and
+// the cheapest feasible result is kept, so the result is deterministic for a given problem.
+#include "detail.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace banyan::partitioner::detail {
+namespace {
+
+struct parts {
+  std::vector<vertex> root;        // root vertex of each part, top-down order
+  std::vector<std::int32_t> of;    // part of each vertex
+  std::vector<double> cpu, mem;    // load of each part
+};
+
+parts form_parts(const problem& p, const children& ch, double cap_cpu, double cap_mem) {
+  const auto& t = p.t;
+  const std::size_t n = t.size();
+  const bool mem = t.has_memory() && std::isfinite(cap_mem);
+  std::vector<double> open_cpu(t.cpu), open_mem;
+  if (mem) open_mem = t.memory;
+  std::vector<char> cut(n, 0);
+  std::vector<std::pair<double, vertex>> order;
+  for (std::size_t i = n; i-- > 0;) {
+    const auto v = static_cast<vertex>(i);
+    double c = t.cpu[v], m = mem ? t.memory[v] : 0;
+    for (auto it = ch.begin(v); it != ch.end(v); ++it) {
+      c += open_cpu[*it];
+      if (mem) m += open_mem[*it];
+    }
+    auto fits = [&] { return within(c, cap_cpu) && (!mem || within(m, cap_mem)); };
+    if (!fits()) {
+      order.clear();
+      for (auto it = ch.begin(v); it != ch.end(v); ++it) {
+        const double load = open_cpu[*it] / std::max(cap_cpu, 1e-300) +
+                            (mem ? open_mem[*it] / std::max(cap_mem, 1e-300) : 0);
+        order.emplace_back(t.weight[*it] / std::max(load, 1e-12), *it);
+      }
+      std::sort(order.begin(), order.end());
+      for (const auto& [ratio, kid] : order) {
+        cut[kid] = 1;
+        c -= open_cpu[kid];
+        if (mem) m -= open_mem[kid];
+        if (fits()) break;
+      }
+    }
+    open_cpu[v] = c;
+    if (mem) open_mem[v] = m;
+  }
+  parts ps;
+  ps.of.resize(n);
+  for (std::size_t v = 0; v < n; ++v) {
+    if (v == 0 || cut[v]) {
+      ps.of[v] = static_cast<std::int32_t>(ps.root.size());
+      ps.root.push_back(static_cast<vertex>(v));
+      ps.cpu.push_back(open_cpu[v]);
+      ps.mem.push_back(mem ? open_mem[v] : 0);
+    } else {
+      ps.of[v] = ps.of[t.parent[v]];
+    }
+  }
+  return ps;
+}
+
+// Places parts on nodes in the given order; false when some part fits no node.
+bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& order, mapping& m) {
+  const auto& t = p.t;
+  const std::size_t np = ps.root.size(), k = p.k();
+  // Part adjacency: parent part and child parts, with the weight of the connecting edge.
+  std::vector<std::int64_t> first(np + 1, 0);
+  for (std::size_t q = 1; q < np; ++q) ++first[ps.of[t.parent[ps.root[q]]] + 1];
+  for (std::size_t q = 0; q < np; ++q) first[q + 1] += first[q];
+  std::vector<std::int32_t> kids(np > 0 ? np - 1 : 0);
+  {
+    std::vector<std::int64_t> pos(first.begin(), first.end() - 1);
+    for (std::size_t q = 1; q < np; ++q) kids[pos[ps.of[t.parent[ps.root[q]]]]++] = static_cast<std::int32_t>(q);
+  }
+  std::vector<node_id> at(np, -1);
+  room free(p);
+  std::vector<double> cost(k);
+  for (std::int32_t q : order) {
+    std::fill(cost.begin(), cost.end(), 0.0);
+    auto add = [&](std::int32_t other, double w) {
+      if (at[other] < 0 || w == 0) return;
+      for (std::size_t j = 0; j < k; ++j) cost[j] += w * p.c.cost(static_cast<node_id>(j), at[other]);
+    };
+    if (q > 0) add(ps.of[t.parent[ps.root[q]]], t.weight[ps.root[q]]);
+    for (auto i = first[q]; i < first[q + 1]; ++i) add(kids[i], t.weight[ps.root[kids[i]]]);
+    node_id best = -1;
+    for (std::size_t j = 0; j < k; ++j) {
+      const auto a = static_cast<node_id>(j);
+      if (!free.fits(p, a, ps.cpu[q], ps.mem[q])) continue;
+      if (best < 0 || cost[j] < cost[best] - 1e-12 ||
+          (cost[j] <= cost[best] + 1e-12 && free.cpu[j] / std::max(p.cpu_capacity[j], 1e-300) >
+                                                 free.cpu[best] / std::max(p.cpu_capacity[best], 1e-300))) {
+        best = a;
+      }
+    }
+    if (best < 0) return false;
+    at[q] = best;
+    free.take(best, ps.cpu[q], ps.mem[q]);
+  }
+  m.resize(t.size());
+  for (std::size_t v = 0; v < t.size(); ++v) m[v] = at[ps.of[v]];
+  return true;
+}
+
+class bottom_up : public algorithm {
+ public:
+  std::string name() const override { return "bottom-up"; }
+
+  solution solve(const problem& p, const solve_options& o) override {
+    const auto& t = p.t;
+    const std::size_t n = t.size();
+    const children ch(t);
+    const double cap_cpu = *std::max_element(p.cpu_capacity.begin(), p.cpu_capacity.end());
+    double cap_mem = std::numeric_limits<double>::infinity();
+    if (!p.memory_capacity.empty()) {
+      cap_mem = 0;
+      for (double x : p.memory_capacity) cap_mem = std::max(cap_mem, x);
+    }
+    std::vector<double> fractions;
+    if (n <= 5000) fractions = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1};
+    else if (n <= 200000) fractions = {1.0, 0.7, 0.5, 0.3};
+    else fractions = {0.9, 0.5};
+    solution best;
+    best.cost = std::numeric_limits<double>::infinity();
+    std::size_t tried = 0;
+    for (double f : fractions) {
+      const parts ps = form_parts(p, ch, f * cap_cpu, f * cap_mem);
+      std::vector<std::int32_t> top_down(ps.root.size());
+      std::iota(top_down.begin(), top_down.end(), 0);
+      std::vector<std::int32_t> largest = top_down;
+      std::stable_sort(largest.begin(), largest.end(), [&](auto a, auto b) { return ps.cpu[a] > ps.cpu[b]; });
+      for (const auto* order : {&top_down, &largest}) {
+        mapping m;
+        if (!place(p, ps, *order, m)) continue;
+        ++tried;
+        refine(p, m, n <= 200000 ? 16 : 4);
+        const double c = evaluate(p, m).cost;
+        if (c < best.cost) {
+          best.cost = c;
+          best.map = std::move(m);
+        }
+        if (o.on_progress) o.on_progress(best.cost, std::numeric_limits<double>::quiet_NaN());
+      }
+      if (best.cost == 0) break;  // nothing can beat a cost of zero
+    }
+    if (best.map.empty()) {
+      best.status = solve_status::unknown;
+      best.message = "no placement of the parts fitted the node capacities (bin packing failed)";
+    } else {
+      best.status = solve_status::feasible;
+      best.message = std::to_string(tried) + " part-size trials";
+    }
+    return best;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<algorithm> make_bottom_up() { return std::make_unique<bottom_up>(); }
+
+}  // namespace banyan::partitioner::detail

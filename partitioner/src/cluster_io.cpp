@@ -1,0 +1,207 @@
+// Cluster and deployment YAML (docs/formats.md). Errors carry file:line:col from yaml-cpp marks.
+#include "banyan/partitioner/io.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace banyan::partitioner {
+namespace {
+
+struct yreader {
+  const std::string& name;
+  std::string at(const YAML::Node& n) const {
+    const auto m = n.Mark();
+    if (m.is_null()) return name;
+    return name + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+  }
+  error fail(const YAML::Node& n, const std::string& what, errc code = errc::invalid) const {
+    return error{code, at(n) + ": " + what};
+  }
+  result<double> number(const YAML::Node& n, const std::string& what) const {
+    if (!n.IsScalar()) return fail(n, what + ": expected a number");
+    try {
+      const double x = n.as<double>();
+      if (!std::isfinite(x) || x < 0) return fail(n, what + ": must be a non-negative number, got `" + n.Scalar() + "`");
+      return x;
+    } catch (const YAML::Exception&) {
+      return fail(n, what + ": expected a number, got `" + n.Scalar() + "`");
+    }
+  }
+  // A number, or "<p>%" (percentage of the tree's total load).
+  result<capacity_spec> capacity(const YAML::Node& n, const std::string& what) const {
+    if (n.IsScalar() && !n.Scalar().empty() && n.Scalar().back() == '%') {
+      const std::string s = n.Scalar().substr(0, n.Scalar().size() - 1);
+      try {
+        std::size_t used = 0;
+        const double x = std::stod(s, &used);
+        if (used != s.size() || !std::isfinite(x) || x < 0) throw std::invalid_argument(s);
+        return capacity_spec{x, true};
+      } catch (const std::exception&) {
+        return fail(n, what + ": expected a number or a percentage such as \"40%\", got `" + n.Scalar() + "`");
+      }
+    }
+    auto x = number(n, what);
+    if (!x) return x.err();
+    return capacity_spec{*x, false};
+  }
+};
+
+result<YAML::Node> parse_yaml(const std::string& text, const std::string& name) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+  }
+}
+
+result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
+  yreader r{name};
+  if (!doc.IsMap()) return error{errc::invalid, name + ": expected a mapping with `version` and `nodes`"};
+  const YAML::Node version = doc["version"];
+  if (!version) return r.fail(doc, "missing `version: 1`");
+  if (!version.IsScalar() || version.Scalar() != "1") return r.fail(version, "unsupported version `" + YAML::Dump(version) + "` (expected 1)");
+  const YAML::Node nodes = doc["nodes"];
+  if (!nodes || !nodes.IsSequence() || nodes.size() == 0) return r.fail(nodes ? nodes : doc, "`nodes` must be a non-empty list");
+  cluster c;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const YAML::Node nd = nodes[i];
+    if (!nd.IsMap()) return r.fail(nd, "node entry must be a mapping with `name` and `capacity`");
+    node_spec s;
+    s.line = nd.Mark().is_null() ? 0 : nd.Mark().line + 1;
+    const YAML::Node nm = nd["name"];
+    if (!nm || !nm.IsScalar() || nm.Scalar().empty()) return r.fail(nd, "node without a `name`");
+    s.name = nm.Scalar();
+    if (!names.insert(s.name).second) return r.fail(nm, "node `" + s.name + "` appears twice");
+    if (const YAML::Node ep = nd["endpoint"]) {
+      if (!ep.IsScalar()) return r.fail(ep, "node `" + s.name + "`: endpoint must be a string");
+      s.endpoint = ep.Scalar();
+      if (s.endpoint.rfind("tcp://", 0) != 0 && s.endpoint.rfind("ipc://", 0) != 0 && s.endpoint.rfind("inproc://", 0) != 0) {
+        return r.fail(ep, "node `" + s.name + "`: endpoint `" + s.endpoint + "` must start with tcp://, ipc:// or inproc://");
+      }
+    }
+    if (const YAML::Node g = nd["group"]) s.group = g.Scalar();
+    const YAML::Node cap = nd["capacity"];
+    if (!cap || !cap.IsMap()) return r.fail(nd, "node `" + s.name + "`: missing `capacity: {cpu: ...}`");
+    if (!cap["cpu"]) return r.fail(cap, "node `" + s.name + "`: capacity has no `cpu`");
+    auto cpu = r.capacity(cap["cpu"], "node `" + s.name + "` capacity.cpu");
+    if (!cpu) return cpu.err();
+    s.cpu = *cpu;
+    if (cap["memory"]) {
+      auto mem = r.capacity(cap["memory"], "node `" + s.name + "` capacity.memory");
+      if (!mem) return mem.err();
+      s.memory = *mem;
+    }
+    c.nodes.push_back(std::move(s));
+  }
+  const std::size_t k = c.nodes.size();
+  if (const YAML::Node lc = doc["link_cost"]) {
+    if (!lc.IsMap()) return r.fail(lc, "`link_cost` must be a mapping with `groups` or `matrix`");
+    if (lc["groups"] && lc["matrix"]) return r.fail(lc, "`link_cost` has both `groups` and `matrix`; give one");
+    if (const YAML::Node g = lc["groups"]) {
+      if (!g.IsMap() || !g["same"] || !g["other"]) return r.fail(g, "`groups` needs `same` and `other` costs");
+      auto same = r.number(g["same"], "link_cost.groups.same");
+      if (!same) return same.err();
+      auto other = r.number(g["other"], "link_cost.groups.other");
+      if (!other) return other.err();
+      for (const auto& nd : c.nodes) {
+        if (nd.group.empty()) return error{errc::invalid, name + ":" + std::to_string(nd.line) + ": node `" + nd.name + "` has no `group`, which link_cost.groups needs"};
+      }
+      c.link_cost.assign(k * k, 0);
+      for (std::size_t a = 0; a < k; ++a) {
+        for (std::size_t b = 0; b < k; ++b) {
+          if (a != b) c.link_cost[a * k + b] = c.nodes[a].group == c.nodes[b].group ? *same : *other;
+        }
+      }
+    } else if (const YAML::Node mx = lc["matrix"]) {
+      if (!mx.IsSequence() || mx.size() != k) return r.fail(mx, "`matrix` must have one row per node (" + std::to_string(k) + ")");
+      c.link_cost.assign(k * k, 0);
+      for (std::size_t a = 0; a < k; ++a) {
+        const YAML::Node row = mx[a];
+        if (!row.IsSequence() || row.size() != k) return r.fail(row, "matrix row " + std::to_string(a) + " (" + c.nodes[a].name + ") must have " + std::to_string(k) + " entries");
+        for (std::size_t b = 0; b < k; ++b) {
+          auto x = r.number(row[b], "link_cost.matrix[" + std::to_string(a) + "][" + std::to_string(b) + "]");
+          if (!x) return x.err();
+          c.link_cost[a * k + b] = *x;
+        }
+      }
+    } else {
+      return r.fail(lc, "`link_cost` needs `groups` or `matrix`");
+    }
+  }
+  if (auto ok = validate(c); !ok) return error{ok.err().code, name + ": " + ok.err().message};
+  return c;
+}
+
+result<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error{errc::io, path + ": cannot open for reading"};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+result<cluster> parse_cluster(const std::string& text, const std::string& name) {
+  auto doc = parse_yaml(text, name);
+  if (!doc) return doc.err();
+  try {
+    return read_cluster(*doc, name);
+  } catch (const YAML::Exception& e) {
+    return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+  }
+}
+
+result<cluster> load_cluster(const std::string& path) {
+  auto text = slurp(path);
+  if (!text) return text.err();
+  return parse_cluster(*text, path);
+}
+
+result<deployment> parse_deployment(const std::string& text, const std::string& name) {
+  auto doc = parse_yaml(text, name);
+  if (!doc) return doc.err();
+  try {
+    auto c = read_cluster(*doc, name);
+    if (!c) return c.err();
+    yreader r{name};
+    deployment d;
+    d.c = std::move(*c);
+    const YAML::Node nodes = (*doc)["nodes"];
+    std::set<std::string> endpoints;
+    for (std::size_t i = 0; i < d.c.nodes.size(); ++i) {
+      const auto& nd = d.c.nodes[i];
+      if (nd.endpoint.empty()) return r.fail(nodes[i], "node `" + nd.name + "` has no endpoint");
+      if (!endpoints.insert(nd.endpoint).second) return r.fail(nodes[i]["endpoint"], "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
+    }
+    const YAML::Node as = (*doc)["assignments"];
+    if (!as || !as.IsMap() || as.size() == 0) return r.fail(as ? as : *doc, "missing `assignments` (subtree path -> node)");
+    std::set<std::string> seen;
+    for (auto it = as.begin(); it != as.end(); ++it) {
+      const YAML::Node key = it->first, val = it->second;
+      const std::string path = key.Scalar();
+      if (path.empty() || path[0] != '/') return r.fail(key, "assignment path `" + path + "` must be absolute (start with /)");
+      if (!seen.insert(path).second) return r.fail(key, "path `" + path + "` is assigned twice");
+      if (!val.IsScalar()) return r.fail(val, "assignment of `" + path + "` must name a node");
+      const node_id id = d.c.find(val.Scalar());
+      if (id < 0) return r.fail(val, "assignment of `" + path + "`: unknown node `" + val.Scalar() + "`");
+      d.assignments.push_back({path, id, key.Mark().is_null() ? 0 : key.Mark().line + 1});
+    }
+    return d;
+  } catch (const YAML::Exception& e) {
+    return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+  }
+}
+
+result<deployment> load_deployment(const std::string& path) {
+  auto text = slurp(path);
+  if (!text) return text.err();
+  return parse_deployment(*text, path);
+}
+
+}  // namespace banyan::partitioner

@@ -1,0 +1,79 @@
+// Private helpers shared by the algorithms.
+#pragma once
+
+#include "banyan/partitioner/algorithm.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+namespace banyan::partitioner::detail {
+
+// The same tolerance as `evaluate`, so a mapping an algorithm accepts is one evaluate accepts.
+inline bool within(double load, double cap) { return load <= cap * (1 + 1e-9) + 1e-12; }
+
+// Children of every vertex in compressed form: children of v are kids[first[v] .. first[v+1]).
+struct children {
+  std::vector<std::int64_t> first;
+  std::vector<vertex> kids;
+  explicit children(const tree& t);
+  auto begin(vertex v) const { return kids.begin() + first[v]; }
+  auto end(vertex v) const { return kids.begin() + first[v + 1]; }
+  std::size_t count(vertex v) const { return static_cast<std::size_t>(first[v + 1] - first[v]); }
+};
+
+// Per-node remaining capacity in both dimensions.
+struct room {
+  std::vector<double> cpu, mem;  // mem empty when unconstrained
+  explicit room(const problem& p) : cpu(p.cpu_capacity), mem(p.memory_capacity) {}
+  bool fits(const problem& p, node_id a, double c, double m) const {
+    return within(p.cpu_capacity[a] - cpu[a] + c, p.cpu_capacity[a]) &&
+           (mem.empty() || !std::isfinite(p.memory_capacity[a]) ||
+            within(p.memory_capacity[a] - mem[a] + m, p.memory_capacity[a]));
+  }
+  void take(node_id a, double c, double m) {
+    cpu[a] -= c;
+    if (!mem.empty()) mem[a] -= m;
+  }
+};
+
+inline double mem_of(const tree& t, vertex v) { return t.has_memory() ? t.memory[v] : 0.0; }
+
+class stopwatch {
+ public:
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// Local refinement (refine.cpp): moves boundary subtrees and swaps them while the cost drops and
+// capacities hold. `m` must be within capacity; it stays so. Returns the number of moves applied.
+std::size_t refine(const problem& p, mapping& m, std::size_t max_passes = 8);
+
+std::unique_ptr<algorithm> make_bottom_up();
+std::unique_ptr<algorithm> make_smt();
+std::unique_ptr<algorithm> make_mip();
+std::unique_ptr<algorithm> make_metis();
+std::unique_ptr<algorithm> make_greedy();
+std::unique_ptr<algorithm> make_round_robin();
+std::unique_ptr<algorithm> make_hash();
+std::unique_ptr<algorithm> make_random();
+
+// splitmix64: a portable, seedable PRNG (same stream on every platform).
+struct rng {
+  std::uint64_t s;
+  explicit rng(std::uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
+  std::uint64_t below(std::uint64_t n) { return next() % n; }
+};
+
+}  // namespace banyan::partitioner::detail

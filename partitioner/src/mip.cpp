@@ -1,0 +1,172 @@
+// Exact reference on CBC: the same model as smt.cpp as a mixed-integer program.
+//   x[v][j] binary, sum_j x[v][j] = 1, sum_v load(v) x[v][j] <= cap(j) (real coefficients);
+//   uniform link costs: y[e] in [0,1] with y[e] >= x[p][j] - x[v][j] for every j; cost w(e) y[e];
+//   otherwise z[e][a][b] >= x[p][a] + x[v][b] - 1 for a != b; cost w(e) cost(a,b) z[e][a][b];
+//   symmetry: value precedence among interchangeable nodes via cumulative bounds
+//     used[v][a] <= used[v-1][a] + x[v][a],  x[v][b] <= used[v-1][a]  (a before b in a class);
+//   warm start as a MIP start; the time limit returns the incumbent and CBC's best bound.
+#include "exact_common.hpp"
+
+#include <coin/Cbc_C_Interface.h>
+
+#include <limits>
+
+namespace banyan::partitioner::detail {
+namespace {
+
+struct lp {
+  std::vector<double> lb, ub, obj;
+  std::vector<char> integer;
+  std::vector<std::vector<std::pair<int, double>>> cols;  // column-wise entries (row, value)
+  std::vector<double> row_lb, row_ub;
+
+  int col(double l, double u, double c, bool is_int) {
+    lb.push_back(l); ub.push_back(u); obj.push_back(c); integer.push_back(is_int ? 1 : 0);
+    cols.emplace_back();
+    return static_cast<int>(lb.size() - 1);
+  }
+  int row(double l, double u, std::initializer_list<std::pair<int, double>> entries) {
+    const int r = static_cast<int>(row_lb.size());
+    row_lb.push_back(l); row_ub.push_back(u);
+    for (const auto& [c, v] : entries) cols[c].emplace_back(r, v);
+    return r;
+  }
+  void entry(int r, int c, double v) { cols[c].emplace_back(r, v); }
+};
+
+class mip_algorithm : public algorithm {
+ public:
+  std::string name() const override { return "mip"; }
+
+  solution solve(const problem& p, const solve_options& o) override {
+    const auto& t = p.t;
+    const std::size_t n = t.size(), k = p.k();
+    const double inf = std::numeric_limits<double>::infinity();
+    lp m;
+    auto X = [&](std::size_t v, std::size_t j) { return static_cast<int>(v * k + j); };
+    for (std::size_t v = 0; v < n; ++v) {
+      for (std::size_t j = 0; j < k; ++j) {
+        const bool fits = t.cpu[v] <= p.cpu_capacity[j] * (1 + 1e-9) &&
+                          (p.memory_capacity.empty() || t.memory[v] <= p.memory_capacity[j] * (1 + 1e-9));
+        m.col(0, fits ? 1 : 0, 0, true);
+      }
+    }
+    for (std::size_t v = 0; v < n; ++v) {
+      const int r = m.row(1, 1, {});
+      for (std::size_t j = 0; j < k; ++j) m.entry(r, X(v, j), 1);
+    }
+    auto capacity = [&](const std::vector<double>& load, const std::vector<double>& cap) {
+      for (std::size_t j = 0; j < k; ++j) {
+        if (!std::isfinite(cap[j])) continue;
+        const int r = m.row(-inf, cap[j], {});
+        for (std::size_t v = 0; v < n; ++v) {
+          if (load[v] != 0) m.entry(r, X(v, j), load[v]);
+        }
+      }
+    };
+    capacity(t.cpu, p.cpu_capacity);
+    if (!p.memory_capacity.empty()) capacity(t.memory, p.memory_capacity);
+    const bool uniform = p.c.uniform_cost();
+    for (std::size_t v = 1; v < n; ++v) {
+      const auto par = static_cast<std::size_t>(t.parent[v]);
+      if (t.weight[v] == 0) continue;
+      if (uniform) {
+        const int y = m.col(0, 1, t.weight[v], false);
+        for (std::size_t j = 0; j < k; ++j) m.row(-inf, 0, {{X(par, j), 1}, {X(v, j), -1}, {y, -1}});
+      } else {
+        for (std::size_t a = 0; a < k; ++a) {
+          for (std::size_t b = 0; b < k; ++b) {
+            const double c = p.c.cost(static_cast<node_id>(a), static_cast<node_id>(b));
+            if (a == b || c == 0) continue;
+            const int z = m.col(0, 1, t.weight[v] * c, false);
+            m.row(-inf, 1, {{X(par, a), 1}, {X(v, b), 1}, {z, -1}});
+          }
+        }
+      }
+    }
+    for (const auto& cls : interchangeable_nodes(p)) {
+      for (std::size_t c = 0; c + 1 < cls.size(); ++c) {
+        const auto a = static_cast<std::size_t>(cls[c]), b = static_cast<std::size_t>(cls[c + 1]);
+        m.ub[X(0, b)] = 0;
+        int prev = -1;  // used[v-1][a]; used[0][a] = x[0][a]
+        for (std::size_t v = 0; v < n; ++v) {
+          if (v > 0) m.row(-inf, 0, {{X(v, b), 1}, {prev, -1}});
+          const int u = m.col(0, 1, 0, false);
+          if (v == 0) m.row(-inf, 0, {{u, 1}, {X(0, a), -1}});
+          else m.row(-inf, 0, {{u, 1}, {prev, -1}, {X(v, a), -1}});
+          prev = u;
+        }
+      }
+    }
+
+    // Column-major arrays for Cbc_loadProblem.
+    std::vector<CoinBigIndex> start{0};
+    std::vector<int> index;
+    std::vector<double> value;
+    for (const auto& c : m.cols) {
+      for (const auto& [r, v] : c) { index.push_back(r); value.push_back(v); }
+      start.push_back(static_cast<CoinBigIndex>(index.size()));
+    }
+    Cbc_Model* model = Cbc_newModel();
+    const int ncols = static_cast<int>(m.lb.size()), nrows = static_cast<int>(m.row_lb.size());
+    Cbc_loadProblem(model, ncols, nrows, start.data(), index.data(), value.data(), m.lb.data(),
+                    m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
+    for (int c = 0; c < ncols; ++c) {
+      if (m.integer[c]) Cbc_setInteger(model, c);
+    }
+    Cbc_setLogLevel(model, 0);
+    Cbc_setMaximumSeconds(model, std::max(0.01, o.timeout_s));
+    Cbc_setAllowableGap(model, 1e-7);
+    Cbc_setAllowableFractionGap(model, 0);
+    Cbc_setAllowablePercentageGap(model, 0);
+    if (o.warm_start && evaluate(p, *o.warm_start).feasible) {
+      // CBC completes the continuous columns of a MIP start itself.
+      std::vector<int> idx;
+      std::vector<double> val;
+      for (std::size_t v = 0; v < n; ++v) {
+        for (std::size_t j = 0; j < k; ++j) {
+          idx.push_back(X(v, j));
+          val.push_back((*o.warm_start)[v] == static_cast<node_id>(j) ? 1.0 : 0.0);
+        }
+      }
+      Cbc_setMIPStartI(model, static_cast<int>(idx.size()), idx.data(), val.data());
+    }
+    Cbc_solve(model);
+    solution s;
+    const double* sol = Cbc_bestSolution(model);
+    if (sol) {
+      s.map.assign(n, 0);
+      for (std::size_t v = 0; v < n; ++v) {
+        double best = -1;
+        for (std::size_t j = 0; j < k; ++j) {
+          if (sol[X(v, j)] > best) { best = sol[X(v, j)]; s.map[v] = static_cast<node_id>(j); }
+        }
+      }
+    }
+    if (Cbc_isProvenOptimal(model) && sol) {
+      s.status = solve_status::optimal;
+    } else if (Cbc_isProvenInfeasible(model)) {
+      s.status = solve_status::infeasible;
+      s.message = "no mapping satisfies the capacities (proven by CBC)";
+      s.map.clear();
+    } else {
+      s.status = sol ? solve_status::feasible : solve_status::unknown;
+      s.message = Cbc_isSecondsLimitReached(model) ? "CBC time limit reached" : "CBC stopped early";
+      const double bound = Cbc_getBestPossibleObjValue(model);
+      if (std::isfinite(bound) && bound > 0 && bound < 1e300) s.lower_bound = bound;
+    }
+    Cbc_deleteModel(model);
+    if (o.warm_start && s.status != solve_status::optimal && evaluate(p, *o.warm_start).feasible &&
+        (s.map.empty() || evaluate(p, s.map).cost > evaluate(p, *o.warm_start).cost)) {
+      s.map = *o.warm_start;
+      s.status = solve_status::feasible;
+    }
+    return s;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<algorithm> make_mip() { return std::make_unique<mip_algorithm>(); }
+
+}  // namespace banyan::partitioner::detail

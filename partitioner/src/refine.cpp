@@ -1,0 +1,252 @@
+// Local refinement: hill climbing over two kinds of move, both exact and capacity-checked.
+//  - subtree move: S(v) = v and the descendants reachable from v without leaving v's node (the
+//    part of v's fragment below v) moves to the parent's node or to a node S(v) already talks to;
+//  - vertex move: v alone moves to a neighbour's node.
+// One pass computes every candidate's gain bottom-up in O(n + boundary x depth), then applies the
+// best ones in order of gain, re-evaluating each exactly against the current mapping first (earlier
+// moves may have changed it). Then, when no single move helps, swaps: a blocked subtree move v -> j
+// is paired with moving some subtree of j to v's node, accepted only if the pair lowers the cost.
+// Passes repeat until nothing improves or `max_passes`.
+#include "detail.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace banyan::partitioner::detail {
+namespace {
+
+struct candidate {
+  double delta;
+  vertex v;
+  node_id to;
+  bool single;  // vertex move rather than subtree move
+};
+
+class refiner {
+ public:
+  refiner(const problem& p, mapping& m) : p_(p), t_(p.t), m_(m), ch_(p.t), free_(p) {
+    for (std::size_t v = 0; v < t_.size(); ++v) free_.take(m_[v], t_.cpu[v], mem_of(t_, static_cast<vertex>(v)));
+    eps_ = 1e-12 * std::max(1.0, max_possible_cost(p));
+  }
+
+  std::size_t run(std::size_t max_passes) {
+    std::size_t total = 0;
+    for (std::size_t pass = 0; pass < max_passes; ++pass) {
+      collect();
+      std::size_t moved = apply();
+      if (moved == 0) moved = swaps();
+      total += moved;
+      if (moved == 0) break;
+    }
+    return total;
+  }
+
+ private:
+  double c(node_id a, node_id b) const { return p_.c.cost(a, b); }
+
+  // Members of S(u) under the current mapping, into members_; returns (cpu, mem, delta to `to`).
+  struct subtree_eval { double cpu = 0, mem = 0, delta = 0; };
+  subtree_eval eval_subtree(vertex u, node_id to) {
+    subtree_eval e;
+    const node_id b = m_[u];
+    members_.clear();
+    members_.push_back(u);
+    if (u > 0) {
+      const node_id pa = m_[t_.parent[u]];
+      e.delta += t_.weight[u] * (c(to, pa) - c(b, pa));
+    }
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      const vertex x = members_[i];
+      e.cpu += t_.cpu[x];
+      e.mem += mem_of(t_, x);
+      for (auto it = ch_.begin(x); it != ch_.end(x); ++it) {
+        if (m_[*it] == b) members_.push_back(*it);
+        else e.delta += t_.weight[*it] * (c(to, m_[*it]) - c(b, m_[*it]));
+      }
+    }
+    return e;
+  }
+
+  double eval_single(vertex v, node_id to) const {
+    const node_id b = m_[v];
+    double d = 0;
+    if (v > 0) d += t_.weight[v] * (c(to, m_[t_.parent[v]]) - c(b, m_[t_.parent[v]]));
+    for (auto it = ch_.begin(v); it != ch_.end(v); ++it) d += t_.weight[*it] * (c(to, m_[*it]) - c(b, m_[*it]));
+    return d;
+  }
+
+  void move_members(node_id from, node_id to, double cpu, double mem) {
+    for (vertex x : members_) m_[x] = to;
+    free_.take(from, -cpu, -mem);
+    free_.take(to, cpu, mem);
+  }
+
+  // Bottom-up sweep computing the best feasible (cands_) and best blocked (blocked_) move per vertex.
+  void collect() {
+    const std::size_t n = t_.size();
+    cands_.clear();
+    blocked_.clear();
+    sc_.assign(t_.cpu.begin(), t_.cpu.end());
+    if (t_.has_memory()) sm_.assign(t_.memory.begin(), t_.memory.end());
+    else sm_.assign(n, 0.0);
+    below_.resize(n);
+    for (std::size_t i = n; i-- > 0;) {
+      const auto v = static_cast<vertex>(i);
+      const node_id b = m_[v];
+      auto& L = below_[v];
+      const node_id pa = v > 0 ? m_[t_.parent[v]] : -1;
+      auto subtree_delta = [&](node_id j) {
+        double d = v > 0 ? t_.weight[v] * (c(j, pa) - c(b, pa)) : 0.0;
+        for (const auto& [g, w] : L) d += w * (c(j, g) - c(b, g));
+        return d;
+      };
+      auto consider = [&](node_id j, double d, double cpu, double mem, bool single) {
+        if (j == b || !(d < -eps_)) return;
+        if (free_.fits(p_, j, cpu, mem)) cands_.push_back({d, v, j, single});
+        else if (!single) blocked_.push_back({d, v, j, false});
+      };
+      if (v > 0) consider(pa, subtree_delta(pa), sc_[v], sm_[v], false);
+      for (const auto& [g, w] : L) {
+        if (g != pa) consider(g, subtree_delta(g), sc_[v], sm_[v], false);
+      }
+      // Vertex moves to a neighbour's node (the parent's one, or a child's on another node).
+      if (v > 0 && pa != b) consider(pa, eval_single(v, pa), t_.cpu[v], mem_of(t_, v), true);
+      for (const auto& [g, w] : L) {
+        if (g == pa) continue;
+        bool adjacent = false;
+        for (auto it = ch_.begin(v); it != ch_.end(v) && !adjacent; ++it) adjacent = m_[*it] == g;
+        if (adjacent) consider(g, eval_single(v, g), t_.cpu[v], mem_of(t_, v), true);
+      }
+      // Hand S(v)'s figures to the parent.
+      if (v > 0) {
+        const vertex par = t_.parent[v];
+        if (pa == b) {
+          sc_[par] += sc_[v];
+          sm_[par] += sm_[v];
+          merge(below_[par], L);
+        } else {
+          add(below_[par], b, t_.weight[v]);
+        }
+      }
+      L.clear();
+      L.shrink_to_fit();
+    }
+  }
+
+  static void add(std::vector<std::pair<node_id, double>>& L, node_id g, double w) {
+    if (w == 0) return;
+    for (auto& [h, x] : L) {
+      if (h == g) { x += w; return; }
+    }
+    L.emplace_back(g, w);
+  }
+  static void merge(std::vector<std::pair<node_id, double>>& into, std::vector<std::pair<node_id, double>>& from) {
+    if (into.empty()) { into.swap(from); return; }
+    for (const auto& [g, w] : from) add(into, g, w);
+  }
+
+  std::size_t apply() {
+    std::sort(cands_.begin(), cands_.end(), [](const candidate& a, const candidate& b) {
+      return a.delta < b.delta || (a.delta == b.delta && a.v < b.v);
+    });
+    std::size_t moved = 0;
+    for (const auto& cd : cands_) {
+      const node_id b = m_[cd.v];
+      if (b == cd.to) continue;
+      if (cd.single) {
+        const double d = eval_single(cd.v, cd.to);
+        if (d < -eps_ && free_.fits(p_, cd.to, t_.cpu[cd.v], mem_of(t_, cd.v))) {
+          members_.assign(1, cd.v);
+          move_members(b, cd.to, t_.cpu[cd.v], mem_of(t_, cd.v));
+          ++moved;
+        }
+        continue;
+      }
+      const auto e = eval_subtree(cd.v, cd.to);
+      if (e.delta < -eps_ && free_.fits(p_, cd.to, e.cpu, e.mem)) {
+        move_members(b, cd.to, e.cpu, e.mem);
+        ++moved;
+      }
+    }
+    return moved;
+  }
+
+  // For each blocked subtree move v -> j (best gains first, bounded), look for a subtree on j whose
+  // move to v's node frees enough room and keeps the pair's total gain negative.
+  std::size_t swaps() {
+    if (blocked_.empty()) return 0;
+    std::sort(blocked_.begin(), blocked_.end(), [](const candidate& a, const candidate& b) {
+      return a.delta < b.delta || (a.delta == b.delta && a.v < b.v);
+    });
+    if (blocked_.size() > 64) blocked_.resize(64);
+    // Fragment tops per node: the roots of maximal same-node connected pieces, and their children
+    // inside the piece (branches); these are the subtrees worth sending back.
+    std::vector<std::vector<vertex>> pool(p_.k());
+    for (std::size_t v = 0; v < t_.size(); ++v) {
+      const auto x = static_cast<vertex>(v);
+      const bool top = x == 0 || m_[t_.parent[x]] != m_[x];
+      const bool branch = !top && (t_.parent[x] == 0 || m_[t_.parent[t_.parent[x]]] != m_[x]);
+      if (top || branch) pool[m_[x]].push_back(x);
+    }
+    std::size_t moved = 0;
+    std::vector<vertex> saved;
+    for (const auto& cd : blocked_) {
+      const node_id a = m_[cd.v], j = cd.to;
+      if (a == j) continue;
+      const auto ev = eval_subtree(cd.v, j);
+      if (!(ev.delta < -eps_)) continue;
+      const double need_cpu = ev.cpu - free_.cpu[j];
+      saved = members_;
+      // Tentatively apply v -> j (capacity overshoot allowed for the moment), then find the best u.
+      for (vertex x : saved) m_[x] = j;
+      double best = 0;
+      vertex best_u = -1;
+      std::size_t scanned = 0;
+      for (vertex u : pool[j]) {
+        if (m_[u] != j || scanned++ > 256) continue;
+        if (std::find(saved.begin(), saved.end(), u) != saved.end()) continue;
+        const auto eu = eval_subtree(u, a);
+        if (eu.cpu + 1e-12 < need_cpu) continue;
+        const bool ok_j = within(p_.cpu_capacity[j] - free_.cpu[j] + ev.cpu - eu.cpu, p_.cpu_capacity[j]) &&
+                          (free_.mem.empty() || within(p_.memory_capacity[j] - free_.mem[j] + ev.mem - eu.mem, p_.memory_capacity[j]));
+        const bool ok_a = within(p_.cpu_capacity[a] - free_.cpu[a] - ev.cpu + eu.cpu, p_.cpu_capacity[a]) &&
+                          (free_.mem.empty() || within(p_.memory_capacity[a] - free_.mem[a] - ev.mem + eu.mem, p_.memory_capacity[a]));
+        if (!ok_j || !ok_a) continue;
+        if (ev.delta + eu.delta < best - eps_) {
+          best = ev.delta + eu.delta;
+          best_u = u;
+        }
+      }
+      if (best_u < 0) {
+        for (vertex x : saved) m_[x] = a;  // undo
+        continue;
+      }
+      free_.take(a, -ev.cpu, -ev.mem);
+      free_.take(j, ev.cpu, ev.mem);
+      const auto eu = eval_subtree(best_u, a);
+      move_members(j, a, eu.cpu, eu.mem);
+      ++moved;
+    }
+    return moved;
+  }
+
+  const problem& p_;
+  const tree& t_;
+  mapping& m_;
+  children ch_;
+  room free_;
+  double eps_;
+  std::vector<double> sc_, sm_;
+  std::vector<std::vector<std::pair<node_id, double>>> below_;
+  std::vector<candidate> cands_, blocked_;
+  std::vector<vertex> members_;
+};
+
+}  // namespace
+
+std::size_t refine(const problem& p, mapping& m, std::size_t max_passes) {
+  refiner r(p, m);
+  return r.run(max_passes);
+}
+
+}  // namespace banyan::partitioner::detail

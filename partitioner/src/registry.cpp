@@ -1,0 +1,75 @@
+#include "detail.hpp"
+
+#include <limits>
+
+namespace banyan::partitioner {
+
+const char* to_string(solve_status s) {
+  switch (s) {
+    case solve_status::optimal: return "optimal";
+    case solve_status::feasible: return "feasible";
+    case solve_status::unknown: return "unknown";
+    case solve_status::infeasible: return "infeasible";
+  }
+  return "?";
+}
+
+namespace detail {
+
+children::children(const tree& t) : first(t.size() + 1, 0), kids(t.size() > 0 ? t.size() - 1 : 0) {
+  for (std::size_t v = 1; v < t.size(); ++v) ++first[t.parent[v] + 1];
+  for (std::size_t v = 0; v < t.size(); ++v) first[v + 1] += first[v];
+  std::vector<std::int64_t> pos(first.begin(), first.end() - 1);
+  for (std::size_t v = 1; v < t.size(); ++v) kids[pos[t.parent[v]]++] = static_cast<vertex>(v);
+}
+
+}  // namespace detail
+
+std::vector<std::string> algorithm_names() {
+  return {"bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "hash", "random"};
+}
+
+result<std::unique_ptr<algorithm>> make_algorithm(std::string_view name) {
+  using namespace detail;
+  if (name == "bottom-up") return make_bottom_up();
+  if (name == "smt") return make_smt();
+  if (name == "mip") return make_mip();
+  if (name == "metis") return make_metis();
+  if (name == "greedy") return make_greedy();
+  if (name == "round-robin") return make_round_robin();
+  if (name == "hash") return make_hash();
+  if (name == "random") return make_random();
+  std::string known;
+  for (const auto& n : algorithm_names()) known += (known.empty() ? "" : ", ") + n;
+  return error{errc::unknown_algorithm, "unknown algorithm `" + std::string(name) + "` (known: " + known + ")"};
+}
+
+void finalize(const problem& p, solution& s) {
+  if (s.map.empty()) {
+    s.cost = std::numeric_limits<double>::quiet_NaN();
+    if (s.status != solve_status::infeasible) s.status = solve_status::unknown;
+    return;
+  }
+  const evaluation e = evaluate(p, s.map);
+  s.cost = e.cost;
+  if (!e.feasible) {
+    s.status = solve_status::infeasible;
+    s.message = "over capacity: " + e.violation + (s.message.empty() ? "" : "; " + s.message);
+  } else if (s.status == solve_status::unknown || s.status == solve_status::infeasible) {
+    s.status = solve_status::feasible;
+  }
+  if (s.status == solve_status::optimal) s.lower_bound = s.cost;
+}
+
+result<solution> solve(std::string_view name, const problem& p, const solve_options& o) {
+  auto a = make_algorithm(name);
+  if (!a) return a.err();
+  detail::stopwatch w;
+  solution s = (*a)->solve(p, o);
+  s.seconds = w.seconds();
+  s.algorithm = std::string(name);
+  finalize(p, s);
+  return s;
+}
+
+}  // namespace banyan::partitioner

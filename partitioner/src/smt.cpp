@@ -1,0 +1,208 @@
+// The SMT model (seed paper) on Z3's Optimize, as weighted MaxSAT over Booleans:
+//   x[v][j]  vertex v on node j; exactly one per vertex (hard);
+//   capacity: pseudo-Boolean sum of integer loads per node <= integer capacity (hard);
+//   uniform link costs: s[e] "both ends of e on one node", s[e] & x[p][j] -> x[v][j] (hard),
+//     soft s[e] with weight traffic(e);
+//   otherwise: soft !(x[p][a] & x[v][b]) with weight traffic(e) * cost(a, b), for each a != b;
+//   symmetry: among interchangeable nodes j1 < j2 < ..., node j(t+1) is used by a vertex only if
+//     j(t) is used by an earlier vertex (value precedence in top-down order);
+//   warm start: the heuristic's cost as a hard upper bound on the soft penalty, and its mapping
+//     returned when Z3 finds nothing better within the timeout.
+// Traffic and loads are scaled to small integers (DESIGN.md: Z3 slows past 2^32 coefficient sums);
+// when scaling is inexact the result is never labelled optimal.
+#include "exact_common.hpp"
+
+#include <z3++.h>
+
+#include <limits>
+#include <string>
+
+namespace banyan::partitioner::detail {
+namespace {
+
+class smt_algorithm : public algorithm {
+ public:
+  std::string name() const override { return "smt"; }
+
+  solution solve(const problem& p, const solve_options& o) override {
+    solution s;
+    try {
+      return run(p, o);
+    } catch (const z3::exception& e) {
+      s.status = solve_status::unknown;
+      s.message = std::string("z3: ") + e.msg();
+      if (o.warm_start) s.map = *o.warm_start;
+      return s;
+    }
+  }
+
+ private:
+  solution run(const problem& p, const solve_options& o) {
+    const auto& t = p.t;
+    const std::size_t n = t.size(), k = p.k();
+    const integer_loads L = scale_loads(p);
+    const integer_weights W = scale_weights(p);
+    z3::context ctx;
+    z3::optimize opt(ctx);
+    z3::params ps(ctx);
+    ps.set("timeout", static_cast<unsigned>(std::max(1.0, o.timeout_s * 1000)));
+    opt.set(ps);
+
+    std::vector<z3::expr> x;
+    x.reserve(n * k);
+    for (std::size_t v = 0; v < n; ++v) {
+      for (std::size_t j = 0; j < k; ++j) {
+        x.push_back(ctx.bool_const(("x_" + std::to_string(v) + "_" + std::to_string(j)).c_str()));
+      }
+    }
+    auto X = [&](std::size_t v, std::size_t j) -> const z3::expr& { return x[v * k + j]; };
+    for (std::size_t v = 0; v < n; ++v) {
+      z3::expr_vector row(ctx);
+      for (std::size_t j = 0; j < k; ++j) {
+        row.push_back(X(v, j));
+        // A component that cannot fit a node alone is never placed there.
+        if (L.cpu[v] > L.cpu_cap[j] || (!L.mem.empty() && L.mem_cap[j] >= 0 && L.mem[v] > L.mem_cap[j])) {
+          opt.add(!X(v, j));
+        }
+      }
+      opt.add(z3::mk_or(row));
+      opt.add(z3::atmost(row, 1));
+    }
+    auto capacity = [&](const std::vector<long long>& load, const std::vector<long long>& cap) {
+      for (std::size_t j = 0; j < k; ++j) {
+        if (cap[j] < 0) continue;
+        z3::expr_vector es(ctx);
+        std::vector<int> cs;
+        long long total = 0;
+        for (std::size_t v = 0; v < n; ++v) {
+          if (load[v] == 0) continue;
+          es.push_back(X(v, j));
+          cs.push_back(static_cast<int>(load[v]));
+          total += load[v];
+        }
+        if (total > cap[j]) opt.add(z3::pble(es, cs.data(), static_cast<int>(cap[j])));
+      }
+    };
+    capacity(L.cpu, L.cpu_cap);
+    if (!L.mem.empty()) capacity(L.mem, L.mem_cap);
+
+    // Symmetry breaking by value precedence over interchangeable nodes.
+    for (const auto& cls : interchangeable_nodes(p)) {
+      for (std::size_t c = 0; c + 1 < cls.size(); ++c) {
+        const node_id a = cls[c], b = cls[c + 1];
+        opt.add(!X(0, b));
+        z3::expr used = X(0, a);  // some vertex <= v is on a
+        for (std::size_t v = 1; v < n; ++v) {
+          z3::expr u = ctx.bool_const(("u_" + std::to_string(v) + "_" + std::to_string(a)).c_str());
+          opt.add(z3::implies(X(v, b), used));
+          opt.add(u == (used || X(v, a)));
+          used = u;
+        }
+      }
+    }
+
+    // Soft constraints: the penalty of every violated one is that edge's cost.
+    z3::expr_vector penalties(ctx);
+    std::vector<int> penalty_w;
+    bool any_soft = false;
+    unsigned handle_id = 0;
+    auto soft = [&](const z3::expr& e, long long w) {
+      if (w <= 0) return;
+      auto h = opt.add_soft(e, static_cast<unsigned>(w));
+      handle_id = h.h();
+      any_soft = true;
+      penalties.push_back(!e);
+      penalty_w.push_back(static_cast<int>(w));
+    };
+    const bool uniform = p.c.uniform_cost();
+    for (std::size_t v = 1; v < n; ++v) {
+      const std::size_t par = static_cast<std::size_t>(t.parent[v]);
+      if (uniform) {
+        const long long w = W.of(t.weight[v]);
+        if (w <= 0) continue;
+        z3::expr same = ctx.bool_const(("s_" + std::to_string(v)).c_str());
+        for (std::size_t j = 0; j < k; ++j) opt.add(z3::implies(same && X(par, j), X(v, j)));
+        soft(same, w);
+      } else {
+        for (std::size_t a = 0; a < k; ++a) {
+          for (std::size_t b = 0; b < k; ++b) {
+            if (a == b) continue;
+            soft(!(X(par, a) && X(v, b)),
+                 W.of(t.weight[v] * p.c.cost(static_cast<node_id>(a), static_cast<node_id>(b))));
+          }
+        }
+      }
+    }
+
+    double warm_cost = std::numeric_limits<double>::infinity();
+    if (o.warm_start) {
+      const evaluation e = evaluate(p, *o.warm_start);
+      if (e.feasible) {
+        warm_cost = e.cost;
+        // Prune: only mappings at most as costly as the warm start (integer upper bound).
+        if (W.exact && any_soft && warm_cost < 2e9) {
+          opt.add(z3::pble(penalties, penalty_w.data(), static_cast<int>(std::llround(warm_cost))));
+        }
+      }
+    }
+
+    solution s;
+    const z3::check_result r = opt.check();
+    auto read_model = [&](const z3::model& mdl) {
+      s.map.assign(n, 0);
+      for (std::size_t v = 0; v < n; ++v) {
+        for (std::size_t j = 0; j < k; ++j) {
+          if (mdl.eval(X(v, j), true).is_true()) { s.map[v] = static_cast<node_id>(j); break; }
+        }
+      }
+    };
+    const bool exact = L.exact && W.exact;
+    if (r == z3::sat) {
+      read_model(opt.get_model());
+      s.status = exact ? solve_status::optimal : solve_status::feasible;
+      if (!exact) s.message = "optimal for loads/traffic scaled to integers, not proven for the real values";
+    } else if (r == z3::unsat) {
+      if (o.warm_start && std::isfinite(warm_cost)) {
+        // Only the warm-start bound cut everything: the warm start is optimal.
+        s.map = *o.warm_start;
+        s.status = exact ? solve_status::optimal : solve_status::feasible;
+      } else if (L.exact) {
+        s.status = solve_status::infeasible;
+        s.message = "no mapping satisfies the capacities (proven by Z3)";
+      } else {
+        s.status = solve_status::unknown;
+        s.message = "no mapping fits the capacities after rounding loads to integers";
+      }
+    } else {
+      s.status = solve_status::unknown;
+      s.message = std::string("z3: ") + Z3_optimize_get_reason_unknown(ctx, opt);
+      try {
+        read_model(opt.get_model());
+        s.status = solve_status::feasible;
+      } catch (const z3::exception&) {
+        s.map.clear();
+      }
+      if (any_soft && W.exact) {
+        try {
+          z3::expr lo = opt.lower(z3::optimize::handle(handle_id));
+          if (lo.is_numeral()) s.lower_bound = std::stod(lo.get_decimal_string(6));
+        } catch (const z3::exception&) {
+        }
+      }
+    }
+    // Keep the warm start when it is better than what Z3 returned (or Z3 returned nothing).
+    if (o.warm_start && std::isfinite(warm_cost) && s.status != solve_status::optimal &&
+        (s.map.empty() || evaluate(p, s.map).cost > warm_cost || !evaluate(p, s.map).feasible)) {
+      s.map = *o.warm_start;
+      s.status = solve_status::feasible;
+    }
+    if (!any_soft && s.status == solve_status::feasible && exact) s.status = solve_status::optimal;
+    return s;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<algorithm> make_smt() { return std::make_unique<smt_algorithm>(); }
+
+}  // namespace banyan::partitioner::detail

@@ -1,0 +1,192 @@
+#include "banyan/partitioner/io.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace banyan::partitioner {
+namespace {
+
+const char* good_profile = R"({
+  "format": "banyan-profile", "version": 1, "mode": "hier",
+  "components": [
+    {"path": "/chip/alu", "parent": "/chip", "kind": "leaf", "load": {"cpu": 0.01, "messages": 800, "memory": 4096}},
+    {"path": "/chip", "parent": null, "kind": "composite", "load": {"cpu": 0.002, "messages": 120, "memory": 0}},
+    {"path": "/chip/reg", "parent": "/chip", "kind": "leaf", "load": {"cpu": 0.003}}
+  ],
+  "edges": [
+    {"parent": "/chip", "child": "/chip/alu", "messages": 800, "bytes": 51200},
+    {"parent": "/chip", "child": "/chip/reg", "messages": 5, "bytes": 100}
+  ]
+})";
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  const auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(Profile, ReadsAndRenumbersRootFirst) {
+  auto t = parse_profile(good_profile, "p.json");
+  ASSERT_TRUE(t) << t.err().message;
+  ASSERT_EQ(t->size(), 3u);
+  EXPECT_EQ(t->path[0], "/chip");
+  EXPECT_EQ(t->parent[1], 0);
+  EXPECT_EQ(t->path[1], "/chip/alu");
+  EXPECT_EQ(t->weight[1], 800);
+  EXPECT_EQ(t->weight[2], 5);
+  EXPECT_EQ(t->memory[1], 4096);
+  auto b = parse_profile(good_profile, "p.json", {.unit = traffic_unit::bytes});
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->weight[1], 51200);
+}
+
+TEST(Profile, MalformedJsonGivesLineAndColumn) {
+  const std::string bad = replace(good_profile, "\"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}", "\"kind\": \"leaf\" \"load\": 1");
+  auto t = parse_profile(bad, "p.json");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.err().code, errc::parse);
+  EXPECT_NE(t.err().message.find("p.json:6:"), std::string::npos) << t.err().message;
+}
+
+TEST(Profile, UnknownParentNamesTheVertex) {
+  auto t = parse_profile(replace(good_profile, "\"parent\": \"/chip\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}",
+                                 "\"parent\": \"/chop\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"), "p.json");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.err().code, errc::not_a_tree);
+  EXPECT_NE(t.err().message.find("/chip/reg"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.err().message.find("/chop"), std::string::npos) << t.err().message;
+}
+
+TEST(Profile, TwoRootsNamesBoth) {
+  auto t = parse_profile(replace(good_profile, "\"parent\": \"/chip\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}",
+                                 "\"parent\": null, \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"), "p.json");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.err().code, errc::not_a_tree);
+  EXPECT_NE(t.err().message.find("/chip/reg"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.err().message.find("second root"), std::string::npos) << t.err().message;
+}
+
+TEST(Profile, CycleNamesAVertexOnIt) {
+  const char* cyc = R"({"format": "banyan-profile", "version": 1, "components": [
+    {"path": "/r", "parent": null},
+    {"path": "/r/a", "parent": "/r/b"},
+    {"path": "/r/b", "parent": "/r/a"}]})";
+  auto t = parse_profile(cyc, "c.json");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.err().code, errc::not_a_tree);
+  EXPECT_NE(t.err().message.find("cycle through /r/"), std::string::npos) << t.err().message;
+}
+
+TEST(Profile, NegativeLoadNamesTheField) {
+  auto t = parse_profile(replace(good_profile, "{\"cpu\": 0.003}", "{\"cpu\": -1}"), "p.json");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.err().message.find("components[2] (/chip/reg).load.cpu"), std::string::npos) << t.err().message;
+}
+
+TEST(Profile, EdgeThatIsNotATreeEdgeIsRejected) {
+  auto t = parse_profile(replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\"", "{\"parent\": \"/chip/alu\", \"child\": \"/chip/reg\""), "p.json");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.err().message.find("edges[1]"), std::string::npos) << t.err().message;
+}
+
+const char* good_cluster = R"(version: 1
+nodes:
+  - name: n0
+    endpoint: tcp://127.0.0.1:7100
+    capacity: {cpu: 0.5, memory: 8e9}
+    group: rack0
+  - name: n1
+    endpoint: ipc:///tmp/n1
+    capacity: {cpu: "40%"}
+    group: rack1
+link_cost:
+  groups: {same: 1, other: 4}
+)";
+
+TEST(Cluster, ReadsCapacitiesPercentAndGroups) {
+  auto c = parse_cluster(good_cluster, "c.yaml");
+  ASSERT_TRUE(c) << c.err().message;
+  ASSERT_EQ(c->size(), 2u);
+  EXPECT_EQ(c->nodes[0].cpu.amount, 0.5);
+  EXPECT_TRUE(c->nodes[1].cpu.percent);
+  EXPECT_EQ(c->nodes[1].cpu.amount, 40);
+  EXPECT_EQ(c->nodes[0].memory->amount, 8e9);
+  EXPECT_EQ(c->cost(0, 1), 4);
+  EXPECT_EQ(c->nodes[1].line, 7);
+}
+
+TEST(Cluster, MalformedYamlGivesLineAndColumn) {
+  auto c = parse_cluster("version: 1\nnodes:\n  - name: n0\n    capacity: {cpu: 1\n", "c.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.err().code, errc::parse);
+  EXPECT_NE(c.err().message.find("c.yaml:"), std::string::npos) << c.err().message;
+}
+
+TEST(Cluster, BadCapacityNamesNodeAndLine) {
+  auto c = parse_cluster(replace(good_cluster, "cpu: 0.5", "cpu: lots"), "c.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.err().message.find("c.yaml:5:"), std::string::npos) << c.err().message;
+  EXPECT_NE(c.err().message.find("n0"), std::string::npos) << c.err().message;
+}
+
+TEST(Cluster, MatrixMustBeSquareAndSymmetric) {
+  std::string m = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix: [[0, 1], [2, 0]]");
+  auto c = parse_cluster(m, "c.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.err().message.find("symmetric"), std::string::npos) << c.err().message;
+  auto d = parse_cluster(replace(good_cluster, "groups: {same: 1, other: 4}", "matrix: [[0, 1]]"), "c.yaml");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.err().message.find("one row per node"), std::string::npos) << d.err().message;
+}
+
+TEST(Deployment, UnknownNodeDuplicateAndMissingEndpointsHaveLines) {
+  const std::string dep = std::string(good_cluster) + "assignments:\n  /chip: n0\n  /chip/alu: n7\n";
+  auto d = parse_deployment(dep, "d.yaml");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.err().message.find("d.yaml:15:"), std::string::npos) << d.err().message;
+  EXPECT_NE(d.err().message.find("n7"), std::string::npos) << d.err().message;
+
+  auto dup = parse_deployment(replace(std::string(good_cluster), "ipc:///tmp/n1", "tcp://127.0.0.1:7100") + "assignments:\n  /chip: n0\n", "d.yaml");
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.err().message.find("d.yaml:8:"), std::string::npos) << dup.err().message;
+  EXPECT_NE(dup.err().message.find("another node"), std::string::npos) << dup.err().message;
+
+  auto missing = parse_deployment(replace(std::string(good_cluster), "    endpoint: ipc:///tmp/n1\n", "") + "assignments:\n  /chip: n0\n", "d.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.err().message.find("d.yaml:7:"), std::string::npos) << missing.err().message;
+  EXPECT_NE(missing.err().message.find("no endpoint"), std::string::npos) << missing.err().message;
+}
+
+TEST(Deployment, WrittenDeploymentReadsBackToTheSameMapping) {
+  auto t = parse_profile(good_profile, "p.json");
+  auto c = parse_cluster(replace(good_cluster, "\"40%\"", "0.5"), "c.yaml");
+  ASSERT_TRUE(t && c);
+  auto p = make_problem(*t, *c);
+  ASSERT_TRUE(p) << p.err().message;
+  const mapping m{0, 1, 0};
+  std::ostringstream out;
+  write_deployment(out, *p, m, {"test"});
+  auto d = parse_deployment(out.str(), "out.yaml");
+  ASSERT_TRUE(d) << d.err().message << "\n" << out.str();
+  EXPECT_EQ(d->assignments.size(), 2u);  // the root and /chip/alu; /chip/reg stays with its parent
+  auto back = mapping_of(p->t, *d);
+  ASSERT_TRUE(back) << back.err().message;
+  EXPECT_EQ(*back, m);
+  EXPECT_EQ(d->c.cost(0, 1), 4);
+}
+
+TEST(Dot, ColoursEveryComponentAndMarksCutEdges) {
+  auto t = parse_profile(good_profile, "p.json");
+  auto c = parse_cluster(replace(good_cluster, "\"40%\"", "0.5"), "c.yaml");
+  auto p = make_problem(*t, *c);
+  ASSERT_TRUE(p);
+  std::ostringstream out;
+  write_dot(out, *p, {0, 1, 0});
+  const std::string s = out.str();
+  EXPECT_NE(s.find("v0 -> v1 [color=red"), std::string::npos) << s;
+  EXPECT_NE(s.find("v0 -> v2;"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace banyan::partitioner
