@@ -1,0 +1,98 @@
+// An application: the component tree described in C++, and banyan::run that starts it.
+//
+//   banyan::app app{"chip"};                                   // root composite, path /chip
+//   auto& alu = app.root().add_composite("alu", {banyan::restart_strategy::one_for_all, 3, 5s});
+//   alu.add_leaf<adder>("add0", 32);                           // constructor arguments are copied and
+//   return banyan::run(app, argc, argv);                       // reused for every restart
+#pragma once
+
+#include "banyan/broker/profile.hpp"
+#include "banyan/sdk/component.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace banyan {
+
+// One component in the app description. References stay valid while the app lives.
+class spec {
+ public:
+  using factory = std::function<std::unique_ptr<component>()>;
+
+  template <class T = composite, class... Args>
+  spec& add_composite(std::string name, supervision policy = {}, Args... args) {
+    static_assert(std::is_base_of_v<composite, T>, "add_composite<T>: T must derive from banyan::composite");
+    return add(std::move(name), true, policy, [=] { return std::unique_ptr<component>(new T(args...)); });
+  }
+  template <class T, class... Args>
+  spec& add_leaf(std::string name, Args... args) {
+    static_assert(std::is_base_of_v<leaf, T>, "add_leaf<T>: T must derive from banyan::leaf");
+    return add(std::move(name), false, {}, [=] { return std::unique_ptr<component>(new T(args...)); });
+  }
+
+  const std::string& name() const { return name_; }
+  bool is_composite() const { return composite_; }
+  const supervision& policy() const { return policy_; }
+  const factory& make() const { return make_; }
+  const std::deque<spec>& children() const { return children_; }
+
+  spec(std::string name, bool is_composite, supervision policy, factory make)
+      : name_(std::move(name)), composite_(is_composite), policy_(policy), make_(std::move(make)) {}
+
+ private:
+  spec& add(std::string name, bool is_composite, supervision policy, factory make);
+
+  std::string name_;
+  bool composite_;
+  supervision policy_;
+  factory make_;
+  std::deque<spec> children_;  // deque: references to earlier children stay valid
+};
+
+// How a run routes and what it reports. banyan::run(app, argc, argv) fills this from the command line.
+struct run_options {
+  routing_mode mode = routing_mode::hier;
+  unsigned threads = 0;             // CAF scheduler threads; 0 = the machine's cores
+  std::string profile_path;         // write the profile JSON here at the end
+  bool report = false;              // print the per-edge traffic table at the end
+  std::chrono::milliseconds max_runtime{0};  // 0 = until quit(); else stop after this long (exit 0)
+};
+
+struct run_result {
+  int exit_code = 0;
+  profile traffic;                  // the run's profile (tree, loads, edge traffic)
+};
+
+class app {
+ public:
+  explicit app(std::string root_name, supervision root_policy = {});
+  template <class T, class... Args>
+  app(std::string root_name, supervision root_policy, std::in_place_type_t<T>, Args... args)
+      : root_(std::move(root_name), true, root_policy,
+              [=] { return std::unique_ptr<component>(new T(args...)); }),
+        cli_(std::make_unique<CLI::App>("banyan app " + root_.name())) {}
+
+  spec& root() { return root_; }
+  const spec& root() const { return root_; }
+  // The app's own command-line options; banyan::run adds its options (--mode, --threads, --profile,
+  // --report) and parses argv with it, so --help shows both.
+  CLI::App& cli() { return *cli_; }
+
+ private:
+  spec root_;
+  std::unique_ptr<CLI::App> cli_;
+};
+
+// Runs the app in this process until a component calls quit(), the root fails, or SIGINT/SIGTERM.
+// Returns the exit code: quit()'s code, 1 when supervision gave up at the root, 2 on bad arguments,
+// 128+signal on a signal.
+int run(app& application, int argc, char** argv);
+run_result run(app& application, const run_options& options);
+
+}  // namespace banyan

@@ -1,0 +1,50 @@
+// Components: the user's code in the tree. Each component instance runs inside its own CAF actor, so
+// its hooks and handlers never run concurrently with each other and need no locks.
+//
+// A `leaf` does work; a `composite` groups children, supervises them and is the broker for its
+// subtree. Both may publish, subscribe and serve requests. A component object lives exactly as long as
+// one incarnation of its actor: when supervision restarts it, a fresh object is built from the same
+// constructor arguments and on_start runs again.
+#pragma once
+
+#include "banyan/sdk/context.hpp"
+
+#include <chrono>
+#include <string>
+
+namespace banyan {
+
+class component {
+ public:
+  virtual ~component() = default;
+  // Runs when the component starts (before its children start). Subscribe here.
+  virtual void on_start(context&) {}
+  // Runs on orderly shutdown, after all children have stopped. Not called after a failure.
+  virtual void on_stop(context&) {}
+  // Runs in a composite when its child at `child_path` failed, before supervision acts on it.
+  virtual void on_child_failure(context&, const std::string& child_path, const std::string& reason) {
+    (void)child_path;
+    (void)reason;
+  }
+};
+
+class leaf : public component {};
+class composite : public component {};
+
+// How a composite treats a failed child (Erlang/OTP's strategies). A failure is an exception escaping
+// any hook or handler of the child, or the child's own escalation.
+enum class restart_strategy {
+  one_for_one,   // restart only the failed child
+  one_for_all,   // stop all other children, then restart all of them in order
+  rest_for_one,  // stop the children started after the failed one, then restart those and it in order
+};
+
+struct supervision {
+  restart_strategy strategy = restart_strategy::one_for_one;
+  // More than `max_restarts` restarts within `within` makes the composite give up and fail itself,
+  // escalating to its parent; at the root, banyan::run returns non-zero.
+  int max_restarts = 3;
+  std::chrono::milliseconds within{5000};
+};
+
+}  // namespace banyan

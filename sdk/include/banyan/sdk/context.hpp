@@ -1,0 +1,98 @@
+// What a component can do: its view of the tree, the broker and its own actor.
+//
+// A context belongs to one component incarnation and may be used only from inside that component's
+// hooks and handlers (the actor's thread of control), never from other threads.
+#pragma once
+
+#include "banyan/broker/result.hpp"
+#include "banyan/broker/routing.hpp"
+#include "banyan/broker/scope.hpp"
+#include "banyan/sdk/payload.hpp"
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace banyan {
+
+// One message as its subscriber sees it. Valid only during the handler call; copy data() to keep it.
+class delivery {
+ public:
+  delivery(const std::string& topic, const std::string& sender, const payload& data, std::uint64_t sequence)
+      : topic_(topic), sender_(sender), data_(data), sequence_(sequence) {}
+  const std::string& topic() const { return topic_; }
+  // Path of the publishing component.
+  const std::string& sender() const { return sender_; }
+  const payload& data() const { return data_; }
+  std::span<const std::byte> bytes() const { return data_.bytes(); }
+  // Per-publisher sequence number, starting at 1; a subscriber sees each publisher's messages in order.
+  std::uint64_t sequence() const { return sequence_; }
+
+ private:
+  const std::string& topic_;
+  const std::string& sender_;
+  const payload& data_;
+  std::uint64_t sequence_;
+};
+
+class context {
+ public:
+  using handler = std::function<void(const delivery&)>;
+  using reply_handler = std::function<void(result<payload>)>;
+  using service = std::function<result<payload>(const payload&)>;
+
+  virtual ~context() = default;
+
+  virtual const std::string& path() const = 0;
+  virtual vertex_id id() const = 0;
+  virtual const component_tree& tree() const = 0;
+  virtual routing_mode mode() const = 0;
+
+  // Subscribes to every topic matching `filter`; applies to every message published after it returns.
+  virtual result<subscription_id> subscribe(std::string_view filter, handler on_message) = 0;
+  // Typed subscription: payloads are validated as `Schema` first; an invalid one goes to `on_invalid`
+  // (by default: logged) with an error naming the topic and the reason, and never to `on_message`.
+  template <class Schema, class F>
+  result<subscription_id> subscribe(std::string_view filter, F on_message,
+                                    std::function<void(const error&)> on_invalid = {}) {
+    return subscribe(filter, [this, on_message = std::move(on_message), on_invalid = std::move(on_invalid)](
+                                 const delivery& d) {
+      auto ok = read_as<Schema>(d.data(), "topic `" + d.topic() + "` from `" + d.sender() + "`",
+                                [&](typename Schema::Reader r) { on_message(r, d); });
+      if (!ok) on_invalid ? on_invalid(ok.error()) : log(ok.error().what());
+    });
+  }
+  virtual bool unsubscribe(subscription_id id) = 0;
+
+  // Publishes to every matching subscriber inside `where` (an ancestor of this component, or itself).
+  // Errors: a malformed topic, a scope that is not an ancestor. Nothing is sent on error.
+  virtual result<void> publish(std::string_view topic, const payload& data, const scope& where = scope::root()) = 0;
+  result<void> publish(std::string_view topic, std::string_view bytes, const scope& where = scope::root()) {
+    return publish(topic, payload::copy_of(bytes), where);
+  }
+  template <class Schema, class Fill>
+  result<void> publish(std::string_view topic, Fill&& fill, const scope& where = scope::root()) {
+    return publish(topic, payload::build<Schema>(std::forward<Fill>(fill)), where);
+  }
+
+  // Answers requests for `method`. A handler error goes back to the requester as request_failed.
+  virtual void serve(std::string method, service handler) = 0;
+  // Sends a request to the component at `path`; `on_reply` gets the reply, or an error: timeout,
+  // no_such_component, or request_failed (unknown method, handler error, callee failed).
+  virtual void request(std::string_view path, std::string method, const payload& data,
+                       std::chrono::milliseconds timeout, reply_handler on_reply) = 0;
+
+  // Runs `fn` later as a message to this component (keeps long work in short, interleaved steps).
+  virtual void post(std::function<void()> fn) = 0;
+  virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+
+  // Ends banyan::run with `exit_code` after an orderly shutdown of the whole tree.
+  virtual void quit(int exit_code = 0) = 0;
+  // Writes one line to the run's log, prefixed with this component's path.
+  virtual void log(std::string_view line) = 0;
+  // Reports this component's memory footprint for the profile.
+  virtual void report_memory(std::uint64_t bytes) = 0;
+};
+
+}  // namespace banyan

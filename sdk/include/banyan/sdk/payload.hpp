@@ -1,0 +1,67 @@
+// Message payloads: immutable, shared, word-aligned bytes.
+//
+// A payload is a value that shares one buffer: copying it copies a pointer, so fanning one message out
+// to many subscribers in a process never copies the bytes. Typed payloads are Cap'n Proto messages in
+// flat-array form; raw bytes are allowed too (and are what crosses node links, unchanged).
+#pragma once
+
+#include "banyan/broker/result.hpp"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace banyan {
+
+class payload {
+ public:
+  payload() = default;
+  // Copies `bytes` once into a word-aligned buffer.
+  static payload copy_of(std::span<const std::byte> bytes);
+  static payload copy_of(std::string_view bytes);
+  // Takes ownership of a flat-array Cap'n Proto message.
+  static payload from_words(kj::Array<capnp::word>&& words);
+  // Builds a typed payload: `fill(Schema::Builder)` sets its fields.
+  template <class Schema, class Fill>
+  static payload build(Fill&& fill) {
+    capnp::MallocMessageBuilder builder;
+    fill(builder.initRoot<Schema>());
+    return from_words(capnp::messageToFlatArray(builder));
+  }
+
+  std::span<const std::byte> bytes() const;
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // The bytes as words for Cap'n Proto; the last word is zero-padded.
+  kj::ArrayPtr<const capnp::word> words() const;
+  // True when both share one buffer (used to prove fan-out does not copy).
+  bool same_buffer(const payload& other) const { return buffer_ == other.buffer_; }
+
+ private:
+  std::shared_ptr<const kj::Array<capnp::word>> buffer_;
+  std::size_t size_ = 0;
+};
+
+// Validates `p` as a `Schema` message (the whole message is traversed, so every pointer is checked) and
+// calls `use(Schema::Reader)`. A payload that fails validation gives an error naming `what` (e.g. the
+// topic) and Cap'n Proto's reason; `use` is not called.
+template <class Schema, class Use>
+result<void> read_as(const payload& p, const std::string& what, Use&& use) {
+  try {
+    capnp::FlatArrayMessageReader reader(p.words());
+    auto root = reader.getRoot<Schema>();
+    (void)root.totalSize();
+    use(root);
+    return {};
+  } catch (const kj::Exception& e) {
+    return error{errc::invalid_payload, what + ": payload of " + std::to_string(p.size()) +
+                                            " bytes is not a valid message: " +
+                                            std::string(e.getDescription().cStr())};
+  }
+}
+
+}  // namespace banyan

@@ -1,0 +1,306 @@
+#include "component_actor.hpp"
+
+#include <algorithm>
+
+namespace banyan::detail {
+
+namespace {
+
+std::string describe(std::exception_ptr eptr) {
+  try {
+    std::rethrow_exception(eptr);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+// The context handed to the user's component: a thin facade over the actor, so the user's API and
+// CAF's member names (send, request, quit, ...) never collide.
+class actor_context final : public context {
+ public:
+  explicit actor_context(component_actor& self) : self_(self) {}
+
+  const std::string& path() const override { return self_.state().tree().path(self_.vertex()); }
+  vertex_id id() const override { return self_.vertex(); }
+  const component_tree& tree() const override { return self_.state().tree(); }
+  routing_mode mode() const override { return self_.state().options().mode; }
+  result<subscription_id> subscribe(std::string_view filter, handler on_message) override {
+    return self_.subscribe(filter, std::move(on_message));
+  }
+  bool unsubscribe(subscription_id id) override { return self_.unsubscribe(id); }
+  result<void> publish(std::string_view topic, const payload& data, const scope& where) override {
+    return self_.publish(topic, data, where);
+  }
+  void serve(std::string method, service handler) override { self_.serve(std::move(method), std::move(handler)); }
+  void request(std::string_view path, std::string method, const payload& data, std::chrono::milliseconds timeout,
+               reply_handler on_reply) override {
+    self_.send_request(path, std::move(method), data, timeout, std::move(on_reply));
+  }
+  void post(std::function<void()> fn) override { self_.post_task(std::move(fn)); }
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
+    self_.post_after(delay, std::move(fn));
+  }
+  void quit(int exit_code) override { self_.state().request_quit(exit_code); }
+  void log(std::string_view line) override { self_.state().log(path(), line); }
+  void report_memory(std::uint64_t bytes) override { self_.state().loads().set_memory(self_.vertex(), bytes); }
+
+ private:
+  component_actor& self_;
+};
+
+}  // namespace
+
+component_actor::component_actor(caf::actor_config& cfg, std::shared_ptr<run_state> state, vertex_id v,
+                                 caf::actor_addr parent)
+    : caf::event_based_actor(cfg), state_(std::move(state)), vertex_(v), parent_(std::move(parent)) {}
+
+component_actor::~component_actor() = default;
+
+template <class F>
+void component_actor::timed(F&& f) {
+  auto begin = std::chrono::steady_clock::now();
+  f();
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
+  state_->loads().record(vertex_, static_cast<std::uint64_t>(ns));
+}
+
+caf::behavior component_actor::make_behavior() {
+  set_exception_handler([this](caf::scheduled_actor*, std::exception_ptr& eptr) -> caf::error {
+    std::string what = describe(eptr);
+    state_->log(state_->tree().path(vertex_), "failed: " + what);
+    return caf::make_error(caf::sec::runtime_error, what);
+  });
+  set_exit_handler([this](caf::exit_msg& msg) { on_exit_message(msg); });
+  // The supervisor registered us in the directory when it spawned us (before any later sibling
+  // starts); unregister when this incarnation ends, unless a new one replaced it already.
+  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error&) {
+    if (state->actor_of(v).address() == self) state->set_actor(v, caf::actor{});
+  });
+  start();
+  return {
+      [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) {
+        const route_info& info = *env->info;
+        const auto& target = info.plan->targets()[index];
+        delivery d(info.topic, state_->tree().path(info.publisher), env->data, env->sequence);
+        for (auto id : target.subscriptions) {
+          auto it = handlers_.find(id);
+          if (it != handlers_.end()) timed([&] { it->second(d); });
+        }
+      },
+      [this](post_atom, const task& t) { timed(t.fn); },
+      [this](request_atom, const std::string& method, const payload& data) -> caf::result<std::string, payload> {
+        std::string err;
+        payload reply;
+        timed([&] {
+          auto it = services_.find(method);
+          if (it == services_.end()) {
+            err = "`" + state_->tree().path(vertex_) + "` serves no method `" + method + "`";
+            return;
+          }
+          auto r = it->second(data);
+          if (r) reply = std::move(*r);
+          else err = r.error().what();
+        });
+        return {std::move(err), std::move(reply)};
+      },
+      [this](shutdown_atom) {
+        shutting_down_ = true;
+        shutdown_next();
+      },
+  };
+}
+
+void component_actor::start() {
+  const spec& s = state_->spec_of(vertex_);
+  user_ = s.make()();
+  ctx_ = std::make_unique<actor_context>(*this);
+  timed([&] { user_->on_start(*ctx_); });
+  const auto& kids = state_->tree().children(vertex_);
+  children_.clear();
+  for (auto v : kids) children_.push_back({v, caf::actor{}});
+  for (std::size_t i = 0; i < children_.size(); ++i) spawn_child(i);
+}
+
+void component_actor::spawn_child(std::size_t i) {
+  auto a = spawn<component_actor>(state_, children_[i].vertex, address());
+  state_->set_actor(children_[i].vertex, a);
+  link_to(a);
+  children_[i].actor = a;
+  children_[i].stopping = false;
+}
+
+void component_actor::on_exit_message(caf::exit_msg& msg) {
+  if (msg.source == parent_) {
+    quit(msg.reason);  // our supervisor stopped or failed: the whole subtree goes with it
+    return;
+  }
+  auto it = std::find_if(children_.begin(), children_.end(),
+                         [&](const child& c) { return c.actor && c.actor.address() == msg.source; });
+  if (it == children_.end()) return;  // an incarnation we already replaced
+  std::size_t i = static_cast<std::size_t>(it - children_.begin());
+  bool failed = msg.reason && msg.reason != caf::exit_reason::user_shutdown && msg.reason != caf::exit_reason::normal;
+  children_[i].actor = caf::actor{};
+  if (shutting_down_) {
+    shutdown_next();
+    return;
+  }
+  if (children_[i].stopping || !failed) return;
+  supervise(i, to_string(msg.reason));
+}
+
+void component_actor::supervise(std::size_t i, const std::string& reason) {
+  const auto& tree = state_->tree();
+  const std::string& child_path = tree.path(children_[i].vertex);
+  timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+  const supervision& policy = state_->spec_of(vertex_).policy();
+  auto now = std::chrono::steady_clock::now();
+  restarts_.push_back(now);
+  while (!restarts_.empty() && now - restarts_.front() > policy.within) restarts_.pop_front();
+  if (static_cast<int>(restarts_.size()) > policy.max_restarts) {
+    std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) + " times within " +
+                      std::to_string(policy.within.count()) + " ms (limit " + std::to_string(policy.max_restarts) +
+                      "); giving up and escalating";
+    state_->log(tree.path(vertex_), why);
+    quit(caf::make_error(caf::sec::runtime_error, why));
+    return;
+  }
+  std::size_t first = i, last = i + 1;
+  switch (policy.strategy) {
+    case restart_strategy::one_for_one: break;
+    case restart_strategy::one_for_all: first = 0; last = children_.size(); break;
+    case restart_strategy::rest_for_one: last = children_.size(); break;
+  }
+  state_->log(tree.path(vertex_), "restarting `" + child_path + "`" +
+                                      (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : ""));
+  // Stop the others in reverse start order, forget everything the old incarnations subscribed, then
+  // start the new incarnations in order.
+  for (std::size_t j = last; j-- > first;) {
+    if (j != i && children_[j].actor) {
+      children_[j].stopping = true;
+      send_exit(children_[j].actor, caf::exit_reason::user_shutdown);
+      children_[j].actor = caf::actor{};
+    }
+  }
+  for (std::size_t j = first; j < last; ++j) forget_subtree(children_[j].vertex);
+  for (std::size_t j = first; j < last; ++j) spawn_child(j);
+}
+
+void component_actor::forget_subtree(vertex_id v) {
+  state_->routing().unsubscribe_all(v);
+  for (auto c : state_->tree().children(v)) forget_subtree(c);
+}
+
+void component_actor::shutdown_next() {
+  for (std::size_t j = children_.size(); j-- > 0;) {
+    if (children_[j].actor) {
+      if (!children_[j].stopping) {
+        children_[j].stopping = true;
+        send(children_[j].actor, shutdown_atom::value);
+      }
+      return;  // wait for its exit before stopping the next one
+    }
+  }
+  timed([&] { user_->on_stop(*ctx_); });
+  quit(caf::exit_reason::normal);
+}
+
+result<subscription_id> component_actor::subscribe(std::string_view filter, banyan::context::handler on_message) {
+  auto id = state_->routing().subscribe(vertex_, filter);
+  if (id) handlers_.emplace(*id, std::move(on_message));
+  return id;
+}
+
+bool component_actor::unsubscribe(subscription_id id) {
+  if (handlers_.erase(id) == 0) return false;
+  state_->routing().unsubscribe(id);
+  return true;
+}
+
+std::shared_ptr<const route_info> component_actor::route_for(std::string_view topic_text, vertex_id scope_vertex,
+                                                             result<void>& status) {
+  auto routing_version = state_->routing().version();
+  auto directory_version = state_->directory_version();
+  auto it = routes_.find(topic_text);
+  if (it != routes_.end()) {
+    for (auto& info : it->second) {
+      if (info->scope != scope_vertex) continue;
+      if (info->routing_version == routing_version && info->directory_version == directory_version) return info;
+    }
+  }
+  auto t = topic::parse(topic_text);
+  if (!t) {
+    status = t.error();
+    return nullptr;
+  }
+  auto info = std::make_shared<route_info>();
+  info->topic = t->str();
+  info->publisher = vertex_;
+  info->scope = scope_vertex;
+  info->routing_version = routing_version;
+  info->directory_version = directory_version;
+  info->plan = state_->routing().plan(vertex_, scope_vertex, *t);
+  info->targets.reserve(info->plan->targets().size());
+  for (const auto& target : info->plan->targets()) info->targets.push_back(state_->actor_of(target.component));
+  auto& slot = routes_[info->topic];
+  std::erase_if(slot, [&](const auto& old) { return old->scope == scope_vertex; });
+  slot.push_back(info);
+  return info;
+}
+
+result<void> component_actor::publish(std::string_view topic_text, const payload& data, const scope& where) {
+  auto scope_vertex = where.resolve(state_->tree(), vertex_);
+  if (!scope_vertex) return scope_vertex.error();
+  result<void> status;
+  auto info = route_for(topic_text, *scope_vertex, status);
+  if (!info) return status;
+  auto env = std::make_shared<const envelope>(envelope{info, data, ++sequence_});
+  for (std::uint32_t i = 0; i < info->targets.size(); ++i) {
+    if (info->targets[i]) send(info->targets[i], deliver_atom::value, env, i);
+  }
+  info->plan->record(data.size());
+  return {};
+}
+
+void component_actor::serve(std::string method, banyan::context::service handler) {
+  services_[std::move(method)] = std::move(handler);
+}
+
+void component_actor::send_request(std::string_view path, std::string method, const payload& data,
+                                   std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply) {
+  auto fail = [this, &on_reply](error e) {
+    post_task([on_reply = std::move(on_reply), e = std::move(e)] { on_reply(e); });
+  };
+  auto v = state_->tree().find(path);
+  if (!v) return fail(v.error());
+  auto target = state_->actor_of(*v);
+  if (!target) return fail(error{errc::request_failed, "`" + std::string(path) + "` is not running"});
+  std::string what = "request `" + method + "` to `" + std::string(path) + "`";
+  request(target, caf::duration{timeout}, request_atom::value, std::move(method), data)
+      .then(
+          [this, on_reply, what](std::string& err, payload& reply) {
+            timed([&] {
+              if (err.empty()) on_reply(std::move(reply));
+              else on_reply(error{errc::request_failed, what + ": " + err});
+            });
+          },
+          [this, on_reply, what, timeout](caf::error& e) {
+            timed([&] {
+              if (e == caf::sec::request_timeout)
+                on_reply(error{errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
+              else
+                on_reply(error{errc::request_failed, what + ": " + to_string(e)});
+            });
+          });
+}
+
+void component_actor::post_task(std::function<void()> fn) {
+  send(caf::actor_cast<caf::actor>(this), post_atom::value, task{std::move(fn)});
+}
+
+void component_actor::post_after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  delayed_send(caf::actor_cast<caf::actor>(this), delay, post_atom::value, task{std::move(fn)});
+}
+
+}  // namespace banyan::detail

@@ -1,0 +1,72 @@
+// The CAF actor that runs one component incarnation: hosts the user's object, routes its publishes,
+// dispatches deliveries, requests and posted work to it, and supervises its children.
+#pragma once
+
+#include "run_state.hpp"
+
+#include <caf/all.hpp>
+
+#include <deque>
+#include <unordered_map>
+
+namespace banyan::detail {
+
+class component_actor final : public caf::event_based_actor {
+ public:
+  component_actor(caf::actor_config& cfg, std::shared_ptr<run_state> state, vertex_id v, caf::actor_addr parent);
+  ~component_actor() override;
+
+  caf::behavior make_behavior() override;
+  const char* name() const override { return "banyan.component"; }
+
+  // The component-facing API (see context.hpp); called only from this actor's handlers.
+  result<subscription_id> subscribe(std::string_view filter, banyan::context::handler on_message);
+  bool unsubscribe(subscription_id id);
+  result<void> publish(std::string_view topic, const payload& data, const scope& where);
+  void serve(std::string method, banyan::context::service handler);
+  void send_request(std::string_view path, std::string method, const payload& data,
+                    std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
+  void post_task(std::function<void()> fn);
+  void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
+
+  run_state& state() { return *state_; }
+  vertex_id vertex() const { return vertex_; }
+
+ private:
+  struct child {
+    vertex_id vertex;
+    caf::actor actor;
+    bool stopping = false;  // stopped on purpose: its exit is not a failure
+  };
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  template <class F>
+  void timed(F&& f);
+  void start();
+  void spawn_child(std::size_t i);
+  void on_exit_message(caf::exit_msg& msg);
+  void supervise(std::size_t i, const std::string& reason);
+  void forget_subtree(vertex_id v);
+  void shutdown_next();
+  std::shared_ptr<const route_info> route_for(std::string_view topic, vertex_id scope_vertex,
+                                              result<void>& status);
+
+  std::shared_ptr<run_state> state_;
+  vertex_id vertex_;
+  caf::actor_addr parent_;
+  std::unique_ptr<component> user_;
+  std::unique_ptr<banyan::context> ctx_;
+  std::vector<child> children_;
+  std::deque<std::chrono::steady_clock::time_point> restarts_;
+  bool shutting_down_ = false;
+
+  std::unordered_map<subscription_id, banyan::context::handler> handlers_;
+  std::unordered_map<std::string, banyan::context::service> services_;
+  std::unordered_map<std::string, std::vector<std::shared_ptr<const route_info>>, string_hash, std::equal_to<>> routes_;
+  std::uint64_t sequence_ = 0;
+};
+
+}  // namespace banyan::detail

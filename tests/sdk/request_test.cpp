@@ -1,0 +1,85 @@
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+namespace banyan {
+namespace {
+
+using testing::recorder;
+using testing::test_options;
+
+std::string text(const payload& p) { return std::string(reinterpret_cast<const char*>(p.bytes().data()), p.size()); }
+
+// Serves "echo" (replies with the request reversed), "fail" (an error value) and "stall" (blocks until
+// the test's gate opens, so a requester's timeout fires deterministically).
+class server : public leaf {
+ public:
+  explicit server(std::shared_ptr<std::shared_future<void>> gate) : gate_(std::move(gate)) {}
+  void on_start(context& ctx) override {
+    ctx.serve("echo", [](const payload& p) -> result<payload> {
+      std::string s = text(p);
+      return payload::copy_of(std::string(s.rbegin(), s.rend()));
+    });
+    ctx.serve("fail", [](const payload&) -> result<payload> { return error{errc::invalid_argument, "no thanks"}; });
+    ctx.serve("stall", [this](const payload&) -> result<payload> {
+      gate_->wait();
+      return payload{};
+    });
+  }
+
+ private:
+  std::shared_ptr<std::shared_future<void>> gate_;
+};
+
+class client : public leaf {
+ public:
+  client(std::shared_ptr<recorder> rec, std::shared_ptr<std::promise<void>> open)
+      : rec_(std::move(rec)), open_(std::move(open)) {}
+  void on_start(context& ctx) override {
+    using namespace std::chrono_literals;
+    auto record = [this](const char* what) {
+      return [this, what](result<payload> r) {
+        rec_->add(std::string(what) + ": " + (r.ok() ? "ok " + text(*r) : r.error().what()));
+      };
+    };
+    ctx.request("/app/server", "echo", payload::copy_of(std::string_view("abc")), 10s, record("echo"));
+    ctx.request("/app/server", "fail", payload{}, 10s, record("fail"));
+    ctx.request("/app/server", "nope", payload{}, 10s, record("unknown method"));
+    ctx.request("/app/ghost", "echo", payload{}, 10s, record("unknown path"));
+    ctx.request("/app/server", "stall", payload{}, 50ms, [this, &ctx, record](result<payload> r) {
+      record("stall")(std::move(r));
+      open_->set_value();  // release the server only after our timeout fired
+      ctx.quit(0);
+    });
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  std::shared_ptr<std::promise<void>> open_;
+};
+
+TEST(RequestReply, RepliesErrorsAndTimeoutsAreValues) {
+  auto rec = std::make_shared<recorder>();
+  auto open = std::make_shared<std::promise<void>>();
+  auto gate = std::make_shared<std::shared_future<void>>(open->get_future().share());
+  app a{"app"};
+  a.root().add_leaf<server>("server", gate);
+  a.root().add_leaf<client>("client", rec, open);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  auto events = rec->events();
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(events.begin(), events.end(), [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("echo: ok cba"));
+  EXPECT_TRUE(has("fail: request failed: request `fail` to `/app/server`: invalid argument: no thanks"));
+  EXPECT_TRUE(has("unknown method: request failed: request `nope` to `/app/server`: `/app/server` serves no method `nope`"));
+  EXPECT_TRUE(has("unknown path: no such component: path `/app/ghost` names no component"));
+  EXPECT_TRUE(has("stall: timeout: request `stall` to `/app/server`: no reply within 50 ms"));
+  EXPECT_EQ(events.size(), 5u);
+}
+
+}  // namespace
+}  // namespace banyan

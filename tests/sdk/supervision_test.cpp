@@ -1,0 +1,101 @@
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+namespace banyan {
+namespace {
+
+using testing::recorder;
+using testing::test_options;
+
+// Records each start as "start <path>". Its first `failures` incarnations fail: by throwing from
+// on_start, or from a posted handler when `in_handler` is set. The incarnation after that quits the run.
+class flaky : public leaf {
+ public:
+  flaky(std::shared_ptr<recorder> rec, int failures, bool in_handler)
+      : rec_(std::move(rec)), failures_(failures), in_handler_(in_handler) {}
+  void on_start(context& ctx) override {
+    rec_->add("start " + ctx.path());
+    int incarnation = rec_->bump(ctx.path());
+    if (incarnation <= failures_) {
+      if (!in_handler_) throw std::runtime_error("boom in on_start");
+      ctx.post([] { throw std::runtime_error("boom in a handler"); });
+      return;
+    }
+    ctx.quit(0);
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  int failures_;
+  bool in_handler_;
+};
+
+class steady : public leaf {
+ public:
+  explicit steady(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_start(context& ctx) override { rec_->add("start " + ctx.path()); }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+};
+
+struct three_children {
+  std::shared_ptr<recorder> rec = std::make_shared<recorder>();
+  app a{"app"};
+  three_children(restart_strategy strategy, int failures, bool in_handler) {
+    auto& group = a.root().add_composite("group", {strategy, 3, std::chrono::seconds(30)});
+    group.add_leaf<steady>("first", rec);
+    group.add_leaf<flaky>("middle", rec, failures, in_handler);
+    group.add_leaf<steady>("last", rec);
+  }
+};
+
+TEST(Supervision, OneForOneRestartsOnlyTheFailedChild) {
+  three_children t(restart_strategy::one_for_one, 1, true);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/group/first"), 1u);
+  EXPECT_EQ(t.rec->count("start /app/group/middle"), 2u);
+  EXPECT_EQ(t.rec->count("start /app/group/last"), 1u);
+}
+
+TEST(Supervision, OneForAllRestartsEveryChild) {
+  three_children t(restart_strategy::one_for_all, 1, false);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/group/first"), 2u);
+  EXPECT_EQ(t.rec->count("start /app/group/middle"), 2u);
+  EXPECT_EQ(t.rec->count("start /app/group/last"), 2u);
+}
+
+TEST(Supervision, RestForOneRestartsTheFailedChildAndLaterSiblings) {
+  three_children t(restart_strategy::rest_for_one, 2, true);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/group/first"), 1u);
+  EXPECT_EQ(t.rec->count("start /app/group/middle"), 3u);
+  EXPECT_EQ(t.rec->count("start /app/group/last"), 3u);
+}
+
+TEST(Supervision, TooManyRestartsEscalateToTheParent) {
+  // group allows 3 restarts; middle fails 4 times, so group gives up once and fails itself. The root
+  // (one_for_one, 3 restarts) restarts group, whose fresh middle then succeeds: 4 + 1 incarnations.
+  three_children t(restart_strategy::one_for_one, 4, false);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/group/middle"), 5u);
+  EXPECT_EQ(t.rec->count("start /app/group/first"), 2u);  // group restarted as a whole once
+}
+
+TEST(Supervision, EscalationPastTheRootEndsTheRunWithFailure) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", supervision{restart_strategy::one_for_one, 1, std::chrono::seconds(30)}};
+  a.root().add_leaf<flaky>("always", rec, 1000, false);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(rec->count("start /app/always"), 2u);  // the first run and one allowed restart
+}
+
+}  // namespace
+}  // namespace banyan
