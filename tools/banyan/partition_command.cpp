@@ -1,0 +1,195 @@
+// `banyan partition PROFILE.json --cluster CLUSTER.yaml --algo NAME|all|a,b`: maps a traffic
+// profile onto a cluster, prints one row per algorithm (cost, cost / best lower bound, max load /
+// capacity, cut edges, time, status), and writes the cheapest feasible mapping as a deployment.
+#include "banyan/command.hpp"
+#include "banyan/progress.hpp"
+
+#include "banyan/partitioner/algorithm.hpp"
+#include "banyan/partitioner/io.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <sstream>
+
+namespace banyan::cli {
+namespace {
+
+namespace bp = banyan::partitioner;
+
+struct options {
+  std::string profile, cluster, algo = "bottom-up", out, report, dot, unit = "messages";
+  double timeout = 10;
+  std::uint64_t seed = 1;
+  bool json = false;
+};
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "banyan partition: %s\n", what.c_str());
+  return 1;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs one algorithm on a worker thread while the calling thread shows progress.
+bp::solution run_one(const std::string& name, const bp::problem& p, const bp::solve_options& o) {
+  auto fut = std::async(std::launch::async, [&] { return *bp::solve(name, p, o); });
+  const bool exact = name == "smt" || name == "mip";
+  progress bar(name, exact ? static_cast<std::uint64_t>(o.timeout_s * 10) : 0);
+  while (fut.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    bar.update(static_cast<std::uint64_t>(bar.elapsed_seconds() * 10), exact ? "(tenths of the time limit)" : "solving");
+  }
+  bp::solution s = fut.get();
+  if (bar.elapsed_seconds() > 1) bar.finish(bp::to_string(s.status));
+  return s;
+}
+
+int run(const options& o) {
+  bp::profile_options po;
+  if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
+  else if (o.unit != "messages") return fail("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
+  auto t = bp::load_profile(o.profile, po);
+  if (!t) return fail(t.err().message);
+  auto c = bp::load_cluster(o.cluster);
+  if (!c) return fail(c.err().message);
+  auto pr = bp::make_problem(std::move(*t), std::move(*c));
+  if (!pr) return fail(o.profile + " on " + o.cluster + ": " + pr.err().message);
+  const bp::problem& p = *pr;
+
+  std::vector<std::string> names;
+  if (o.algo == "all") {
+    names = bp::algorithm_names();
+  } else {
+    std::stringstream ss(o.algo);
+    for (std::string a; std::getline(ss, a, ',');) {
+      if (auto ok = bp::make_algorithm(a); !ok) return fail(ok.err().message);
+      names.push_back(a);
+    }
+  }
+  // The heuristic runs first so that the exact solvers can start from its cost.
+  std::stable_partition(names.begin(), names.end(), [](const std::string& a) { return a == "bottom-up"; });
+  std::stable_partition(names.begin(), names.end(), [](const std::string& a) { return a != "smt" && a != "mip"; });
+
+  // Progress goes to stderr, so it never disturbs --json on stdout.
+  std::vector<bp::solution> sols;
+  sols.reserve(names.size());  // `warm` points into it
+  const bp::mapping* warm = nullptr;
+  for (const auto& a : names) {
+    bp::solve_options so{.timeout_s = o.timeout, .seed = o.seed, .warm_start = warm};
+    sols.push_back(run_one(a, p, so));
+    if (a == "bottom-up" && sols.back().status == bp::solve_status::feasible) warm = &sols.back().map;
+  }
+  double bound = 0;
+  for (const auto& s : sols) bound = std::max(bound, s.lower_bound);
+  const bp::solution* best = nullptr;
+  for (const auto& s : sols) {
+    const bool ok = s.status == bp::solve_status::optimal || s.status == bp::solve_status::feasible;
+    if (ok && (!best || s.cost < best->cost)) best = &s;
+  }
+
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : sols) {
+    nlohmann::json r{{"algorithm", s.algorithm}, {"status", bp::to_string(s.status)}, {"seconds", s.seconds},
+                     {"lower_bound", s.lower_bound}, {"message", s.message}};
+    if (!s.map.empty()) {
+      const auto e = bp::evaluate(p, s.map);
+      r["cost"] = e.cost;
+      r["cut_edges"] = e.cut_edges;
+      r["max_utilisation"] = e.max_utilisation;
+      r["cost_over_bound"] = bound > 0 ? nlohmann::json(e.cost / bound) : nlohmann::json(nullptr);
+    }
+    rows.push_back(r);
+  }
+  nlohmann::json summary{{"profile", o.profile}, {"cluster", o.cluster}, {"components", p.t.size()}, {"nodes", p.k()},
+                         {"lower_bound", bound}, {"results", rows}, {"chosen", best ? nlohmann::json(best->algorithm) : nlohmann::json(nullptr)}};
+  if (best) {
+    summary["cost"] = best->cost;
+    summary["assignments"] = bp::assignments_of(p, best->map).size();
+  }
+
+  if (best && !o.out.empty()) {
+    std::ofstream f(o.out);
+    if (!f) return fail(o.out + ": cannot open for writing");
+    std::ostringstream cost;
+    cost << best->cost;
+    bp::write_deployment(f, p, best->map, {"written by banyan partition from " + o.profile + " and " + o.cluster,
+                                           "algorithm " + best->algorithm + " (" + bp::to_string(best->status) + "), cross-node cost " + cost.str()});
+    summary["deployment"] = o.out;
+  }
+  if (best && !o.dot.empty()) {
+    std::ofstream f(o.dot);
+    if (!f) return fail(o.dot + ": cannot open for writing");
+    bp::write_dot(f, p, best->map);
+    f.close();
+    summary["dot"] = o.dot;
+    if (std::system("command -v dot >/dev/null 2>&1") == 0) {
+      std::string svg = o.dot;
+      if (svg.size() > 4 && svg.substr(svg.size() - 4) == ".dot") svg.resize(svg.size() - 4);
+      svg += ".svg";
+      if (std::system(("dot -Tsvg " + shell_quote(o.dot) + " -o " + shell_quote(svg)).c_str()) == 0) summary["svg"] = svg;
+    }
+  }
+  if (!o.report.empty()) {
+    std::ofstream f(o.report);
+    if (!f) return fail(o.report + ": cannot open for writing");
+    f << summary.dump(2) << "\n";
+  }
+
+  if (o.json) {
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    std::printf("%s: %zu components on %zu nodes; best lower bound %s\n", o.profile.c_str(), p.t.size(), p.k(),
+                bound > 0 ? std::to_string(bound).c_str() : "none proven");
+    std::printf("%-12s %14s %9s %8s %9s %9s  %s\n", "algorithm", "cost", "vs.bound", "max.util", "cut.edges", "time.s", "status");
+    for (const auto& s : sols) {
+      if (s.map.empty()) {
+        std::printf("%-12s %14s %9s %8s %9s %9.3f  %s%s%s\n", s.algorithm.c_str(), "-", "-", "-", "-", s.seconds,
+                    bp::to_string(s.status), s.message.empty() ? "" : ": ", s.message.c_str());
+        continue;
+      }
+      const auto e = bp::evaluate(p, s.map);
+      char ratio[32] = "-";
+      if (bound > 0) std::snprintf(ratio, sizeof ratio, "%.4f", e.cost / bound);
+      std::printf("%-12s %14.6g %9s %8.3f %9zu %9.3f  %s%s%s\n", s.algorithm.c_str(), e.cost, ratio, e.max_utilisation,
+                  e.cut_edges, s.seconds, bp::to_string(s.status),
+                  s.status == bp::solve_status::optimal || s.message.empty() ? "" : ": ", s.status == bp::solve_status::optimal ? "" : s.message.c_str());
+    }
+    if (best) {
+      std::printf("chosen: %s, cost %g, %zu assignments%s%s\n", best->algorithm.c_str(), best->cost, bp::assignments_of(p, best->map).size(),
+                  o.out.empty() ? "" : ", deployment written to ", o.out.c_str());
+    } else {
+      std::printf("no algorithm found a mapping within capacity\n");
+    }
+  }
+  return best ? 0 : 1;
+}
+
+const bool registered = register_command({
+    "partition", "Map a traffic profile onto a cluster and write a deployment",
+    [](CLI::App& sub) {
+      auto o = std::make_shared<options>();
+      sub.add_option("profile", o->profile, "profile JSON (docs/formats.md)")->required();
+      sub.add_option("--cluster", o->cluster, "cluster or deployment YAML (docs/formats.md)")->required();
+      sub.add_option("--algo", o->algo, "bottom-up | smt | mip | metis | greedy | round-robin | hash | random | all, or a comma list")->capture_default_str();
+      sub.add_option("--timeout", o->timeout, "seconds for each exact solver (smt, mip)")->capture_default_str();
+      sub.add_option("--out", o->out, "write the cheapest feasible mapping as a deployment YAML");
+      sub.add_option("--report", o->report, "write every algorithm's result as JSON");
+      sub.add_option("--dot", o->dot, "write a Graphviz rendering coloured by node (and .svg when `dot` is installed)");
+      sub.add_option("--weight", o->unit, "edge traffic unit: messages | bytes")->capture_default_str();
+      sub.add_option("--seed", o->seed, "seed for randomised algorithms")->capture_default_str();
+      sub.add_flag("--json", o->json, "print the summary as JSON on stdout");
+      return [o] { return run(*o); };
+    }});
+
+}  // namespace
+}  // namespace banyan::cli

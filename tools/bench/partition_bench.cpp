@@ -1,0 +1,126 @@
+// partition_bench: every algorithm on generated hierarchical workloads, cost as a ratio to the
+// proven optimum of the same instance (smt or mip, warm-started from bottom-up), or to the best
+// cost any algorithm found where nothing is proven, and time. Results: docs/benchmarks.md.
+//
+//   partition_bench [--sizes 20,50,...] [--nodes 4,8,16] [--seeds 3] [--exact-timeout 60]
+//                   [--exact-max 200] [--json out.json]
+#include "banyan/partitioner/algorithm.hpp"
+#include "banyan/partitioner/generator.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+using namespace banyan::partitioner;
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+struct cell {
+  std::vector<double> ratio, seconds;
+  int infeasible = 0, runs = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"partition_bench: partitioner cost vs proven optimum, and time"};
+  std::vector<std::size_t> sizes{20, 50, 100, 200, 1000, 10000, 100000, 1000000};
+  std::vector<std::size_t> nodes{4, 8, 16};
+  std::size_t seeds = 3, exact_max = 200;
+  double exact_timeout = 60, slack = 1.2;
+  std::size_t rack = 0;
+  std::string json_out;
+  std::vector<std::string> algos{"bottom-up", "metis", "greedy", "round-robin", "hash", "random"};
+  app.add_option("--sizes", sizes, "components per tree")->delimiter(',');
+  app.add_option("--nodes", nodes, "nodes per cluster")->delimiter(',');
+  app.add_option("--seeds", seeds, "seeds per (size, nodes)");
+  app.add_option("--exact-timeout", exact_timeout, "seconds for smt and mip each");
+  app.add_option("--exact-max", exact_max, "largest size given to smt and mip");
+  app.add_option("--slack", slack, "total capacity / total load");
+  app.add_option("--rack", rack, "rack size for group link costs (0: uniform)");
+  app.add_option("--algos", algos, "heuristics and baselines to run")->delimiter(',');
+  app.add_option("--json", json_out, "write per-instance results here");
+  CLI11_PARSE(app, argc, argv);
+
+  nlohmann::json rows = nlohmann::json::array();
+  std::map<std::string, std::size_t> largest_proven;  // exact solver -> largest size proven
+  std::map<std::string, int> wins, comparable;          // baseline -> bottom-up strictly/at most cheaper
+  std::printf("%8s %3s %-12s %9s %9s %9s %5s %s\n", "size", "k", "algorithm", "med.ratio", "max.ratio", "med.time", "infs", "reference");
+  for (std::size_t n : sizes) {
+    for (std::size_t k : nodes) {
+      std::map<std::string, cell> cells;
+      int proven = 0;
+      for (std::size_t s = 1; s <= seeds; ++s) {
+        generator_options g{.components = n, .seed = s * 1000 + k, .nodes = k, .slack = slack, .rack_size = rack, .with_paths = n <= 100000};
+        const tree t = generate_tree(g);
+        auto p = make_problem(t, generate_cluster(t, g));
+        if (!p) { std::fprintf(stderr, "n=%zu k=%zu seed=%zu: %s\n", n, k, s, p.err().message.c_str()); return 1; }
+        std::map<std::string, solution> got;
+        for (const auto& a : algos) got[a] = *solve(a, *p, {.timeout_s = exact_timeout, .seed = s});
+        double reference = INFINITY;
+        bool is_proven = false;
+        if (n <= exact_max) {
+          const mapping* warm = got["bottom-up"].status == solve_status::feasible ? &got["bottom-up"].map : nullptr;
+          for (const char* e : {"smt", "mip"}) {
+            got[e] = *solve(e, *p, {.timeout_s = exact_timeout, .seed = s, .warm_start = warm});
+            if (got[e].status == solve_status::optimal) {
+              is_proven = true;
+              reference = got[e].cost;
+              largest_proven[e] = std::max(largest_proven[e], n);
+            }
+          }
+        }
+        if (!is_proven) {
+          for (const auto& [a, sol] : got) {
+            if (sol.status == solve_status::feasible || sol.status == solve_status::optimal) reference = std::min(reference, sol.cost);
+          }
+        }
+        proven += is_proven;
+        const auto& bu = got["bottom-up"];
+        for (const auto& [a, sol] : got) {
+          auto& c = cells[a];
+          ++c.runs;
+          c.seconds.push_back(sol.seconds);
+          const bool ok = sol.status == solve_status::feasible || sol.status == solve_status::optimal;
+          if (!ok) { ++c.infeasible; }
+          else c.ratio.push_back(reference > 0 ? sol.cost / reference : (sol.cost == 0 ? 1.0 : INFINITY));
+          if (a != "bottom-up" && a != "smt" && a != "mip") {
+            ++comparable[a];
+            // bottom-up wins when it is cheaper, or when the baseline's mapping is over capacity.
+            if (!ok || (bu.status == solve_status::feasible && bu.cost < sol.cost - 1e-9)) ++wins[a];
+          }
+          rows.push_back({{"size", n}, {"nodes", k}, {"seed", g.seed}, {"algorithm", a}, {"status", to_string(sol.status)},
+                          {"cost", ok ? sol.cost : -1}, {"reference", reference}, {"proven", is_proven},
+                          {"lower_bound", sol.lower_bound}, {"seconds", sol.seconds}});
+        }
+      }
+      for (const auto& [a, c] : cells) {
+        std::printf("%8zu %3zu %-12s %9.4f %9.4f %9.3f %5d %s\n", n, k, a.c_str(), median(c.ratio),
+                    c.ratio.empty() ? NAN : *std::max_element(c.ratio.begin(), c.ratio.end()), median(c.seconds),
+                    c.infeasible, proven == static_cast<int>(seeds) ? "optimum" : proven ? "mixed" : "best-known");
+      }
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\nbottom-up cheaper than baseline (or baseline over capacity):\n");
+  for (const auto& [a, c] : comparable) std::printf("  %-12s %d/%d (%.1f%%)\n", a.c_str(), wins[a], c, 100.0 * wins[a] / c);
+  std::printf("largest size proven optimal within %.0f s:", exact_timeout);
+  for (const auto& [e, n] : largest_proven) std::printf("  %s %zu", e.c_str(), n);
+  std::printf("\n");
+  if (!json_out.empty()) std::ofstream(json_out) << rows.dump(1) << "\n";
+  return 0;
+}
