@@ -31,7 +31,7 @@ class signal_guard {
     sigaddset(&set_, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set_, &old_);
     waiter_ = std::thread([this, &state] {
-      timespec slice{0, 100'000'000};
+      timespec slice{0, 20'000'000};
       while (!done_.load()) {
         int sig = sigtimedwait(&set_, nullptr, &slice);
         if (sig > 0) state.request_quit(128 + sig);

@@ -105,8 +105,14 @@ caf::behavior component_actor::make_behavior() {
         });
         return {std::move(err), std::move(reply)};
       },
+      [this](started_atom, vertex_id child_vertex) {
+        if (shutting_down_ || starting_ == none || children_[starting_].vertex != child_vertex) return;
+        starting_ = none;
+        spawn_next();
+      },
       [this](shutdown_atom) {
         shutting_down_ = true;
+        pending_.clear();
         shutdown_next();
       },
   };
@@ -120,7 +126,23 @@ void component_actor::start() {
   const auto& kids = state_->tree().children(vertex_);
   children_.clear();
   for (auto v : kids) children_.push_back({v, caf::actor{}});
-  for (std::size_t i = 0; i < children_.size(); ++i) spawn_child(i);
+  for (std::size_t i = 0; i < children_.size(); ++i) pending_.push_back(i);
+  spawn_next();
+}
+
+void component_actor::spawn_next() {
+  if (starting_ != none) return;
+  if (pending_.empty()) {
+    if (!children_.empty()) timed([&] { user_->on_children_started(*ctx_); });
+    if (!reported_started_) {
+      reported_started_ = true;
+      if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
+    }
+    return;
+  }
+  starting_ = pending_.front();
+  pending_.erase(pending_.begin());
+  spawn_child(starting_);
 }
 
 void component_actor::spawn_child(std::size_t i) {
@@ -142,6 +164,7 @@ void component_actor::on_exit_message(caf::exit_msg& msg) {
   std::size_t i = static_cast<std::size_t>(it - children_.begin());
   bool failed = msg.reason && msg.reason != caf::exit_reason::user_shutdown && msg.reason != caf::exit_reason::normal;
   children_[i].actor = caf::actor{};
+  if (starting_ == i) starting_ = none;
   if (shutting_down_) {
     shutdown_next();
     return;
@@ -183,8 +206,14 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
       children_[j].actor = caf::actor{};
     }
   }
-  for (std::size_t j = first; j < last; ++j) forget_subtree(children_[j].vertex);
-  for (std::size_t j = first; j < last; ++j) spawn_child(j);
+  for (std::size_t j = first; j < last; ++j) {
+    forget_subtree(children_[j].vertex);
+    pending_.push_back(j);
+  }
+  if (starting_ >= first && starting_ < last) starting_ = none;
+  std::sort(pending_.begin(), pending_.end());
+  pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
+  spawn_next();
 }
 
 void component_actor::forget_subtree(vertex_id v) {

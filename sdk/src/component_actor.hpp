@@ -47,6 +47,7 @@ class component_actor final : public caf::event_based_actor {
   void timed(F&& f);
   void start();
   void spawn_child(std::size_t i);
+  void spawn_next();
   void on_exit_message(caf::exit_msg& msg);
   void supervise(std::size_t i, const std::string& reason);
   void forget_subtree(vertex_id v);
@@ -60,6 +61,12 @@ class component_actor final : public caf::event_based_actor {
   std::unique_ptr<component> user_;
   std::unique_ptr<banyan::context> ctx_;
   std::vector<child> children_;
+  // Children start one at a time, in order (OTP's synchronous start): a child's on_start, and its
+  // whole subtree's, completes before its next sibling is spawned.
+  std::vector<std::size_t> pending_;  // children still to start, ascending
+  static constexpr std::size_t none = ~std::size_t{0};
+  std::size_t starting_ = none;        // the child whose start we are waiting for
+  bool reported_started_ = false;
   std::deque<std::chrono::steady_clock::time_point> restarts_;
   bool shutting_down_ = false;
 

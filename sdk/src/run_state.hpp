@@ -21,6 +21,7 @@ using deliver_atom = caf::atom_constant<caf::atom("deliver")>;
 using post_atom = caf::atom_constant<caf::atom("post")>;
 using request_atom = caf::atom_constant<caf::atom("request")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
+using started_atom = caf::atom_constant<caf::atom("started")>;
 
 // A published message as all its in-process subscribers share it.
 struct route_info {

@@ -9,7 +9,7 @@ using testing::recorder;
 using testing::test_options;
 
 // Records each start as "start <path>". Its first `failures` incarnations fail: by throwing from
-// on_start, or from a posted handler when `in_handler` is set. The incarnation after that quits the run.
+// on_start, or, when `in_handler` is set, from the handler of the "crash" request.
 class flaky : public leaf {
  public:
   flaky(std::shared_ptr<recorder> rec, int failures, bool in_handler)
@@ -17,12 +17,12 @@ class flaky : public leaf {
   void on_start(context& ctx) override {
     rec_->add("start " + ctx.path());
     int incarnation = rec_->bump(ctx.path());
-    if (incarnation <= failures_) {
-      if (!in_handler_) throw std::runtime_error("boom in on_start");
-      ctx.post([] { throw std::runtime_error("boom in a handler"); });
-      return;
-    }
-    ctx.quit(0);
+    bool fail = incarnation <= failures_;
+    if (fail && !in_handler_) throw std::runtime_error("boom in on_start");
+    ctx.serve("crash", [fail](const payload&) -> result<payload> {
+      if (fail) throw std::runtime_error("boom in a handler");
+      return payload{};
+    });
   }
 
  private:
@@ -40,14 +40,32 @@ class steady : public leaf {
   std::shared_ptr<recorder> rec_;
 };
 
+// Ends the run once its children have all started and `path` has started `starts` times: supervision
+// restarts are complete then, so the start counts are final. Until then it asks `path` to "crash".
+class group : public composite {
+ public:
+  group(std::shared_ptr<recorder> rec, std::string path, int starts)
+      : rec_(std::move(rec)), path_(std::move(path)), starts_(starts) {}
+  void on_children_started(context& ctx) override {
+    if (rec_->count("start " + path_) == static_cast<std::size_t>(starts_)) return ctx.quit(0);
+    ctx.request(path_, "crash", payload{}, std::chrono::seconds(30), [](result<payload>) {});
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  std::string path_;
+  int starts_;
+};
+
 struct three_children {
   std::shared_ptr<recorder> rec = std::make_shared<recorder>();
   app a{"app"};
   three_children(restart_strategy strategy, int failures, bool in_handler) {
-    auto& group = a.root().add_composite("group", {strategy, 3, std::chrono::seconds(30)});
-    group.add_leaf<steady>("first", rec);
-    group.add_leaf<flaky>("middle", rec, failures, in_handler);
-    group.add_leaf<steady>("last", rec);
+    auto& g = a.root().add_composite<group>("group", {strategy, 3, std::chrono::seconds(30)}, rec,
+                                             std::string("/app/group/middle"), failures + 1);
+    g.add_leaf<steady>("first", rec);
+    g.add_leaf<flaky>("middle", rec, failures, in_handler);
+    g.add_leaf<steady>("last", rec);
   }
 };
 
@@ -61,12 +79,22 @@ TEST(Supervision, OneForOneRestartsOnlyTheFailedChild) {
 }
 
 TEST(Supervision, OneForAllRestartsEveryChild) {
-  three_children t(restart_strategy::one_for_all, 1, false);
+  three_children t(restart_strategy::one_for_all, 1, true);
   auto r = run(t.a, test_options());
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(t.rec->count("start /app/group/first"), 2u);
   EXPECT_EQ(t.rec->count("start /app/group/middle"), 2u);
   EXPECT_EQ(t.rec->count("start /app/group/last"), 2u);
+}
+
+TEST(Supervision, FailureDuringStartRestartsBeforeLaterSiblingsStart) {
+  // Children start in order, so `last` is not started until `middle` has started successfully.
+  three_children t(restart_strategy::one_for_all, 1, false);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/group/first"), 2u);
+  EXPECT_EQ(t.rec->count("start /app/group/middle"), 2u);
+  EXPECT_EQ(t.rec->count("start /app/group/last"), 1u);
 }
 
 TEST(Supervision, RestForOneRestartsTheFailedChildAndLaterSiblings) {
@@ -81,6 +109,7 @@ TEST(Supervision, RestForOneRestartsTheFailedChildAndLaterSiblings) {
 TEST(Supervision, TooManyRestartsEscalateToTheParent) {
   // group allows 3 restarts; middle fails 4 times, so group gives up once and fails itself. The root
   // (one_for_one, 3 restarts) restarts group, whose fresh middle then succeeds: 4 + 1 incarnations.
+  // (In the first group, middle starts 4 times: never 5, so only the second group ends the run.)
   three_children t(restart_strategy::one_for_one, 4, false);
   auto r = run(t.a, test_options());
   EXPECT_EQ(r.exit_code, 0);
@@ -91,7 +120,7 @@ TEST(Supervision, TooManyRestartsEscalateToTheParent) {
 TEST(Supervision, EscalationPastTheRootEndsTheRunWithFailure) {
   auto rec = std::make_shared<recorder>();
   app a{"app", supervision{restart_strategy::one_for_one, 1, std::chrono::seconds(30)}};
-  a.root().add_leaf<flaky>("always", rec, 1000, false);
+  a.root().add_leaf<flaky>("always", rec, 1000, false);  // never survives: the run must end by failure
   auto r = run(a, test_options());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(rec->count("start /app/always"), 2u);  // the first run and one allowed restart

@@ -21,6 +21,9 @@ class component {
   virtual void on_start(context&) {}
   // Runs on orderly shutdown, after all children have stopped. Not called after a failure.
   virtual void on_stop(context&) {}
+  // Runs in a composite once all its children have started (children start one at a time, in order),
+  // and again each time a supervision restart has started all the restarted children.
+  virtual void on_children_started(context&) {}
   // Runs in a composite when its child at `child_path` failed, before supervision acts on it.
   virtual void on_child_failure(context&, const std::string& child_path, const std::string& reason) {
     (void)child_path;
