@@ -1,0 +1,134 @@
+#include <banyan/pipeline/csv.hpp>
+#include <banyan/pipeline/dsl.hpp>
+#include <banyan/pipeline/validate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace bp = banyan::pipeline;
+
+namespace {
+bp::table compile_ok(const std::string& text, bp::shape s) {
+  auto prog = bp::parse_program(text, "test.pipe");
+  EXPECT_TRUE(prog) << prog.err().message;
+  if (!prog) return {};
+  auto t = bp::compile(*prog, s);
+  EXPECT_TRUE(t) << t.err().message;
+  return t ? *t : bp::table{};
+}
+std::string error_of(const std::string& text) {
+  auto prog = bp::parse_program(text, "bad.pipe");
+  return prog ? std::string("no error") : prog.err().message;
+}
+}  // namespace
+
+TEST(Dsl, OneFOneBCompilesToTheTextbookOrder) {
+  auto t = compile_ok("name \"1f1b\"\nrank all: F^(p-1-r) (F B)* B*\n", {3, 4, 1});
+  EXPECT_EQ(bp::write_csv(t),
+            "0F0,0F1,0F2,0B0,0F3,0B1,0B2,0B3\n"
+            "1F0,1F1,1B0,1F2,1B1,1F3,1B2,1B3\n"
+            "2F0,2B0,2F1,2B1,2F2,2B2,2F3,2B3\n");
+  EXPECT_FALSE(bp::validate(t));
+}
+
+TEST(Dsl, GroupsAndChunksFollowMegatronOrder) {
+  // v=2, p=2, groups of p: chunk 0 mb 0,1, chunk 1 mb 0,1, chunk 0 mb 2,3, ...
+  auto t = compile_ok("chunks v\ngroup p\nrank all: F* B*\n", {2, 4, 2});
+  EXPECT_EQ(t.stage_rank, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(bp::write_csv(t).substr(0, 24), "0F0,0F1,2F0,2F1,0F2,0F3,");
+  EXPECT_FALSE(bp::validate(t));
+}
+
+TEST(Dsl, VShapePlacementPutsFirstAndLastStageOnRankZero) {
+  auto t = compile_ok("chunks 2\nplace vshape\nrank all: (F[0] F[1])* (B[1] B[0])*\n", {3, 2, 1});
+  EXPECT_EQ(t.stage_rank, (std::vector<int>{0, 1, 2, 2, 1, 0}));
+}
+
+TEST(Dsl, RankSpecificLinesOverrideAll) {
+  auto t = compile_ok("rank all: F* B*\nrank p-1: (F B)*\n", {2, 2, 1});
+  EXPECT_EQ(bp::write_csv(t), "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n");
+}
+
+TEST(Dsl, IndentedLineContinuesTheSequence) {
+  auto t = compile_ok("rank all: F^(p-1-r)\n    (F B)*\n    B*\n", {2, 3, 1});
+  EXPECT_EQ(bp::write_csv(t), "0F0,0F1,0B0,0F2,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n");
+}
+
+TEST(Dsl, SplitBackwardDefersWeightGradients) {
+  auto t = compile_ok("rank all: (F I)* W*\n", {1, 2, 1});
+  EXPECT_EQ(bp::write_csv(t), "0F0,0I0,0F1,0I1,0W0,0W1\n");
+}
+
+TEST(Dsl, ParseErrorsGiveLineColumnAndExpectation) {
+  EXPECT_EQ(error_of("rank all: F^(p-1 B*\n"), "bad.pipe:1:18: expected `)`, found `B`");
+  EXPECT_EQ(error_of("name \"x\"\nrank all F*\n"), "bad.pipe:2:10: expected `:`, found `F`");
+  EXPECT_EQ(error_of("rank all: X\n"), "bad.pipe:1:11: expected F, B, I, W or `(`, found `X`");
+  EXPECT_EQ(error_of("place diagonal\nrank all: F* B*\n"), "bad.pipe:1:7: expected `loop` or `vshape`, found `diagonal`");
+  EXPECT_EQ(error_of("name \"x\n"), "bad.pipe:1:6: unterminated string; expected `\"`");
+  EXPECT_EQ(error_of("name \"x\"\n"), "bad.pipe: no `rank` line; a program needs at least `rank all: ...`");
+}
+
+TEST(Dsl, CompileErrorsNameTheLine) {
+  auto prog = bp::parse_program("rank all: F*\n", "half.pipe");
+  ASSERT_TRUE(prog);
+  auto t = bp::compile(*prog, {2, 4, 1});
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.err().message.find("half.pipe:1: rank 0"), std::string::npos) << t.err().message;
+  auto unknown = bp::parse_program("rank all: F^q (F B)* B*\n", "u.pipe");
+  ASSERT_TRUE(unknown);
+  auto u = bp::compile(*unknown, {2, 4, 1});
+  ASSERT_FALSE(u);
+  EXPECT_NE(u.err().message.find("u.pipe:1:13: unknown name `q`"), std::string::npos) << u.err().message;
+  auto chunk = bp::parse_program("rank all: F[2]* B*\n", "c.pipe");
+  auto c = bp::compile(*chunk, {2, 4, 1});
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.err().message.find("chunk 2 out of range"), std::string::npos) << c.err().message;
+}
+
+TEST(Dsl, EveryBuiltinCompilesToAValidTableAcrossShapes) {
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  ASSERT_GE(bp::builtin_programs().size(), 8u);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int p = std::uniform_int_distribution<int>(1, 8)(rng);
+    const int m = std::uniform_int_distribution<int>(1, 24)(rng);
+    const int v = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (const auto& b : bp::builtin_programs()) {
+      SCOPED_TRACE(b.name + " p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v));
+      auto prog = bp::parse_program(b.text, b.name);
+      ASSERT_TRUE(prog) << prog.err().message;
+      auto t = bp::compile(*prog, {p, m, v});
+      if (!t && !prog->requires_.empty() && t.err().message.find("does not support") != std::string::npos) continue;
+      ASSERT_TRUE(t) << t.err().message;
+      auto violation = bp::validate(*t);
+      EXPECT_FALSE(violation) << violation->message;
+      // The table survives the CSV form and the explicit program form.
+      auto back = bp::read_csv(bp::write_csv(*t));
+      ASSERT_TRUE(back) << back.err().message;
+      EXPECT_EQ(bp::write_csv(*back), bp::write_csv(*t));
+      auto vc = bp::chunks_of(*prog, {p, m, v});
+      auto text = bp::explicit_program(*t, p, *vc, prog->place, b.name + "-explicit");
+      ASSERT_TRUE(text) << text.err().message;
+      EXPECT_EQ(compile_ok(*text, {p, m, v}), *t) << *text;
+    }
+  }
+}
+
+TEST(Dsl, RequireRejectsShapesAProgramCannotRun) {
+  const auto* b = bp::find_builtin("interleaved-1f1b");
+  ASSERT_NE(b, nullptr);
+  auto prog = bp::parse_program(b->text, "interleaved-1f1b");
+  ASSERT_TRUE(prog);
+  auto bad = bp::compile(*prog, {4, 6, 2});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.err().message.find("does not support p=4 m=6 v=2"), std::string::npos) << bad.err().message;
+  EXPECT_TRUE(bp::compile(*prog, {4, 8, 2}));
+  EXPECT_TRUE(bp::compile(*prog, {4, 6, 1}));
+}
+
+TEST(Dsl, ExpressionsUseFloorDivisionAndComparisons) {
+  auto t = compile_ok("require (0 - 3) / 2 == -2 && (0 - 3) % 2 == 1 && min(3, 1, 2) <= max(0, 1) && 2 > 1 && 1 != 2 && (0 || 1)\nrank all: F* B*\n", {1, 1, 1});
+  EXPECT_EQ(t.num_ranks(), 1);
+}
