@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""PyTorch side of nn_bench: times the training step of the same GPT (same config, batch, threads)
+that banyan's nn_bench times. The forward is the reference model of tools/reference/gpt_reference.py
+(nanoGPT's manual-attention GPT in plain torch ops); the step is forward, backward, gradient clipping
+and AdamW, as in banyan's trainer.
+
+Usage: nn_bench.py VOCAB CTX LAYERS HEADS CHANNELS BATCH SEQ THREADS STEPS WARMUP
+Prints one JSON line: {"ms_per_step": ..., "peak_rss_kb": ..., "threads": ...}.
+"""
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from gpt_reference import forward  # noqa: E402
+
+
+def main():
+    if len(sys.argv) != 11:
+        raise SystemExit(__doc__)
+    V, maxT, L, NH, C, B, T, threads, steps, warmup = map(int, sys.argv[1:])
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    cfg = dict(V=V, maxT=maxT, L=L, NH=NH, C=C)
+    shapes = {"wte": (V, C), "wpe": (maxT, C), "lnf_w": (C,), "lnf_b": (C,)}
+    for l in range(L):
+        h = f"h{l}."
+        shapes.update({h + "ln1_w": (C,), h + "ln1_b": (C,), h + "qkv_w": (3 * C, C), h + "qkv_b": (3 * C,),
+                       h + "proj_w": (C, C), h + "proj_b": (C,), h + "ln2_w": (C,), h + "ln2_b": (C,),
+                       h + "fc_w": (4 * C, C), h + "fc_b": (4 * C,), h + "fcproj_w": (C, 4 * C), h + "fcproj_b": (C,)})
+    P = {}
+    for name, shape in shapes.items():
+        t = torch.ones(shape) if name.endswith("_w") and "ln" in name else 0.02 * torch.randn(shape)
+        P[name] = t.requires_grad_(True)
+    params = list(P.values())
+    opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
+    idx = torch.randint(0, V, (B, T))
+    tgt = torch.randint(0, V, (B, T))
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        _, loss = forward(P, cfg, idx, tgt)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+
+    for _ in range(warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    ms = (time.perf_counter() - start) * 1000.0 / steps
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"ms_per_step": ms, "peak_rss_kb": rss, "threads": torch.get_num_threads()}))
+
+
+if __name__ == "__main__":
+    main()
