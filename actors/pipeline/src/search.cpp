@@ -1,0 +1,357 @@
+#include <banyan/pipeline/search.hpp>
+
+#include <banyan/pipeline/greedy.hpp>
+#include <banyan/pipeline/validate.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <random>
+
+namespace banyan::pipeline {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct shape_info {
+  int v;
+  placement place;
+  std::vector<stage_cost> stages;
+};
+
+int stage_of(placement place, int p, int chunk, int r) {
+  return chunk * p + ((place == placement::vshape && chunk % 2 == 1) ? p - 1 - r : r);
+}
+
+// Per rank, the order of (kind, chunk); microbatches follow from it (ascending per chunk).
+using tokens = std::vector<std::vector<std::pair<kind, int>>>;
+
+tokens to_tokens(const table& t, int p, const shape_info& sh) {
+  tokens out(p);
+  for (int r = 0; r < p; ++r) {
+    std::vector<int> chunk_of(t.stages, -1);
+    for (int c = 0; c < sh.v; ++c) chunk_of[stage_of(sh.place, p, c, r)] = c;
+    for (const action& a : t.ranks[r]) out[r].push_back({a.op, chunk_of[a.stage]});
+  }
+  return out;
+}
+
+// Rebuilds a table from tokens of one rank; false when an action would precede what it needs on
+// this rank (a backward before its forward, a W before its I).
+bool decode_rank(const std::vector<std::pair<kind, int>>& seq, int p, int r, const shape_info& sh, std::vector<action>& out) {
+  std::vector<int> nf(sh.v, 0), nb(sh.v, 0);
+  std::vector<std::deque<int>> pend(sh.v);
+  out.clear();
+  for (const auto& [op, c] : seq) {
+    const int s = stage_of(sh.place, p, c, r);
+    switch (op) {
+      case kind::F: out.push_back({s, nf[c]++, op}); break;
+      case kind::B:
+      case kind::I:
+        if (nb[c] >= nf[c]) return false;
+        if (op == kind::I) pend[c].push_back(nb[c]);
+        out.push_back({s, nb[c]++, op});
+        break;
+      case kind::W:
+        if (pend[c].empty()) return false;
+        out.push_back({s, pend[c].front(), op});
+        pend[c].pop_front();
+        break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+struct individual {
+  int shape = 0;
+  greedy_policy policy;
+  double makespan = INFINITY;
+  table t;
+  sim_result sim;
+};
+
+class searcher {
+ public:
+  searcher(const costs& c, const search_options& opt) : c_(c), opt_(opt), rng_(opt.seed), start_(clock_type::now()) {
+    link_ = {c.latency, c.bandwidth};
+  }
+
+  result<search_result> run() {
+    const int p = opt_.p;
+    if (p < 1 || opt_.m < 1) return error{"search: p and m must be at least 1"};
+    std::string shape_errors;
+    for (int v : opt_.chunk_options) {
+      auto st = stage_costs(c_, p * v);
+      if (!st) {
+        shape_errors += " v=" + std::to_string(v) + ": " + st.err().message + ";";
+        continue;
+      }
+      shapes_.push_back({v, placement::loop, *st});
+      if (v % 2 == 0) shapes_.push_back({v, placement::vshape, *st});
+    }
+    if (shapes_.empty()) return error{"search: no usable chunk count:" + shape_errors};
+    seeds();
+    genetic();
+    local();
+    if (!best_) return error{"search: no schedule fits the memory cap " + std::to_string(opt_.mem_cap) + " (even 1F1B-like policies need more)"};
+    search_result out;
+    out.best = *best_;
+    out.best_predefined = best_predefined_;
+    out.evaluations = evaluations_;
+    out.seconds = elapsed();
+    out.notes = notes_;
+    if (best_->origin.rfind("program ", 0) == 0 && best_program_text_) {
+      out.dsl = *best_program_text_;
+    } else {
+      auto text = explicit_program(best_->t, p, best_->v, best_->place, "searched");
+      if (!text) return error{"search: " + text.err().message};
+      out.dsl = "# found by `banyan pipeline search` (" + best_->origin + "), p=" + std::to_string(p) + " m=" + std::to_string(opt_.m) + "\n" + *text;
+    }
+    return out;
+  }
+
+ private:
+  double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start_).count(); }
+  bool out_of_time() const { return elapsed() >= opt_.time_limit_s; }
+  bool fits(const sim_result& s) const { return opt_.mem_cap <= 0 || s.max_peak_memory() <= opt_.mem_cap + 1e-9; }
+
+  void report(const std::string& phase, int step, int steps) {
+    if (!opt_.progress) return;
+    opt_.progress({phase, step, steps, elapsed(), best_ ? best_->sim.makespan : 0, evaluations_});
+  }
+
+  // Simulates and records the candidate if it is the best so far. Returns the makespan (inf when it
+  // deadlocks or breaks the cap).
+  double consider(const table& t, int shape, const std::string& origin, sim_result* keep = nullptr) {
+    ++evaluations_;
+    sim_options so;
+    so.validate = false;  // built to be complete and in order per rank; deadlocks still surface
+    auto s = simulate(t, shapes_[shape].stages, link_, so);
+    if (!s || !fits(*s)) return INFINITY;
+    if (keep) *keep = *s;
+    if (!best_ || s->makespan < best_->sim.makespan - 1e-12) {
+      best_ = scored_schedule{origin, shapes_[shape].v, shapes_[shape].place, t, *s};
+      best_shape_ = shape;
+    }
+    return s->makespan;
+  }
+
+  void seeds() {
+    for (const auto& b : builtin_programs()) {
+      auto prog = parse_program(b.text, b.name);
+      if (!prog) continue;
+      for (int i = 0; i < static_cast<int>(shapes_.size()); ++i) {
+        const auto& sh = shapes_[i];
+        auto vc = chunks_of(*prog, {opt_.p, opt_.m, sh.v});
+        if (!vc || *vc != sh.v || prog->place != sh.place) continue;
+        auto t = compile(*prog, {opt_.p, opt_.m, sh.v});
+        if (!t || validate(*t)) continue;
+        const std::string origin = "program " + b.name + " v=" + std::to_string(sh.v);
+        const auto before = best_ ? best_->sim.makespan : INFINITY;
+        sim_result s;
+        const double ms = consider(*t, i, origin, &s);
+        if (std::isinf(ms)) continue;
+        if (!best_predefined_ || ms < best_predefined_->sim.makespan - 1e-12) {
+          best_predefined_ = scored_schedule{origin, sh.v, sh.place, *t, s};
+          best_program_text_ = "# shipped program " + b.name + ", run with v=" + std::to_string(sh.v) + "\n" + b.text;
+        }
+        if (ms < before) pool_.push_back({i, {}, ms, *t, s});
+      }
+    }
+    notes_.push_back(best_predefined_ ? "best shipped program within the cap: " + best_predefined_->origin + ", makespan " + std::to_string(best_predefined_->sim.makespan)
+                                      : "no shipped program fits the cap");
+    report("seeds", 1, 1);
+  }
+
+  greedy_policy random_policy(int shape) {
+    const int p = opt_.p, v = shapes_[shape].v;
+    greedy_policy pol;
+    pol.v = v;
+    pol.place = shapes_[shape].place;
+    pol.split_backward = std::bernoulli_distribution(0.75)(rng_);
+    pol.deep_chunk_first = std::bernoulli_distribution(0.5)(rng_);
+    for (int r = 0; r < p; ++r) {
+      pol.max_inflight.push_back(std::bernoulli_distribution(0.3)(rng_) ? 0 : std::uniform_int_distribution<int>(1, 2 * p * v)(rng_));
+      pol.prefer_forward.push_back(std::bernoulli_distribution(0.15)(rng_));
+      pol.w_delay.push_back(std::bernoulli_distribution(0.5)(rng_) ? -1 : std::uniform_int_distribution<int>(0, 2 * p)(rng_));
+    }
+    return pol;
+  }
+
+  greedy_policy default_policy(int shape, bool depth_like_1f1b) {
+    const int p = opt_.p, v = shapes_[shape].v;
+    greedy_policy pol;
+    pol.v = v;
+    pol.place = shapes_[shape].place;
+    for (int r = 0; r < p; ++r) {
+      pol.max_inflight.push_back(depth_like_1f1b ? (p - r) * v : 0);
+      pol.prefer_forward.push_back(0);
+      pol.w_delay.push_back(-1);
+    }
+    return pol;
+  }
+
+  void evaluate(individual& ind) {
+    auto t = greedy_schedule(opt_.p, opt_.m, shapes_[ind.shape].stages, link_, opt_.mem_cap, ind.policy);
+    if (!t) {
+      ind.makespan = INFINITY;
+      return;
+    }
+    ind.t = std::move(*t);
+    ind.makespan = consider(ind.t, ind.shape, "genetic search over list-scheduler policies", &ind.sim);
+  }
+
+  individual crossover(const individual& a, const individual& b) {
+    individual child = a;
+    child.makespan = INFINITY;
+    if (a.shape != b.shape) return child;
+    std::bernoulli_distribution coin(0.5);
+    if (coin(rng_)) child.policy.split_backward = b.policy.split_backward;
+    if (coin(rng_)) child.policy.deep_chunk_first = b.policy.deep_chunk_first;
+    for (int r = 0; r < opt_.p; ++r) {
+      if (coin(rng_)) child.policy.max_inflight[r] = b.policy.max_inflight[r];
+      if (coin(rng_)) child.policy.prefer_forward[r] = b.policy.prefer_forward[r];
+      if (coin(rng_)) child.policy.w_delay[r] = b.policy.w_delay[r];
+    }
+    return child;
+  }
+
+  void mutate(individual& ind) {
+    const int p = opt_.p, v = shapes_[ind.shape].v;
+    std::uniform_int_distribution<int> rank(0, p - 1);
+    std::bernoulli_distribution rare(1.0 / (p + 1));
+    if (rare(rng_)) ind.policy.split_backward = !ind.policy.split_backward;
+    if (rare(rng_)) ind.policy.deep_chunk_first = !ind.policy.deep_chunk_first;
+    const int changes = 1 + std::uniform_int_distribution<int>(0, 2)(rng_);
+    for (int i = 0; i < changes; ++i) {
+      const int r = rank(rng_);
+      switch (std::uniform_int_distribution<int>(0, 2)(rng_)) {
+        case 0: {
+          int& d = ind.policy.max_inflight[r];
+          d = std::clamp(d + std::uniform_int_distribution<int>(-2, 2)(rng_), 0, 2 * p * v);
+          break;
+        }
+        case 1: ind.policy.prefer_forward[r] ^= 1; break;
+        case 2: {
+          int& w = ind.policy.w_delay[r];
+          w = std::clamp(w + std::uniform_int_distribution<int>(-2, 2)(rng_), -1, 2 * p * v);
+          break;
+        }
+      }
+    }
+  }
+
+  void genetic() {
+    std::vector<individual> pop;
+    for (int i = 0; i < static_cast<int>(shapes_.size()); ++i)
+      for (bool like_1f1b : {false, true})
+        for (bool split : {true, false}) {
+          individual ind{i, default_policy(i, like_1f1b)};
+          ind.policy.split_backward = split;
+          pop.push_back(std::move(ind));
+        }
+    while (static_cast<int>(pop.size()) < std::max(opt_.population, 4)) {
+      const int shape = std::uniform_int_distribution<int>(0, static_cast<int>(shapes_.size()) - 1)(rng_);
+      pop.push_back({shape, random_policy(shape)});
+    }
+    for (auto& ind : pop) evaluate(ind);
+    const auto by_makespan = [](const individual& a, const individual& b) { return a.makespan < b.makespan; };
+    int gen = 0;
+    for (; gen < opt_.generations && !out_of_time(); ++gen) {
+      std::sort(pop.begin(), pop.end(), by_makespan);
+      std::vector<individual> next(pop.begin(), pop.begin() + 2);  // elitism
+      std::uniform_int_distribution<int> pick(0, static_cast<int>(pop.size()) - 1);
+      auto tournament = [&]() -> const individual& {
+        const individual& a = pop[pick(rng_)];
+        const individual& b = pop[pick(rng_)];
+        return a.makespan <= b.makespan ? a : b;
+      };
+      while (next.size() < pop.size()) {
+        individual child = crossover(tournament(), tournament());
+        mutate(child);
+        evaluate(child);
+        next.push_back(std::move(child));
+      }
+      pop = std::move(next);
+      report("genetic", gen + 1, opt_.generations);
+    }
+    std::sort(pop.begin(), pop.end(), by_makespan);
+    for (int i = 0; i < std::min<int>(3, static_cast<int>(pop.size())); ++i)
+      if (!std::isinf(pop[i].makespan)) pool_.push_back(pop[i]);
+    notes_.push_back("genetic search: " + std::to_string(gen) + " generations, best so far " + (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) : std::string("none")));
+  }
+
+  // Try-test local search on action orders: move one action of one rank a few places, keep the move
+  // when the simulated makespan is no worse and the cap holds.
+  void local() {
+    if (!best_ || opt_.local_steps <= 0) return;
+    struct walker {
+      int shape;
+      tokens seq;
+      table t;
+      double makespan;
+    };
+    std::vector<walker> walkers;
+    walkers.push_back({best_shape_, to_tokens(best_->t, opt_.p, shapes_[best_shape_]), best_->t, best_->sim.makespan});
+    std::sort(pool_.begin(), pool_.end(), [](const individual& a, const individual& b) { return a.makespan < b.makespan; });
+    for (const auto& ind : pool_) {
+      if (walkers.size() >= 3) break;
+      if (std::abs(ind.makespan - walkers.front().makespan) < 1e-12) continue;
+      walkers.push_back({ind.shape, to_tokens(ind.t, opt_.p, shapes_[ind.shape]), ind.t, ind.makespan});
+    }
+    const double start_best = best_->sim.makespan;
+    std::uniform_int_distribution<int> rank(0, opt_.p - 1);
+    std::uniform_int_distribution<int> shift(-6, 6);
+    int step = 0;
+    for (; step < opt_.local_steps && !out_of_time(); ++step) {
+      walker& w = walkers[step % walkers.size()];
+      const int r = rank(rng_);
+      auto& seq = w.seq[r];
+      if (seq.size() < 2) continue;
+      const int from = std::uniform_int_distribution<int>(0, static_cast<int>(seq.size()) - 1)(rng_);
+      int d = shift(rng_);
+      if (d == 0) d = 1;
+      const int to = std::clamp(from + d, 0, static_cast<int>(seq.size()) - 1);
+      if (to == from) continue;
+      auto moved = seq;
+      const auto tok = moved[from];
+      moved.erase(moved.begin() + from);
+      moved.insert(moved.begin() + to, tok);
+      std::vector<action> row;
+      if (!decode_rank(moved, opt_.p, r, shapes_[w.shape], row)) continue;
+      table cand = w.t;
+      cand.ranks[r] = std::move(row);
+      const double ms = consider(cand, w.shape, "try-test local search on action order");
+      if (ms <= w.makespan + 1e-12) {
+        w.seq[r] = std::move(moved);
+        w.t = std::move(cand);
+        w.makespan = ms;
+      }
+      if (step % 200 == 0) report("local", step, opt_.local_steps);
+    }
+    report("local", step, opt_.local_steps);
+    notes_.push_back("local search: " + std::to_string(step) + " moves, makespan " + std::to_string(start_best) + " -> " + std::to_string(best_->sim.makespan));
+  }
+
+  const costs& c_;
+  search_options opt_;
+  std::mt19937_64 rng_;
+  clock_type::time_point start_;
+  link_model link_;
+  std::vector<shape_info> shapes_;
+  std::optional<scored_schedule> best_, best_predefined_;
+  std::optional<std::string> best_program_text_;
+  int best_shape_ = 0;
+  std::vector<individual> pool_;
+  std::vector<std::string> notes_;
+  int evaluations_ = 0;
+};
+
+}  // namespace
+
+result<search_result> search(const costs& c, const search_options& opt) { return searcher(c, opt).run(); }
+
+}  // namespace banyan::pipeline

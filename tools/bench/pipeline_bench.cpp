@@ -1,0 +1,135 @@
+// Pipeline schedule search vs the best shipped program that fits the same memory cap, on the same
+// costs, in the same run. Prints one line per case and a JSON summary (--json FILE).
+//
+//   pipeline_bench [--quick] [--time-limit S] [--json out.json] [--costs layers.json]
+//
+// Cases: p in {4, 8}, m in {8, 16, 32}; balanced stages and two unbalanced profiles; memory caps
+// from tight (1F1B's p activations) to loose (2p). With --costs, per-layer costs measured by the nn
+// engine (the `layers` JSON form) replace the synthetic profiles.
+#include <banyan/pipeline/search.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace bp = banyan::pipeline;
+
+namespace {
+
+struct profile {
+  std::string name;
+  bp::costs c;
+};
+
+// Balanced: T_F = T_I = T_W = 1, M_B = 1 per stage.
+profile balanced(int p) { return {"balanced", bp::uniform_costs(p, 1, 1, 1)}; }
+
+// A language model's shape: the last stage carries the output head and loss (1.6x time), the first
+// the embedding (0.7x), the middle ones a few layers each.
+profile lm_head(int p) {
+  bp::costs c = bp::uniform_costs(p, 1, 1, 1);
+  auto scale = [](bp::stage_cost& s, double f) { s.t_f *= f, s.t_b *= f, s.t_i *= f, s.t_w *= f; };
+  scale(c.units.front(), 0.7);
+  scale(c.units.back(), 1.6);
+  return {"lm-head", c};
+}
+
+// Seeded random per-stage factors in [0.6, 1.5] for time; backward-weight share varies too.
+profile jagged(int p, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> f(0.6, 1.5), w(0.3, 0.6);
+  bp::costs c;
+  for (int s = 0; s < p; ++s) {
+    const double tf = f(rng), tb = 2 * tf * f(rng) / 1.05, share = w(rng);
+    c.units.push_back({tf, tb, tb * (1 - share), tb * share, 1, 0, 0});
+  }
+  return {"jagged", c};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  double time_limit = 20;
+  std::string json_path, costs_path;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) quick = true;
+    else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc) time_limit = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--costs") && i + 1 < argc) costs_path = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: pipeline_bench [--quick] [--time-limit S] [--json FILE] [--costs FILE]\n");
+      return 2;
+    }
+  }
+  std::vector<int> ps{4, 8}, ms{8, 16, 32};
+  if (quick) ps = {4}, ms = {8};
+  nlohmann::json rows = nlohmann::json::array();
+  std::printf("%-9s %2s %3s %5s %-24s %9s %-28s %9s %7s %6s\n", "costs", "p", "m", "cap", "best shipped (fits)", "makespan", "searched (origin)", "makespan", "ratio", "secs");
+  double worst = INFINITY, best_unbalanced_min = INFINITY;
+  for (int p : ps) {
+    std::vector<profile> profiles;
+    if (!costs_path.empty()) {
+      std::ifstream in(costs_path);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto c = bp::parse_costs(ss.str(), costs_path);
+      if (!c) {
+        std::fprintf(stderr, "pipeline_bench: %s\n", c.err().message.c_str());
+        return 1;
+      }
+      profiles.push_back({"measured", *c});
+    } else {
+      profiles = {balanced(p), lm_head(p), jagged(p, 7 + p)};
+    }
+    for (const auto& prof : profiles) {
+      for (int m : ms) {
+        for (double cap_factor : {1.0, 1.5, 2.0}) {
+          bp::search_options opt;
+          opt.p = p, opt.m = m;
+          opt.mem_cap = cap_factor * p;  // in units of M_B (every profile has mem 1 per stage)
+          opt.chunk_options = {1, 2};
+          opt.time_limit_s = time_limit;
+          opt.generations = 400;
+          opt.local_steps = 200000;
+          opt.seed = 1;
+          const auto t0 = std::chrono::steady_clock::now();
+          auto r = bp::search(prof.c, opt);
+          const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (!r) {
+            std::printf("%-9s %2d %3d %5.1f  error: %s\n", prof.name.c_str(), p, m, opt.mem_cap, r.err().message.c_str());
+            continue;
+          }
+          const double base = r->best_predefined ? r->best_predefined->sim.makespan : NAN;
+          const double ratio = base / r->best.sim.makespan;
+          std::string origin = r->best.origin.substr(0, r->best.origin.find(' ', r->best.origin.find(' ') + 1));
+          std::printf("%-9s %2d %3d %5.1f %-24s %9.2f %-28s %9.2f %6.3fx %6.1f\n", prof.name.c_str(), p, m, opt.mem_cap,
+                      r->best_predefined ? r->best_predefined->origin.substr(8).c_str() : "(none fits)", base,
+                      origin.c_str(), r->best.sim.makespan, ratio, secs);
+          std::fflush(stdout);
+          if (!std::isnan(ratio)) {
+            worst = std::min(worst, ratio);
+            if (prof.name != "balanced") best_unbalanced_min = std::min(best_unbalanced_min, ratio);
+          }
+          rows.push_back({{"costs", prof.name}, {"p", p}, {"m", m}, {"cap", opt.mem_cap},
+                          {"best_predefined", r->best_predefined ? r->best_predefined->origin : ""},
+                          {"predefined_makespan", base}, {"searched_makespan", r->best.sim.makespan},
+                          {"searched_origin", r->best.origin}, {"ratio", ratio}, {"seconds", secs},
+                          {"evaluations", r->evaluations}});
+        }
+      }
+    }
+  }
+  std::printf("worst ratio (never worse means >= 1): %.3f; smallest ratio on unbalanced cases: %.3f\n", worst, best_unbalanced_min);
+  if (!json_path.empty()) {
+    std::ofstream(json_path) << nlohmann::json{{"cases", rows}, {"worst_ratio", worst}, {"min_unbalanced_ratio", best_unbalanced_min}}.dump(2) << "\n";
+  }
+  return 0;
+}
