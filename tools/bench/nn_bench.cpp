@@ -137,16 +137,21 @@ int main(int argc, char** argv) {
     for (auto& v : w) v = 0.02f * r.normal();
     const double flops = 2.0 * N * s.in * s.out;
     const double f_ours = time_per_call([&] { nn::cpu::matmul_forward(y.data(), x.data(), w.data(), b.data(), N, s.in, s.out); });
+    // The anchor is OpenBLAS as a user would call it: its own threads, the same count.
+    openblas_set_num_threads(o.threads);
     const double f_blas = time_per_call([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, s.out, s.in, 1.0f, x.data(), s.in, w.data(), s.in, 0.0f, y.data(), s.out);
     });
+    openblas_set_num_threads(1);
     const double b_ours = time_per_call([&] {
       nn::cpu::matmul_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(), N, s.in, s.out);
     });
+    openblas_set_num_threads(o.threads);
     const double b_blas = time_per_call([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, s.in, s.out, 1.0f, y.data(), s.out, w.data(), s.in, 1.0f, dx.data(), s.in);
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.out, s.in, N, 1.0f, y.data(), s.out, x.data(), s.in, 1.0f, dw.data(), s.in);
     });
+    openblas_set_num_threads(1);
     gemms.push_back({{"layer", s.name}, {"M", N}, {"K", s.in}, {"N", s.out},
                      {"forward_gflops", flops / f_ours * 1e-9}, {"forward_sgemm_gflops", flops / f_blas * 1e-9},
                      {"backward_gflops", 2 * flops / b_ours * 1e-9}, {"backward_sgemm_gflops", 2 * flops / b_blas * 1e-9}});

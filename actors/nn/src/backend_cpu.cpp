@@ -13,10 +13,9 @@
 namespace banyan::nn {
 
 cpu_backend::cpu_backend(int threads) {
-  if (threads > 0) {
-    omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
-  }
+  // OpenMP owns the cores; OpenBLAS runs single-threaded inside each OpenMP thread (kernels_cpu.cpp).
+  if (threads > 0) omp_set_num_threads(threads);
+  openblas_set_num_threads(1);
 }
 
 void* cpu_backend::allocate(std::size_t bytes) {

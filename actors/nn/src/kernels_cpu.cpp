@@ -4,6 +4,9 @@
 
 #include <cblas.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -105,37 +108,70 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   }
 }
 
+namespace {
+
+// One thread pool for everything: OpenBLAS runs single-threaded inside OpenMP threads that each take
+// a block of output rows. (Letting OpenBLAS's own pthreads and OpenMP's spinning workers share the
+// cores made every GEMM ~3x slower than sgemm alone; see docs/nn.md.)
+// Calls f(begin, end) for disjoint row blocks covering [0, rows).
+template <class F>
+void split_rows(int rows, long long work_per_row, F&& f) {
+  const int max_threads = omp_get_max_threads();
+  // Below ~64k multiply-adds per thread the fork costs more than it saves.
+  const long long total = work_per_row * rows;
+  const int nt = static_cast<int>(std::max<long long>(1, std::min<long long>({max_threads, rows / 8, total / 65536})));
+  if (nt <= 1 || omp_in_parallel()) {
+    f(0, rows);
+    return;
+  }
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const int begin = static_cast<int>(static_cast<long long>(rows) * t / nt);
+    const int end = static_cast<int>(static_cast<long long>(rows) * (t + 1) / nt);
+    if (end > begin) f(begin, end);
+  }
+}
+
+}  // namespace
+
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC) {
-  float beta = 0.0f;
-  if (bias != nullptr) {
-#pragma omp parallel for
-    for (int n = 0; n < N; ++n) {
-      float* o = out + static_cast<std::size_t>(n) * OC;
-      for (int j = 0; j < OC; ++j) o[j] = bias[j];
+  split_rows(N, static_cast<long long>(C) * OC, [&](int n0, int n1) {
+    float beta = 0.0f;
+    float* o = out + static_cast<std::size_t>(n0) * OC;
+    if (bias != nullptr) {
+      for (int n = n0; n < n1; ++n) {
+        std::copy(bias, bias + OC, out + static_cast<std::size_t>(n) * OC);
+      }
+      beta = 1.0f;
     }
-    beta = 1.0f;
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, beta, out,
-              OC);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n1 - n0, OC, C, 1.0f,
+                inp + static_cast<std::size_t>(n0) * C, C, weight, C, beta, o, OC);
+  });
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
   if (dinp != nullptr) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 1.0f,
-                dinp, C);
+    // dinp rows [n0,n1) += dout rows [n0,n1) @ W
+    split_rows(N, static_cast<long long>(C) * OC, [&](int n0, int n1) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n1 - n0, C, OC, 1.0f,
+                  dout + static_cast<std::size_t>(n0) * OC, OC, weight, C, 1.0f,
+                  dinp + static_cast<std::size_t>(n0) * C, C);
+    });
   }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
-              dweight, C);
-  if (dbias != nullptr) {
-#pragma omp parallel for
-    for (int j = 0; j < OC; ++j) {
-      float s = 0.0f;
-      for (int n = 0; n < N; ++n) s += dout[static_cast<std::size_t>(n) * OC + j];
-      dbias[j] += s;
+  // dweight rows [j0,j1) += dout[:, j0:j1]^T @ inp; dbias[j0:j1] += column sums of dout.
+  split_rows(OC, static_cast<long long>(C) * N, [&](int j0, int j1) {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j1 - j0, C, N, 1.0f, dout + j0, OC, inp, C,
+                1.0f, dweight + static_cast<std::size_t>(j0) * C, C);
+    if (dbias != nullptr) {
+      for (int n = 0; n < N; ++n) {
+        const float* d = dout + static_cast<std::size_t>(n) * OC;
+        for (int j = j0; j < j1; ++j) dbias[j] += d[j];
+      }
     }
-  }
+  });
 }
 
 void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,

@@ -7,8 +7,10 @@
 //     alike, so a tensor used twice (tied embeddings, residual branches) sums its gradients. The caller
 //     zeroes gradients before a backward pass.
 //   - Linear weights are (OC, C) like torch.nn.Linear: out = inp @ W^T + b.
-// Thread-safety: the kernels are reentrant; they use OpenMP threads inside (omp_set_num_threads) and
-// OpenBLAS threads for GEMM.
+// Threads: the kernels are reentrant and parallel inside with OpenMP (omp_set_num_threads). GEMMs
+// split their output rows over the OpenMP threads and call OpenBLAS in each, so OpenBLAS should run
+// single-threaded (the cpu backend sets openblas_set_num_threads(1)): two thread pools on the same
+// cores spin against each other.
 #pragma once
 
 #include <cstddef>
