@@ -115,6 +115,36 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
   return true;
 }
 
+// Moves 1-3 random subtrees S(v) (v's same-node fragment below v) to their parent's node or to a
+// random node, where capacity allows: the kick of an iterated local search.
+void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
+  const auto& t = p.t;
+  room free(p);
+  for (std::size_t v = 0; v < t.size(); ++v) free.take(m[v], t.cpu[v], mem_of(t, static_cast<vertex>(v)));
+  std::vector<vertex> members;
+  const std::size_t kicks = 1 + r.below(3);
+  for (std::size_t i = 0; i < kicks; ++i) {
+    const auto v = static_cast<vertex>(r.below(t.size()));
+    const node_id b = m[v];
+    node_id j = static_cast<node_id>(r.below(p.k()));
+    if (v > 0 && r.uniform() < 0.5) j = m[t.parent[v]];
+    if (j == b) continue;
+    members.assign(1, v);
+    double c = 0, mm = 0;
+    for (std::size_t h = 0; h < members.size(); ++h) {
+      c += t.cpu[members[h]];
+      mm += mem_of(t, members[h]);
+      for (auto it = ch.begin(members[h]); it != ch.end(members[h]); ++it) {
+        if (m[*it] == b) members.push_back(*it);
+      }
+    }
+    if (!free.fits(p, j, c, mm)) continue;
+    for (vertex x : members) m[x] = j;
+    free.take(b, -c, -mm);
+    free.take(j, c, mm);
+  }
+}
+
 class bottom_up : public algorithm {
  public:
   std::string name() const override { return "bottom-up"; }
@@ -155,6 +185,29 @@ class bottom_up : public algorithm {
         if (o.on_progress) o.on_progress(best.cost, std::numeric_limits<double>::quiet_NaN());
       }
       if (best.cost == 0) break;  // nothing can beat a cost of zero
+    }
+    // Iterated local search on small and medium trees: kick the best mapping, refine, keep the
+    // result when it is no worse (sideways moves let it drift across plateaus). The budget shrinks
+    // with n so that the whole run stays O(n log n)-ish in practice; none above 50,000 components.
+    if (!best.map.empty() && best.cost > 0) {
+      const std::size_t iterations = n <= 50000 ? std::min<std::size_t>(3000, 10000000 / std::max<std::size_t>(n, 1)) : 0;
+      rng r(o.seed);
+      mapping cur = best.map;
+      double cur_cost = best.cost;
+      for (std::size_t it = 0; it < iterations && best.cost > 0; ++it) {
+        mapping m = cur;
+        perturb(p, ch, m, r);
+        refine(p, m, 16);
+        const double c = evaluate(p, m).cost;
+        if (c <= cur_cost + 1e-12 * std::max(1.0, cur_cost)) {
+          cur = std::move(m);
+          cur_cost = c;
+          if (c < best.cost) {
+            best.cost = c;
+            best.map = cur;
+          }
+        }
+      }
     }
     if (best.map.empty()) {
       best.status = solve_status::unknown;

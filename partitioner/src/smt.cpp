@@ -14,8 +14,13 @@
 
 #include <z3++.h>
 
+#include <chrono>
+
+#include <condition_variable>
 #include <limits>
+#include <mutex>
 #include <string>
+#include <thread>
 
 namespace banyan::partitioner::detail {
 namespace {
@@ -38,6 +43,7 @@ class smt_algorithm : public algorithm {
 
  private:
   solution run(const problem& p, const solve_options& o) {
+    start_ = std::chrono::steady_clock::now();
     const auto& t = p.t;
     const std::size_t n = t.size(), k = p.k();
     const integer_loads L = scale_loads(p);
@@ -46,6 +52,8 @@ class smt_algorithm : public algorithm {
     z3::optimize opt(ctx);
     z3::params ps(ctx);
     ps.set("timeout", static_cast<unsigned>(std::max(1.0, o.timeout_s * 1000)));
+    // Z3's timeout counts from check(); model building below is part of our budget too, so the
+    // watchdog uses the deadline from the start of solve().
     opt.set(ps);
 
     std::vector<z3::expr> x;
@@ -147,7 +155,28 @@ class smt_algorithm : public algorithm {
     }
 
     solution s;
-    const z3::check_result r = opt.check();
+    // Z3 checks its `timeout` only at some points (not during every preprocessing step), so a
+    // watchdog interrupts the context as well; both end in an ordinary `unknown`.
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    const auto deadline = start_ + std::chrono::duration<double>(o.timeout_s);
+    std::thread watchdog([&] {
+      std::unique_lock lock(mu);
+      if (!cv.wait_until(lock, deadline, [&] { return done; })) ctx.interrupt();
+    });
+    z3::check_result r = z3::unknown;
+    try {
+      r = opt.check();
+    } catch (...) {
+      { std::lock_guard lock(mu); done = true; }
+      cv.notify_all();
+      watchdog.join();
+      throw;
+    }
+    { std::lock_guard lock(mu); done = true; }
+    cv.notify_all();
+    watchdog.join();
     auto read_model = [&](const z3::model& mdl) {
       s.map.assign(n, 0);
       for (std::size_t v = 0; v < n; ++v) {
@@ -199,6 +228,7 @@ class smt_algorithm : public algorithm {
     if (!any_soft && s.status == solve_status::feasible && exact) s.status = solve_status::optimal;
     return s;
   }
+  std::chrono::steady_clock::time_point start_;
 };
 
 }  // namespace

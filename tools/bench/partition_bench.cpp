@@ -54,6 +54,8 @@ int main(int argc, char** argv) {
   app.add_option("--rack", rack, "rack size for group link costs (0: uniform)");
   app.add_option("--algos", algos, "heuristics and baselines to run")->delimiter(',');
   app.add_option("--json", json_out, "write per-instance results here");
+  bool exact_all = false;
+  app.add_flag("--exact-all", exact_all, "run mip even when smt already proved the optimum");
   CLI11_PARSE(app, argc, argv);
 
   nlohmann::json rows = nlohmann::json::array();
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
         if (n <= exact_max) {
           const mapping* warm = got["bottom-up"].status == solve_status::feasible ? &got["bottom-up"].map : nullptr;
           for (const char* e : {"smt", "mip"}) {
+            if (is_proven && !exact_all) break;
             got[e] = *solve(e, *p, {.timeout_s = exact_timeout, .seed = s, .warm_start = warm});
             if (got[e].status == solve_status::optimal) {
               is_proven = true;
