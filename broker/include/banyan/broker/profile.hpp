@@ -33,7 +33,7 @@ class load_meter {
   std::vector<component_load> snapshot() const;
 
  private:
-  struct cell {
+  struct alignas(64) cell {  // one cache line each: cells of different actors never share one
     std::atomic<std::uint64_t> messages{0};
     std::atomic<std::uint64_t> busy_ns{0};
     std::atomic<std::uint64_t> memory{0};
