@@ -1,7 +1,7 @@
 // Pipeline schedule search vs the best shipped program that fits the same memory cap, on the same
 // costs, in the same run. Prints one line per case and a JSON summary (--json FILE).
 //
-//   pipeline_bench [--quick] [--time-limit S] [--json out.json] [--costs layers.json]
+//   pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit S] [--json out.json] [--costs layers.json]
 //
 // Cases: p in {4, 8}, m in {8, 16, 32}; balanced stages and two unbalanced profiles; memory caps
 // from tight (1F1B's p activations) to loose (2p). With --costs, per-layer costs measured by the nn
@@ -53,26 +53,64 @@ profile jagged(int p, unsigned seed) {
   return {"jagged", c};
 }
 
+// A lower bound on the makespan of any schedule of the searched shapes (v in `vs`, loop or V placement),
+// free communication assumed (the benchmark's costs have none):
+//   busy bound:  rank r cannot start before the forwards of all stages before its first stage, and
+//                then has m * sum(t_f + t_b) of work;
+//   chain bound: stage 0 starts its last forward at >= (m-1) t_f(0); that microbatch then needs every
+//                forward and backward-input in sequence, and stage 0's weight gradient after it.
+double lower_bound(const bp::costs& c, int p, int m, const std::vector<int>& vs) {
+  double best = INFINITY;
+  for (int v : vs)
+    for (int vshape = 0; vshape < (v % 2 == 0 ? 2 : 1); ++vshape) {
+      auto st = bp::stage_costs(c, p * v);
+      if (!st) continue;
+      const auto& s = *st;
+      const int S = p * v;
+      double chain = (m - 1) * s[0].t_f + s[0].t_w;
+      for (int i = 0; i < S; ++i) chain += s[i].t_f + s[i].t_i;
+      double bound = chain;
+      for (int r = 0; r < p; ++r) {
+        double busy = 0, start = INFINITY;
+        for (int ch = 0; ch < v; ++ch) {
+          const int stage = ch * p + ((vshape && ch % 2 == 1) ? p - 1 - r : r);
+          busy += m * (s[stage].t_f + s[stage].t_b);
+          double before = 0;
+          for (int i = 0; i < stage; ++i) before += s[i].t_f;
+          start = std::min(start, before);
+        }
+        bound = std::max(bound, start + busy);
+      }
+      best = std::min(best, bound);
+    }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
   double time_limit = 20;
   std::string json_path, costs_path;
+  int only_p = 0, only_m = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc) time_limit = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!std::strcmp(argv[i], "--costs") && i + 1 < argc) costs_path = argv[++i];
+    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) only_p = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--microbatches") && i + 1 < argc) only_m = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: pipeline_bench [--quick] [--time-limit S] [--json FILE] [--costs FILE]\n");
+      std::fprintf(stderr, "usage: pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit S] [--json FILE] [--costs FILE]\n");
       return 2;
     }
   }
   std::vector<int> ps{4, 8}, ms{8, 16, 32};
   if (quick) ps = {4}, ms = {8};
+  if (only_p) ps = {only_p};
+  if (only_m) ms = {only_m};
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-9s %2s %3s %5s %-24s %9s %-28s %9s %7s %6s\n", "costs", "p", "m", "cap", "best shipped (fits)", "makespan", "searched (origin)", "makespan", "ratio", "secs");
+  std::printf("%-9s %2s %3s %5s %-24s %9s %-20s %9s %7s %9s %6s\n", "costs", "p", "m", "cap", "best shipped (fits)", "makespan", "searched (origin)", "makespan", "ratio", "LB gap", "secs");
   double worst = INFINITY, best_unbalanced_min = INFINITY;
   for (int p : ps) {
     std::vector<profile> profiles;
@@ -110,9 +148,11 @@ int main(int argc, char** argv) {
           const double base = r->best_predefined ? r->best_predefined->sim.makespan : NAN;
           const double ratio = base / r->best.sim.makespan;
           std::string origin = r->best.origin.substr(0, r->best.origin.find(' ', r->best.origin.find(' ') + 1));
-          std::printf("%-9s %2d %3d %5.1f %-24s %9.2f %-28s %9.2f %6.3fx %6.1f\n", prof.name.c_str(), p, m, opt.mem_cap,
+          const double lb = lower_bound(prof.c, p, m, opt.chunk_options);
+          const double gap = r->best.sim.makespan / lb - 1, base_gap = base / lb - 1;
+          std::printf("%-9s %2d %3d %5.1f %-24s %9.2f %-20s %9.2f %6.3fx %4.1f%%/%4.1f%% %6.1f\n", prof.name.c_str(), p, m, opt.mem_cap,
                       r->best_predefined ? r->best_predefined->origin.substr(8).c_str() : "(none fits)", base,
-                      origin.c_str(), r->best.sim.makespan, ratio, secs);
+                      origin.c_str(), r->best.sim.makespan, ratio, 100 * base_gap, 100 * gap, secs);
           std::fflush(stdout);
           if (!std::isnan(ratio)) {
             worst = std::min(worst, ratio);
@@ -121,7 +161,7 @@ int main(int argc, char** argv) {
           rows.push_back({{"costs", prof.name}, {"p", p}, {"m", m}, {"cap", opt.mem_cap},
                           {"best_predefined", r->best_predefined ? r->best_predefined->origin : ""},
                           {"predefined_makespan", base}, {"searched_makespan", r->best.sim.makespan},
-                          {"searched_origin", r->best.origin}, {"ratio", ratio}, {"seconds", secs},
+                          {"searched_origin", r->best.origin}, {"ratio", ratio}, {"seconds", secs}, {"lower_bound", lb},
                           {"evaluations", r->evaluations}});
         }
       }
