@@ -164,6 +164,8 @@ int run(const options& o) {
                   {"lane_cycles_per_second", r.seconds > 0 ? cycles * o.lanes / r.seconds : 0.0},
                   {"rounds_per_cycle", cycles ? double(r.stats.rounds) / cycles : 0.0},
                   {"max_rounds", r.stats.max_rounds},
+                  {"leaf_evaluations_per_cycle", cycles ? double(r.stats.leaf_evaluations) / cycles : 0.0},
+                  {"gate_evaluations_per_cycle", cycles ? double(r.stats.gate_evaluations) / cycles : 0.0},
                   {"messages", messages},
                   {"bytes", bytes},
                   {"signature", r.signature}};

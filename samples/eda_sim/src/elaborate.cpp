@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <unordered_map>
 
 namespace banyan::eda {
@@ -140,6 +141,7 @@ class builder {
   std::map<int, std::vector<int>> users_;            // gid -> leaves that hold a slot for it
   std::unordered_map<int, std::string> names_;       // gid -> shallowest public name
   std::vector<pending_op> ops_;
+  std::unordered_map<long, int> cross_;              // key -> crossing rank
   std::vector<int> input_gids_;
   int clock_gid_ = -1;
 };
@@ -396,11 +398,14 @@ status builder::levelise() {
   order.reserve(ops_.size());
   for (std::size_t i = 0; i < ops_.size(); ++i)
     if (indeg[i] == 0) order.push_back(static_cast<int>(i));
+  std::vector<int> depth(ops_.size(), 0);
   for (std::size_t h = 0; h < order.size(); ++h) {
     auto it = readers.find(ops_[order[h]].out_key);
     if (it == readers.end()) continue;
-    for (int r : it->second)
+    for (int r : it->second) {
+      depth[r] = std::max(depth[r], depth[order[h]] + 1);
       if (--indeg[r] == 0) order.push_back(r);
+    }
   }
   if (order.size() != ops_.size()) {
     std::string cells;
@@ -414,12 +419,34 @@ status builder::levelise() {
                  "combinational loop: " + std::to_string(ops_.size() - order.size()) +
                      " cells lie on or behind a loop, among them:" + cells};
   }
+  // Crossing rank: how many leaf boundaries the longest combinational path into a value crosses.
+  // Groups are split by it so that a group only depends on groups of lower rank (acyclic), which
+  // lets components publish each group once per cycle as soon as it is final.
+  for (int i : order) {
+    const auto& p = ops_[i];
+    int r = 0;
+    for (long k : p.in_keys) {
+      auto it = cross_.find(k);
+      int v = it == cross_.end() ? 0 : it->second;
+      if (k >= 0) {
+        auto drv = driver_.find(static_cast<int>(k));
+        if (drv != driver_.end() && drv->second != p.leaf) ++v;
+      }
+      r = std::max(r, v);
+    }
+    cross_[p.out_key] = r;
+  }
+  // Within a level ops are independent; grouping them by opcode keeps the evaluator's dispatch
+  // branch predictable (runs of the same gate).
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return depth[x] != depth[y] ? depth[x] < depth[y] : ops_[x].o.code < ops_[y].o.code;
+  });
   for (int i : order) d_.leaves[ops_[i].leaf].program.push_back(ops_[i].o);
   return ok();
 }
 
 void builder::build_groups() {
-  std::map<std::pair<int, std::vector<int>>, int> by_key;
+  std::map<std::tuple<int, int, std::vector<int>>, int> by_key;
   std::map<std::string, int> topic_uses;
   for (const auto& [g, leaves] : users_) {
     auto drv = driver_.find(g);
@@ -429,13 +456,16 @@ void builder::build_groups() {
       if (l != drv->second) readers.push_back(l);
     if (readers.empty()) continue;
     std::sort(readers.begin(), readers.end());
-    auto [it, fresh] = by_key.try_emplace({drv->second, readers}, static_cast<int>(d_.groups.size()));
+    auto rk = cross_.find(g);
+    const int rank = rk == cross_.end() ? 0 : rk->second;
+    auto [it, fresh] = by_key.try_emplace({drv->second, rank, readers}, static_cast<int>(d_.groups.size()));
     if (fresh) {
       group gr;
       std::string name = "net/" + level(net_name(g));
       const int n = topic_uses[name]++;
       gr.topic = n ? name + "_" + std::to_string(n + 1) : name;
       gr.driver = drv->second;
+      gr.rank = rank;
       gr.readers = readers;
       gr.reader_slots.resize(readers.size());
       // Scope: LCA of the instances of the leaves (a leaf's parent is its instance).

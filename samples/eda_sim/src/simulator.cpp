@@ -4,16 +4,51 @@
 
 namespace banyan::eda {
 
-leaf_engine::leaf_engine(const leaf& l) : spec_(&l), v_(l.slots, lanes::x()) {
+leaf_engine::leaf_engine(const leaf& l)
+    : spec_(&l), v_(l.slots, lanes::x()), words_((l.program.size() + 63) / 64), pending_(words_, ~0ull) {
   v_[0] = lanes::zero();
   v_[1] = lanes::one();
   v_[2] = lanes::x();
   next_.resize(l.flops.size());
+  if (l.program.size() % 64) pending_.back() = (1ull << (l.program.size() % 64)) - 1;
+  std::vector<std::uint32_t> states;
+  for (const auto& f : l.flops) states.push_back(f.state);
+  state_trigger_ = add_trigger(states);
+}
+
+int leaf_engine::add_trigger(std::span<const std::uint32_t> slots) {
+  // Forward closure over the program: ops are levelised, so one pass in order suffices.
+  std::vector<char> hot(v_.size(), 0);
+  for (auto s : slots) hot[s] = 1;
+  std::vector<std::uint64_t> cone(words_, 0);
+  const auto& prog = spec_->program;
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    const op& o = prog[i];
+    if (hot[o.a] || hot[o.b] || hot[o.s]) {
+      hot[o.y] = 1;
+      cone[i / 64] |= 1ull << (i % 64);
+    }
+  }
+  cones_.push_back(std::move(cone));
+  return static_cast<int>(cones_.size()) - 1;
+}
+
+void leaf_engine::mark(int trigger) {
+  const auto& c = cones_[trigger];
+  for (std::size_t w = 0; w < words_; ++w) pending_[w] |= c[w];
 }
 
 void leaf_engine::evaluate() {
   lanes* v = v_.data();
-  for (const op& o : spec_->program) {
+  const op* prog = spec_->program.data();
+  std::size_t ran = 0;
+  for (std::size_t w = 0; w < words_; ++w) {
+    std::uint64_t bits = pending_[w];
+    pending_[w] = 0;
+    while (bits) {
+    const op& o = prog[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
+    bits &= bits - 1;
+    ++ran;
     const lanes a = v[o.a], b = v[o.b];
     lanes y;
     switch (o.code) {
@@ -32,7 +67,9 @@ void leaf_engine::evaluate() {
       default: y = lanes::x(); break;
     }
     v[o.y] = y;
+    }
   }
+  last_ops_ = ran;
 }
 
 bool leaf_engine::clock_edge() {
@@ -48,6 +85,7 @@ bool leaf_engine::clock_edge() {
     changed |= !(s == next_[i]);
     s = next_[i];
   }
+  if (changed) mark(state_trigger_);
   return changed;
 }
 
@@ -57,6 +95,10 @@ simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
   last_sent_.resize(d.groups.size());
   for (std::size_t g = 0; g < d.groups.size(); ++g) last_sent_[g].assign(d.groups[g].driver_slots.size(), lanes::x());
   stats_.publishes.assign(d.groups.size(), 0);
+  triggers_.resize(d.groups.size());
+  for (std::size_t g = 0; g < d.groups.size(); ++g)
+    for (std::size_t r = 0; r < d.groups[g].readers.size(); ++r)
+      triggers_[g].push_back(leaves_[d.groups[g].readers[r]].add_trigger(d.groups[g].reader_slots[r]));
   for (std::size_t l = 0; l < d.leaves.size(); ++l) dirty_list_.push_back(static_cast<int>(l));
 }
 
@@ -96,6 +138,7 @@ void simulator::publish(int g) {
     auto& dst = leaves_[reader];
     const auto& slots = gr.reader_slots[r];
     for (std::size_t i = 0; i < slots.size(); ++i) dst.slot(slots[i]) = last[i];
+    dst.mark(triggers_[g][r]);
     if (!dirty_[reader]) {
       dirty_[reader] = 1;
       dirty_list_.push_back(reader);
@@ -114,7 +157,7 @@ int simulator::settle() {
       dirty_[l] = 0;
       leaves_[l].evaluate();
       ++stats_.leaf_evaluations;
-      stats_.gate_evaluations += d_->leaves[l].program.size();
+      stats_.gate_evaluations += leaves_[l].last_ops();
     }
     for (int l : current_)
       for (int g : d_->leaves[l].out_groups) publish(g);

@@ -6,7 +6,8 @@
 // Boundary nets with the same driver leaf and the same set of reader leaves travel together as one
 // group: one topic, published at most once per settling round, scoped at the lowest common ancestor
 // (LCA) of the driver and the readers. Grouping is exact: a reader of one net of a group reads all of
-// them, so no leaf receives a value it does not read.
+// them, so no leaf receives a value it does not read. Groups are also split by crossing rank (see
+// group::rank) so that the group-level dependency graph is acyclic.
 //
 // Elaboration checks everything the simulator relies on and names the module and cell otherwise:
 // latches, negedge or derived clocks, a second clock, memories, multiple drivers, combinational loops.
@@ -62,6 +63,8 @@ struct instance {
 struct group {
   std::string topic;                 // "net/<first net's name>", unique
   int driver;                        // leaf index
+  int rank = 0;                      // leaf boundaries on the longest combinational path into it; a
+                                     // group depends only on groups of lower rank
   std::vector<int> readers;          // leaf indices, sorted
   int scope;                         // instance at the LCA of driver and readers
   std::vector<std::uint32_t> driver_slots;              // per net, slot in the driver leaf

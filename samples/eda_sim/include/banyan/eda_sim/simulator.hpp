@@ -20,11 +20,19 @@
 namespace banyan::eda {
 
 // One leaf's values and program; the unit a component wraps.
+//
+// Evaluation is cone-restricted: a trigger is a set of slots that change together (a delivered
+// group, or the flip-flop states), and marking it schedules only the ops in its transitive fan-out.
+// evaluate() runs the scheduled ops in levelised order. The first evaluate() runs everything.
 class leaf_engine {
  public:
   explicit leaf_engine(const leaf& l);
-  void evaluate();     // runs the levelised program over the slots
-  bool clock_edge();   // all flip-flops take D at once; true if any state changed
+  // Registers slots that change together; returns the id mark() takes.
+  int add_trigger(std::span<const std::uint32_t> slots);
+  void mark(int trigger);
+  void evaluate();     // runs the scheduled ops; returns how many ran via last_ops()
+  std::size_t last_ops() const { return last_ops_; }
+  bool clock_edge();   // all flip-flops take D at once; true if any state changed (then marks them)
   lanes& slot(std::uint32_t s) { return v_[s]; }
   const lanes& slot(std::uint32_t s) const { return v_[s]; }
   const leaf& spec() const { return *spec_; }
@@ -33,6 +41,11 @@ class leaf_engine {
   const leaf* spec_;
   std::vector<lanes> v_;
   std::vector<lanes> next_;
+  std::size_t words_;                               // 64-op words in a cone bitset
+  std::vector<std::vector<std::uint64_t>> cones_;   // per trigger
+  std::vector<std::uint64_t> pending_;
+  int state_trigger_ = -1;
+  std::size_t last_ops_ = 0;
 };
 
 struct sim_stats {
@@ -63,6 +76,7 @@ class simulator {
 
  private:
   void publish(int group);
+  std::vector<std::vector<int>> triggers_;     // per group, per reader: trigger id in that reader
 
   const design* d_;
   std::vector<leaf_engine> leaves_;
