@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 namespace banyan {
 
@@ -35,8 +36,145 @@ nlohmann::json profile::to_json() const {
                            {"bytes", edges[v].bytes}});
     }
   }
-  return {{"format", "banyan-profile"}, {"version", 1}, {"mode", to_string(mode)},
-          {"duration_s", duration_s}, {"components", components}, {"edges", edge_list}};
+  json flow_list = json::array();
+  for (const auto& f : flows) {
+    json targets = json::array();
+    for (auto t : f.targets) targets.push_back(tree->path(t));
+    flow_list.push_back({{"publisher", tree->path(f.publisher)}, {"targets", targets},
+                         {"messages", f.messages}, {"bytes", f.bytes}});
+  }
+  json link_list = json::array();
+  for (const auto& l : links)
+    link_list.push_back({{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}});
+  return {{"format", "banyan-profile"}, {"version", 1},    {"mode", to_string(mode)},
+          {"duration_s", duration_s},   {"components", components}, {"edges", edge_list},
+          {"flows", flow_list},         {"links", link_list}};
+}
+
+namespace {
+error bad(const std::string& name, const std::string& where, const std::string& what) {
+  return {errc::invalid_argument, name + ": " + where + ": " + what};
+}
+}  // namespace
+
+result<profile> profile::from_json(const nlohmann::json& j, const std::string& name) {
+  using nlohmann::json;
+  if (!j.is_object() || !j.contains("components") || !j["components"].is_array())
+    return bad(name, "top level", "expected an object with a `components` array");
+  auto m = parse_routing_mode(j.value("mode", std::string("hier")));
+  if (!m) return bad(name, "mode", m.error().message);
+  const auto& comps = j["components"];
+  // Parents before children: sort by path depth, then build the tree.
+  std::vector<std::pair<std::size_t, std::size_t>> order;  // (depth, index)
+  for (std::size_t i = 0; i < comps.size(); ++i) {
+    if (!comps[i].is_object() || !comps[i].contains("path") || !comps[i]["path"].is_string())
+      return bad(name, "components[" + std::to_string(i) + "]", "needs a string `path`");
+    const std::string path = comps[i]["path"].get<std::string>();
+    order.emplace_back(std::count(path.begin(), path.end(), '/'), i);
+  }
+  std::sort(order.begin(), order.end());
+  if (order.empty() || order[0].first != 1) return bad(name, "components", "no root component (`/name`)");
+  const std::string root_path = comps[order[0].second]["path"].get<std::string>();
+  auto tree = std::make_shared<component_tree>(root_path.substr(1));
+  profile p;
+  p.mode = *m;
+  p.duration_s = j.value("duration_s", 0.0);
+  std::vector<std::size_t> vertex_of_entry(comps.size());
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const auto& c = comps[order[k].second];
+    std::string path = c["path"].get<std::string>();
+    auto slash = path.rfind('/');
+    auto parent = tree->find(path.substr(0, slash));
+    if (!parent) return bad(name, "component `" + path + "`", "its parent is not in the profile");
+    auto v = tree->add(*parent, path.substr(slash + 1));
+    if (!v) return bad(name, "component `" + path + "`", v.error().message);
+  }
+  tree->freeze();
+  p.tree = tree;
+  p.composite.assign(tree->size(), false);
+  p.loads.assign(tree->size(), {});
+  p.edges.assign(tree->size(), {});
+  try {
+    for (const auto& c : comps) {
+      vertex_id v = *tree->find(c["path"].get<std::string>());
+      p.composite[v] = c.value("kind", std::string("leaf")) == "composite";
+      if (c.contains("load")) {
+        const auto& l = c["load"];
+        p.loads[v].cpu_seconds = l.value("cpu", 0.0);
+        p.loads[v].messages = l.value("messages", std::uint64_t{0});
+        p.loads[v].memory = l.value("memory", std::uint64_t{0});
+      }
+    }
+    for (const auto& e : j.value("edges", json::array())) {
+      auto child = tree->find(e.at("child").get<std::string>());
+      if (!child) return bad(name, "edges", child.error().message);
+      p.edges[*child].messages += e.value("messages", std::uint64_t{0});
+      p.edges[*child].bytes += e.value("bytes", std::uint64_t{0});
+    }
+    for (const auto& f : j.value("flows", json::array())) {
+      auto pub = tree->find(f.at("publisher").get<std::string>());
+      if (!pub) return bad(name, "flows", pub.error().message);
+      flow fl{*pub, {}, f.value("messages", std::uint64_t{0}), f.value("bytes", std::uint64_t{0})};
+      for (const auto& t : f.at("targets")) {
+        auto tv = tree->find(t.get<std::string>());
+        if (!tv) return bad(name, "flows", tv.error().message);
+        fl.targets.push_back(*tv);
+      }
+      std::sort(fl.targets.begin(), fl.targets.end());
+      p.flows.push_back(std::move(fl));
+    }
+    for (const auto& l : j.value("links", json::array()))
+      p.links.push_back({l.at("from").get<std::string>(), l.at("to").get<std::string>(),
+                         l.value("messages", std::uint64_t{0}), l.value("bytes", std::uint64_t{0})});
+  } catch (const json::exception& e) {
+    return bad(name, "value", e.what());
+  }
+  return p;
+}
+
+result<profile> profile::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error{errc::io, "profile `" + path + "`: cannot open"};
+  try {
+    return from_json(nlohmann::json::parse(in), path);
+  } catch (const nlohmann::json::parse_error& e) {
+    return error{errc::invalid_argument, path + ": " + e.what()};
+  }
+}
+
+result<void> profile::merge(const profile& other) {
+  if (other.tree->size() != tree->size())
+    return error{errc::invalid_argument, "profiles of different trees cannot be merged"};
+  for (vertex_id v = 0; v < tree->size(); ++v) {
+    auto w = other.tree->find(tree->path(v));
+    if (!w) return error{errc::invalid_argument, "profiles differ: " + w.error().message};
+    loads[v].messages += other.loads[*w].messages;
+    loads[v].cpu_seconds += other.loads[*w].cpu_seconds;
+    loads[v].memory += other.loads[*w].memory;
+    edges[v].messages += other.edges[*w].messages;
+    edges[v].bytes += other.edges[*w].bytes;
+  }
+  std::map<std::pair<vertex_id, std::vector<vertex_id>>, std::size_t> index;
+  for (std::size_t i = 0; i < flows.size(); ++i) index[{flows[i].publisher, flows[i].targets}] = i;
+  for (const auto& f : other.flows) {
+    flow g{*tree->find(other.tree->path(f.publisher)), {}, f.messages, f.bytes};
+    for (auto t : f.targets) g.targets.push_back(*tree->find(other.tree->path(t)));
+    std::sort(g.targets.begin(), g.targets.end());
+    auto [it, fresh] = index.try_emplace({g.publisher, g.targets}, flows.size());
+    if (fresh) {
+      flows.push_back(std::move(g));
+    } else {
+      flows[it->second].messages += g.messages;
+      flows[it->second].bytes += g.bytes;
+    }
+  }
+  for (const auto& l : other.links) {
+    auto same = std::find_if(links.begin(), links.end(), [&](const link_traffic& x) { return x.from == l.from && x.to == l.to; });
+    if (same == links.end()) links.push_back(l);
+    else { same->messages += l.messages; same->bytes += l.bytes; }
+  }
+  duration_s = std::max(duration_s, other.duration_s);
+  return {};
 }
 
 result<void> profile::write(const std::string& path) const {

@@ -1,6 +1,7 @@
 #include "banyan/sdk/app.hpp"
 
 #include "component_actor.hpp"
+#include "node.hpp"
 #include "run_state.hpp"
 
 #include <csignal>
@@ -55,6 +56,18 @@ class signal_guard {
 run_result run(app& application, const run_options& options) {
   auto state = std::make_shared<detail::run_state>(application, options);
   run_result out;
+  auto fail = [&](const error& e) {
+    out.exit_code = 2;
+    out.error = e.what();
+    return out;
+  };
+  std::unique_ptr<detail::node_runtime> node;
+  if (!options.deployment.empty()) {
+    auto where = detail::load_placement(options.deployment, options.node, state->tree());
+    if (!where) return fail(where.error());
+    node = std::make_unique<detail::node_runtime>(*state, std::move(*where));
+    state->set_node(node.get(), node->where().node_of, node->where().self);
+  }
   auto started = std::chrono::steady_clock::now();
   {
     signal_guard signals(*state);
@@ -62,21 +75,47 @@ run_result run(app& application, const run_options& options) {
     unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     cfg.set("scheduler.max-threads", static_cast<std::size_t>(threads));
     caf::actor_system system{cfg};
-    auto root = system.spawn<detail::component_actor>(state, vertex_id{0}, caf::actor_addr{});
-    state->set_actor(0, root);
-    root->attach_functor([state](const caf::error& reason) {
-      state->root_down(reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown);
-    });
+    if (node) {
+      auto r = node->start(system, options.heartbeat_timeout);
+      if (!r) {
+        node->stop();
+        return fail(r.error());
+      }
+    }
+    auto roots = state->local_roots();
+    state->set_roots_alive(roots.size());
+    std::vector<caf::actor> root_actors;
+    for (auto v : roots) {
+      auto a = system.spawn<detail::component_actor>(state, v, caf::actor_addr{});
+      state->set_actor(v, a);
+      a->attach_functor([state](const caf::error& reason) {
+        state->root_down(reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown);
+      });
+      root_actors.push_back(a);
+    }
+    std::thread announcer;
+    if (node) {
+      announcer = std::thread([&] {
+        state->wait_local_started();
+        if (!state->ending()) node->announce_ready();
+      });
+    }
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (options.max_runtime.count() > 0) deadline = started + options.max_runtime;
     while (true) {
       auto w = state->wait(deadline, std::chrono::milliseconds(200));
       if (w == detail::run_state::wake::idle) continue;
-      if (w != detail::run_state::wake::root_down) caf::anon_send(root, detail::shutdown_atom::value);
+      if (node) node->broadcast_quit(state->exit_code());  // one node's quit ends the whole app
+      for (const auto& a : root_actors) caf::anon_send(a, detail::shutdown_atom::value);
       break;
     }
     state->wait_root_down();
-    root = caf::actor{};
+    root_actors.clear();
+    if (announcer.joinable()) announcer.join();
+    if (node) {
+      out.traffic.links = node->data_links();
+      node->stop();
+    }
     system.await_all_actors_done();
   }
   out.exit_code = state->exit_code();
@@ -85,6 +124,7 @@ run_result run(app& application, const run_options& options) {
   out.traffic.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   out.traffic.loads = state->loads().snapshot();
   out.traffic.edges = state->routing().traffic();
+  out.traffic.flows = state->routing().flows();
   out.traffic.composite.resize(state->tree().size());
   for (vertex_id v = 0; v < state->tree().size(); ++v) out.traffic.composite[v] = state->spec_of(v).is_composite();
   return out;
@@ -95,13 +135,19 @@ int run(app& application, int argc, char** argv) {
   run_options options;
   std::string mode = "hier";
   double run_for = 0;
-  cli.add_option("--mode", mode, "Routing: hier (along the tree) or flat-p2p (one copy per subscriber)")
-      ->check(CLI::IsMember({"hier", "flat-p2p"}))
+  cli.add_option("--mode", mode,
+                 "Routing: hier (along the tree), flat-p2p (one copy per subscriber) or flat-node (one per node)")
+      ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))
       ->capture_default_str();
   cli.add_option("--threads", options.threads, "CAF scheduler threads (default: the machine's cores)");
   cli.add_option("--profile", options.profile_path, "Write the run's traffic profile (JSON) to this file");
   cli.add_flag("--report", options.report, "Print the per-edge traffic table at the end");
   cli.add_option("--run-for", run_for, "Stop after this many seconds (default: until the app quits)");
+  cli.add_option("--deployment", options.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");
+  cli.add_option("--node", options.node, "This node's name in the deployment")->needs("--deployment");
+  long heartbeat_ms = 1000;
+  cli.add_option("--heartbeat-timeout-ms", heartbeat_ms, "Declare a silent peer node lost after this long")
+      ->capture_default_str();
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -109,12 +155,21 @@ int run(app& application, int argc, char** argv) {
   }
   options.mode = *parse_routing_mode(mode);
   options.max_runtime = std::chrono::milliseconds(static_cast<long long>(run_for * 1000));
+  options.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
+  if (!options.deployment.empty() && options.node.empty()) {
+    std::cerr << "banyan: --deployment needs --node NAME\n";
+    return 2;
+  }
   run_result r;
   try {
     r = run(application, options);
   } catch (const std::exception& e) {
     std::cerr << "banyan: " << e.what() << "\n";
     return 2;
+  }
+  if (!r.error.empty()) {
+    std::cerr << "banyan: " << r.error << "\n";
+    return r.exit_code;
   }
   if (options.report) std::cout << r.traffic.traffic_table();
   if (!options.profile_path.empty()) {

@@ -1,5 +1,7 @@
 #include "component_actor.hpp"
 
+#include "node.hpp"
+
 #include <algorithm>
 
 namespace banyan::detail {
@@ -110,6 +112,11 @@ caf::behavior component_actor::make_behavior() {
         starting_ = none;
         spawn_next();
       },
+      [this](ready_atom) { flush_held(); },
+      [this](lost_atom, const std::string& child_path, const std::string& reason) {
+        state_->log(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
+        timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+      },
       [this](shutdown_atom) {
         shutting_down_ = true;
         pending_.clear();
@@ -125,7 +132,8 @@ void component_actor::start() {
   timed([&] { user_->on_start(*ctx_); });
   const auto& kids = state_->tree().children(vertex_);
   children_.clear();
-  for (auto v : kids) children_.push_back({v, caf::actor{}});
+  for (auto v : kids)
+    if (state_->is_local(v)) children_.push_back({v, caf::actor{}});  // others start on their nodes
   for (std::size_t i = 0; i < children_.size(); ++i) pending_.push_back(i);
   spawn_next();
 }
@@ -137,6 +145,7 @@ void component_actor::spawn_next() {
     if (!reported_started_) {
       reported_started_ = true;
       if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
+      else state_->local_root_started();
     }
     return;
   }
@@ -217,7 +226,8 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
 }
 
 void component_actor::forget_subtree(vertex_id v) {
-  state_->routing().unsubscribe_all(v);
+  for (auto id : state_->routing().unsubscribe_all(v))
+    if (state_->node()) state_->node()->broadcast_unsubscribe(id);
   for (auto c : state_->tree().children(v)) forget_subtree(c);
 }
 
@@ -237,13 +247,16 @@ void component_actor::shutdown_next() {
 
 result<subscription_id> component_actor::subscribe(std::string_view filter, banyan::context::handler on_message) {
   auto id = state_->routing().subscribe(vertex_, filter);
-  if (id) handlers_.emplace(*id, std::move(on_message));
+  if (!id) return id;
+  handlers_.emplace(*id, std::move(on_message));
+  if (state_->node()) state_->node()->broadcast_subscribe(*id, vertex_, std::string(filter));
   return id;
 }
 
 bool component_actor::unsubscribe(subscription_id id) {
   if (handlers_.erase(id) == 0) return false;
   state_->routing().unsubscribe(id);
+  if (state_->node()) state_->node()->broadcast_unsubscribe(id);
   return true;
 }
 
@@ -272,6 +285,13 @@ std::shared_ptr<const route_info> component_actor::route_for(std::string_view to
   info->plan = state_->routing().plan(vertex_, scope_vertex, *t);
   info->targets.reserve(info->plan->targets().size());
   for (const auto& target : info->plan->targets()) info->targets.push_back(state_->actor_of(target.component));
+  if (state_->node()) {
+    auto region = plan_region(state_->tree(), *info->plan, state_->node_of(), state_->options().mode, vertex_, no_vertex);
+    info->local = std::move(region.local_targets);
+    info->hops = std::move(region.hops);
+  } else {
+    for (std::uint32_t i = 0; i < info->targets.size(); ++i) info->local.push_back(i);
+  }
   auto& slot = routes_[info->topic];
   std::erase_if(slot, [&](const auto& old) { return old->scope == scope_vertex; });
   slot.push_back(info);
@@ -281,15 +301,43 @@ std::shared_ptr<const route_info> component_actor::route_for(std::string_view to
 result<void> component_actor::publish(std::string_view topic_text, const payload& data, const scope& where) {
   auto scope_vertex = where.resolve(state_->tree(), vertex_);
   if (!scope_vertex) return scope_vertex.error();
+  if (!state_->cluster_ready()) {
+    // Hold it (in order) until every node has started; errors are still reported now.
+    auto t = topic::parse(topic_text);
+    if (!t) return t.error();
+    held_.push_back({t->str(), *scope_vertex, data});
+    return {};
+  }
+  if (!held_.empty()) flush_held();
   result<void> status;
   auto info = route_for(topic_text, *scope_vertex, status);
   if (!info) return status;
-  auto env = std::make_shared<const envelope>(envelope{info, data, ++sequence_});
-  for (std::uint32_t i = 0; i < info->targets.size(); ++i) {
-    if (info->targets[i]) send(info->targets[i], deliver_atom::value, env, i);
+  send_on(info, data);
+  return {};
+}
+
+void component_actor::send_on(const std::shared_ptr<const route_info>& info, const payload& data) {
+  std::uint64_t sequence = ++sequence_;
+  if (!info->local.empty()) {
+    auto env = std::make_shared<const envelope>(envelope{info, data, sequence});
+    for (auto i : info->local)
+      if (info->targets[i]) send(info->targets[i], deliver_atom::value, env, i);
+  }
+  for (const auto& h : info->hops) {
+    // Blocks while the link's credit window is full: a slow node slows its publishers.
+    auto r = state_->node()->forward(h, info->topic, vertex_, info->scope, sequence, data);
+    if (!r) state_->log(state_->tree().path(vertex_), "publish `" + info->topic + "`: " + r.error().what());
   }
   info->plan->record(data.size());
-  return {};
+}
+
+void component_actor::flush_held() {
+  while (!held_.empty()) {
+    auto h = std::move(held_.front());
+    held_.pop_front();
+    result<void> status;
+    if (auto info = route_for(h.topic, h.scope, status)) send_on(info, h.data);
+  }
 }
 
 void component_actor::serve(std::string method, banyan::context::service handler) {
@@ -303,6 +351,9 @@ void component_actor::send_request(std::string_view path, std::string method, co
   };
   auto v = state_->tree().find(path);
   if (!v) return fail(v.error());
+  if (!state_->is_local(*v))
+    return fail(error{errc::request_failed, "`" + std::string(path) +
+                                                "` runs on another node; cross-node requests are not supported yet"});
   auto target = state_->actor_of(*v);
   if (!target) return fail(error{errc::request_failed, "`" + std::string(path) + "` is not running"});
   std::string what = "request `" + method + "` to `" + std::string(path) + "`";

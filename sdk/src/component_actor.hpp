@@ -54,6 +54,8 @@ class component_actor final : public caf::event_based_actor {
   void shutdown_next();
   std::shared_ptr<const route_info> route_for(std::string_view topic, vertex_id scope_vertex,
                                               result<void>& status);
+  void send_on(const std::shared_ptr<const route_info>& info, const payload& data);
+  void flush_held();
 
   std::shared_ptr<run_state> state_;
   vertex_id vertex_;
@@ -74,6 +76,13 @@ class component_actor final : public caf::event_based_actor {
   std::unordered_map<std::string, banyan::context::service> services_;
   std::unordered_map<std::string, std::vector<std::shared_ptr<const route_info>>, string_hash, std::equal_to<>> routes_;
   std::uint64_t sequence_ = 0;
+  // Publishes made before every node of a deployment was ready, in order (multi-node runs only).
+  struct held_publish {
+    std::string topic;
+    vertex_id scope;
+    payload data;
+  };
+  std::deque<held_publish> held_;
 };
 
 }  // namespace banyan::detail

@@ -1,5 +1,7 @@
 #include "run_state.hpp"
 
+#include "node.hpp"
+
 #include <cstdio>
 
 namespace banyan::detail {
@@ -68,10 +70,17 @@ void run_state::request_quit(int exit_code) {
   done_cv_.notify_all();
 }
 
+void run_state::set_roots_alive(std::size_t n) {
+  std::lock_guard lock(done_mutex_);
+  roots_alive_ = n;
+}
+
 void run_state::root_down(bool failed) {
   std::lock_guard lock(done_mutex_);
-  root_down_ = true;
-  root_failed_ = failed;
+  if (roots_alive_) --roots_alive_;
+  // One failed local root ends this node's run; otherwise the run ends when all are down.
+  if (failed) root_failed_ = true;
+  if (failed || roots_alive_ == 0) root_down_ = true;
   done_cv_.notify_all();
 }
 
@@ -89,7 +98,7 @@ run_state::wake run_state::wait(std::optional<std::chrono::steady_clock::time_po
 
 void run_state::wait_root_down() {
   std::unique_lock lock(done_mutex_);
-  done_cv_.wait(lock, [&] { return root_down_; });
+  done_cv_.wait(lock, [&] { return roots_alive_ == 0; });
 }
 
 int run_state::exit_code() const {
@@ -101,6 +110,100 @@ int run_state::exit_code() const {
 bool run_state::root_failed() const {
   std::lock_guard lock(done_mutex_);
   return root_failed_;
+}
+
+void run_state::set_node(node_runtime* node, std::vector<node_index> node_of, node_index self) {
+  node_ = node;
+  node_of_ = std::move(node_of);
+  self_ = self;
+  cluster_ready_ = node == nullptr;
+}
+
+std::vector<vertex_id> run_state::local_roots() const {
+  std::vector<vertex_id> out;
+  for (vertex_id v = 0; v < tree_->size(); ++v)
+    if (is_local(v) && (v == 0 || !is_local(tree_->parent(v)))) out.push_back(v);
+  return out;
+}
+
+void run_state::set_cluster_ready() {
+  if (cluster_ready_.exchange(true, std::memory_order_acq_rel)) return;
+  log(tree_->path(0), "every node is ready");
+  std::lock_guard lock(directory_mutex_);
+  for (const auto& a : actors_)
+    if (a) caf::anon_send(a, ready_atom::value);
+}
+
+void run_state::local_root_started() {
+  std::lock_guard lock(done_mutex_);
+  ++local_roots_started_;
+  done_cv_.notify_all();
+}
+
+void run_state::wait_local_started() {
+  auto roots = local_roots().size();
+  std::unique_lock lock(done_mutex_);
+  done_cv_.wait(lock, [&] { return local_roots_started_ >= roots || quit_requested_ || root_down_; });
+}
+
+bool run_state::ending() const {
+  std::lock_guard lock(done_mutex_);
+  return quit_requested_ || root_down_;
+}
+
+void run_state::notify_child_lost(vertex_id parent, std::string child_path, std::string reason) {
+  if (auto a = actor_of(parent)) caf::anon_send(a, lost_atom::value, std::move(child_path), std::move(reason));
+}
+
+void run_state::handle_remote(node_runtime& node, runtime::envelope& e) {
+  auto kind = static_cast<wire_kind>(e.kind);
+  auto id_of = [&](std::size_t i) { return i < e.extra.size() ? std::stoull(e.extra[i]) : 0ull; };
+  if (kind == wire_kind::subscribe || kind == wire_kind::unsubscribe || kind == wire_kind::data) {
+    try {
+      if (kind == wire_kind::unsubscribe) {
+        routing_.unsubscribe(id_of(0));
+        return;
+      }
+      auto who = tree_->find(e.sender);
+      if (!who) return log("node", "envelope from another node: " + who.error().message);
+      if (kind == wire_kind::subscribe) {
+        auto r = routing_.add_replica(id_of(0), *who, e.topic);
+        if (!r) log("node", "replicated subscription: " + r.error().what());
+        return;
+      }
+      auto scope_vertex = tree_->find(e.scope);
+      if (!scope_vertex) return log("node", "data envelope: " + scope_vertex.error().message);
+      auto key = e.topic + '\0' + e.sender + '\0' + e.scope;
+      auto& cached = remote_routes_[key];
+      if (!cached.info || cached.routing_version != routing_.version()) {
+        auto t = topic::parse(e.topic);
+        if (!t) return log("node", "data envelope: " + t.error().what());
+        cached.routing_version = routing_.version();
+        cached.info = std::make_shared<route_info>();
+        cached.info->topic = t->str();
+        cached.info->publisher = *who;
+        cached.info->scope = *scope_vertex;
+        cached.info->plan = routing_.plan(*who, *scope_vertex, *t);
+      }
+      auto entry = static_cast<vertex_id>(id_of(0));
+      vertex_id from = e.extra.size() > 1 && !e.extra[1].empty() ? static_cast<vertex_id>(id_of(1)) : no_vertex;
+      if (entry >= tree_->size() || !is_local(entry)) return log("node", "data envelope for a component not on this node");
+      auto region = plan_region(*tree_, *cached.info->plan, node_of_, options_.mode, entry, from);
+      auto data = payload::copy_of(e.payload.span());
+      auto seq = id_of(2);
+      if (!region.local_targets.empty()) {
+        auto env = std::make_shared<const envelope>(envelope{cached.info, data, seq});
+        for (auto i : region.local_targets)
+          if (auto a = actor_of(cached.info->plan->targets()[i].component)) caf::anon_send(a, deliver_atom::value, env, i);
+      }
+      for (const auto& h : region.hops) {
+        auto r = node.forward(h, cached.info->topic, *who, *scope_vertex, seq, data);
+        if (!r) log("node", "forwarding: " + r.error().what());
+      }
+    } catch (const std::exception& ex) {
+      log("node", std::string("malformed envelope from another node: ") + ex.what());
+    }
+  }
 }
 
 }  // namespace banyan::detail

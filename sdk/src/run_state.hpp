@@ -2,8 +2,10 @@
 // meter and the directory from component to its current actor. Private to the SDK.
 #pragma once
 
+#include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
 #include "banyan/broker/routing.hpp"
+#include "banyan/runtime/transport.hpp"
 #include "banyan/sdk/app.hpp"
 
 #include <caf/all.hpp>
@@ -12,6 +14,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +25,10 @@ using post_atom = caf::atom_constant<caf::atom("post")>;
 using request_atom = caf::atom_constant<caf::atom("request")>;
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using started_atom = caf::atom_constant<caf::atom("started")>;
+using ready_atom = caf::atom_constant<caf::atom("ready")>;
+using lost_atom = caf::atom_constant<caf::atom("lost")>;
+
+class node_runtime;
 
 // A published message as all its in-process subscribers share it.
 struct route_info {
@@ -29,7 +36,9 @@ struct route_info {
   vertex_id publisher;
   vertex_id scope;
   std::shared_ptr<const route> plan;
-  std::vector<caf::actor> targets;  // parallel to plan->targets()
+  std::vector<caf::actor> targets;   // parallel to plan->targets(); invalid for remote targets
+  std::vector<std::uint32_t> local;  // indices of the targets this node delivers to
+  std::vector<hop> hops;             // copies for other nodes (multi-node runs only)
   std::uint64_t routing_version;
   std::uint64_t directory_version;
 };
@@ -62,8 +71,28 @@ class run_state {
 
   void log(std::string_view path, std::string_view line);
 
-  // Completion: the first quit() code wins; the root's termination ends the run.
+  // --- multi-node runs (see node.hpp); in a single process every component is local -----------
+  void set_node(node_runtime* node, std::vector<node_index> node_of, node_index self);
+  node_runtime* node() const { return node_; }
+  bool is_local(vertex_id v) const { return node_ == nullptr || node_of_[v] == self_; }
+  const std::vector<node_index>& node_of() const { return node_of_; }
+  // The components this process starts itself: the root, or every local component whose parent
+  // runs elsewhere.
+  std::vector<vertex_id> local_roots() const;
+  // Publishes wait until every node has started (so no node misses another's early messages).
+  bool cluster_ready() const { return cluster_ready_.load(std::memory_order_acquire); }
+  void set_cluster_ready();
+  void local_root_started();
+  void wait_local_started();
+  bool ending() const;
+  // Runs in the gateway actor for each envelope from another node.
+  void handle_remote(node_runtime& node, runtime::envelope& e);
+  void notify_child_lost(vertex_id parent, std::string child_path, std::string reason);
+
+  // Completion: the first quit() code wins; the root's termination (every local root's, in a
+  // multi-node run, or the failure of any) ends the run.
   void request_quit(int exit_code);
+  void set_roots_alive(std::size_t n);
   void root_down(bool failed);
   // Waits at most `slice` for quit, the root's termination or `deadline` (if set); `idle` means none.
   enum class wake { quit, root_down, deadline, idle };
@@ -87,11 +116,23 @@ class run_state {
 
   std::mutex log_mutex_;
 
+  node_runtime* node_ = nullptr;
+  std::vector<node_index> node_of_;
+  node_index self_ = 0;
+  std::atomic<bool> cluster_ready_{true};
+  std::size_t local_roots_started_ = 0;
+  struct remote_route {
+    std::shared_ptr<route_info> info;
+    std::uint64_t routing_version;
+  };
+  std::unordered_map<std::string, remote_route> remote_routes_;  // gateway actor only
+
   mutable std::mutex done_mutex_;
   std::condition_variable done_cv_;
   bool quit_requested_ = false;
   int exit_code_ = 0;
   bool root_down_ = false;
+  std::size_t roots_alive_ = 1;
   bool root_failed_ = false;
 };
 

@@ -41,6 +41,13 @@ class load_meter {
   std::vector<cell> cells_;
 };
 
+// Messages that crossed one node link in a multi-node run, as the transport counted them.
+struct link_traffic {
+  std::string from, to;  // node names
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+};
+
 struct profile {
   std::shared_ptr<const component_tree> tree;
   std::vector<bool> composite;           // per vertex: composite (true) or leaf
@@ -48,10 +55,18 @@ struct profile {
   double duration_s = 0;
   std::vector<component_load> loads;     // per vertex
   std::vector<edge_traffic> edges;       // per edge, indexed by child vertex
+  std::vector<flow> flows;               // per publisher → target set
+  std::vector<link_traffic> links;       // multi-node runs only
 
   nlohmann::json to_json() const;
+  // Reads a profile written by to_json(); `name` (usually the file) prefixes every error.
+  static result<profile> from_json(const nlohmann::json& j, const std::string& name);
+  static result<profile> load(const std::string& path);
   // Writes to_json() to `path`; an error names the file.
   result<void> write(const std::string& path) const;
+  // Adds another node's profile of the same app and run (same tree): loads, edges, flows and links
+  // are summed; the duration is the longest.
+  result<void> merge(const profile& other);
   // A human-readable table of the edges that carried traffic, heaviest first.
   std::string traffic_table(std::size_t max_rows = 20) const;
 };

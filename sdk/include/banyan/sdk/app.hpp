@@ -62,10 +62,16 @@ struct run_options {
   std::string profile_path;         // write the profile JSON here at the end
   bool report = false;              // print the per-edge traffic table at the end
   std::chrono::milliseconds max_runtime{0};  // 0 = until quit(); else stop after this long (exit 0)
+  // Multi-node: run as node `node` of the deployment file `deployment` (docs/formats.md), hosting
+  // exactly the components assigned to it. Empty: everything in this process.
+  std::string deployment;
+  std::string node;
+  std::chrono::milliseconds heartbeat_timeout{1000};  // a silent peer is declared lost after this
 };
 
 struct run_result {
   int exit_code = 0;
+  std::string error;                // why the run could not start (exit code 2), e.g. a bad deployment
   profile traffic;                  // the run's profile (tree, loads, edge traffic)
 };
 

@@ -38,6 +38,8 @@ class payload {
   bool empty() const { return size_ == 0; }
   // The bytes as words for Cap'n Proto; the last word is zero-padded.
   kj::ArrayPtr<const capnp::word> words() const;
+  // The buffer's owner, to share the bytes without copying (e.g. with a node link).
+  std::shared_ptr<const void> owner() const { return buffer_; }
   // True when both share one buffer (used to prove fan-out does not copy).
   bool same_buffer(const payload& other) const { return buffer_ == other.buffer_; }
 

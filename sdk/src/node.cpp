@@ -1,0 +1,266 @@
+#include "node.hpp"
+
+#include "component_actor.hpp"
+#include "run_state.hpp"
+
+#include "banyan/partitioner/io.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<banyan::runtime::envelope>)
+
+namespace banyan::detail {
+
+namespace {
+
+using remote_atom = caf::atom_constant<caf::atom("remote")>;
+
+result<std::string> read_key(const std::filesystem::path& file, const std::string& what) {
+  std::ifstream in(file);
+  std::string key;
+  if (!in || !(in >> key))
+    return error{errc::io, what + ": cannot read key file `" + file.string() + "`"};
+  return key;
+}
+
+std::string number(std::uint64_t v) { return std::to_string(v); }
+
+
+}  // namespace
+
+result<placement> load_placement(const std::string& path, const std::string& self, const component_tree& tree) {
+  auto d = partitioner::load_deployment(path);
+  if (!d) return error{errc::invalid_argument, d.err().message};
+  placement p;
+  bool found = false;
+  for (std::size_t i = 0; i < d->c.nodes.size(); ++i) {
+    const auto& n = d->c.nodes[i];
+    p.names.push_back(n.name);
+    p.endpoints.push_back(n.endpoint);
+    if (n.name == self) {
+      p.self = static_cast<node_index>(i);
+      found = true;
+    }
+  }
+  if (!found) {
+    std::string names;
+    for (const auto& n : p.names) names += (names.empty() ? "" : ", ") + n;
+    return error{errc::invalid_argument, path + ": --node `" + self + "` is not in the deployment (nodes: " + names + ")"};
+  }
+  // Place every component: an assignment places its subtree, a descendant's assignment overrides.
+  std::vector<int> assigned(tree.size(), -1);
+  for (const auto& a : d->assignments) {
+    auto v = tree.find(a.path);
+    if (!v)
+      return error{errc::invalid_argument,
+                   path + ":" + std::to_string(a.line) + ": assignment `" + a.path + "` names no component of this app"};
+    assigned[*v] = a.node;
+  }
+  if (assigned[0] < 0)
+    return error{errc::invalid_argument, path + ": the root `" + tree.path(0) + "` has no assignment"};
+  p.node_of.resize(tree.size());
+  for (vertex_id v = 0; v < tree.size(); ++v)  // parents have smaller indices
+    p.node_of[v] = static_cast<node_index>(assigned[v] >= 0 ? assigned[v] : p.node_of[tree.parent(v)]);
+
+  // Optional CURVE keys: nodes[i].curve: {public: FILE, secret: FILE}, relative to the deployment.
+  p.curve_public.assign(p.names.size(), {});
+  p.curve_secret.assign(p.names.size(), {});
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    auto base = std::filesystem::path(path).parent_path();
+    for (std::size_t i = 0; i < p.names.size(); ++i) {
+      YAML::Node curve = root["nodes"][i]["curve"];
+      if (!curve) continue;
+      std::string where = path + ":" + std::to_string(curve.Mark().line + 1) + ": node `" + p.names[i] + "` curve";
+      if (!curve["public"]) return error{errc::invalid_argument, where + ": needs `public`"};
+      auto pub = read_key(base / curve["public"].as<std::string>(), where);
+      if (!pub) return pub.error();
+      p.curve_public[i] = *pub;
+      if (i == p.self) {
+        if (!curve["secret"]) return error{errc::invalid_argument, where + ": this node needs `secret`"};
+        auto sec = read_key(base / curve["secret"].as<std::string>(), where);
+        if (!sec) return sec.error();
+        p.curve_secret[i] = *sec;
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return error{errc::invalid_argument, path + ": " + e.what()};
+  }
+  return p;
+}
+
+node_runtime::node_runtime(run_state& state, placement p)
+    : state_(state), placement_(std::move(p)), sent_(new counters[placement_.names.size()]) {}
+
+node_runtime::~node_runtime() { stop(); }
+
+result<void> node_runtime::start(caf::actor_system& system, std::chrono::milliseconds heartbeat_timeout) {
+  gateway_ = system.spawn([this](caf::event_based_actor*) -> caf::behavior {
+    return {[this](remote_atom, std::shared_ptr<runtime::envelope>& e) { state_.handle_remote(*this, *e); }};
+  });
+  runtime::transport_options o;
+  o.self = placement_.names[placement_.self];
+  o.bind_endpoint = placement_.endpoints[placement_.self];
+  o.heartbeat_timeout = heartbeat_timeout;
+  o.curve_public_key = placement_.curve_public[placement_.self];
+  o.curve_secret_key = placement_.curve_secret[placement_.self];
+  for (std::size_t i = 0; i < placement_.names.size(); ++i) {
+    if (i == placement_.self) continue;
+    o.peers.push_back({placement_.names[i], placement_.endpoints[i], placement_.curve_public[i]});
+    if (!placement_.curve_public[i].empty()) o.authorized_keys.push_back(placement_.curve_public[i]);
+  }
+  runtime::callbacks cbs;
+  cbs.on_envelope = [this](const std::string& peer, runtime::envelope&& e) { on_envelope(peer, std::move(e)); };
+  cbs.on_peer_up = [this](const std::string& peer) { on_peer_up(peer); };
+  cbs.on_peer_down = [this](const std::string& peer, const std::string& reason) { on_peer_down(peer, reason); };
+  cbs.on_log = [this](runtime::log_level, const std::string& line) {
+    state_.log("node " + placement_.names[placement_.self], line);
+  };
+  auto t = runtime::transport::start(std::move(o), std::move(cbs));
+  if (!t) return t.error();
+  transport_ = std::move(*t);
+  return {};
+}
+
+void node_runtime::announce_ready() {
+  for (std::size_t i = 0; i < placement_.names.size(); ++i) {
+    if (i == placement_.self) continue;
+    while (!state_.ending()) {
+      if (transport_->wait_until_up(placement_.names[i], std::chrono::milliseconds(200))) break;
+    }
+    if (state_.ending()) return;
+  }
+  announced_ = true;
+  for (const auto& s : state_.routing().local_subscriptions()) broadcast_subscribe(s.id, s.subscriber, s.filter);
+  runtime::envelope ready;
+  ready.kind = static_cast<std::uint16_t>(wire_kind::ready);
+  send_to_all(ready);
+  state_.log("node " + placement_.names[placement_.self], "started; waiting for every peer to be ready");
+}
+
+void node_runtime::stop() {
+  if (transport_) {
+    transport_->flush();
+    transport_->stop();
+  }
+  if (gateway_) {
+    caf::anon_send_exit(gateway_, caf::exit_reason::user_shutdown);
+    gateway_ = caf::actor{};
+  }
+}
+
+void node_runtime::send_to_all(const runtime::envelope& e) {
+  for (std::size_t i = 0; i < placement_.names.size(); ++i) {
+    if (i == placement_.self) continue;
+    auto r = transport_->send(placement_.names[i], e);
+    if (!r) state_.log("node " + placement_.names[placement_.self], r.error().what());
+  }
+}
+
+result<void> node_runtime::forward(const hop& h, const std::string& topic, vertex_id publisher, vertex_id scope,
+                                   std::uint64_t sequence, const payload& data) {
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::data);
+  const auto& tree = state_.tree();
+  e.sender = tree.path(publisher);
+  e.scope = tree.path(scope);
+  e.topic = topic;
+  e.extra = {number(h.entry), h.from == no_vertex ? std::string() : number(h.from), number(sequence)};
+  e.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
+  auto r = transport_->send(placement_.names[h.node], std::move(e));
+  if (r) {
+    sent_[h.node].messages.fetch_add(1, std::memory_order_relaxed);
+    sent_[h.node].bytes.fetch_add(data.size(), std::memory_order_relaxed);
+  }
+  return r;
+}
+
+void node_runtime::broadcast_subscribe(subscription_id id, vertex_id subscriber, const std::string& filter) {
+  if (!announced_) return;  // the snapshot sent with `ready` carries it
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::subscribe);
+  e.sender = state_.tree().path(subscriber);
+  e.topic = filter;
+  e.extra = {number(id)};
+  send_to_all(e);
+}
+
+void node_runtime::broadcast_unsubscribe(subscription_id id) {
+  if (!announced_) return;
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::unsubscribe);
+  e.extra = {number(id)};
+  send_to_all(e);
+}
+
+void node_runtime::broadcast_quit(int exit_code) {
+  if (quitting_.exchange(true) || !transport_) return;
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::quit);
+  e.extra = {std::to_string(exit_code)};
+  for (std::size_t i = 0; i < placement_.names.size(); ++i)
+    if (i != placement_.self) (void)transport_->send(placement_.names[i], e);
+}
+
+std::vector<link_traffic> node_runtime::data_links() const {
+  std::vector<link_traffic> out;
+  for (std::size_t i = 0; i < placement_.names.size(); ++i) {
+    if (i == placement_.self) continue;
+    out.push_back({placement_.names[placement_.self], placement_.names[i], sent_[i].messages.load(),
+                   sent_[i].bytes.load()});
+  }
+  return out;
+}
+
+void node_runtime::on_envelope(const std::string& peer, runtime::envelope&& e) {
+  if (e.kind == static_cast<std::uint16_t>(wire_kind::ready)) {
+    std::lock_guard lock(ready_mutex_);
+    peers_ready_.insert(peer);
+    if (peers_ready_.size() + 1 == placement_.names.size()) state_.set_cluster_ready();
+    return;
+  }
+  if (e.kind == static_cast<std::uint16_t>(wire_kind::quit)) {
+    quitting_ = true;  // do not echo it back
+    state_.request_quit(std::atoi(e.extra.empty() ? "0" : e.extra[0].c_str()));
+    return;
+  }
+  // Data and subscription changes go through the gateway actor, in arrival order.
+  caf::anon_send(gateway_, remote_atom::value, std::make_shared<runtime::envelope>(std::move(e)));
+}
+
+void node_runtime::on_peer_up(const std::string& peer) {
+  state_.log("node " + placement_.names[placement_.self], "link to `" + peer + "` is up");
+  if (!announced_) return;
+  // A peer that comes back has lost our subscriptions: send them again (replicas ignore known ids).
+  // This runs on the I/O thread, where send() does not block.
+  for (const auto& s : state_.routing().local_subscriptions()) {
+    runtime::envelope e;
+    e.kind = static_cast<std::uint16_t>(wire_kind::subscribe);
+    e.sender = state_.tree().path(s.subscriber);
+    e.topic = s.filter;
+    e.extra = {number(s.id)};
+    (void)transport_->send(peer, std::move(e));
+  }
+  runtime::envelope ready;
+  ready.kind = static_cast<std::uint16_t>(wire_kind::ready);
+  (void)transport_->send(peer, std::move(ready));
+}
+
+void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {
+  state_.log("node " + placement_.names[placement_.self], "lost node `" + peer + "`: " + reason);
+  // Supervision event: every local component with a child on the lost node hears about it.
+  node_index lost = 0;
+  for (std::size_t i = 0; i < placement_.names.size(); ++i)
+    if (placement_.names[i] == peer) lost = static_cast<node_index>(i);
+  const auto& tree = state_.tree();
+  for (vertex_id v = 1; v < tree.size(); ++v) {
+    if (placement_.node_of[v] != lost || !is_local(tree.parent(v))) continue;
+    state_.notify_child_lost(tree.parent(v), tree.path(v), "node `" + peer + "` lost: " + reason);
+  }
+}
+
+}  // namespace banyan::detail

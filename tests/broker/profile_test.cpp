@@ -1,0 +1,53 @@
+#include "banyan/broker/profile.hpp"
+
+#include <gtest/gtest.h>
+
+namespace banyan {
+namespace {
+
+profile sample_profile() {
+  auto tree = std::make_shared<component_tree>("chip");
+  vertex_id alu = *tree->add(0, "alu");
+  vertex_id add0 = *tree->add(alu, "add0");
+  tree->freeze();
+  profile p;
+  p.tree = tree;
+  p.composite = {true, true, false};
+  p.mode = routing_mode::flat_node;
+  p.duration_s = 1.5;
+  p.loads = {{1, 0.5, 0}, {2, 0.25, 0}, {3, 0.125, 4096}};
+  p.edges = {{}, {10, 100}, {20, 200}};
+  p.flows = {{add0, {0, alu}, 7, 70}};
+  p.links = {{"n0", "n1", 5, 50}};
+  return p;
+}
+
+TEST(Profile, JsonRoundTrip) {
+  auto p = sample_profile();
+  auto q = profile::from_json(p.to_json(), "p.json");
+  ASSERT_TRUE(q.ok()) << q.error().what();
+  EXPECT_EQ(q->to_json(), p.to_json());
+}
+
+TEST(Profile, MergeSumsEverything) {
+  auto p = sample_profile();
+  ASSERT_TRUE(p.merge(sample_profile()).ok());
+  EXPECT_EQ(p.edges[2].messages, 40u);
+  EXPECT_EQ(p.loads[2].memory, 8192u);
+  ASSERT_EQ(p.flows.size(), 1u);
+  EXPECT_EQ(p.flows[0].messages, 14u);
+  ASSERT_EQ(p.links.size(), 1u);
+  EXPECT_EQ(p.links[0].bytes, 100u);
+}
+
+TEST(Profile, BadInputNamesTheFileAndPlace) {
+  auto r = profile::from_json(nlohmann::json::parse(R"({"components": [{"path": "/a/b", "parent": "/a"}]})"), "bad.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("bad.json"), std::string::npos);
+  auto s = profile::from_json(nlohmann::json::parse(R"({"components": [{"path": "/a"}, {"path": "/a/x/y"}]})"), "p.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("/a/x/y"), std::string::npos) << s.error().message;
+}
+
+}  // namespace
+}  // namespace banyan
