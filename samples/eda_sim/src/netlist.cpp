@@ -186,7 +186,7 @@ result<netlist> synthesize(const yosys_options& opts) {
 status write_gate_verilog(const yosys_options& opts, const std::string& out_path) {
   const std::string dir = work_dir(opts);
   if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
-  auto st = run_flow(opts, dir, "write_verilog -noattr " + quote(std::filesystem::absolute(out_path).string()));
+  auto st = run_flow(opts, dir, "write_verilog -noattr -noexpr " + quote(std::filesystem::absolute(out_path).string()));
   if (opts.work_dir.empty()) std::filesystem::remove_all(dir);
   return st;
 }

@@ -1,0 +1,212 @@
+// eda_bench: simulated cycles per second of eda_sim's engine on one node, against the same design
+// and the same stimulus in the same run on
+//   - Icarus on the RTL,
+//   - Icarus on the gate-level netlist (yosys write_verilog -noexpr + simcells.v),
+//   - Verilator on that same netlist (a C++ harness clocks the model; only the loop is timed).
+// Every simulator's outputs are compared with ours (Verilator is 2-state: from the end of reset on).
+//
+//   eda_bench --top soc samples/eda_sim/designs/{soc/soc,cpu/cpu,multiplier/multiplier,alu_regfile/alu_regfile,fifo/fifo}.v
+//             --cycles 2000 [--json out.json] [--no-verilator]
+//
+// Icarus's time is vvp's wall time for the whole testbench (it includes reading the stimulus and
+// writing samples, as our timed loop includes generating stimulus and keeping samples).
+#include <banyan/eda_sim/design.hpp>
+#include <banyan/eda_sim/netlist.hpp>
+#include <banyan/eda_sim/reference.hpp>
+#include <banyan/eda_sim/run.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace eda = banyan::eda;
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+int run_cmd(const std::vector<std::string>& argv, const std::string& cwd, std::string& output) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    if (chdir(cwd.c_str()) != 0) _exit(126);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+// A C++ harness for Verilator: reads the testbench's stimulus file, runs the cycles, times the loop,
+// writes the samples in the testbench's format.
+std::string harness(const eda::design& d, std::uint64_t cycles) {
+  std::ostringstream h;
+  h << "#include \"V" << d.top << ".h\"\n#include <chrono>\n#include <cstdint>\n#include <cstdio>\n"
+    << "#include <fstream>\n#include <string>\n#include <vector>\n"
+    << "int main() {\n  V" << d.top << " m;\n  std::ifstream in(\"stim.mem\");\n"
+    << "  std::vector<std::string> stim; for (std::string l; std::getline(in, l);) stim.push_back(l);\n"
+    << "  std::vector<std::string> out(" << cycles << ");\n"
+    << "  auto t0 = std::chrono::steady_clock::now();\n"
+    << "  for (std::uint64_t c = 0; c < " << cycles << "; ++c) {\n"
+    << "    const std::string& s = stim[c]; std::size_t pos = s.size();\n";
+  for (const auto& p : d.inputs) {
+    const auto w = p.slots.size();
+    h << "    { std::uint64_t v = 0; for (std::size_t i = 0; i < " << w << "; ++i) v |= std::uint64_t(s[pos - 1 - i] == '1') << i;"
+      << " pos -= " << w << "; m." << p.name << " = v; }\n";
+  }
+  if (!d.clock.empty()) h << "    m." << d.clock << " = 0;\n";
+  h << "    m.eval();\n    std::string& o = out[c];\n";
+  for (auto it = d.outputs.rbegin(); it != d.outputs.rend(); ++it) {
+    const auto w = it->slots.size();
+    h << "    { std::uint64_t v = m." << it->name << "; for (std::size_t i = " << w << "; i-- > 0;) o += char('0' + ((v >> i) & 1)); }\n";
+  }
+  if (!d.clock.empty()) h << "    m." << d.clock << " = 1;\n    m.eval();\n";
+  h << "  }\n  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();\n"
+    << "  std::ofstream f(\"out.txt\"); for (auto& o : out) f << o << '\\n';\n"
+    << "  std::printf(\"seconds %.9f\\n\", s);\n  return 0;\n}\n";
+  return h.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"eda_bench: eda_sim's engine vs Icarus (RTL and gate level) and Verilator, same design and stimulus"};
+  std::vector<std::string> files;
+  std::string top = "soc", json_path, work = "eda_bench_work";
+  std::uint64_t cycles = 2000, seed = 1;
+  bool no_verilator = false;
+  app.add_option("files", files, "Verilog files")->required();
+  app.add_option("--top", top, "Top module")->capture_default_str();
+  app.add_option("--cycles", cycles, "Cycles for every simulator")->capture_default_str();
+  app.add_option("--seed", seed, "Stimulus seed")->capture_default_str();
+  app.add_option("--json", json_path, "Write the results as JSON here");
+  app.add_option("--work-dir", work, "Scratch directory")->capture_default_str();
+  app.add_flag("--no-verilator", no_verilator, "Skip Verilator (its C++ build takes minutes on 2 cores)");
+  CLI11_PARSE(app, argc, argv);
+
+  fs::create_directories(work);
+  work = fs::absolute(work).string();
+  auto fail = [](const std::string& m) {
+    std::cerr << "eda_bench: " << m << "\n";
+    return 1;
+  };
+  std::fprintf(stderr, "[1/6] yosys + elaborate %s\n", top.c_str());
+  auto n = eda::synthesize({files, top});
+  if (!n) return fail(n.err().message);
+  auto d = eda::elaborate(*n);
+  if (!d) return fail(d.err().message);
+  auto stim = eda::random_stimulus(*d, {seed});
+  if (!stim) return fail(stim.err().message);
+  json out = {{"design", top}, {"gates", d->gates}, {"flip_flops", d->flops}, {"leaves", d->leaves.size()},
+              {"cycles", cycles}};
+
+  std::fprintf(stderr, "[2/6] eda_sim engine, 1 lane and 64 lanes\n");
+  eda::run_options ro;
+  ro.cycles = cycles;
+  ro.lanes = 1;
+  ro.trace_lanes = 1;
+  eda::simulator s1(*d);
+  auto ours1 = eda::simulate(s1, **stim, ro);
+  ro.lanes = 64;
+  eda::simulator s64(*d);
+  auto ours64 = eda::simulate(s64, **stim, ro);
+  const double ours_cps = cycles / ours1.seconds, ours64_cps = cycles / ours64.seconds;
+  out["ours_1_lane_cycles_per_s"] = ours_cps;
+  out["ours_64_lanes_cycles_per_s"] = ours64_cps;
+  out["ours_64_lanes_lane_cycles_per_s"] = 64 * ours64_cps;
+  out["lanes_agree"] = ours1.samples.samples == ours64.samples.samples;
+
+  auto icarus = [&](const std::string& name, const std::vector<std::string>& f) -> std::optional<double> {
+    auto r = eda::run_icarus(*d, **stim, {f, top, cycles, 1, "iverilog", "vvp", work + "/" + name});
+    if (!r) {
+      std::cerr << "eda_bench: " << name << ": " << r.err().message << "\n";
+      return std::nullopt;
+    }
+    auto c = eda::compare(*d, r->samples, ours1.samples);
+    out[name + "_matches_ours"] = c.passed();
+    return cycles / r->run_seconds;
+  };
+  std::fprintf(stderr, "[3/6] Icarus on the RTL\n");
+  auto rtl = icarus("icarus_rtl", files);
+  std::fprintf(stderr, "[4/6] Icarus on the gate-level netlist\n");
+  const std::string gl = work + "/gate_level.v";
+  if (auto st = eda::write_gate_verilog({files, top}, gl); !st) return fail(st.err().message);
+  std::string simcells = "/usr/share/yosys/simcells.v";
+  auto gate = icarus("icarus_gate", {gl, simcells});
+  if (rtl) out["icarus_rtl_cycles_per_s"] = *rtl, out["ratio_vs_icarus_rtl"] = ours_cps / *rtl;
+  if (gate) out["icarus_gate_cycles_per_s"] = *gate, out["ratio_vs_icarus_gate"] = ours_cps / *gate;
+
+  if (!no_verilator) {
+    std::fprintf(stderr, "[5/6] Verilator build (minutes)\n");
+    const std::string vdir = work + "/verilator";
+    fs::create_directories(vdir);
+    std::ofstream(vdir + "/harness.cpp") << harness(*d, cycles);
+    auto st = eda::write_testbench(*d, **stim, {files, top, cycles, 1}, vdir + "/tb_unused.v", vdir + "/stim.mem",
+                                   vdir + "/unused.txt");
+    if (!st) return fail(st.err().message);
+    std::string log;
+    const int rc = run_cmd({"verilator", "--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                            "--top-module", top, "-Mdir", vdir + "/obj", gl, simcells, vdir + "/harness.cpp",
+                            "-j", "2", "-CFLAGS", "-O2"},
+                           vdir, log);
+    std::fprintf(stderr, "[6/6] Verilator run\n");
+    std::string run_log;
+    if (rc != 0 || run_cmd({vdir + "/obj/V" + top}, vdir, run_log) != 0) {
+      std::cerr << "eda_bench: verilator failed:\n" << log.substr(log.size() > 2000 ? log.size() - 2000 : 0) << run_log;
+    } else {
+      double secs = 0;
+      std::sscanf(run_log.c_str(), "seconds %lf", &secs);
+      const double vcps = cycles / secs;
+      out["verilator_cycles_per_s"] = vcps;
+      out["ratio_vs_verilator"] = ours_cps / vcps;
+      out["ratio_64_lanes_vs_verilator"] = 64 * ours64_cps / vcps;
+      // Compare from the end of reset (Verilator has no X).
+      std::ifstream vin(vdir + "/out.txt");
+      std::uint64_t c = 0, bad = 0;
+      for (std::string line; std::getline(vin, line); ++c) {
+        if (c < 2) continue;
+        for (std::size_t b = 0; b < line.size() && b < ours1.samples.bits; ++b) {
+          const int v = line[line.size() - 1 - b] - '0', o = ours1.samples.at(c, 0, b);
+          if (o != 2 && v != o) ++bad;
+        }
+      }
+      out["verilator_mismatched_bits_after_reset"] = bad;
+    }
+  }
+  std::printf("%-34s %12s %10s\n", "simulator", "cycles/s", "ours/it");
+  auto row = [&](const char* name, const char* key, double ratio_base) {
+    if (!out.contains(key)) return;
+    const double v = out[key].get<double>();
+    std::printf("%-34s %12.0f %9.2fx\n", name, v, ratio_base / v);
+  };
+  row("eda_sim engine, 1 lane", "ours_1_lane_cycles_per_s", ours_cps);
+  row("eda_sim engine, 64 lanes (lane-cycles)", "ours_64_lanes_lane_cycles_per_s", ours_cps);
+  row("Icarus, RTL", "icarus_rtl_cycles_per_s", ours_cps);
+  row("Icarus, gate level + simcells.v", "icarus_gate_cycles_per_s", ours_cps);
+  row("Verilator -O3, gate level", "verilator_cycles_per_s", ours_cps);
+  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
+  std::cout << out.dump(2) << "\n";
+  return 0;
+}
