@@ -70,8 +70,8 @@ TEST(Algorithms, UnknownNameIsAnError) {
   EXPECT_NE(a.err().message.find("bottom-up"), std::string::npos);
 }
 
-TEST(Algorithms, SmtTimeoutReturnsBestFoundOrWarmStart) {
-  generator_options g{.components = 400, .seed = 11, .nodes = 8, .slack = 1.1};
+TEST(Algorithms, ExactSolversOnTimeoutReturnBestFoundOrWarmStart) {
+  generator_options g{.components = 200, .seed = 11, .nodes = 8, .slack = 1.1};
   const tree t = generate_tree(g);
   auto p = make_problem(t, generate_cluster(t, g));
   ASSERT_TRUE(p);

@@ -25,20 +25,22 @@ TEST(Generator, ExactSizeValidTreeAndDeterministic) {
   }
 }
 
-TEST(Generator, TrafficHasLocality) {
-  // Edges near the leaves carry more than edges near the root, per edge, on average.
-  generator_options o{.components = 20000, .seed = 5};
-  const tree t = generate_tree(o);
-  std::vector<int> depth(t.size(), 0);
-  for (std::size_t v = 1; v < t.size(); ++v) depth[v] = depth[t.parent[v]] + 1;
-  double total = 0;
-  for (double w : t.weight) total += w;
-  EXPECT_GT(total, 0);
-  std::vector<int> cut(t.size(), 0);
-  // Cutting under the root's children separates only the long-range share of the traffic.
-  double top = 0;
-  for (std::size_t v = 1; v < t.size(); ++v) if (depth[v] == 1) top += t.weight[v];
-  EXPECT_LT(top, 0.5 * total);
+TEST(Generator, LocalityControlsLongRangeTraffic) {
+  // Traffic on the edges just under the root is the long-range share: more of it when locality
+  // is low, and always a minority of all edge traffic.
+  auto top_share = [](double locality) {
+    generator_options o{.components = 20000, .seed = 5, .locality = locality};
+    const tree t = generate_tree(o);
+    double total = 0, top = 0;
+    for (std::size_t v = 1; v < t.size(); ++v) {
+      total += t.weight[v];
+      if (t.parent[v] == 0) top += t.weight[v];
+    }
+    return top / total;
+  };
+  const double local = top_share(0.95), spread = top_share(0.5);
+  EXPECT_GT(spread, 2 * local);
+  EXPECT_LT(spread, 0.5);
 }
 
 TEST(Generator, ClusterFitsTheTree) {
