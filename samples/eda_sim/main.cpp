@@ -9,6 +9,10 @@
 #include <banyan/eda_sim/run.hpp>
 #include <banyan/eda_sim/vcd.hpp>
 
+#ifdef EDA_SIM_HAVE_SDK
+#include <banyan/eda_sim/components.hpp>
+#endif
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +35,10 @@ struct options {
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false;
+  // Component version (banyan SDK).
+  bool components = false, report = false;
+  std::string mode = "hier", profile, deployment, node;
+  unsigned threads = 0;
 };
 
 int fail(const std::string& what) {
@@ -128,6 +136,8 @@ int run(const options& o) {
   }
 
   // 3. Simulate.
+  std::shared_ptr<const eda::stimulus> stim_shared;
+  int rc_components = 0;
   std::unique_ptr<eda::vcd_writer> vcd;
   if (!o.vcd.empty()) {
     auto w = eda::vcd_writer::open(o.vcd, *d);
@@ -175,13 +185,61 @@ int run(const options& o) {
                  static_cast<unsigned long long>(cycles), o.lanes, r.seconds, summary["cycles_per_second"].get<double>(),
                  summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds, static_cast<unsigned long long>(messages));
 
+#ifdef EDA_SIM_HAVE_SDK
+  // 3b. The same run as components on banyan's SDK: outputs must be identical to the engine's.
+  if (o.components) {
+    auto cr = std::make_shared<eda::component_run>();
+    cr->d = std::make_shared<const eda::design>(*d);
+    cr->stim = std::shared_ptr<const eda::stimulus>(std::move(*stim));
+    stim = eda::error{eda::errc::io, "moved"};
+    cr->cycles = cycles;
+    cr->lanes = o.lanes;
+    cr->trace_lanes = ro.trace_lanes;
+    auto app = eda::make_app(cr);
+    banyan::run_options bo;
+    bo.mode = *banyan::parse_routing_mode(o.mode);
+    bo.threads = o.threads;
+    bo.deployment = o.deployment;
+    bo.node = o.node;
+    auto br = banyan::run(*app, bo);
+    if (!br.error.empty()) return fail(br.error);
+    if (br.exit_code != 0) return fail("the component run ended with exit code " + std::to_string(br.exit_code));
+    if (o.report) std::cerr << br.traffic.traffic_table();
+    if (!o.profile.empty()) {
+      auto w = br.traffic.write(o.profile);
+      if (!w) return fail(w.error().what());
+    }
+    std::uint64_t edge_msgs = 0, edge_bytes = 0;
+    for (const auto& e : br.traffic.edges) edge_msgs += e.messages, edge_bytes += e.bytes;
+    json jc = {{"mode", o.mode}, {"hosted_io", cr->cycles_done > 0}, {"seconds", cr->seconds},
+               {"cycles_per_second", cr->seconds > 0 ? cycles / cr->seconds : 0.0},
+               {"edge_messages", edge_msgs}, {"edge_bytes", edge_bytes}};
+    if (cr->cycles_done > 0) {
+      jc["signature"] = cr->signature;
+      jc["identical_to_engine"] = cr->signature == r.signature && cr->samples.samples == r.samples.samples;
+      std::uint64_t cross_msgs = 0, cross_bytes = 0;
+      for (const auto& l : br.traffic.links) cross_msgs += l.messages, cross_bytes += l.bytes;
+      if (!br.traffic.links.empty()) jc["cross_node_messages"] = cross_msgs, jc["cross_node_bytes"] = cross_bytes;
+      if (!o.json_out)
+        std::fprintf(stderr, "eda_sim: components (%s): %llu cycles in %.3f s (%.0f cycles/s), outputs %s the engine's, "
+                     "%llu edge messages\n", o.mode.c_str(), static_cast<unsigned long long>(cycles), cr->seconds,
+                     jc["cycles_per_second"].get<double>(), jc["identical_to_engine"].get<bool>() ? "identical to" : "DIFFER from",
+                     static_cast<unsigned long long>(edge_msgs));
+      if (!jc["identical_to_engine"].get<bool>()) summary["components"] = jc, rc_components = 1;
+    }
+    summary["components"] = jc;
+    stim_shared = cr->stim;
+  }
+#endif
+
   // 4. Reference check.
-  int rc = 0;
+  int rc = rc_components;
   if (o.check) {
     if (o.files.empty()) return fail("--check needs the Verilog files (the RTL Icarus runs)");
     eda::reference_options ref{o.files, d->top, cycles, std::min(o.check_lanes, o.lanes), "iverilog", "vvp",
                                o.work_dir.empty() ? "" : o.work_dir + "/icarus"};
-    auto icarus = eda::run_icarus(*d, **stim, ref);
+    const eda::stimulus& st = stim_shared ? *stim_shared : **stim;
+    auto icarus = eda::run_icarus(*d, st, ref);
     if (!icarus) return fail(icarus.err().message);
     auto c = eda::compare(*d, icarus->samples, r.samples);
     json jc = {{"passed", c.passed()},
@@ -238,6 +296,17 @@ int main(int argc, char** argv) {
   app.add_option("--work-dir", o.work_dir, "Keep yosys and Icarus files here (default: temp dirs, removed)");
   app.add_flag("--tree", o.tree, "Print the component tree and topics as JSON and exit");
   app.add_flag("--json", o.json_out, "Print the summary as JSON on stdout");
+#ifdef EDA_SIM_HAVE_SDK
+  app.add_flag("--components", o.components, "Also run the design as banyan components (after the engine) and "
+                                              "require identical outputs");
+  app.add_option("--mode", o.mode, "Routing for --components: hier, flat-p2p or flat-node")
+      ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))->capture_default_str();
+  app.add_option("--threads", o.threads, "CAF scheduler threads for --components (default: cores)");
+  app.add_option("--profile", o.profile, "Write the component run's traffic profile (JSON) here");
+  app.add_flag("--report", o.report, "Print the component run's per-edge traffic table");
+  app.add_option("--deployment", o.deployment, "Run the components as one node of this deployment (YAML)");
+  app.add_option("--node", o.node, "This node's name in the deployment")->needs("--deployment");
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
