@@ -1,0 +1,39 @@
+// Immutable, shared payload bytes: what an envelope carries across a link unchanged.
+//
+// A value: copies share one buffer (no byte copy), and the bytes never change after construction,
+// so any number of threads may read them. The owner keeps the buffer alive; on the receiving side it
+// is the ZeroMQ frame that carried a whole batch, so delivery copies nothing.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace banyan::runtime {
+
+class shared_bytes {
+ public:
+  shared_bytes() = default;
+  // Takes the vector's buffer (one allocation for the shared owner, no byte copy).
+  explicit shared_bytes(std::vector<std::byte> bytes);
+  // Copies the text's bytes (convenience for tests and small control messages).
+  static shared_bytes copy_of(std::string_view text);
+  // A view into memory owned by `owner`; `data` must stay valid while `owner` lives.
+  shared_bytes(std::shared_ptr<const void> owner, const std::byte* data, std::size_t size)
+      : owner_(std::move(owner)), data_(data), size_(size) {}
+
+  std::span<const std::byte> span() const { return {data_, size_}; }
+  std::string_view text() const { return {reinterpret_cast<const char*>(data_), size_}; }
+  const std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace banyan::runtime

@@ -1,0 +1,161 @@
+#include "wire.hpp"
+
+#include "envelope.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/io.h>
+
+#include <cstring>
+
+namespace banyan::runtime::detail {
+namespace {
+
+capnp::Text::Reader text(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+
+// A received ZeroMQ frame kept alive by the payloads that point into it.
+struct frame_owner {
+  zmq_msg_t msg;
+  frame_owner() { zmq_msg_init(&msg); }
+  ~frame_owner() { zmq_msg_close(&msg); }
+  frame_owner(const frame_owner&) = delete;
+  frame_owner& operator=(const frame_owner&) = delete;
+};
+
+// A header claiming more segments than this is not one of ours (we write a handful at most).
+constexpr std::uint32_t max_segments = 64;
+
+}  // namespace
+
+const char* to_string(verdict v) {
+  switch (v) {
+    case verdict::ok: return "ok";
+    case verdict::garbage: return "garbage";
+    case verdict::truncated: return "truncated";
+    case verdict::oversized: return "oversized";
+    case verdict::version: return "version";
+  }
+  return "?";
+}
+
+void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* header, zmq_msg_t* blob) {
+  capnp::MallocMessageBuilder mb(256 + 16 * static_cast<unsigned>(batch.size()));
+  auto f = mb.initRoot<wire::Frame>();
+  f.setVersion(wire_version);
+  f.setIncarnation(h.incarnation);
+  f.setTarget(h.target);
+  f.setDelivered(h.delivered);
+  f.setWindow(h.window);
+  std::size_t payload_bytes = 0;
+  if (!batch.empty()) {
+    auto list = f.initEnvelopes(static_cast<unsigned>(batch.size()));
+    for (unsigned i = 0; i < batch.size(); ++i) {
+      const envelope& e = batch[i];
+      auto w = list[i];
+      w.setKind(e.kind);
+      w.setSender(text(e.sender));
+      w.setScope(text(e.scope));
+      w.setTopic(text(e.topic));
+      if (!e.extra.empty()) {
+        auto x = w.initExtra(static_cast<unsigned>(e.extra.size()));
+        for (unsigned j = 0; j < e.extra.size(); ++j) x.set(j, text(e.extra[j]));
+      }
+      w.setSequence(e.sequence);
+      w.setPayloadSize(static_cast<std::uint32_t>(e.payload.size()));
+      payload_bytes += e.payload.size();
+    }
+  }
+  const std::size_t words = capnp::computeSerializedSizeInWords(mb);
+  zmq_msg_init_size(header, words * sizeof(capnp::word));
+  kj::ArrayOutputStream out(kj::arrayPtr(static_cast<kj::byte*>(zmq_msg_data(header)), words * sizeof(capnp::word)));
+  capnp::writeMessage(out, mb);
+  zmq_msg_init_size(blob, payload_bytes);
+  auto* p = static_cast<std::byte*>(zmq_msg_data(blob));
+  for (const envelope& e : batch) {
+    if (!e.payload.empty()) std::memcpy(p, e.payload.data(), e.payload.size());
+    p += e.payload.size();
+  }
+}
+
+decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
+  decoded d;
+  auto fail = [&](verdict v, std::string why) {
+    d.v = v;
+    d.detail = std::move(why);
+    d.envelopes.clear();
+    return std::move(d);
+  };
+  if (frames.size() != 2) return fail(verdict::garbage, std::to_string(frames.size()) + " frames, expected 2");
+  for (auto& f : frames) {
+    if (zmq_msg_size(&f) > max_frame_bytes) {
+      return fail(verdict::oversized, std::to_string(zmq_msg_size(&f)) + " bytes, limit " + std::to_string(max_frame_bytes));
+    }
+  }
+  const std::size_t hbytes = zmq_msg_size(&frames[0]);
+  if (hbytes < sizeof(capnp::word)) return fail(verdict::truncated, "header of " + std::to_string(hbytes) + " bytes");
+  std::uint32_t segs_minus_one = 0;
+  std::memcpy(&segs_minus_one, zmq_msg_data(&frames[0]), 4);
+  if (segs_minus_one >= max_segments) {
+    return fail(verdict::garbage, "header claims " + std::to_string(std::uint64_t(segs_minus_one) + 1) + " segments");
+  }
+  // Copy into word-aligned memory (ZeroMQ keeps small frames unaligned inside the message).
+  thread_local std::vector<capnp::word> words;
+  words.assign((hbytes + sizeof(capnp::word) - 1) / sizeof(capnp::word), capnp::word{});
+  std::memcpy(words.data(), zmq_msg_data(&frames[0]), hbytes);
+  kj::ArrayPtr<const capnp::word> wp(words.data(), hbytes / sizeof(capnp::word));
+  const std::size_t expected = capnp::expectedSizeInWordsFromPrefix(wp);
+  if (hbytes % sizeof(capnp::word) != 0 || expected > wp.size()) {
+    return fail(verdict::truncated, "header of " + std::to_string(hbytes) + " bytes, its segment table needs " +
+                                        std::to_string(expected * sizeof(capnp::word)));
+  }
+  const std::size_t blob_bytes = zmq_msg_size(&frames[1]);
+  try {
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = 4 * wp.size() + 64;  // a frame cannot make us walk more than it holds
+    capnp::FlatArrayMessageReader reader(wp, ro);
+    auto f = reader.getRoot<wire::Frame>();
+    if (f.getVersion() != wire_version) {
+      return fail(verdict::version, "wire version " + std::to_string(f.getVersion()) + ", this node speaks " +
+                                        std::to_string(wire_version));
+    }
+    d.h = {f.getIncarnation(), f.getTarget(), f.getDelivered(), f.getWindow()};
+    auto list = f.getEnvelopes();
+    std::size_t need = 0;
+    for (auto e : list) need += e.getPayloadSize();
+    if (need > blob_bytes) {
+      return fail(verdict::truncated, "payload frame of " + std::to_string(blob_bytes) + " bytes, envelopes need " +
+                                          std::to_string(need));
+    }
+    if (need < blob_bytes) {
+      return fail(verdict::garbage, "payload frame of " + std::to_string(blob_bytes) + " bytes, envelopes need only " +
+                                        std::to_string(need));
+    }
+    if (list.size() == 0) return d;
+    auto owner = std::make_shared<frame_owner>();
+    zmq_msg_move(&owner->msg, &frames[1]);
+    const auto* base = static_cast<const std::byte*>(zmq_msg_data(&owner->msg));
+    std::shared_ptr<const void> keep = owner;
+    d.envelopes.reserve(list.size());
+    std::size_t off = 0;
+    for (auto e : list) {
+      envelope& out = d.envelopes.emplace_back();
+      out.kind = e.getKind();
+      auto s = e.getSender(), sc = e.getScope(), t = e.getTopic();
+      out.sender.assign(s.cStr(), s.size());
+      out.scope.assign(sc.cStr(), sc.size());
+      out.topic.assign(t.cStr(), t.size());
+      if (e.hasExtra()) {
+        for (auto x : e.getExtra()) out.extra.emplace_back(x.cStr(), x.size());
+      }
+      out.sequence = e.getSequence();
+      const std::size_t n = e.getPayloadSize();
+      out.payload = shared_bytes(keep, base + off, n);
+      off += n;
+    }
+  } catch (const kj::Exception& ex) {
+    return fail(verdict::garbage, std::string("not a frame: ") + ex.getDescription().cStr());
+  }
+  return d;
+}
+
+}  // namespace banyan::runtime::detail

@@ -1,0 +1,197 @@
+// Bad input sent by a raw ZeroMQ DEALER to a node's port: garbage, truncated, oversized, wrong
+// version, unknown sender, stale. Each is counted and logged, and the node keeps serving.
+#include "helpers.hpp"
+
+#include "envelope.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <zmq.h>
+
+#include <cstring>
+#include <random>
+
+namespace banyan::runtime::test {
+namespace {
+
+using bytes = std::vector<char>;
+
+bytes frame_bytes(std::uint16_t version, std::uint64_t incarnation, std::uint64_t target,
+                  const std::vector<std::pair<std::uint64_t, std::uint32_t>>& envs /* sequence, payload size */) {
+  capnp::MallocMessageBuilder mb;
+  auto f = mb.initRoot<wire::Frame>();
+  f.setVersion(version);
+  f.setIncarnation(incarnation);
+  f.setTarget(target);
+  auto list = f.initEnvelopes(static_cast<unsigned>(envs.size()));
+  for (unsigned i = 0; i < envs.size(); ++i) {
+    list[i].setTopic("t");
+    list[i].setSequence(envs[i].first);
+    list[i].setPayloadSize(envs[i].second);
+  }
+  auto words = capnp::messageToFlatArray(mb);
+  auto b = words.asChars();
+  return bytes(b.begin(), b.end());
+}
+
+// A raw DEALER claiming to be node `b`, and a raw ROUTER bound where node `b` should be, so the test
+// can read the node's heartbeats (and learn its incarnation).
+struct raw_peer {
+  void* ctx = zmq_ctx_new();
+  void* dealer = nullptr;
+  void* router = nullptr;
+  raw_peer(const std::string& id, const std::string& connect_to, const std::string& bind_at) {
+    dealer = zmq_socket(ctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(dealer, ZMQ_ROUTING_ID, id.data(), id.size());
+    zmq_connect(dealer, connect_to.c_str());
+    if (!bind_at.empty()) {
+      router = zmq_socket(ctx, ZMQ_ROUTER);
+      zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+      zmq_bind(router, bind_at.c_str());
+    }
+  }
+  ~raw_peer() {
+    zmq_close(dealer);
+    if (router) zmq_close(router);
+    zmq_ctx_term(ctx);
+  }
+  void send(const std::vector<bytes>& parts) {
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      zmq_send(dealer, parts[i].data(), parts[i].size(), i + 1 < parts.size() ? ZMQ_SNDMORE : 0);
+    }
+  }
+  // The incarnation in the next frame the node sends to `b` (bounded wait).
+  std::uint64_t node_incarnation() {
+    zmq_pollitem_t it{router, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, 10000) != 1) return 0;
+    std::vector<bytes> parts;
+    for (int more = 1; more;) {
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      zmq_msg_recv(&m, router, 0);
+      auto* d = static_cast<char*>(zmq_msg_data(&m));
+      parts.emplace_back(d, d + zmq_msg_size(&m));
+      more = zmq_msg_more(&m);
+      zmq_msg_close(&m);
+    }
+    if (parts.size() != 3) return 0;
+    std::vector<capnp::word> w(parts[1].size() / 8);
+    std::memcpy(w.data(), parts[1].data(), w.size() * 8);
+    capnp::FlatArrayMessageReader r(kj::arrayPtr(w.data(), w.size()));
+    return r.getRoot<wire::Frame>().getIncarnation();
+  }
+};
+
+struct node_fixture {
+  temp_dir dir;
+  recorder rec;
+  std::unique_ptr<transport> node;
+  node_fixture() {
+    transport_options o;
+    o.self = "a";
+    o.bind_endpoint = dir.ipc("a");
+    o.peers = {{"b", dir.ipc("b"), ""}};
+    o.max_frame_bytes = 64 << 10;
+    auto t = transport::start(o, rec.make());
+    EXPECT_TRUE(t.ok());
+    node = std::move(*t);
+  }
+  // Waits until the counter read by `get` reaches `n`.
+  template <class Get>
+  bool counted(Get get, std::uint64_t n) {
+    return rec.wait([&] { return get(node->rejects()) >= n; }, 10s);
+  }
+};
+
+TEST(BadFrames, GarbageIsCountedLoggedAndTheNodeKeepsServing) {
+  node_fixture f;
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const std::uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 20; ++i) {
+    bytes junk(1 + rng() % 2000);
+    for (auto& c : junk) c = static_cast<char>(rng());
+    junk[0] = junk[1] = junk[2] = junk[3] = char(0x7f);  // a segment count no frame of ours has
+    raw.send({junk, junk});
+  }
+  raw.send({bytes{'x'}});                          // one frame instead of two
+  raw.send({bytes{'x'}, bytes{'y'}, bytes{'z'}});  // three
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.garbage; }, 22));
+  EXPECT_EQ(f.node->rejects().garbage, 22u);
+  EXPECT_TRUE(f.rec.logged("rejected garbage frame from `b`"));
+  // Still serving: a well-formed data frame is delivered.
+  const auto inc = raw.node_incarnation();
+  ASSERT_NE(inc, 0u);
+  raw.send({frame_bytes(wire_version, 42, inc, {{1, 3}}), bytes{'a', 'b', 'c'}});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 1; }));
+  EXPECT_EQ(f.rec.got["b"][0].payload.text(), "abc");
+}
+
+TEST(BadFrames, TruncatedHeadersAndPayloadsAreCounted) {
+  node_fixture f;
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const auto inc = raw.node_incarnation();
+  auto good = frame_bytes(wire_version, 42, inc, {{1, 3}, {2, 5}});
+  raw.send({bytes(good.begin(), good.begin() + good.size() / 2), bytes(8)});  // header cut in half
+  raw.send({bytes(good.begin(), good.begin() + 4), bytes(8)});                // less than one word
+  raw.send({good, bytes(5)});                                                 // payloads need 8 bytes
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.truncated; }, 3));
+  EXPECT_EQ(f.node->rejects().truncated, 3u);
+  EXPECT_TRUE(f.rec.logged("rejected truncated frame"));
+  raw.send({good, bytes(8, 'p')});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 2; }));
+  EXPECT_EQ(f.node->rejects().total(), 3u);
+}
+
+TEST(BadFrames, OversizedFramesAreCounted) {
+  node_fixture f;
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const auto inc = raw.node_incarnation();
+  raw.send({frame_bytes(wire_version, 42, inc, {{1, 100000}}), bytes(100000)});  // limit is 64 KiB
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.oversized; }, 1));
+  EXPECT_TRUE(f.rec.logged("rejected oversized frame"));
+  raw.send({frame_bytes(wire_version, 42, inc, {{1, 1}}), bytes(1)});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 1; }));
+}
+
+TEST(BadFrames, EnvelopesOfAnotherWireVersionAreCounted) {
+  node_fixture f;
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const auto inc = raw.node_incarnation();
+  raw.send({frame_bytes(wire_version + 1, 42, inc, {{1, 1}}), bytes(1)});
+  raw.send({frame_bytes(0, 42, inc, {{1, 1}}), bytes(1)});
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.version; }, 2));
+  EXPECT_TRUE(f.rec.logged("wire version 2, this node speaks 1"));
+  EXPECT_EQ(f.rec.ups["b"], 0);  // a frame of another version does not open a session
+  raw.send({frame_bytes(wire_version, 42, inc, {{1, 1}}), bytes(1)});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 1; }));
+}
+
+TEST(BadFrames, UnknownSendersAndStaleDataAreCounted) {
+  node_fixture f;
+  raw_peer stranger("mallory", f.dir.ipc("a"), "");
+  stranger.send({frame_bytes(wire_version, 42, 0, {}), bytes()});
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.unknown_peer; }, 1));
+  EXPECT_TRUE(f.rec.logged("from `mallory`: not a peer"));
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const auto inc = raw.node_incarnation();
+  raw.send({frame_bytes(wire_version, 42, inc + 1, {{1, 1}}), bytes(1)});  // for another incarnation
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.stale; }, 1));
+  EXPECT_EQ(f.rec.count["b"], 0u);
+}
+
+TEST(BadFrames, ASequenceGapIsCountedAndLogged) {
+  node_fixture f;
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const auto inc = raw.node_incarnation();
+  raw.send({frame_bytes(wire_version, 42, inc, {{1, 0}, {3, 0}}), bytes()});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.count["b"] == 2; }));
+  EXPECT_EQ(f.node->stats("b").sequence_gaps, 1u);
+  EXPECT_TRUE(f.rec.logged("sequence 3, expected 2"));
+}
+
+}  // namespace
+}  // namespace banyan::runtime::test

@@ -1,0 +1,82 @@
+// Several processes on loopback: a peer killed with SIGKILL is reported by the others within 1 s,
+// and nothing hangs. The child is always reaped, also when an assertion fails.
+#include "helpers.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace banyan::runtime::test {
+namespace {
+
+struct child_process {
+  pid_t pid = -1;
+  ~child_process() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+// Runs node `b` in a forked child that streams envelopes to every peer until it is killed.
+pid_t fork_streaming_node(const transport_options& o) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  auto t = transport::start(o, callbacks{.on_log = [](log_level, const std::string&) {}});
+  if (!t.ok()) ::_exit(3);
+  for (std::uint64_t i = 0;; ++i) {
+    for (const auto& p : o.peers) {
+      if (!(*t)->send(p.name, make_envelope(i, 64)).ok()) (void)(*t)->wait_until_up(p.name, 100ms);
+    }
+  }
+}
+
+TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
+  temp_dir dir;
+  auto options = [&](const std::string& self) {
+    transport_options o;
+    o.self = self;
+    o.bind_endpoint = dir.ipc(self);
+    for (const char* n : {"a", "b", "c"}) {
+      if (self != n) o.peers.push_back({n, dir.ipc(n), ""});
+    }
+    o.heartbeat_timeout = 1000ms;
+    return o;
+  };
+  child_process child;
+  child.pid = fork_streaming_node(options("b"));
+  ASSERT_GT(child.pid, 0);
+  recorder ra, rc;
+  ra.keep = rc.keep = false;
+  auto a = transport::start(options("a"), ra.make());
+  auto c = transport::start(options("c"), rc.make());
+  ASSERT_TRUE(a.ok() && c.ok());
+  ASSERT_TRUE((*a)->wait_until_up("b", 10s).ok());
+  ASSERT_TRUE((*c)->wait_until_up("b", 10s).ok());
+  ASSERT_TRUE(ra.wait([&] { return ra.count["b"] >= 1000; }));  // b is streaming to a
+  ASSERT_TRUE(rc.wait([&] { return rc.count["b"] >= 1000; }));
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(child.pid, SIGKILL), 0);
+  ASSERT_TRUE(ra.wait([&] { return ra.downs["b"] == 1; }, 5s));
+  const auto a_took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(rc.wait([&] { return rc.downs["b"] == 1; }, 5s));
+  const auto c_took = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(a_took, 1000ms) << std::chrono::duration<double>(a_took).count() << " s";
+  EXPECT_LT(c_took, 1000ms) << std::chrono::duration<double>(c_took).count() << " s";
+  EXPECT_TRUE(ra.logged("peer `b` lost"));
+  EXPECT_EQ(ra.order_errors, 0u);  // everything b got through arrived in order
+  EXPECT_EQ((*a)->stats("b").sequence_gaps, 0u);
+  // The survivors still talk to each other, and sends to the dead node fail instead of hanging.
+  EXPECT_FALSE((*a)->send("b", make_envelope(0)).ok());
+  ASSERT_TRUE((*a)->send("c", make_envelope(7)).ok());
+  ASSERT_TRUE(rc.wait([&] { return rc.count["a"] == 1; }));
+  int status = 0;
+  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
+  child.pid = -1;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+}  // namespace
+}  // namespace banyan::runtime::test
