@@ -305,6 +305,11 @@ class searcher {
     const double start_best = best_->sim.makespan;
     std::uniform_int_distribution<int> rank(0, opt_.p - 1);
     std::uniform_int_distribution<int> shift(-6, 6);
+    std::uniform_real_distribution<double> unit(0, 1);
+    // Mostly short moves; one in four goes anywhere up to a few warm-ups away (W passes and
+    // warm-up forwards often belong far from where a program put them).
+    const int far = std::max(8, 2 * opt_.p * shapes_[best_shape_].v);
+    std::uniform_int_distribution<int> far_shift(-far, far);
     int step = 0;
     for (; step < opt_.local_steps && !out_of_time(); ++step) {
       walker& w = walkers[step % walkers.size()];
@@ -312,7 +317,7 @@ class searcher {
       auto& seq = w.seq[r];
       if (seq.size() < 2) continue;
       const int from = std::uniform_int_distribution<int>(0, static_cast<int>(seq.size()) - 1)(rng_);
-      int d = shift(rng_);
+      int d = unit(rng_) < 0.25 ? far_shift(rng_) : shift(rng_);
       if (d == 0) d = 1;
       const int to = std::clamp(from + d, 0, static_cast<int>(seq.size()) - 1);
       if (to == from) continue;
