@@ -23,32 +23,49 @@ app::app(std::string root_name, supervision root_policy)
 
 namespace {
 
-// Blocks SIGINT/SIGTERM for the run (CAF's threads inherit the mask) and turns them into quit(128+sig).
+// Turns SIGINT/SIGTERM during the run into quit(128+sig). A handler (not a blocked mask) because
+// libraries may have started threads before the run (e.g. a BLAS thread pool), and a signal may
+// land on any of them. The handler only stores the signal; a watcher thread acts on it.
+volatile std::sig_atomic_t caught_signal = 0;
+extern "C" void on_quit_signal(int sig) { caught_signal = sig; }
+
 class signal_guard {
  public:
   explicit signal_guard(detail::run_state& state) {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
-    waiter_ = std::thread([this, &state] {
-      timespec slice{0, 20'000'000};
+    caught_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_quit_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    watcher_ = std::thread([this, &state] {
       while (!done_.load()) {
-        int sig = sigtimedwait(&set_, nullptr, &slice);
-        if (sig > 0) state.request_quit(128 + sig);
+        if (int sig = caught_signal) {
+          caught_signal = 0;
+          state.request_quit(128 + sig);
+        }
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return done_.load(); });
       }
     });
   }
   ~signal_guard() {
-    done_.store(true);
-    waiter_.join();
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    {
+      std::lock_guard lock(mutex_);
+      done_.store(true);
+    }
+    cv_.notify_all();
+    watcher_.join();
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
   }
 
  private:
-  sigset_t set_{}, old_{};
+  struct sigaction old_int_ {}, old_term_ {};
   std::atomic<bool> done_{false};
-  std::thread waiter_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::thread watcher_;
 };
 
 }  // namespace

@@ -100,7 +100,9 @@ node_runtime::~node_runtime() { stop(); }
 
 result<void> node_runtime::start(caf::actor_system& system, std::chrono::milliseconds heartbeat_timeout) {
   gateway_ = system.spawn([this](caf::event_based_actor*) -> caf::behavior {
-    return {[this](remote_atom, std::shared_ptr<runtime::envelope>& e) { state_.handle_remote(*this, *e); }};
+    return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) {
+      state_.handle_remote(*this, peer, *e);
+    }};
   });
   runtime::transport_options o;
   o.self = placement_.names[placement_.self];
@@ -217,19 +219,20 @@ std::vector<link_traffic> node_runtime::data_links() const {
 }
 
 void node_runtime::on_envelope(const std::string& peer, runtime::envelope&& e) {
-  if (e.kind == static_cast<std::uint16_t>(wire_kind::ready)) {
-    std::lock_guard lock(ready_mutex_);
-    peers_ready_.insert(peer);
-    if (peers_ready_.size() + 1 == placement_.names.size()) state_.set_cluster_ready();
-    return;
-  }
-  if (e.kind == static_cast<std::uint16_t>(wire_kind::quit)) {
-    quitting_ = true;  // do not echo it back
-    state_.request_quit(std::atoi(e.extra.empty() ? "0" : e.extra[0].c_str()));
-    return;
-  }
-  // Data and subscription changes go through the gateway actor, in arrival order.
-  caf::anon_send(gateway_, remote_atom::value, std::make_shared<runtime::envelope>(std::move(e)));
+  // Everything goes through the gateway actor in arrival order: a peer's `ready` must not overtake
+  // the subscriptions it sent before it, nor `quit` the data.
+  caf::anon_send(gateway_, remote_atom::value, peer, std::make_shared<runtime::envelope>(std::move(e)));
+}
+
+void node_runtime::peer_ready(const std::string& peer) {
+  std::lock_guard lock(ready_mutex_);
+  peers_ready_.insert(peer);
+  if (peers_ready_.size() + 1 == placement_.names.size()) state_.set_cluster_ready();
+}
+
+void node_runtime::peer_quit(int exit_code) {
+  quitting_ = true;  // do not echo it back
+  state_.request_quit(exit_code);
 }
 
 void node_runtime::on_peer_up(const std::string& peer) {

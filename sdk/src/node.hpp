@@ -59,6 +59,10 @@ class node_runtime {
   void broadcast_unsubscribe(subscription_id id);
   void broadcast_quit(int exit_code);
 
+  // Called by the gateway, in arrival order.
+  void peer_ready(const std::string& peer);
+  void peer_quit(int exit_code);
+
   // Data envelopes sent to each node (index = node), for the profile's `links`.
   std::vector<link_traffic> data_links() const;
 

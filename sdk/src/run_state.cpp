@@ -116,6 +116,7 @@ void run_state::set_node(node_runtime* node, std::vector<node_index> node_of, no
   node_ = node;
   node_of_ = std::move(node_of);
   self_ = self;
+  routing_.set_origin(self);  // subscription ids stay unique across the nodes' replicas
   cluster_ready_ = node == nullptr;
 }
 
@@ -155,9 +156,24 @@ void run_state::notify_child_lost(vertex_id parent, std::string child_path, std:
   if (auto a = actor_of(parent)) caf::anon_send(a, lost_atom::value, std::move(child_path), std::move(reason));
 }
 
-void run_state::handle_remote(node_runtime& node, runtime::envelope& e) {
+void run_state::handle_remote(node_runtime& node, const std::string& peer, runtime::envelope& e) {
   auto kind = static_cast<wire_kind>(e.kind);
   auto id_of = [&](std::size_t i) { return i < e.extra.size() ? std::stoull(e.extra[i]) : 0ull; };
+  if (kind == wire_kind::ready) {
+    node.peer_ready(peer);
+    // Data that arrived before our replica of every node's subscriptions was complete waited here.
+    if (cluster_ready()) {
+      auto waiting = std::move(early_data_);
+      early_data_.clear();
+      for (auto& [from_peer, envelope] : waiting) handle_remote(node, from_peer, envelope);
+    }
+    return;
+  }
+  if (kind == wire_kind::quit) return node.peer_quit(static_cast<int>(id_of(0)));
+  if (kind == wire_kind::data && !cluster_ready()) {
+    early_data_.emplace_back(peer, std::move(e));
+    return;
+  }
   if (kind == wire_kind::subscribe || kind == wire_kind::unsubscribe || kind == wire_kind::data) {
     try {
       if (kind == wire_kind::unsubscribe) {

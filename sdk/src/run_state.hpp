@@ -86,7 +86,7 @@ class run_state {
   void wait_local_started();
   bool ending() const;
   // Runs in the gateway actor for each envelope from another node.
-  void handle_remote(node_runtime& node, runtime::envelope& e);
+  void handle_remote(node_runtime& node, const std::string& peer, runtime::envelope& e);
   void notify_child_lost(vertex_id parent, std::string child_path, std::string reason);
 
   // Completion: the first quit() code wins; the root's termination (every local root's, in a
@@ -126,6 +126,7 @@ class run_state {
     std::uint64_t routing_version;
   };
   std::unordered_map<std::string, remote_route> remote_routes_;  // gateway actor only
+  std::vector<std::pair<std::string, runtime::envelope>> early_data_;  // gateway actor only
 
   mutable std::mutex done_mutex_;
   std::condition_variable done_cv_;

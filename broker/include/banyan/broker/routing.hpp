@@ -99,6 +99,8 @@ class routing_table {
 
   const component_tree& tree() const { return *tree_; }
   routing_mode mode() const { return mode_; }
+  // Sets the origin for ids made from now on (call before the first subscribe).
+  void set_origin(std::uint32_t origin) { origin_ = origin; }
 
   result<subscription_id> subscribe(vertex_id subscriber, std::string_view filter);
   // Adds a subscription made elsewhere (another node's table) under its id; a known id is ignored.

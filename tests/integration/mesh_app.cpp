@@ -1,0 +1,155 @@
+// mesh_app: the app the multi-node integration tests run, single-process or as several nodes.
+//
+// /mesh { zone0 { pub, sub, slow { sub } }, zone1 { ... }, zone2 { ... }, checker }
+// When the root says `ctl/go`, each pub publishes --messages messages on `data/<zone>` to the whole mesh and every tenth one on
+// `local/<zone>` to its own zone. Every sub checks that each publisher's sequence numbers arrive in
+// increasing order, counts what it got, and when it has everything says so on `done/...`; the
+// checker ends the run when every sub is done (exit 0) or when one reports a fault (exit 1).
+// On stop each sub prints `DIGEST <path> <count> <hash>`, an order-independent hash of what it got,
+// so runs on different deployments can be compared.
+#include <banyan/sdk/sdk.hpp>
+
+#include <cstdio>
+#include <map>
+#include <thread>
+
+namespace {
+
+constexpr int zones = 3;
+
+struct config {
+  std::uint64_t messages = 1000;
+  std::size_t payload_bytes = 16;
+  std::uint64_t slow_us = 0;  // extra work per message in the `slow` subs
+};
+
+std::uint64_t mix(std::uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+std::uint64_t hash_text(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+class publisher : public banyan::leaf {
+ public:
+  publisher(config c, int zone) : c_(c), zone_(zone) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe("ctl/go", [this, &ctx](const banyan::delivery&) { burst(ctx); });
+  }
+
+ private:
+  void burst(banyan::context& ctx) {
+    // Publish in slices so the actor stays responsive.
+    for (int k = 0; k < 1000 && sent_ < c_.messages; ++k, ++sent_) {
+      std::string body(c_.payload_bytes, static_cast<char>('a' + sent_ % 26));
+      auto r = ctx.publish("data/z" + std::to_string(zone_), std::string_view(body), banyan::scope::root());
+      if (!r) ctx.log(r.error().what());
+      if (sent_ % 10 == 0) (void)ctx.publish("local/z" + std::to_string(zone_), std::string_view(body), banyan::scope::up(1));
+    }
+    if (sent_ < c_.messages) ctx.post([this, &ctx] { burst(ctx); });
+  }
+  config c_;
+  int zone_;
+  std::uint64_t sent_ = 0;
+};
+
+class subscriber : public banyan::leaf {
+ public:
+  subscriber(config c, int zone, bool slow) : c_(c), zone_(zone), slow_(slow) {}
+  void on_start(banyan::context& ctx) override {
+    // Every data message of every zone, and the local ones of our own zone.
+    expected_ = zones * c_.messages + (c_.messages + 9) / 10;
+    auto handle = [this, &ctx](const banyan::delivery& d) {
+      auto& last = last_seq_[d.sender()];
+      if (d.sequence() <= last) {
+        (void)ctx.publish("fault/" + std::to_string(zone_), "order: " + d.sender() + " " + std::to_string(d.sequence()) +
+                                                                 " after " + std::to_string(last), banyan::scope::root());
+      }
+      last = d.sequence();
+      digest_ += mix(hash_text(d.sender()) ^ mix(d.sequence()) ^ hash_text(d.topic()));
+      if (slow_ && c_.slow_us) {
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(c_.slow_us);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+      if (++count_ == expected_) (void)ctx.publish("done" + ctx.path(), std::string_view{}, banyan::scope::root());
+    };
+    (void)ctx.subscribe("data/+", handle);
+    (void)ctx.subscribe("local/z" + std::to_string(zone_), handle);
+  }
+  void on_stop(banyan::context& ctx) override {
+    std::printf("DIGEST %s %llu %016llx\n", ctx.path().c_str(), static_cast<unsigned long long>(count_),
+                static_cast<unsigned long long>(digest_));
+    std::fflush(stdout);
+  }
+
+ private:
+  config c_;
+  int zone_;
+  bool slow_;
+  std::uint64_t expected_ = 0, count_ = 0, digest_ = 0;
+  std::map<std::string, std::uint64_t> last_seq_;
+};
+
+// The root says "go" once its children have started (in a multi-node run the publish is held until
+// every node is ready, so every subscription everywhere is in place first).
+class mesh : public banyan::composite {
+  void on_children_started(banyan::context& ctx) override {
+    if (!started_) (void)ctx.publish("ctl/go", std::string_view{}, banyan::scope::root());
+    started_ = true;
+  }
+  bool started_ = false;
+};
+
+class checker : public banyan::leaf {
+ public:
+  explicit checker(int subs) : subs_(subs) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe("done/#", [this, &ctx](const banyan::delivery&) {
+      if (++done_ == subs_) {
+        ctx.log("every subscriber got everything");
+        ctx.quit(0);
+      }
+    });
+    (void)ctx.subscribe("fault/+", [&ctx](const banyan::delivery& d) {
+      ctx.log("fault: " + std::string(reinterpret_cast<const char*>(d.bytes().data()), d.bytes().size()));
+      ctx.quit(1);
+    });
+  }
+
+ private:
+  int subs_;
+  int done_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  config c;
+  banyan::app app{"mesh", banyan::supervision{}, std::in_place_type<mesh>};
+  app.cli().add_option("--messages", c.messages, "Messages per publisher");
+  app.cli().add_option("--payload", c.payload_bytes, "Payload bytes");
+  app.cli().add_option("--slow-us", c.slow_us, "Extra microseconds per message in the slow subscribers");
+  // The options are read before the tree is built: parse once here (run() parses again, with its own).
+  app.cli().allow_extras();
+  try {
+    app.cli().parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.cli().exit(e);
+  }
+  app.cli().allow_extras(false);
+  app.root().add_leaf<checker>("checker", zones * 2);
+  for (int z = 0; z < zones; ++z) {
+    auto& zone = app.root().add_composite("zone" + std::to_string(z));
+    zone.add_leaf<subscriber>("sub", c, z, false);
+    zone.add_composite("slow").add_leaf<subscriber>("sub", c, z, true);
+    zone.add_leaf<publisher>("pub", c, z);
+  }
+  return banyan::run(app, argc, argv);
+}
