@@ -166,7 +166,8 @@ void gpt_trainer::finish(banyan::context& ctx) {
                      {"seconds", secs},     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
                      {"parameters", model_->num_params()}, {"backend", be_->name()},
                      {"checkpoint", o.checkpoint}, {"sample", sample}};
-    std::printf("%s\n", j.dump(2).c_str());
+    // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("--- sample (%d chars, temperature %.2f) ---\n%s\n---\n", o.sample_chars, o.temperature, sample.c_str());
     std::printf("train_gpt: %d steps in %.1fs (%.0f tokens/s), train loss %.4f, val loss %.4f, checkpoint `%s`\n",
