@@ -42,7 +42,7 @@ class signal_guard {
       while (!done_.load()) {
         if (int sig = caught_signal) {
           caught_signal = 0;
-          state.request_quit(128 + sig);
+          state.request_quit(128 + sig, /*urgent=*/true);
         }
         std::unique_lock lock(mutex_);
         cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return done_.load(); });
@@ -123,7 +123,12 @@ run_result run(app& application, const run_options& options) {
       auto w = state->wait(deadline, std::chrono::milliseconds(200));
       if (w == detail::run_state::wake::idle) continue;
       if (node) node->broadcast_quit(state->exit_code());  // one node's quit ends the whole app
-      for (const auto& a : root_actors) caf::anon_send(a, detail::shutdown_atom::value);
+      // quit(): a graceful stop (what was sent before is delivered first). A signal: stop now, ahead
+      // of queued messages, so a backlog cannot hold the process.
+      for (const auto& a : root_actors) {
+        if (state->urgent_stop()) caf::anon_send<caf::message_priority::high>(a, detail::shutdown_atom::value, true);
+        else caf::anon_send(a, detail::shutdown_atom::value, false);
+      }
       break;
     }
     state->wait_root_down();

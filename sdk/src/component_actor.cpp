@@ -117,8 +117,9 @@ caf::behavior component_actor::make_behavior() {
         state_->log(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
       },
-      [this](shutdown_atom) {
+      [this](shutdown_atom, bool urgent) {
         shutting_down_ = true;
+        urgent_ = urgent;
         pending_.clear();
         shutdown_next();
       },
@@ -236,7 +237,8 @@ void component_actor::shutdown_next() {
     if (children_[j].actor) {
       if (!children_[j].stopping) {
         children_[j].stopping = true;
-        send(children_[j].actor, shutdown_atom::value);
+        if (urgent_) send<caf::message_priority::high>(children_[j].actor, shutdown_atom::value, true);
+        else send(children_[j].actor, shutdown_atom::value, false);
       }
       return;  // wait for its exit before stopping the next one
     }
@@ -324,9 +326,9 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
       if (info->targets[i]) send(info->targets[i], deliver_atom::value, env, i);
   }
   for (const auto& h : info->hops) {
-    // Blocks while the link's credit window is full: a slow node slows its publishers.
-    auto r = state_->node()->forward(h, info->topic, vertex_, info->scope, sequence, data);
-    if (!r) state_->log(state_->tree().path(vertex_), "publish `" + info->topic + "`: " + r.error().what());
+    // Blocks while the link's credit window is full: a slow node slows its publishers. A failure
+    // (the node is lost) is counted and logged once per outage by the node runtime.
+    (void)state_->node()->forward(h, info->topic, vertex_, info->scope, sequence, data);
   }
   info->plan->record(data.size());
 }

@@ -71,6 +71,7 @@ class component_actor final : public caf::event_based_actor {
   bool reported_started_ = false;
   std::deque<std::chrono::steady_clock::time_point> restarts_;
   bool shutting_down_ = false;
+  bool urgent_ = false;  // stopping on a signal: ahead of queued messages
 
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<std::string, banyan::context::service> services_;

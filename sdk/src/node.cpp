@@ -145,6 +145,10 @@ void node_runtime::announce_ready() {
 }
 
 void node_runtime::stop() {
+  for (std::size_t i = 0; i < placement_.names.size(); ++i)
+    if (auto n = sent_[i].failed.exchange(0))
+      state_.log("node " + placement_.names[placement_.self],
+                 std::to_string(n) + " messages for `" + placement_.names[i] + "` could not be sent (node lost)");
   if (transport_) {
     transport_->flush();
     transport_->stop();
@@ -177,6 +181,12 @@ result<void> node_runtime::forward(const hop& h, const std::string& topic, verte
   if (r) {
     sent_[h.node].messages.fetch_add(1, std::memory_order_relaxed);
     sent_[h.node].bytes.fetch_add(data.size(), std::memory_order_relaxed);
+  } else {
+    sent_[h.node].failed.fetch_add(1, std::memory_order_relaxed);
+    // One line per outage, not one per message; the count is in the final log line.
+    if (!sent_[h.node].failing.exchange(true))
+      state_.log("node " + placement_.names[placement_.self],
+                 "messages for `" + placement_.names[h.node] + "` are not delivered: " + r.error().what());
   }
   return r;
 }
@@ -237,6 +247,8 @@ void node_runtime::peer_quit(int exit_code) {
 
 void node_runtime::on_peer_up(const std::string& peer) {
   state_.log("node " + placement_.names[placement_.self], "link to `" + peer + "` is up");
+  for (std::size_t i = 0; i < placement_.names.size(); ++i)
+    if (placement_.names[i] == peer) sent_[i].failing = false;
   if (!announced_) return;
   // A peer that comes back has lost our subscriptions: send them again (replicas ignore known ids).
   // This runs on the I/O thread, where send() does not block.

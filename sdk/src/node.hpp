@@ -81,7 +81,8 @@ class node_runtime {
   std::mutex ready_mutex_;
   std::set<std::string> peers_ready_;
   struct counters {
-    std::atomic<std::uint64_t> messages{0}, bytes{0};
+    std::atomic<std::uint64_t> messages{0}, bytes{0}, failed{0};
+    std::atomic<bool> failing{false};
   };
   std::unique_ptr<counters[]> sent_;
 };

@@ -61,8 +61,14 @@ void run_state::log(std::string_view path, std::string_view line) {
                static_cast<int>(line.size()), line.data());
 }
 
-void run_state::request_quit(int exit_code) {
+bool run_state::urgent_stop() const {
   std::lock_guard lock(done_mutex_);
+  return urgent_;
+}
+
+void run_state::request_quit(int exit_code, bool urgent) {
+  std::lock_guard lock(done_mutex_);
+  if (urgent) urgent_ = true;
   if (!quit_requested_) {
     quit_requested_ = true;
     exit_code_ = exit_code;
@@ -212,10 +218,7 @@ void run_state::handle_remote(node_runtime& node, const std::string& peer, runti
         for (auto i : region.local_targets)
           if (auto a = actor_of(cached.info->plan->targets()[i].component)) caf::anon_send(a, deliver_atom::value, env, i);
       }
-      for (const auto& h : region.hops) {
-        auto r = node.forward(h, cached.info->topic, *who, *scope_vertex, seq, data);
-        if (!r) log("node", "forwarding: " + r.error().what());
-      }
+      for (const auto& h : region.hops) (void)node.forward(h, cached.info->topic, *who, *scope_vertex, seq, data);
     } catch (const std::exception& ex) {
       log("node", std::string("malformed envelope from another node: ") + ex.what());
     }

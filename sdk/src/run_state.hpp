@@ -91,7 +91,8 @@ class run_state {
 
   // Completion: the first quit() code wins; the root's termination (every local root's, in a
   // multi-node run, or the failure of any) ends the run.
-  void request_quit(int exit_code);
+  void request_quit(int exit_code, bool urgent = false);
+  bool urgent_stop() const;
   void set_roots_alive(std::size_t n);
   void root_down(bool failed);
   // Waits at most `slice` for quit, the root's termination or `deadline` (if set); `idle` means none.
@@ -131,6 +132,7 @@ class run_state {
   mutable std::mutex done_mutex_;
   std::condition_variable done_cv_;
   bool quit_requested_ = false;
+  bool urgent_ = false;
   int exit_code_ = 0;
   bool root_down_ = false;
   std::size_t roots_alive_ = 1;
