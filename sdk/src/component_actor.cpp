@@ -126,6 +126,16 @@ caf::behavior component_actor::make_behavior() {
   };
 }
 
+void component_actor::on_exit() {
+  routes_.clear();
+  handlers_.clear();
+  services_.clear();
+  held_.clear();
+  children_.clear();
+  ctx_.reset();
+  user_.reset();
+}
+
 void component_actor::start() {
   const spec& s = state_->spec_of(vertex_);
   user_ = s.make()();

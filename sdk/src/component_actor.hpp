@@ -17,6 +17,9 @@ class component_actor final : public caf::event_based_actor {
   ~component_actor() override;
 
   caf::behavior make_behavior() override;
+  // Drops everything that holds other actors (route caches, children) or the run: actors that hold
+  // each other's handles would otherwise keep each other alive after they terminated.
+  void on_exit() override;
   const char* name() const override { return "banyan.component"; }
 
   // The component-facing API (see context.hpp); called only from this actor's handlers.
