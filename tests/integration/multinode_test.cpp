@@ -76,6 +76,29 @@ std::string launch(const fs::path& deployment, const std::string& args, const fs
   return cmd + " -- " + MESH_APP + " " + args;
 }
 
+TEST(MultiNode, InvalidDeploymentsAreClearErrors) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  auto node_missing = run_command(std::string("timeout 60 ") + MESH_APP + " --deployment " + d.string() + " --node n9");
+  EXPECT_EQ(node_missing.exit_code, 2);
+  EXPECT_NE(node_missing.output.find("--node `n9` is not in the deployment (nodes: n0, n1, n2)"), std::string::npos)
+      << node_missing.output;
+  fs::path bad = dir.path / "bad.yaml";
+  {
+    std::ifstream in(d);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream(bad) << text.str() << "  /mesh/zone7: n1\n";
+  }
+  auto path_missing = run_command(std::string("timeout 60 ") + MESH_APP + " --deployment " + bad.string() + " --node n0");
+  EXPECT_EQ(path_missing.exit_code, 2);
+  EXPECT_NE(path_missing.output.find("bad.yaml:11: assignment `/mesh/zone7` names no component of this app"),
+            std::string::npos) << path_missing.output;
+  auto no_node = run_command(std::string("timeout 60 ") + MESH_APP + " --deployment " + d.string());
+  EXPECT_EQ(no_node.exit_code, 2);
+  EXPECT_NE(no_node.output.find("--node"), std::string::npos) << no_node.output;
+}
+
 TEST(MultiNode, ThreeNodesDeliverAMillionMessagesInOrderWithoutLoss) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
