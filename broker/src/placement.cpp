@@ -6,24 +6,6 @@
 
 namespace banyan {
 
-namespace {
-
-// The Steiner tree of a publisher and targets: the set of edges (child vertices) on their paths.
-std::unordered_set<vertex_id> steiner_edges(const component_tree& tree, vertex_id publisher,
-                                            const std::vector<vertex_id>& targets) {
-  std::unordered_set<vertex_id> taken;
-  vertex_id top = publisher;
-  for (auto t : targets) {
-    vertex_id meet = tree.lca(publisher, t);
-    if (tree.depth(meet) < tree.depth(top)) top = meet;
-    for (vertex_id v = t; v != meet && taken.insert(v).second; v = tree.parent(v)) {
-    }
-  }
-  for (vertex_id v = publisher; v != top; v = tree.parent(v)) taken.insert(v);
-  return taken;
-}
-
-}  // namespace
 
 region_plan plan_region(const component_tree& tree, const route& r, const std::vector<node_index>& node_of,
                         routing_mode mode, vertex_id entry, vertex_id from) {
@@ -58,9 +40,9 @@ region_plan plan_region(const component_tree& tree, const route& r, const std::v
     case routing_mode::hier:
       break;
   }
-  std::vector<vertex_id> components;
-  for (const auto& t : targets) components.push_back(t.component);
-  auto edges = steiner_edges(tree, r.publisher(), components);
+  // In hier mode the route's edges are its Steiner tree.
+  std::unordered_set<vertex_id> edges;
+  for (const auto& e : r.edges()) edges.insert(e.edge);
   // Walk the Steiner tree from `entry` without crossing back over the edge we came in on; stop at
   // every edge that leads to another node and send one copy over it.
   std::unordered_set<vertex_id> region{entry};
@@ -115,7 +97,7 @@ std::map<std::pair<node_index, node_index>, link_count> predict_crossings(const 
         break;
       }
       case routing_mode::hier:
-        for (auto e : steiner_edges(tree, f.publisher, f.targets)) {
+        for (auto e : tree.steiner_edges(f.publisher, f.targets)) {
           vertex_id p = tree.parent(e);
           if (node_of[e] == node_of[p]) continue;
           // The copy crosses from the side that holds the publisher.

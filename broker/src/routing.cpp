@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace banyan {
 
@@ -222,20 +221,12 @@ std::shared_ptr<const route> routing_table::plan(vertex_id publisher, vertex_id 
 
   std::vector<route::edge_use> edges;
   if (mode_ != routing_mode::flat_p2p) {
-    // Steiner tree of the publisher and its targets: the union of the paths publisher→target. Walking
-    // up from a target may stop at an edge already taken: everything above it up to the same lowest
-    // common ancestor is taken too.
-    std::unordered_set<vertex_id> taken;
-    vertex_id top = publisher;
-    for (const auto& target : targets) {
-      vertex_id meet = tree.lca(publisher, target.component);
-      if (tree.depth(meet) < tree.depth(top)) top = meet;
-      for (vertex_id v = target.component; v != meet && taken.insert(v).second; v = tree.parent(v)) {
-      }
-    }
-    for (vertex_id v = publisher; v != top; v = tree.parent(v)) taken.insert(v);
-    edges.reserve(taken.size());
-    for (vertex_id v : taken) edges.push_back({v, 1});
+    std::vector<vertex_id> components;
+    components.reserve(targets.size());
+    for (const auto& target : targets) components.push_back(target.component);
+    auto steiner = tree.steiner_edges(publisher, components);
+    edges.reserve(steiner.size());
+    for (vertex_id v : steiner) edges.push_back({v, 1});
   } else {
     std::map<vertex_id, std::uint32_t> copies;
     for (const auto& target : targets) {

@@ -1,5 +1,7 @@
 #include "banyan/broker/tree.hpp"
 
+#include <unordered_set>
+
 namespace banyan {
 
 component_tree::component_tree(std::string_view root_name) {
@@ -43,6 +45,21 @@ vertex_id component_tree::lca(vertex_id a, vertex_id b) const {
     b = parent_[b];
   }
   return a;
+}
+
+std::vector<vertex_id> component_tree::steiner_edges(vertex_id from, const std::vector<vertex_id>& to) const {
+  // Walking up from a target may stop at an edge already taken: everything above it up to the same
+  // lowest common ancestor is taken too.
+  std::unordered_set<vertex_id> taken;
+  vertex_id top = from;
+  for (auto t : to) {
+    vertex_id meet = lca(from, t);
+    if (depth_[meet] < depth_[top]) top = meet;
+    for (vertex_id v = t; v != meet && taken.insert(v).second; v = parent_[v]) {
+    }
+  }
+  for (vertex_id v = from; v != top; v = parent_[v]) taken.insert(v);
+  return {taken.begin(), taken.end()};
 }
 
 void component_tree::renumber() const {

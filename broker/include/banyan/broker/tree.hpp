@@ -42,6 +42,9 @@ class component_tree {
     return enter_[a] <= enter_[b] && leave_[b] <= leave_[a];
   }
   vertex_id lca(vertex_id a, vertex_id b) const;
+  // The edges (child vertices) of the Steiner tree of `from` and `to`: the union of the paths
+  // from→t for every t, each edge once, in no particular order.
+  std::vector<vertex_id> steiner_edges(vertex_id from, const std::vector<vertex_id>& to) const;
 
   // Numbers the tree for contains(). Call after the last add() and before concurrent use.
   void freeze() const {
