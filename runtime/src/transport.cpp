@@ -30,25 +30,64 @@ using detail::verdict;
 
 std::string zmq_error(const std::string& what) { return what + ": " + zmq_strerror(zmq_errno()); }
 
+// The I/O thread's wake-up eventfd. Shared with the delivery receipts, which may outlive the
+// transport (the fd then just stays unread until the last receipt is gone).
+struct waker {
+  int fd = -1;
+  std::atomic<bool> pending{false};
+  ~waker() {
+    if (fd >= 0) ::close(fd);
+  }
+  void wake() {
+    if (!pending.exchange(true)) {
+      std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
+    }
+  }
+};
+
+// Receipts released for one receive session of one peer.
+struct credit_counter {
+  std::atomic<std::uint64_t> released{0};
+  std::atomic<std::uint64_t> wake_every{1};  // wake the I/O thread each time this many more are released
+  std::shared_ptr<waker> io;
+};
+
+// Attached to every received envelope: releasing its last copy delivers the envelope.
+struct receipt {
+  explicit receipt(std::shared_ptr<credit_counter> c) : counter(std::move(c)) {}
+  ~receipt() {
+    const auto n = counter->released.fetch_add(1, std::memory_order_acq_rel) + 1;
+    if (n % counter->wake_every.load(std::memory_order_relaxed) == 0) counter->io->wake();
+  }
+  std::shared_ptr<credit_counter> counter;
+};
+
 struct peer {
   peer_config cfg;
   void* dealer = nullptr;
-  // Guarded by transport_impl::mu_.
+  // Guarded by transport_impl::mu_ (written on the I/O thread only, except by send()).
   std::deque<envelope> queue;  // accepted by send(), not yet written
+  // Receipts of written envelopes, by sequence, kept until the peer has delivered them.
+  std::deque<std::pair<std::uint64_t, std::shared_ptr<const void>>> held;
+  std::uint32_t session = 1;   // our send session towards the peer (a new one after each loss)
   std::uint64_t next_seq = 1;  // sequence of the next accepted envelope, this session
   std::uint64_t acked = 0;     // envelopes of this session the peer has delivered
   bool up = false;
   link_stats stats;
-  // I/O thread only.
-  std::uint64_t remote_incarnation = 0;  // 0: no session
+  // I/O thread only: the direction from the peer to us.
+  std::uint64_t remote_incarnation = 0;  // 0: never heard
+  std::uint32_t recv_session = 0;        // the peer's send session we are receiving
   std::uint64_t recv_expected = 1;
-  std::uint64_t delivered = 0;        // peer's envelopes delivered to our app, this session
-  std::uint64_t delivered_told = 0;   // last `delivered` we sent back (credit granted)
-  std::uint64_t ack_every = 1;        // a quarter of the peer's credit window
-  bool blocked = false;               // the DEALER refused a write; poll it for POLLOUT
+  std::uint64_t received = 0;            // envelopes of recv_session handed to on_envelope
+  std::shared_ptr<credit_counter> credit;  // their receipts
+  std::uint64_t delivered_told = 0;      // last release count we sent back (credit granted)
+  std::uint64_t ack_every = 1;           // a quarter of the peer's credit window
+  bool blocked = false;                  // the DEALER refused a write; poll it for POLLOUT
   steady::time_point last_heard{}, last_sent{};
 
   std::uint64_t outstanding() const { return next_seq - 1 - acked; }
+  std::uint64_t released() const { return credit ? credit->released.load(std::memory_order_acquire) : 0; }
 };
 
 class transport_impl final : public transport {
@@ -72,7 +111,8 @@ class transport_impl final : public transport {
 
   result<void> open();
 
-  result<void> send(const std::string& name, envelope e) override;
+  result<void> send(const std::string& name, envelope e, std::size_t block_at) override;
+  bool has_credit(const std::string& name) const override;
   void flush() override;
   result<void> wait_until_up(const std::string& name, std::chrono::milliseconds timeout) override;
   link_stats stats(const std::string& name) const override;
@@ -85,13 +125,12 @@ class transport_impl final : public transport {
 
  private:
   void log(log_level l, const std::string& line) { cb_.on_log(l, line); }
-  void wake() {
-    if (!wake_pending_.exchange(true)) {
-      std::uint64_t one = 1;
-      [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
-    }
-  }
+  void wake() { waker_->wake(); }
   peer* find(const std::string& name) {
+    auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &peers_[it->second];
+  }
+  const peer* find(const std::string& name) const {
     auto it = index_.find(name);
     return it == index_.end() ? nullptr : &peers_[it->second];
   }
@@ -101,8 +140,9 @@ class transport_impl final : public transport {
   void handle_parts(std::span<zmq_msg_t> frames, bool too_many);
   void reject(verdict v, const std::string& from, const std::string& why);
   void reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from, const std::string& why);
-  void start_session(peer& p, std::uint64_t incarnation);
+  void start_receiving(peer& p, std::uint32_t session);
   void lose(peer& p, const std::string& reason);
+  void report_credit(peer& p);
   bool write(peer& p, std::span<const envelope> batch);
   void write_queues();
   void heartbeats(steady::time_point now);
@@ -122,8 +162,7 @@ class transport_impl final : public transport {
   void* ctx_ = nullptr;
   void* router_ = nullptr;
   void* zap_ = nullptr;
-  int wake_fd_ = -1;
-  std::atomic<bool> wake_pending_{false};
+  std::shared_ptr<waker> waker_ = std::make_shared<waker>();
   std::atomic<bool> stopping_{false};
   std::thread io_;
   std::atomic<std::thread::id> io_id_{};
@@ -242,8 +281,8 @@ result<void> transport_impl::open() {
       return error{errc::invalid_argument, zmq_error("peer `" + p.cfg.name + "`: cannot connect to `" + p.cfg.endpoint + "`")};
     }
   }
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) return error{errc::io, "eventfd failed"};
+  waker_->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (waker_->fd < 0) return error{errc::io, "eventfd failed"};
   io_ = std::thread([this] { run(); });
   return {};
 }
@@ -258,40 +297,43 @@ void transport_impl::close_sockets() {
   router_ = zap_ = nullptr;
   if (ctx_) zmq_ctx_term(ctx_);
   ctx_ = nullptr;
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-  wake_fd_ = -1;
 }
 
 void transport_impl::stop() {
   std::lock_guard stop_lk(stop_mu_);
   if (io_.joinable()) {
     stopping_ = true;
-    std::uint64_t one = 1;
-    [[maybe_unused]] auto n = ::write(wake_fd_, &one, sizeof one);
+    waker_->pending = false;
+    wake();
     io_.join();
   }
+  std::vector<std::shared_ptr<const void>> released;  // receipts of downstream nodes, dropped unlocked
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     stopped_ = true;
-    for (auto& p : peers_) p.up = false;
+    for (auto& p : peers_) {
+      p.up = false;
+      for (auto& e : p.queue) released.push_back(std::move(e.receipt));
+      for (auto& h : p.held) released.push_back(std::move(h.second));
+      p.queue.clear();
+      p.held.clear();
+    }
   }
   space_cv_.notify_all();
   close_sockets();
 }
 
-result<void> transport_impl::send(const std::string& name, envelope e) {
+result<void> transport_impl::send(const std::string& name, envelope e, std::size_t block_at) {
   peer* p = find(name);
   if (!p) return invalid("send: `" + name + "` is not a peer of node `" + opt_.self + "`");
-  const bool on_io = std::this_thread::get_id() == io_id_;
+  // The I/O thread must never wait for credit: only it can receive the grant.
+  if (std::this_thread::get_id() == io_id_) block_at = never_block;
+  const std::size_t limit = block_at == at_window ? opt_.credit_window : block_at;
   std::unique_lock lk(mu_);
-  if (p->outstanding() >= opt_.credit_window && p->up && !stopped_) {
-    if (on_io) {
-      ++p->stats.send_failures;
-      return error{errc::request_failed, "send to `" + name + "` from the I/O thread: credit window full"};
-    }
+  if (p->outstanding() >= limit && p->up && !stopped_) {
     ++p->stats.credit_waits;
-    space_cv_.wait(lk, [&] { return stopped_ || !p->up || p->outstanding() < opt_.credit_window; });
+    space_cv_.wait(lk, [&] { return stopped_ || !p->up || p->outstanding() < limit; });
   }
   if (stopped_ || !p->up) {
     ++p->stats.send_failures;
@@ -303,6 +345,13 @@ result<void> transport_impl::send(const std::string& name, envelope e) {
   lk.unlock();
   wake();
   return {};
+}
+
+bool transport_impl::has_credit(const std::string& name) const {
+  const peer* p = find(name);
+  if (!p) return false;
+  std::lock_guard lk(mu_);
+  return p->up && p->outstanding() < opt_.credit_window;
 }
 
 void transport_impl::flush() {
@@ -346,7 +395,7 @@ void transport_impl::run() {
   while (!stopping_) {
     items.clear();
     items.push_back({router_, 0, ZMQ_POLLIN, 0});
-    items.push_back({nullptr, wake_fd_, ZMQ_POLLIN, 0});
+    items.push_back({nullptr, waker_->fd, ZMQ_POLLIN, 0});
     if (zap_) items.push_back({zap_, 0, ZMQ_POLLIN, 0});
     std::vector<std::size_t> blocked;
     for (std::size_t i = 0; i < peers_.size(); ++i) {
@@ -360,9 +409,9 @@ void transport_impl::run() {
     zmq_poll(items.data(), static_cast<int>(items.size()), std::max<long>(0, wait));
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t v;
-      [[maybe_unused]] auto n = ::read(wake_fd_, &v, sizeof v);
+      [[maybe_unused]] auto n = ::read(waker_->fd, &v, sizeof v);
     }
-    wake_pending_ = false;
+    waker_->pending = false;
     if (zap_ && (items[2].revents & ZMQ_POLLIN)) handle_zap();
     for (std::size_t k = 0; k < blocked.size(); ++k) {
       if (items[items.size() - blocked.size() + k].revents & ZMQ_POLLOUT) peers_[blocked[k]].blocked = false;
@@ -370,6 +419,7 @@ void transport_impl::run() {
     bool drained = true;
     receive_all(drained);
     write_queues();
+    for (auto& p : peers_) report_credit(p);
     const auto t = steady::now();
     if (t >= next_check) {
       heartbeats(t);
@@ -475,18 +525,47 @@ void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
   if (too_many) return reject(verdict::garbage, from, "more than 8 ZeroMQ frames");
   auto d = detail::decode(frames.subspan(1), opt_.max_frame_bytes);
   if (d.v != verdict::ok) return reject(d.v, from, d.detail);
-  const auto now = steady::now();
+  p->last_heard = steady::now();
   if (d.h.incarnation != p->remote_incarnation) {
+    // A restarted peer has forgotten both directions: give ours up (counted) and hear it afresh.
     if (p->remote_incarnation != 0) lose(*p, "peer restarted (new incarnation)");
-    start_session(*p, d.h.incarnation);
+    p->remote_incarnation = d.h.incarnation;
+    start_receiving(*p, d.h.session);
+  } else if (d.h.session > p->recv_session) {
+    start_receiving(*p, d.h.session);
   }
-  p->last_heard = now;
+  bool up;
+  {
+    std::lock_guard lk(mu_);
+    up = p->up;
+    if (!up) {
+      p->up = true;
+      ++p->stats.sessions;
+    }
+  }
+  if (!up) {
+    space_cv_.notify_all();
+    log(log_level::info, "node `" + opt_.self + "`: link to `" + p->cfg.name + "` up");
+    if (cb_.on_peer_up) cb_.on_peer_up(p->cfg.name);
+  }
   p->ack_every = std::max<std::uint64_t>(1, d.h.window / 4);
-  if (!d.envelopes.empty() && d.h.target != incarnation_) {
-    return reject_counted(rejects_.stale, "stale", from, "data for an earlier incarnation of this node");
+  if (p->credit) p->credit->wake_every.store(p->ack_every, std::memory_order_relaxed);
+  if (!d.envelopes.empty()) {
+    if (d.h.target != incarnation_) {
+      return reject_counted(rejects_.stale, "stale", from, "data for an earlier incarnation of this node");
+    }
+    if (d.h.session < p->recv_session) {
+      return reject_counted(rejects_.stale, "stale", from, "data of a send session the peer has given up");
+    }
   }
-  bool grant = false;
-  std::uint64_t bytes = 0;
+  if (!d.envelopes.empty()) {  // counted before delivery, so whoever sees an envelope sees it counted
+    std::uint64_t bytes = 0;
+    for (const auto& e : d.envelopes) bytes += e.payload.size();
+    std::lock_guard lk(mu_);
+    p->stats.messages_received += d.envelopes.size();
+    p->stats.bytes_received += bytes;
+    ++p->stats.batches_received;
+  }
   for (auto& e : d.envelopes) {
     if (e.sequence != p->recv_expected) {
       {
@@ -497,54 +576,65 @@ void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
                                 ", expected " + std::to_string(p->recv_expected));
     }
     p->recv_expected = e.sequence + 1;
-    bytes += e.payload.size();
+    e.receipt = std::make_shared<receipt>(p->credit);
     if (cb_.on_envelope) cb_.on_envelope(from, std::move(e));
-    ++p->delivered;
+    ++p->received;
   }
+  bool grant = false;
+  std::vector<std::shared_ptr<const void>> done;  // downstream receipts, released unlocked
   {
     std::lock_guard lk(mu_);
-    if (!d.envelopes.empty()) {
-      p->stats.messages_received += d.envelopes.size();
-      p->stats.bytes_received += bytes;
-      ++p->stats.batches_received;
-    }
-    if (d.h.target == incarnation_ && p->up && d.h.delivered > p->acked && d.h.delivered < p->next_seq) {
+    if (!d.envelopes.empty())
+      p->stats.max_undelivered = std::max(p->stats.max_undelivered, p->received - p->released());
+    if (d.h.target == incarnation_ && d.h.ack_session == p->session && d.h.delivered > p->acked &&
+        d.h.delivered < p->next_seq) {
       p->acked = d.h.delivered;
+      while (!p->held.empty() && p->held.front().first <= p->acked) {
+        done.push_back(std::move(p->held.front().second));
+        p->held.pop_front();
+      }
       grant = true;
     }
   }
-  if (grant) space_cv_.notify_all();
-  if (p->delivered - p->delivered_told >= p->ack_every) write(*p, {});  // a credit-only frame
+  if (grant) {
+    space_cv_.notify_all();
+    if (cb_.on_credit) cb_.on_credit(p->cfg.name);
+  }
+  report_credit(*p);
 }
 
-void transport_impl::start_session(peer& p, std::uint64_t incarnation) {
-  p.remote_incarnation = incarnation;
+void transport_impl::start_receiving(peer& p, std::uint32_t session) {
+  p.recv_session = session;
   p.recv_expected = 1;
-  p.delivered = p.delivered_told = 0;
-  {
-    std::lock_guard lk(mu_);
-    p.next_seq = 1;
-    p.acked = 0;
-    p.up = true;
-    ++p.stats.sessions;
-  }
-  space_cv_.notify_all();
-  log(log_level::info, "node `" + opt_.self + "`: link to `" + p.cfg.name + "` up");
-  if (cb_.on_peer_up) cb_.on_peer_up(p.cfg.name);
+  p.received = 0;
+  p.delivered_told = 0;
+  p.credit = std::make_shared<credit_counter>();
+  p.credit->io = waker_;
+  p.credit->wake_every = p.ack_every;
+}
+
+void transport_impl::report_credit(peer& p) {
+  if (p.credit && p.released() - p.delivered_told >= p.ack_every) write(p, {});  // a credit-only frame
 }
 
 void transport_impl::lose(peer& p, const std::string& reason) {
+  // Only our direction is given up: the peer resets its receiving side when it sees our next
+  // session, and our receiving side stays as it is until the peer starts a session of its own.
   std::uint64_t lost;
+  std::deque<envelope> queued;
+  std::deque<std::pair<std::uint64_t, std::shared_ptr<const void>>> held;
   {
     std::lock_guard lk(mu_);
     if (!p.up) return;
     p.up = false;
     lost = p.outstanding();
     p.stats.lost_on_down += lost;
-    p.queue.clear();
-    p.acked = p.next_seq - 1;
+    queued.swap(p.queue);
+    held.swap(p.held);
+    ++p.session;
+    p.next_seq = 1;
+    p.acked = 0;
   }
-  p.remote_incarnation = 0;
   space_cv_.notify_all();
   const std::string why = reason + "; " + std::to_string(lost) + " envelopes unacknowledged";
   log(log_level::error, "node `" + opt_.self + "`: peer `" + p.cfg.name + "` lost: " + why);
@@ -554,7 +644,9 @@ void transport_impl::lose(peer& p, const std::string& reason) {
 bool transport_impl::write(peer& p, std::span<const envelope> batch) {
   if (p.blocked) return false;
   zmq_msg_t header, blob;
-  detail::encode({incarnation_, p.remote_incarnation, p.delivered, window32_}, batch, &header, &blob);
+  const std::uint64_t released = p.released();
+  detail::encode({incarnation_, p.remote_incarnation, released, window32_, p.session, p.recv_session}, batch,
+                 &header, &blob);
   if (zmq_msg_send(&header, p.dealer, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     zmq_msg_close(&header);
     zmq_msg_close(&blob);
@@ -562,12 +654,14 @@ bool transport_impl::write(peer& p, std::span<const envelope> batch) {
     return false;
   }
   zmq_msg_send(&blob, p.dealer, 0);  // ZeroMQ takes a multipart message whole once its first part is in
-  p.delivered_told = p.delivered;
+  p.delivered_told = released;
   p.last_sent = steady::now();
   return true;
 }
 
 void transport_impl::write_queues() {
+  // A batch stays at the front of its queue (moved-from) until it is written, so flush() and the
+  // statistics never see it gone before it is. Only this thread removes entries from a queue.
   std::vector<envelope> batch;
   for (auto& p : peers_) {
     while (!p.blocked) {
@@ -576,19 +670,19 @@ void transport_impl::write_queues() {
         std::lock_guard lk(mu_);
         if (!p.up || p.queue.empty()) break;
         const std::size_t n = std::min(opt_.max_batch, p.queue.size());
-        for (std::size_t i = 0; i < n; ++i) {
-          batch.push_back(std::move(p.queue.front()));
-          p.queue.pop_front();
-        }
+        for (std::size_t i = 0; i < n; ++i) batch.push_back(std::move(p.queue[i]));
       }
-      if (!write(p, batch)) {
-        std::lock_guard lk(mu_);
-        for (auto it = batch.rbegin(); it != batch.rend(); ++it) p.queue.push_front(std::move(*it));
-        break;
-      }
+      const bool written = write(p, batch);
       std::uint64_t bytes = 0;
       for (const auto& e : batch) bytes += e.payload.size();
       std::lock_guard lk(mu_);
+      if (!written) {
+        for (std::size_t i = 0; i < batch.size(); ++i) p.queue[i] = std::move(batch[i]);
+        break;
+      }
+      for (auto& e : batch)
+        if (e.receipt) p.held.emplace_back(e.sequence, std::move(e.receipt));
+      p.queue.erase(p.queue.begin(), p.queue.begin() + static_cast<std::ptrdiff_t>(batch.size()));
       p.stats.messages_sent += batch.size();
       p.stats.bytes_sent += bytes;
       ++p.stats.batches_sent;

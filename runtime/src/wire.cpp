@@ -46,6 +46,8 @@ void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* h
   f.setTarget(h.target);
   f.setDelivered(h.delivered);
   f.setWindow(h.window);
+  f.setSession(h.session);
+  f.setAckSession(h.ack_session);
   std::size_t payload_bytes = 0;
   if (!batch.empty()) {
     auto list = f.initEnvelopes(static_cast<unsigned>(batch.size()));
@@ -118,7 +120,7 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
       return fail(verdict::version, "wire version " + std::to_string(f.getVersion()) + ", this node speaks " +
                                         std::to_string(wire_version));
     }
-    d.h = {f.getIncarnation(), f.getTarget(), f.getDelivered(), f.getWindow()};
+    d.h = {f.getIncarnation(), f.getTarget(), f.getDelivered(), f.getWindow(), f.getSession(), f.getAckSession()};
     auto list = f.getEnvelopes();
     std::size_t need = 0;
     for (auto e : list) need += e.getPayloadSize();

@@ -14,7 +14,7 @@ namespace banyan::runtime::detail {
 
 struct frame_header {
   std::uint64_t incarnation = 0, target = 0, delivered = 0;
-  std::uint32_t window = 0;
+  std::uint32_t window = 0, session = 0, ack_session = 0;
 };
 
 // Builds the two ZeroMQ frames of one message: the Cap'n Proto header and the payload bytes of

@@ -38,6 +38,8 @@ struct recorder {
   std::vector<std::string> logs;
   std::function<void(const std::string&, const envelope&)> on_envelope_hook;  // runs before recording
   bool keep = true;  // store envelopes (off for large runs: count only)
+  bool hold_receipts = false;  // keep delivery receipts in `receipts` (the sender's credit waits for them)
+  std::vector<std::shared_ptr<const void>> receipts;
   std::map<std::string, std::uint64_t> count, next_seq;
   std::uint64_t order_errors = 0;
 
@@ -50,6 +52,9 @@ struct recorder {
       if (e.sequence != n + 1) ++order_errors;
       n = e.sequence;
       ++count[peer];
+      // A kept envelope must not keep its receipt: that would withhold the sender's credit.
+      if (hold_receipts) receipts.push_back(std::move(e.receipt));
+      e.receipt.reset();
       if (keep) got[peer].push_back(std::move(e));
       cv.notify_all();
     };

@@ -147,6 +147,114 @@ TEST(Transport, SendBlocksWhenTheCreditWindowIsFullUntilTheReceiverDelivers) {
   EXPECT_LE(f.a->stats("b").max_outstanding, 32u);
 }
 
+// Credit follows the receipt, not the hand-over: an application that keeps receipts until its work
+// is done holds its senders at the window, however fast its callback returns.
+TEST(Transport, CreditReturnsWhenTheLastCopyOfAReceiptIsReleased) {
+  pair_fixture f;
+  auto oa = f.options("a", "b");
+  oa.credit_window = 16;
+  f.rb.hold_receipts = true;
+  f.start(oa, f.options("b", "a"));
+  for (std::uint64_t i = 0; i < 16; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 16; }));
+  EXPECT_FALSE(f.a->has_credit("b"));
+  std::atomic<bool> sent{false};
+  std::thread extra([&] {
+    EXPECT_TRUE(f.a->send("b", make_envelope(16)).ok());
+    sent = true;
+  });
+  while (f.a->stats("b").credit_waits == 0) std::this_thread::yield();  // the 17th send is waiting
+  EXPECT_FALSE(sent.load());
+  EXPECT_EQ(f.b->stats("a").max_undelivered, 16u);
+  std::vector<std::shared_ptr<const void>> receipts;
+  {
+    std::lock_guard lk(f.rb.mu);
+    receipts.swap(f.rb.receipts);
+  }
+  auto copy = receipts;  // a second copy: credit only when the last one goes
+  receipts.clear();
+  EXPECT_FALSE(sent.load());
+  copy.clear();
+  extra.join();
+  EXPECT_TRUE(sent.load());
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 17; }));
+  EXPECT_EQ(f.a->stats("b").lost_on_down, 0u);
+}
+
+// never_block accepts envelopes beyond the window (for forwarders bounded by their own credit);
+// has_credit() and on_credit tell a cooperative sender when to go on.
+TEST(Transport, NeverBlockSendsGoBeyondTheWindowAndOnCreditSaysWhenItReopens) {
+  pair_fixture f;
+  auto oa = f.options("a", "b");
+  oa.credit_window = 16;
+  f.rb.hold_receipts = true;
+  std::atomic<int> credits{0};
+  auto cb = f.ra.make();
+  cb.on_credit = [&](const std::string& peer) {
+    if (peer == "b") ++credits;
+  };
+  auto ta = transport::start(oa, std::move(cb));
+  ASSERT_TRUE(ta.ok()) << ta.error().what();
+  auto tb = transport::start(f.options("b", "a"), f.rb.make());
+  ASSERT_TRUE(tb.ok()) << tb.error().what();
+  f.a = std::move(*ta);
+  f.b = std::move(*tb);
+  ASSERT_TRUE(f.a->wait_until_up("b", 10s).ok());
+  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i), never_block).ok());
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 100; }));
+  EXPECT_EQ(f.a->stats("b").max_outstanding, 100u);
+  EXPECT_EQ(f.a->stats("b").credit_waits, 0u);
+  EXPECT_FALSE(f.a->has_credit("b"));
+  EXPECT_EQ(credits.load(), 0);
+  {
+    std::lock_guard lk(f.rb.mu);
+    f.rb.receipts.clear();
+  }
+  while (credits.load() == 0) std::this_thread::yield();  // on_credit fires after the grant is applied
+  EXPECT_TRUE(f.a->has_credit("b"));
+}
+
+// A peer that stalls past the heartbeat timeout is declared lost and then heard again. Only the
+// side that gave the link up starts a new send session; both directions go on with consistent
+// numbering and credit (each more than a window's worth, so a stuck credit would hang the sends).
+TEST(Heartbeat, AStalledPeerDeclaredLostComesBackWithBothDirectionsWorking) {
+  pair_fixture f;
+  auto oa = f.options("a", "b");
+  oa.heartbeat_timeout = 200ms;
+  oa.credit_window = 16;
+  auto ob = f.options("b", "a");
+  ob.heartbeat_timeout = 10s;
+  ob.credit_window = 16;
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool release = false;
+  f.rb.on_envelope_hook = [&](const std::string&, const envelope& e) {
+    if (index_of(e) != 5) return;
+    std::unique_lock lk(gate_mu);  // b's I/O thread stalls: no heartbeats, no reading
+    gate_cv.wait(lk, [&] { return release; });
+  };
+  f.start(oa, ob);
+  for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  ASSERT_TRUE(f.ra.wait([&] { return f.ra.downs["b"] == 1; }, 5s));
+  {
+    std::lock_guard lk(gate_mu);
+    release = true;
+  }
+  gate_cv.notify_all();
+  ASSERT_TRUE(f.ra.wait([&] { return f.ra.ups["b"] == 2; }, 5s));
+  EXPECT_EQ(f.rb.downs["a"], 0);  // b never gave the link up
+  for (std::uint64_t i = 100; i < 164; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  for (std::uint64_t i = 200; i < 264; ++i) ASSERT_TRUE(f.b->send("a", make_envelope(i)).ok());
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 6 + 64; }));
+  ASSERT_TRUE(f.ra.wait([&] { return f.ra.count["b"] == 64; }));
+  std::lock_guard lk(f.rb.mu);
+  EXPECT_EQ(f.rb.got["a"][6].sequence, 1u);  // a's new send session
+  EXPECT_EQ(index_of(f.rb.got["a"].back()), 163u);
+  EXPECT_EQ(f.b->stats("a").sequence_gaps, 0u);
+  EXPECT_EQ(f.a->stats("b").sequence_gaps, 0u);
+  EXPECT_EQ(f.a->stats("b").sessions, 2u);
+}
+
 // A fast sender and a slow receiver: memory stays bounded by the window, nothing is lost.
 TEST(Transport, FastSenderSlowReceiverStaysWithinTheWindowAndLosesNothing) {
   pair_fixture f;
@@ -209,6 +317,7 @@ TEST(Transport, ThreeNodesDeliverEveryMessageInPerPairOrder) {
     });
   }
   for (auto& s : senders) s.join();
+  for (auto& node : t) node->flush();  // every send is written (and counted) before we look
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(rec[i].wait([&] {
       std::uint64_t c = 0;

@@ -8,12 +8,16 @@
 //  - Order: envelopes arrive in send() order; each carries a per-link sequence number (1, 2, ...),
 //    which the receiver checks (a gap is counted and logged, never hidden).
 //  - Bounded memory: at most `credit_window` envelopes are queued or unacknowledged per peer; send()
-//    blocks beyond that until the receiver has *delivered* (returned from on_envelope) enough of them.
-//    A slow receiver therefore slows its senders; nothing is dropped to make room.
+//    blocks beyond that until the receiver has *delivered* enough of them. An envelope counts as
+//    delivered when the last copy of its `receipt` is released: at once if on_envelope drops it,
+//    later if the application keeps it until the work is done. A slow receiver therefore slows its
+//    senders; nothing is dropped to make room.
 //  - Liveness: a peer silent for `heartbeat_timeout` is declared lost (on_peer_down, a log line).
 //    Envelopes then queued or unacknowledged for it are counted as `lost_on_down` and reported in
-//    the reason; sends to a lost peer fail. When the peer comes back (same endpoint, any incarnation)
-//    the link starts a fresh session (sequence 1, full credit) and on_peer_up fires again.
+//    the reason; sends to a lost peer fail. When it is heard again (the same process after a
+//    stall, or a restarted one) on_peer_up fires again and our side of the link starts a new send
+//    session (sequence 1, full credit); each direction is reset only by its own sender, so both
+//    ends always agree on the numbering and the credit.
 //  - Bad input: frames that do not parse, are truncated, too large, of another wire version, from
 //    an unknown sender or stale are counted (reject_stats) and logged (rate-limited), never fatal.
 //  - With CURVE keys, links are encrypted and a peer must present an authorised public key; others
@@ -34,7 +38,7 @@
 namespace banyan::runtime {
 
 // Wire version written into, and required of, every frame.
-inline constexpr std::uint16_t wire_version = 1;
+inline constexpr std::uint16_t wire_version = 2;
 
 struct peer_config {
   std::string name;              // the peer's node name (its ROUTER sees us under our `self` name)
@@ -61,18 +65,28 @@ struct envelope {
   std::vector<std::string> extra;    // small app-defined fields (e.g. target paths)
   std::uint64_t sequence = 0;        // per-link, set by the transport on send
   shared_bytes payload;
+  // Not sent. On a received envelope: its delivery receipt; the sender gets credit for it when the
+  // last copy is released. On a sent one: kept, with the envelope, until the peer has delivered it
+  // (so a node forwarding what it received holds the upstream credit until downstream delivery).
+  std::shared_ptr<const void> receipt;
 };
+
+// send()'s `block_at`: block while this many envelopes are outstanding for the peer.
+inline constexpr std::size_t at_window = 0;                       // the credit window
+inline constexpr std::size_t never_block = static_cast<std::size_t>(-1);  // accept beyond it
 
 enum class log_level { info, warning, error };
 
 // Called on the I/O thread. They must return quickly (hand work to actors or queues): while one
-// runs, this node neither reads, sends nor heartbeats. They may call send(), which then fails with
-// errc::request_failed instead of blocking when the peer's window is full (blocking would deadlock).
+// runs, this node neither reads, sends nor heartbeats. They may call send(), which then never
+// blocks (blocking would deadlock): the envelope is accepted beyond the window.
 struct callbacks {
   std::function<void(const std::string& peer, envelope&& e)> on_envelope;
   std::function<void(const std::string& peer)> on_peer_up;
   std::function<void(const std::string& peer, const std::string& reason)> on_peer_down;
   std::function<void(log_level, const std::string& line)> on_log;  // default: stderr
+  // The peer delivered more of our envelopes (has_credit() may have turned true).
+  std::function<void(const std::string& peer)> on_credit;
 };
 
 struct link_stats {
@@ -82,6 +96,7 @@ struct link_stats {
   std::uint64_t batches_sent = 0, batches_received = 0;     // ZeroMQ messages carrying envelopes
   std::uint64_t credit_waits = 0;      // send() calls that had to wait for credit
   std::uint64_t max_outstanding = 0;   // high-water mark of queued + unacknowledged envelopes
+  std::uint64_t max_undelivered = 0;   // high-water mark of received envelopes whose receipts are held
   std::uint64_t sequence_gaps = 0;     // received sequence numbers that were not the next one
   std::uint64_t send_failures = 0;     // send() calls refused (peer down, window full on I/O thread)
   std::uint64_t lost_on_down = 0;      // envelopes queued or unacknowledged when the peer was lost
@@ -112,9 +127,14 @@ class transport {
   transport& operator=(const transport&) = delete;
 
   // Thread-safe. Queues `e` for `peer` (sets e.sequence) and returns once it is queued; blocks while
-  // the peer's window is full. Fails with errc::invalid_argument for an unknown peer, errc::io when
-  // the peer is down (now, or while waiting), errc::request_failed from the I/O thread on a full window.
-  virtual result<void> send(const std::string& peer, envelope e) = 0;
+  // `block_at` envelopes (at_window: the credit window) are outstanding for the peer. never_block
+  // accepts `e` beyond the window: for callers whose envelopes are bounded by other means (a node
+  // forwarding what it received under its own credit). On the I/O thread it never blocks.
+  // Fails with errc::invalid_argument for an unknown peer, errc::io when the peer is down (now, or
+  // while waiting).
+  virtual result<void> send(const std::string& peer, envelope e, std::size_t block_at = at_window) = 0;
+  // Whether fewer than `credit_window` envelopes are outstanding for `peer` (false if unknown or down).
+  virtual bool has_credit(const std::string& peer) const = 0;
   // Blocks until every envelope queued so far has been written to its socket (or its peer was lost).
   virtual void flush() = 0;
   // Blocks until `peer` is up or `timeout` passes (errc::timeout); errc::invalid_argument if unknown.
