@@ -122,7 +122,10 @@ run_result run(app& application, const run_options& options) {
     while (true) {
       auto w = state->wait(deadline, std::chrono::milliseconds(200));
       if (w == detail::run_state::wake::idle) continue;
-      if (node) node->broadcast_quit(state->exit_code());  // one node's quit ends the whole app
+      if (node) {
+        node->broadcast_quit(state->exit_code());  // one node's quit ends the whole app
+        node->release_publishers();                // a paused publisher must not hold up the stop
+      }
       // quit(): a graceful stop (what was sent before is delivered first). A signal: stop now, ahead
       // of queued messages, so a backlog cannot hold the process.
       for (const auto& a : root_actors) {

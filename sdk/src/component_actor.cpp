@@ -81,16 +81,10 @@ caf::behavior component_actor::make_behavior() {
     if (state->actor_of(v).address() == self) state->set_actor(v, caf::actor{});
   });
   start();
+  behavior_ready_ = true;
   return {
-      [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) {
-        const route_info& info = *env->info;
-        const auto& target = info.plan->targets()[index];
-        delivery d(info.topic, state_->tree().path(info.publisher), env->data, env->sequence);
-        for (auto id : target.subscriptions) {
-          auto it = handlers_.find(id);
-          if (it != handlers_.end()) timed([&] { it->second(d); });
-        }
-      },
+      [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) { deliver(*env, index); },
+      [](resume_atom) {},  // a late wake-up (the pause already ended)
       [this](post_atom, const task& t) { timed(t.fn); },
       [this](request_atom, const std::string& method, const payload& data) -> caf::result<std::string, payload> {
         std::string err;
@@ -117,13 +111,59 @@ caf::behavior component_actor::make_behavior() {
         state_->log(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
       },
-      [this](shutdown_atom, bool urgent) {
-        shutting_down_ = true;
-        urgent_ = urgent;
-        pending_.clear();
-        shutdown_next();
-      },
+      [this](shutdown_atom, bool urgent) { begin_shutdown(urgent); },
   };
+}
+
+void component_actor::deliver(const envelope& env, std::uint32_t index) {
+  const route_info& info = *env.info;
+  const auto& target = info.plan->targets()[index];
+  delivery d(info.topic, state_->tree().path(info.publisher), env.data, env.sequence);
+  in_remote_delivery_ = env.receipt != nullptr;
+  for (auto id : target.subscriptions) {
+    auto it = handlers_.find(id);
+    if (it != handlers_.end()) timed([&] { it->second(d); });
+  }
+  in_remote_delivery_ = false;
+}
+
+void component_actor::begin_shutdown(bool urgent) {
+  shutting_down_ = true;
+  urgent_ = urgent;
+  pending_.clear();
+  shutdown_next();
+}
+
+// Publishing past a link's credit window pauses the actor after the current message: it then
+// handles only messages from other nodes — their handling returns credit somewhere, so paused
+// actors on two nodes cannot wait for each other — and shutdown, and leaves the rest (its own
+// posts, local deliveries, requests) queued in order until the node runtime says the link has
+// credit again. Its threads are never blocked by this.
+void component_actor::pause(node_index congested) {
+  if (paused_ || !behavior_ready_ || shutting_down_) return;
+  paused_ = true;
+  set_default_handler(caf::skip);
+  become(caf::keep_behavior,
+         caf::behavior{
+             [this](resume_atom) { resume(); },
+             [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) -> caf::result<void> {
+               if (!env->receipt) return caf::skip;
+               deliver(*env, index);
+               return caf::unit;
+             },
+             [this](shutdown_atom, bool urgent) {
+               resume();
+               begin_shutdown(urgent);
+             },
+         });
+  state_->node()->resume_when_credit(congested, caf::actor_cast<caf::actor>(this));
+}
+
+void component_actor::resume() {
+  if (!paused_) return;
+  paused_ = false;
+  set_default_handler(caf::print_and_drop);  // CAF's default
+  unbecome();
 }
 
 void component_actor::on_exit() {
@@ -335,10 +375,19 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
     for (auto i : info->local)
       if (info->targets[i]) send(info->targets[i], deliver_atom::value, env, i);
   }
-  for (const auto& h : info->hops) {
-    // Blocks while the link's credit window is full: a slow node slows its publishers. A failure
-    // (the node is lost) is counted and logged once per outage by the node runtime.
-    (void)state_->node()->forward(h, info->topic, vertex_, info->scope, sequence, data);
+  if (!info->hops.empty()) {
+    // A failure (the node is lost) is counted and logged once per outage by the node runtime.
+    // Past the window the actor pauses (see pause()); only far past it, outside a handler for a
+    // message from another node, does it block its thread.
+    auto* node = state_->node();
+    const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
+    for (const auto& h : info->hops) (void)node->forward(h, info->topic, vertex_, info->scope, sequence, data, {}, block_at);
+    for (const auto& h : info->hops) {
+      if (!node->has_credit(h.node)) {
+        pause(h.node);
+        break;
+      }
+    }
   }
   info->plan->record(data.size());
 }

@@ -59,6 +59,10 @@ class component_actor final : public caf::event_based_actor {
                                               result<void>& status);
   void send_on(const std::shared_ptr<const route_info>& info, const payload& data);
   void flush_held();
+  void deliver(const envelope& env, std::uint32_t index);
+  void begin_shutdown(bool urgent);
+  void pause(node_index congested);
+  void resume();
 
   std::shared_ptr<run_state> state_;
   vertex_id vertex_;
@@ -75,6 +79,11 @@ class component_actor final : public caf::event_based_actor {
   std::deque<std::chrono::steady_clock::time_point> restarts_;
   bool shutting_down_ = false;
   bool urgent_ = false;  // stopping on a signal: ahead of queued messages
+  // Flow control across nodes: after a publish found a link's credit window full, the actor takes
+  // only messages from other nodes (whose handling returns credit) until the link has credit again.
+  bool paused_ = false;
+  bool behavior_ready_ = false;    // become() is usable (false while make_behavior runs)
+  bool in_remote_delivery_ = false;  // handling a message from another node: never block the thread
 
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<std::string, banyan::context::service> services_;

@@ -7,6 +7,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <sys/resource.h>
+
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -108,6 +110,7 @@ result<void> node_runtime::start(caf::actor_system& system, std::chrono::millise
   o.self = placement_.names[placement_.self];
   o.bind_endpoint = placement_.endpoints[placement_.self];
   o.heartbeat_timeout = heartbeat_timeout;
+  o.credit_window = credit_window;
   o.curve_public_key = placement_.curve_public[placement_.self];
   o.curve_secret_key = placement_.curve_secret[placement_.self];
   for (std::size_t i = 0; i < placement_.names.size(); ++i) {
@@ -119,6 +122,7 @@ result<void> node_runtime::start(caf::actor_system& system, std::chrono::millise
   cbs.on_envelope = [this](const std::string& peer, runtime::envelope&& e) { on_envelope(peer, std::move(e)); };
   cbs.on_peer_up = [this](const std::string& peer) { on_peer_up(peer); };
   cbs.on_peer_down = [this](const std::string& peer, const std::string& reason) { on_peer_down(peer, reason); };
+  cbs.on_credit = [this](const std::string& peer) { on_credit(peer); };
   cbs.on_log = [this](runtime::log_level, const std::string& line) {
     state_.log("node " + placement_.names[placement_.self], line);
   };
@@ -145,6 +149,8 @@ void node_runtime::announce_ready() {
 }
 
 void node_runtime::stop() {
+  release_publishers();
+  if (transport_ && !stopped_.exchange(true)) log_summary();
   for (std::size_t i = 0; i < placement_.names.size(); ++i)
     if (auto n = sent_[i].failed.exchange(0))
       state_.log("node " + placement_.names[placement_.self],
@@ -168,7 +174,8 @@ void node_runtime::send_to_all(const runtime::envelope& e) {
 }
 
 result<void> node_runtime::forward(const hop& h, const std::string& topic, vertex_id publisher, vertex_id scope,
-                                   std::uint64_t sequence, const payload& data) {
+                                   std::uint64_t sequence, const payload& data, std::shared_ptr<const void> receipt,
+                                   std::size_t block_at) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::data);
   const auto& tree = state_.tree();
@@ -177,7 +184,8 @@ result<void> node_runtime::forward(const hop& h, const std::string& topic, verte
   e.topic = topic;
   e.extra = {number(h.entry), h.from == no_vertex ? std::string() : number(h.from), number(sequence)};
   e.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
-  auto r = transport_->send(placement_.names[h.node], std::move(e));
+  e.receipt = std::move(receipt);
+  auto r = transport_->send(placement_.names[h.node], std::move(e), block_at);
   if (r) {
     sent_[h.node].messages.fetch_add(1, std::memory_order_relaxed);
     sent_[h.node].bytes.fetch_add(data.size(), std::memory_order_relaxed);
@@ -265,8 +273,74 @@ void node_runtime::on_peer_up(const std::string& peer) {
   (void)transport_->send(peer, std::move(ready));
 }
 
+node_index node_runtime::index_of(const std::string& peer) const {
+  for (std::size_t i = 0; i < placement_.names.size(); ++i)
+    if (placement_.names[i] == peer) return static_cast<node_index>(i);
+  return placement_.self;
+}
+
+bool node_runtime::has_credit(node_index node) const {
+  return node == placement_.self || !transport_ || transport_->has_credit(placement_.names[node]);
+}
+
+void node_runtime::resume_when_credit(node_index node, caf::actor who) {
+  pauses_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(waiters_mutex_);
+    if (!released_) {
+      waiters_.emplace_back(node, std::move(who));
+      who = caf::actor{};
+    }
+  }
+  if (who) return caf::anon_send(who, resume_atom::value);
+  // The credit may have come back between the publisher's check and its registration.
+  if (has_credit(node)) resume_waiters(node, false);
+}
+
+void node_runtime::resume_waiters(node_index node, bool all) {
+  std::vector<caf::actor> wake;
+  {
+    std::lock_guard lock(waiters_mutex_);
+    std::erase_if(waiters_, [&](auto& w) {
+      if (!all && w.first != node) return false;
+      wake.push_back(std::move(w.second));
+      return true;
+    });
+  }
+  for (auto& a : wake) caf::anon_send(a, resume_atom::value);
+}
+
+void node_runtime::release_publishers() {
+  {
+    std::lock_guard lock(waiters_mutex_);
+    released_ = true;
+  }
+  resume_waiters(0, true);
+}
+
+void node_runtime::on_credit(const std::string& peer) {
+  auto node = index_of(peer);
+  if (has_credit(node)) resume_waiters(node, false);
+}
+
+void node_runtime::log_summary() {
+  std::string line = "links:";
+  for (std::size_t i = 0; i < placement_.names.size(); ++i) {
+    if (i == placement_.self) continue;
+    auto s = transport_->stats(placement_.names[i]);
+    line += " " + placement_.names[i] + " (sent " + number(s.messages_sent) + ", received " +
+            number(s.messages_received) + ", max outstanding " + number(s.max_outstanding) + ", max undelivered " +
+            number(s.max_undelivered) + ")";
+  }
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  line += "; publisher pauses " + number(pauses_.load()) + "; peak RSS " + number(u.ru_maxrss / 1024) + " MiB";
+  state_.log("node " + placement_.names[placement_.self], line);
+}
+
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {
   state_.log("node " + placement_.names[placement_.self], "lost node `" + peer + "`: " + reason);
+  resume_waiters(index_of(peer), false);  // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.
   node_index lost = 0;
   for (std::size_t i = 0; i < placement_.names.size(); ++i)

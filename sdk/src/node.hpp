@@ -53,8 +53,21 @@ class node_runtime {
   bool is_local(vertex_id v) const { return placement_.node_of[v] == placement_.self; }
 
   // Sends a data envelope for a hop of a route (from the publisher's or the gateway's actor).
+  // `receipt` is the delivery receipt of the message being forwarded (kept until `h.node` has
+  // delivered it); `block_at` as in transport::send.
   result<void> forward(const hop& h, const std::string& topic, vertex_id publisher, vertex_id scope,
-                       std::uint64_t sequence, const payload& data);
+                       std::uint64_t sequence, const payload& data, std::shared_ptr<const void> receipt,
+                       std::size_t block_at);
+
+  // Flow control for publishers (see component_actor::pause): whether the link to `node` is within
+  // its credit window, and a `resume` message to `who` once it is (or the node is lost, or the run
+  // ends).
+  bool has_credit(node_index node) const;
+  void resume_when_credit(node_index node, caf::actor who);
+  // A publisher blocks its thread only past this many envelopes outstanding on a link.
+  static constexpr std::size_t credit_window = 1024, publisher_block_at = 8 * credit_window;
+  // Wakes every waiting publisher, now and from now on (the run is ending).
+  void release_publishers();
   void broadcast_subscribe(subscription_id id, vertex_id subscriber, const std::string& filter);
   void broadcast_unsubscribe(subscription_id id);
   void broadcast_quit(int exit_code);
@@ -70,7 +83,11 @@ class node_runtime {
   void on_envelope(const std::string& peer, runtime::envelope&& e);
   void on_peer_up(const std::string& peer);
   void on_peer_down(const std::string& peer, const std::string& reason);
+  void on_credit(const std::string& peer);
+  void resume_waiters(node_index node, bool all);
+  node_index index_of(const std::string& peer) const;
   void send_to_all(const runtime::envelope& e);
+  void log_summary();
 
   run_state& state_;
   placement placement_;
@@ -78,8 +95,13 @@ class node_runtime {
   caf::actor gateway_;
   std::atomic<bool> announced_{false};
   std::atomic<bool> quitting_{false};
+  std::atomic<bool> stopped_{false};
   std::mutex ready_mutex_;
   std::set<std::string> peers_ready_;
+  mutable std::mutex waiters_mutex_;
+  std::vector<std::pair<node_index, caf::actor>> waiters_;  // paused publishers, by congested link
+  bool released_ = false;                                   // guarded by waiters_mutex_
+  std::atomic<std::uint64_t> pauses_{0};
   struct counters {
     std::atomic<std::uint64_t> messages{0}, bytes{0}, failed{0};
     std::atomic<bool> failing{false};

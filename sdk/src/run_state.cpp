@@ -213,12 +213,16 @@ void run_state::handle_remote(node_runtime& node, const std::string& peer, runti
       auto region = plan_region(*tree_, *cached.info->plan, node_of_, options_.mode, entry, from);
       auto data = payload::copy_of(e.payload.span());
       auto seq = id_of(2);
+      // The link's credit comes back when the local targets have handled the message and the
+      // nodes it is forwarded to have delivered it (the receipt rides along; forwards never wait:
+      // they are bounded by the credit they hold).
       if (!region.local_targets.empty()) {
-        auto env = std::make_shared<const envelope>(envelope{cached.info, data, seq});
+        auto env = std::make_shared<const envelope>(envelope{cached.info, data, seq, e.receipt});
         for (auto i : region.local_targets)
           if (auto a = actor_of(cached.info->plan->targets()[i].component)) caf::anon_send(a, deliver_atom::value, env, i);
       }
-      for (const auto& h : region.hops) (void)node.forward(h, cached.info->topic, *who, *scope_vertex, seq, data);
+      for (const auto& h : region.hops)
+        (void)node.forward(h, cached.info->topic, *who, *scope_vertex, seq, data, e.receipt, runtime::never_block);
     } catch (const std::exception& ex) {
       log("node", std::string("malformed envelope from another node: ") + ex.what());
     }

@@ -27,6 +27,7 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;
 using started_atom = caf::atom_constant<caf::atom("started")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
+using resume_atom = caf::atom_constant<caf::atom("resume")>;
 
 class node_runtime;
 
@@ -47,6 +48,9 @@ struct envelope {
   std::shared_ptr<const route_info> info;
   payload data;
   std::uint64_t sequence;
+  // Set for a message from another node: its link's delivery receipt, released (credit to the
+  // sending node) when every local target has handled the message.
+  std::shared_ptr<const void> receipt;
 };
 
 struct task {
