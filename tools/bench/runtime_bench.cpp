@@ -63,6 +63,12 @@ std::string percentiles(std::vector<std::int64_t>& lat) {
   return std::to_string(at(0.50)) + " " + std::to_string(at(0.99));
 }
 
+// p50 and p99 of the one-way delays after the first (the warm-up ping, which waits for connections).
+std::string measured(const std::vector<std::int64_t>& lat) {
+  std::vector<std::int64_t> rest(lat.begin() + 1, lat.end());
+  return percentiles(rest);
+}
+
 // A free tcp port on loopback, found by binding to port 0.
 std::string free_endpoint() {
   void* ctx = zmq_ctx_new();
@@ -123,8 +129,8 @@ struct raw_node {
       std::memcpy(&t, d + 8, 8);
       lat.push_back(now_ns() - t);
       b.send(std::vector<char>(d, d + zmq_msg_size(&m)));
-      if (lat.size() == p.pings) {
-        const std::string r = std::string(1, report) + percentiles(lat);
+      if (lat.size() == p.pings + 1) {  // the warm-up ping, then `pings` measured ones
+        const std::string r = std::string(1, report) + measured(lat);
         b.send(std::vector<char>(r.begin(), r.end()));
       }
     }
@@ -212,10 +218,10 @@ rt::envelope make(char type, std::size_t size, std::int64_t stamp = 0) {
       std::memcpy(&t, e.payload.data() + 8, 8);
       lat.push_back(now_ns() - t);
       (void)self.load()->send("a", std::move(e));
-      if (lat.size() == p.pings) {
+      if (lat.size() == p.pings + 1) {
         rt::envelope r;
         r.kind = report;
-        r.payload = rt::shared_bytes::copy_of(percentiles(lat));
+        r.payload = rt::shared_bytes::copy_of(measured(lat));
         (void)self.load()->send("a", std::move(r));
       }
     }
@@ -245,9 +251,17 @@ result_row banyan_sender(const params& p) {
   if (!t) throw std::runtime_error(t.error().what());
   auto& a = **t;
   if (auto up = a.wait_until_up("b", std::chrono::seconds(10)); !up) throw std::runtime_error(up.error().what());
+  // Bounded: a lost reply is a failed run (with the link's state), never a hang.
   auto wait_for = [&](char kind) {
     std::unique_lock lk(mu);
-    cv.wait(lk, [&] { return last == kind; });
+    if (!cv.wait_for(lk, std::chrono::seconds(30), [&] { return last == kind; })) {
+      const auto s = a.stats("b");
+      throw std::runtime_error(std::string("no '") + kind + "' reply within 30 s (link up " + std::to_string(s.up) +
+                               ", sent " + std::to_string(s.messages_sent) + ", received " +
+                               std::to_string(s.messages_received) + ", sessions " + std::to_string(s.sessions) +
+                               ", send failures " + std::to_string(s.send_failures) + ", gaps " +
+                               std::to_string(s.sequence_gaps) + ", rejects " + std::to_string(a.rejects().total()) + ")");
+    }
     last = 0;
   };
   auto exchange_ping = [&] {
