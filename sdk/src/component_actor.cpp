@@ -112,6 +112,15 @@ caf::behavior component_actor::make_behavior() {
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
       },
       [this](shutdown_atom, bool urgent) { begin_shutdown(urgent); },
+      [this](reply_atom, std::uint64_t id, const std::string& code, const std::string& text, const payload& data) {
+        if (code.empty()) return finish_remote_request(id, data);
+        finish_remote_request(id, error{code == "timeout" ? errc::timeout : errc::request_failed, text});
+      },
+      [this](expire_atom, std::uint64_t id, std::int64_t ms) {
+        if (!remote_requests_.count(id)) return;
+        state_->node()->forget_request(id);
+        finish_remote_request(id, error{errc::timeout, "no reply within " + std::to_string(ms) + " ms"});
+      },
   };
 }
 
@@ -170,6 +179,7 @@ void component_actor::on_exit() {
   routes_.clear();
   handlers_.clear();
   services_.clear();
+  remote_requests_.clear();
   held_.clear();
   children_.clear();
   ctx_.reset();
@@ -412,9 +422,7 @@ void component_actor::send_request(std::string_view path, std::string method, co
   };
   auto v = state_->tree().find(path);
   if (!v) return fail(v.error());
-  if (!state_->is_local(*v))
-    return fail(error{errc::request_failed, "`" + std::string(path) +
-                                                "` runs on another node; cross-node requests are not supported yet"});
+  if (!state_->is_local(*v)) return send_remote_request(*v, std::move(method), data, timeout, std::move(on_reply));
   auto target = state_->actor_of(*v);
   if (!target) return fail(error{errc::request_failed, "`" + std::string(path) + "` is not running"});
   std::string what = "request `" + method + "` to `" + std::string(path) + "`";
@@ -434,6 +442,30 @@ void component_actor::send_request(std::string_view path, std::string method, co
                 on_reply(error{errc::request_failed, what + ": " + to_string(e)});
             });
           });
+}
+
+void component_actor::send_remote_request(vertex_id target, std::string method, const payload& data,
+                                          std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply) {
+  auto* node = state_->node();
+  const std::uint64_t id = node->next_request_id();
+  std::string what = "request `" + method + "` to `" + state_->tree().path(target) + "`";
+  const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
+  auto sent = node->send_request(vertex_, target, method, data, timeout, id, caf::actor_cast<caf::actor>(this), block_at);
+  if (!sent) {
+    error e{errc::request_failed, what + ": " + sent.error().what()};
+    return post_task([on_reply = std::move(on_reply), e = std::move(e)] { on_reply(e); });
+  }
+  remote_requests_[id] = {std::move(on_reply), std::move(what)};
+  delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id, static_cast<std::int64_t>(timeout.count()));
+}
+
+void component_actor::finish_remote_request(std::uint64_t id, result<payload> outcome) {
+  auto it = remote_requests_.find(id);
+  if (it == remote_requests_.end()) return;  // answered or expired already
+  auto r = std::move(it->second);
+  remote_requests_.erase(it);
+  if (!outcome) outcome = error{outcome.error().code, r.what + ": " + outcome.error().message};
+  timed([&] { r.on_reply(std::move(outcome)); });
 }
 
 void component_actor::post_task(std::function<void()> fn) {

@@ -60,6 +60,9 @@ class component_actor final : public caf::event_based_actor {
   void send_on(const std::shared_ptr<const route_info>& info, const payload& data);
   void flush_held();
   void deliver(const envelope& env, std::uint32_t index);
+  void send_remote_request(vertex_id target, std::string method, const payload& data,
+                           std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
+  void finish_remote_request(std::uint64_t id, result<payload> outcome);
   void begin_shutdown(bool urgent);
   void pause(node_index congested);
   void resume();
@@ -85,6 +88,12 @@ class component_actor final : public caf::event_based_actor {
   bool behavior_ready_ = false;    // become() is usable (false while make_behavior runs)
   bool in_remote_delivery_ = false;  // handling a message from another node: never block the thread
 
+  // Requests to components on other nodes, by id: the handler and what to call it in errors.
+  struct remote_request {
+    banyan::context::reply_handler on_reply;
+    std::string what;
+  };
+  std::unordered_map<std::uint64_t, remote_request> remote_requests_;
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<std::string, banyan::context::service> services_;
   std::unordered_map<std::string, std::vector<std::shared_ptr<const route_info>>, string_hash, std::equal_to<>> routes_;

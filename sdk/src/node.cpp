@@ -101,9 +101,13 @@ node_runtime::node_runtime(run_state& state, placement p)
 node_runtime::~node_runtime() { stop(); }
 
 result<void> node_runtime::start(caf::actor_system& system, std::chrono::milliseconds heartbeat_timeout) {
-  gateway_ = system.spawn([this](caf::event_based_actor*) -> caf::behavior {
-    return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) {
-      state_.handle_remote(*this, peer, *e);
+  gateway_ = system.spawn([this](caf::event_based_actor* self) -> caf::behavior {
+    return {[this, self](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) {
+      switch (static_cast<wire_kind>(e->kind)) {
+        case wire_kind::request: return serve_request(self, peer, *e);
+        case wire_kind::reply: return take_reply(*e);
+        default: return state_.handle_remote(*this, peer, *e);
+      }
     }};
   });
   runtime::transport_options o;
@@ -338,8 +342,101 @@ void node_runtime::log_summary() {
   state_.log("node " + placement_.names[placement_.self], line);
 }
 
+// Requests go straight to the target's node (not along the tree: they are point to point), as
+// `request` envelopes: sender = requester path, topic = method, extra = {target path, id, timeout ms}.
+// The target's gateway asks the target actor like a local requester would and sends a `reply`
+// envelope back: extra = {id, "" | "timeout" | "failed", error text}, payload = the reply.
+result<void> node_runtime::send_request(vertex_id requester, vertex_id target, const std::string& method,
+                                        const payload& data, std::chrono::milliseconds timeout, std::uint64_t id,
+                                        caf::actor reply_to, std::size_t block_at) {
+  const auto& tree = state_.tree();
+  const node_index node = placement_.node_of[target];
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::request);
+  e.sender = tree.path(requester);
+  e.topic = method;
+  e.extra = {tree.path(target), number(id), number(static_cast<std::uint64_t>(timeout.count()))};
+  e.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
+  {
+    std::lock_guard lock(requests_mutex_);
+    requests_[id] = {std::move(reply_to), node};
+  }
+  auto r = transport_->send(placement_.names[node], std::move(e), block_at);
+  if (!r) forget_request(id);
+  return r;
+}
+
+void node_runtime::forget_request(std::uint64_t id) {
+  std::lock_guard lock(requests_mutex_);
+  requests_.erase(id);
+}
+
+void node_runtime::serve_request(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e) {
+  if (e.extra.size() != 3) return state_.log("node", "malformed request envelope from `" + peer + "`");
+  auto reply = [this, peer, id = e.extra[1]](std::string code, std::string text, const payload& data) {
+    runtime::envelope r;
+    r.kind = static_cast<std::uint16_t>(wire_kind::reply);
+    r.extra = {id, std::move(code), std::move(text)};
+    r.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
+    (void)transport_->send(peer, std::move(r), runtime::never_block);  // bounded by the requests
+  };
+  const std::string& path = e.extra[0];
+  auto target = state_.tree().find(path);
+  if (!target) return reply("failed", target.error().message, {});
+  if (!is_local(*target)) return reply("failed", "`" + path + "` is not on node `" + placement_.names[placement_.self] + "`", {});
+  auto actor = state_.actor_of(*target);
+  if (!actor) return reply("failed", "`" + path + "` is not running", {});
+  std::chrono::milliseconds timeout{0};
+  try {
+    timeout = std::chrono::milliseconds(std::stoll(e.extra[2]));
+  } catch (const std::exception&) {
+    return reply("failed", "malformed timeout `" + e.extra[2] + "`", {});
+  }
+  gateway->request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::copy_of(e.payload.span()))
+      .then([reply](std::string& err, payload& data) { err.empty() ? reply("", "", data) : reply("failed", err, {}); },
+            [reply, timeout](caf::error& err) {
+              if (err == caf::sec::request_timeout)
+                reply("timeout", "no reply within " + std::to_string(timeout.count()) + " ms", {});
+              else
+                reply("failed", to_string(err), {});
+            });
+}
+
+void node_runtime::take_reply(runtime::envelope& e) {
+  if (e.extra.size() != 3) return state_.log("node", "malformed reply envelope");
+  std::uint64_t id = 0;
+  try {
+    id = std::stoull(e.extra[0]);
+  } catch (const std::exception&) {
+    return state_.log("node", "malformed reply envelope (id `" + e.extra[0] + "`)");
+  }
+  caf::actor to;
+  {
+    std::lock_guard lock(requests_mutex_);
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return;  // the requester gave up (its own timeout) or is gone
+    to = std::move(it->second.reply_to);
+    requests_.erase(it);
+  }
+  caf::anon_send(to, reply_atom::value, id, e.extra[1], e.extra[2], payload::copy_of(e.payload.span()));
+}
+
+void node_runtime::fail_requests_to(node_index node, const std::string& why) {
+  std::vector<std::pair<std::uint64_t, caf::actor>> failed;
+  {
+    std::lock_guard lock(requests_mutex_);
+    std::erase_if(requests_, [&](auto& r) {
+      if (r.second.node != node) return false;
+      failed.emplace_back(r.first, std::move(r.second.reply_to));
+      return true;
+    });
+  }
+  for (auto& [id, to] : failed) caf::anon_send(to, reply_atom::value, id, std::string("failed"), why, payload{});
+}
+
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {
   state_.log("node " + placement_.names[placement_.self], "lost node `" + peer + "`: " + reason);
+  fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
   resume_waiters(index_of(peer), false);  // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.
   node_index lost = 0;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,9 @@ namespace banyan::detail {
 class run_state;
 
 // Envelope kinds on node links.
-enum class wire_kind : std::uint16_t { data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5 };
+enum class wire_kind : std::uint16_t {
+  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7
+};
 
 // Which node hosts each component: read from the deployment and checked against the app's tree.
 struct placement {
@@ -59,6 +62,15 @@ class node_runtime {
                        std::uint64_t sequence, const payload& data, std::shared_ptr<const void> receipt,
                        std::size_t block_at);
 
+  // Request/reply across nodes. The requester's actor later gets exactly one
+  // `reply_atom, id, errc, message, payload` (errc::ok-like 0 on success) unless it gave up first
+  // (forget_request, on its own timeout).
+  result<void> send_request(vertex_id requester, vertex_id target, const std::string& method, const payload& data,
+                            std::chrono::milliseconds timeout, std::uint64_t id, caf::actor reply_to,
+                            std::size_t block_at);
+  void forget_request(std::uint64_t id);
+  std::uint64_t next_request_id() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
+
   // Flow control for publishers (see component_actor::pause): whether the link to `node` is within
   // its credit window, and a `resume` message to `who` once it is (or the node is lost, or the run
   // ends).
@@ -84,6 +96,9 @@ class node_runtime {
   void on_peer_up(const std::string& peer);
   void on_peer_down(const std::string& peer, const std::string& reason);
   void on_credit(const std::string& peer);
+  void serve_request(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e);
+  void take_reply(runtime::envelope& e);
+  void fail_requests_to(node_index node, const std::string& why);
   void resume_waiters(node_index node, bool all);
   node_index index_of(const std::string& peer) const;
   void send_to_all(const runtime::envelope& e);
@@ -102,6 +117,13 @@ class node_runtime {
   std::vector<std::pair<node_index, caf::actor>> waiters_;  // paused publishers, by congested link
   bool released_ = false;                                   // guarded by waiters_mutex_
   std::atomic<std::uint64_t> pauses_{0};
+  struct pending_request {
+    caf::actor reply_to;
+    node_index node;
+  };
+  std::mutex requests_mutex_;
+  std::unordered_map<std::uint64_t, pending_request> requests_;  // sent, no reply yet
+  std::atomic<std::uint64_t> next_request_{1};
   struct counters {
     std::atomic<std::uint64_t> messages{0}, bytes{0}, failed{0};
     std::atomic<bool> failing{false};

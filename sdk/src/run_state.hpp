@@ -28,6 +28,8 @@ using started_atom = caf::atom_constant<caf::atom("started")>;
 using ready_atom = caf::atom_constant<caf::atom("ready")>;
 using lost_atom = caf::atom_constant<caf::atom("lost")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
+using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
+using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
 
 class node_runtime;
 

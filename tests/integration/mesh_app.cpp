@@ -6,7 +6,9 @@
 // increasing order, counts what it got, and when it has everything says so on `done/...`; the
 // checker ends the run when every sub is done (exit 0) or when one reports a fault (exit 1).
 // On stop each sub prints `DIGEST <path> <count> <hash>`, an order-independent hash of what it got,
-// so runs on different deployments can be compared.
+// so runs on different deployments can be compared. With --requests the checker also makes four
+// requests (a reply, an unknown method, a service error, a timeout) and prints `REQUEST <n> <outcome>`;
+// pubs serve `echo` and `fail`, subs serve `stall` and `stall-long`.
 #include <banyan/sdk/sdk.hpp>
 
 #include <cstdio>
@@ -21,7 +23,19 @@ struct config {
   std::uint64_t messages = 1000;
   std::size_t payload_bytes = 16;
   std::uint64_t slow_us = 0;  // extra work per message in the `slow` subs
+  bool requests = false;
+  bool request_lost = false;  // the checker asks zone2's sub for `stall-long` (60 s), to be cut short
 };
+
+void spin_for(std::chrono::microseconds d) {
+  auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+std::string text_of(const banyan::payload& p) {
+  return std::string(reinterpret_cast<const char*>(p.bytes().data()), p.bytes().size());
+}
 
 std::uint64_t mix(std::uint64_t h) {
   h ^= h >> 33;
@@ -41,6 +55,12 @@ class publisher : public banyan::leaf {
   publisher(config c, int zone) : c_(c), zone_(zone) {}
   void on_start(banyan::context& ctx) override {
     (void)ctx.subscribe("ctl/go", [this, &ctx](const banyan::delivery&) { burst(ctx); });
+    ctx.serve("echo", [&ctx](const banyan::payload& p) -> banyan::result<banyan::payload> {
+      return banyan::payload::copy_of(text_of(p) + " from " + ctx.path());
+    });
+    ctx.serve("fail", [](const banyan::payload&) -> banyan::result<banyan::payload> {
+      return banyan::error{banyan::errc::invalid_argument, "refused"};
+    });
   }
 
  private:
@@ -73,15 +93,19 @@ class subscriber : public banyan::leaf {
       }
       last = d.sequence();
       digest_ += mix(hash_text(d.sender()) ^ mix(d.sequence()) ^ hash_text(d.topic()));
-      if (slow_ && c_.slow_us) {
-        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(c_.slow_us);
-        while (std::chrono::steady_clock::now() < until) {
-        }
-      }
+      if (slow_ && c_.slow_us) spin_for(std::chrono::microseconds(c_.slow_us));
       if (++count_ == expected_) (void)ctx.publish("done" + ctx.path(), std::string_view{}, banyan::scope::root());
     };
     (void)ctx.subscribe("data/+", handle);
     (void)ctx.subscribe("local/z" + std::to_string(zone_), handle);
+    ctx.serve("stall", [](const banyan::payload&) -> banyan::result<banyan::payload> {
+      spin_for(std::chrono::milliseconds(300));
+      return banyan::payload{};
+    });
+    ctx.serve("stall-long", [](const banyan::payload&) -> banyan::result<banyan::payload> {
+      spin_for(std::chrono::seconds(60));
+      return banyan::payload{};
+    });
   }
   void on_stop(banyan::context& ctx) override {
     std::printf("DIGEST %s %llu %016llx\n", ctx.path().c_str(), static_cast<unsigned long long>(count_),
@@ -109,13 +133,21 @@ class mesh : public banyan::composite {
 
 class checker : public banyan::leaf {
  public:
-  explicit checker(int subs) : subs_(subs) {}
+  checker(int subs, const config& c) : subs_(subs), requests_(c.requests ? 4 : 0), request_lost_(c.request_lost) {}
   void on_start(banyan::context& ctx) override {
     (void)ctx.subscribe("done/#", [this, &ctx](const banyan::delivery&) {
-      if (++done_ == subs_) {
-        ctx.log("every subscriber got everything");
-        ctx.quit(0);
+      if (++done_ == subs_) ctx.log("every subscriber got everything");
+      maybe_quit(ctx);
+    });
+    (void)ctx.subscribe("ctl/go", [this, &ctx](const banyan::delivery&) {
+      using namespace std::chrono_literals;
+      if (requests_) {
+        ask(ctx, 1, "/mesh/zone1/pub", "echo", "hello", 10s);
+        ask(ctx, 2, "/mesh/zone2/pub", "nope", "", 10s);
+        ask(ctx, 3, "/mesh/zone2/pub", "fail", "", 10s);
+        ask(ctx, 4, "/mesh/zone1/slow/sub", "stall", "", 100ms);
       }
+      if (request_lost_) ask(ctx, 5, "/mesh/zone2/sub", "stall-long", "", 90s);
     });
     (void)ctx.subscribe("fault/+", [&ctx](const banyan::delivery& d) {
       ctx.log("fault: " + std::string(reinterpret_cast<const char*>(d.bytes().data()), d.bytes().size()));
@@ -124,8 +156,21 @@ class checker : public banyan::leaf {
   }
 
  private:
-  int subs_;
-  int done_ = 0;
+  void ask(banyan::context& ctx, int n, const std::string& path, const std::string& method, const std::string& body,
+           std::chrono::milliseconds timeout) {
+    ctx.request(path, method, banyan::payload::copy_of(body), timeout, [this, &ctx, n](banyan::result<banyan::payload> r) {
+      std::printf("REQUEST %d %s\n", n, r ? ("ok " + text_of(*r)).c_str() : r.error().what().c_str());
+      std::fflush(stdout);
+      ++answered_;
+      maybe_quit(ctx);
+    });
+  }
+  void maybe_quit(banyan::context& ctx) {
+    if (done_ == subs_ && answered_ == requests_) ctx.quit(0);
+  }
+  int subs_, requests_;
+  bool request_lost_;
+  int done_ = 0, answered_ = 0;
 };
 
 }  // namespace
@@ -136,6 +181,8 @@ int main(int argc, char** argv) {
   app.cli().add_option("--messages", c.messages, "Messages per publisher");
   app.cli().add_option("--payload", c.payload_bytes, "Payload bytes");
   app.cli().add_option("--slow-us", c.slow_us, "Extra microseconds per message in the slow subscribers");
+  app.cli().add_flag("--requests", c.requests, "The checker also makes four requests to other components");
+  app.cli().add_flag("--request-lost", c.request_lost, "The checker asks zone2's sub for a 60 s stall");
   // The options are read before the tree is built: parse once here (run() parses again, with its own).
   app.cli().allow_extras();
   try {
@@ -144,7 +191,7 @@ int main(int argc, char** argv) {
     return app.cli().exit(e);
   }
   app.cli().allow_extras(false);
-  app.root().add_leaf<checker>("checker", zones * 2);
+  app.root().add_leaf<checker>("checker", zones * 2, c);
   for (int z = 0; z < zones; ++z) {
     auto& zone = app.root().add_composite("zone" + std::to_string(z));
     zone.add_leaf<subscriber>("sub", c, z, false);

@@ -128,6 +128,33 @@ TEST(MultiNode, ThreeNodeRunDeliversWhatOneProcessDelivers) {
   }
 }
 
+std::vector<std::string> request_lines(const std::string& output) {
+  std::vector<std::string> out;
+  std::regex line(R"(REQUEST \d+ [^\n]*)");
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end; it != end; ++it) out.push_back(it->str());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Request/reply across nodes answers exactly as in one process: a reply, an unknown method, a
+// service's error and a timeout (every target is on another node than the requester).
+TEST(MultiNode, RequestsAcrossNodesAnswerAsInOneProcess) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  auto single = run_command(std::string("timeout 120 ") + MESH_APP + " --messages 200 --requests");
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  auto multi = run_command(launch(d, "--messages 200 --requests"));
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  const std::vector<std::string> want{
+      "REQUEST 1 ok hello from /mesh/zone1/pub",
+      "REQUEST 2 request failed: request `nope` to `/mesh/zone2/pub`: `/mesh/zone2/pub` serves no method `nope`",
+      "REQUEST 3 request failed: request `fail` to `/mesh/zone2/pub`: invalid argument: refused",
+      "REQUEST 4 timeout: request `stall` to `/mesh/zone1/slow/sub`: no reply within 100 ms",
+  };
+  EXPECT_EQ(request_lines(single.output), want) << single.output;
+  EXPECT_EQ(request_lines(multi.output), want) << multi.output;
+}
+
 // Node of every component of `p`'s tree under the deployment (assignments place subtrees).
 std::vector<node_index> place(const profile& p, const fs::path& deployment) {
   auto d = partitioner::load_deployment(deployment.string());
@@ -177,7 +204,7 @@ TEST(MultiNode, MeasuredCrossNodeMessagesEqualTheCostModelExactly) {
               static_cast<unsigned long long>(totals["flat-p2p"]));
 }
 
-// Node processes started by the test itself, their stderr read through pipes (no files, no sleeps:
+// Node processes started by the test itself, their output read through pipes (no files, no sleeps:
 // poll() with the time left).
 class node_group {
  public:
@@ -188,6 +215,7 @@ class node_group {
       std::string name = "n" + std::to_string(i);
       pid_t pid = fork();
       if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
         close(fds[0]);
         close(fds[1]);
@@ -272,7 +300,7 @@ TEST(MultiNode, KilledNodeIsReportedQuicklyAndTheOthersStillStopCleanly) {
   auto d = write_deployment(dir.path);
   // The slow subscribers never finish their share in time, so only a signal ends these nodes; the
   // links are busy (credit windows full) when n2 dies.
-  node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120"});
+  node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120", "--request-lost"});
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.wait_for(i, "every node is ready", 60s)) << nodes.log(i);
   auto killed_at = std::chrono::steady_clock::now();
   nodes.kill_now(2);
@@ -285,6 +313,9 @@ TEST(MultiNode, KilledNodeIsReportedQuicklyAndTheOthersStillStopCleanly) {
   // The parents of the lost subtrees got a supervision event.
   EXPECT_TRUE(nodes.wait_for(0, "child `/mesh/zone2` lost", 10s)) << nodes.log(0);
   EXPECT_TRUE(nodes.wait_for(1, "child `/mesh/zone1/slow` lost", 10s)) << nodes.log(1);
+  // A request to a component of the lost node fails then, not at its 90 s timeout.
+  EXPECT_TRUE(nodes.wait_for(0, "REQUEST 5 request failed: request `stall-long` to `/mesh/zone2/sub`", 10s))
+      << nodes.log(0);
   // Nothing hangs: the survivors stop on SIGTERM (n0 passes the quit on to n1), exit 128 + 15.
   nodes.signal(0, SIGTERM);
   EXPECT_EQ(nodes.wait_exit(0, 20s), 143) << nodes.log(0);
