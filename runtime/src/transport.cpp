@@ -112,7 +112,7 @@ class transport_impl final : public transport {
   result<void> open();
 
   result<void> send(const std::string& name, envelope e, std::size_t block_at) override;
-  bool has_credit(const std::string& name) const override;
+  bool window_full(const std::string& name) const override;
   void flush() override;
   result<void> wait_until_up(const std::string& name, std::chrono::milliseconds timeout) override;
   link_stats stats(const std::string& name) const override;
@@ -347,11 +347,11 @@ result<void> transport_impl::send(const std::string& name, envelope e, std::size
   return {};
 }
 
-bool transport_impl::has_credit(const std::string& name) const {
+bool transport_impl::window_full(const std::string& name) const {
   const peer* p = find(name);
   if (!p) return false;
   std::lock_guard lk(mu_);
-  return p->up && p->outstanding() < opt_.credit_window;
+  return p->up && !stopped_ && p->outstanding() >= opt_.credit_window;
 }
 
 void transport_impl::flush() {
@@ -447,9 +447,12 @@ void transport_impl::run() {
 void transport_impl::receive_all(bool& drained) {
   // Frames are received in place (a zmq_msg_t must not be copied); a message of more parts than
   // any of ours is drained and rejected as garbage.
+  // At most 64 messages and a quarter heartbeat interval per call, so that a flood of incoming data
+  // never delays our own heartbeats and credit frames (a peer would take the silence for loss).
   constexpr std::size_t max_parts = 8;
   std::vector<zmq_msg_t> frames(max_parts);
-  for (int budget = 0; budget < 64; ++budget) {
+  const auto until = steady::now() + hb_interval_ / 4;
+  for (int budget = 0; budget < 64 && steady::now() < until; ++budget) {
     std::size_t n = 0;
     zmq_msg_init(&frames[0]);
     if (zmq_msg_recv(&frames[0], router_, ZMQ_DONTWAIT) < 0) {

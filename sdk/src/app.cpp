@@ -4,6 +4,11 @@
 #include "node.hpp"
 #include "run_state.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <iostream>
 #include <thread>
@@ -25,46 +30,51 @@ namespace {
 
 // Turns SIGINT/SIGTERM during the run into quit(128+sig). A handler (not a blocked mask) because
 // libraries may have started threads before the run (e.g. a BLAS thread pool), and a signal may
-// land on any of them. The handler only stores the signal; a watcher thread acts on it.
-volatile std::sig_atomic_t caught_signal = 0;
-extern "C" void on_quit_signal(int sig) { caught_signal = sig; }
+// land on any of them. The handler only stores the signal and writes to an eventfd (both
+// async-signal-safe); a watcher thread blocked on the eventfd acts on it.
+std::atomic<int> caught_signal{0};
+std::atomic<int> signal_fd{-1};
+static_assert(std::atomic<int>::is_always_lock_free);
+extern "C" void on_quit_signal(int sig) {
+  caught_signal.store(sig);
+  std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(signal_fd.load(), &one, sizeof one);
+}
 
 class signal_guard {
  public:
-  explicit signal_guard(detail::run_state& state) {
+  explicit signal_guard(detail::run_state& state) : fd_(::eventfd(0, EFD_CLOEXEC)) {
+    if (fd_ < 0) throw std::runtime_error("eventfd failed");
     caught_signal = 0;
+    signal_fd = fd_;
     struct sigaction sa {};
     sa.sa_handler = on_quit_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
     watcher_ = std::thread([this, &state] {
-      while (!done_.load()) {
-        if (int sig = caught_signal) {
-          caught_signal = 0;
-          state.request_quit(128 + sig, /*urgent=*/true);
-        }
-        std::unique_lock lock(mutex_);
-        cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return done_.load(); });
+      std::uint64_t v;
+      while (::read(fd_, &v, sizeof v) == sizeof v || errno == EINTR) {
+        if (done_.load()) return;
+        if (int sig = caught_signal.exchange(0)) state.request_quit(128 + sig, /*urgent=*/true);
       }
     });
   }
   ~signal_guard() {
-    {
-      std::lock_guard lock(mutex_);
-      done_.store(true);
-    }
-    cv_.notify_all();
-    watcher_.join();
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    done_.store(true);
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+    watcher_.join();
+    signal_fd = -1;
+    ::close(fd_);
   }
 
  private:
+  int fd_;
   struct sigaction old_int_ {}, old_term_ {};
   std::atomic<bool> done_{false};
-  std::mutex mutex_;
-  std::condition_variable cv_;
   std::thread watcher_;
 };
 

@@ -393,7 +393,7 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
     const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
     for (const auto& h : info->hops) (void)node->forward(h, info->topic, vertex_, info->scope, sequence, data, {}, block_at);
     for (const auto& h : info->hops) {
-      if (!node->has_credit(h.node)) {
+      if (node->link_full(h.node)) {
         pause(h.node);
         break;
       }

@@ -283,8 +283,8 @@ node_index node_runtime::index_of(const std::string& peer) const {
   return placement_.self;
 }
 
-bool node_runtime::has_credit(node_index node) const {
-  return node == placement_.self || !transport_ || transport_->has_credit(placement_.names[node]);
+bool node_runtime::link_full(node_index node) const {
+  return node != placement_.self && transport_ && transport_->window_full(placement_.names[node]);
 }
 
 void node_runtime::resume_when_credit(node_index node, caf::actor who) {
@@ -298,7 +298,7 @@ void node_runtime::resume_when_credit(node_index node, caf::actor who) {
   }
   if (who) return caf::anon_send(who, resume_atom::value);
   // The credit may have come back between the publisher's check and its registration.
-  if (has_credit(node)) resume_waiters(node, false);
+  if (!link_full(node)) resume_waiters(node, false);
 }
 
 void node_runtime::resume_waiters(node_index node, bool all) {
@@ -324,7 +324,7 @@ void node_runtime::release_publishers() {
 
 void node_runtime::on_credit(const std::string& peer) {
   auto node = index_of(peer);
-  if (has_credit(node)) resume_waiters(node, false);
+  if (!link_full(node)) resume_waiters(node, false);
 }
 
 void node_runtime::log_summary() {

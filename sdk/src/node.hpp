@@ -71,10 +71,10 @@ class node_runtime {
   void forget_request(std::uint64_t id);
   std::uint64_t next_request_id() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
 
-  // Flow control for publishers (see component_actor::pause): whether the link to `node` is within
-  // its credit window, and a `resume` message to `who` once it is (or the node is lost, or the run
+  // Flow control for publishers (see component_actor::pause): whether a send to `node` would wait
+  // for credit, and a `resume` message to `who` once it would not (or the node is lost, or the run
   // ends).
-  bool has_credit(node_index node) const;
+  bool link_full(node_index node) const;
   void resume_when_credit(node_index node, caf::actor who);
   // A publisher blocks its thread only past this many envelopes outstanding on a link.
   static constexpr std::size_t credit_window = 1024, publisher_block_at = 8 * credit_window;

@@ -178,7 +178,7 @@ TEST(BadFrames, EnvelopesOfAnotherWireVersionAreCounted) {
   ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.version; }, 2));
   EXPECT_TRUE(f.rec.logged("wire version " + std::to_string(wire_version + 1) + ", this node speaks " +
                            std::to_string(wire_version)));
-  EXPECT_EQ(f.rec.ups["b"], 0);  // a frame of another version does not open a session
+  EXPECT_EQ(f.rec.locked(f.rec.ups, "b"), 0);  // a frame of another version does not open a session
   raw.send({frame_bytes(wire_version, 42, inc, {{1, 1}}), bytes(1)});
   ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 1; }));
 }
@@ -193,7 +193,7 @@ TEST(BadFrames, UnknownSendersAndStaleDataAreCounted) {
   const auto inc = raw.node_incarnation();
   raw.send({frame_bytes(wire_version, 42, inc + 1, {{1, 1}}), bytes(1)});  // for another incarnation
   ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.stale; }, 1));
-  EXPECT_EQ(f.rec.count["b"], 0u);
+  EXPECT_EQ(f.rec.locked(f.rec.count, "b"), 0u);
 }
 
 TEST(BadFrames, ASequenceGapIsCountedAndLogged) {

@@ -54,13 +54,13 @@ TEST(Curve, APeerWithoutAnAuthorisedKeyIsRejectedAndLogged) {
   auto b = transport::start(curve_options(dir, "b", kb, {{"a", &ka}}, {&ka}), rb.make());
   auto c = transport::start(curve_options(dir, "c", kc, {{"a", &ka}}, {&ka}), rc.make());
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
-  ASSERT_TRUE(ra.wait([&] { return ra.logged("rejected unauthorised frame"); }, 10s));
+  ASSERT_TRUE(ra.wait([&] { return ra.logged_locked("rejected unauthorised frame"); }, 10s));
   EXPECT_TRUE(ra.logged(kc.k.public_key + " is not authorised"));
   EXPECT_GE((*a)->rejects().auth, 1u);
   ASSERT_TRUE((*a)->wait_until_up("b", 10s).ok());
-  EXPECT_EQ(ra.ups["c"], 0);
+  EXPECT_EQ(ra.locked(ra.ups, "c"), 0);
   EXPECT_FALSE((*a)->stats("c").up);
-  EXPECT_EQ(ra.count["c"], 0u);
+  EXPECT_EQ(ra.locked(ra.count, "c"), 0u);
 }
 
 // a is told the wrong public key for b: a's DEALER never completes its handshake with b, and b's
@@ -73,11 +73,11 @@ TEST(Curve, APeerWhoseKeyIsNotTheOneConfiguredForItsNameIsRefused) {
   auto a = transport::start(curve_options(dir, "a", ka, {{"b", &wrong}}, {&kb}), ra.make());
   auto b = transport::start(curve_options(dir, "b", kb, {{"a", &ka}}, {&ka}), rb.make());
   ASSERT_TRUE(a.ok() && b.ok());
-  ASSERT_TRUE(ra.wait([&] { return ra.logged("rejected impersonating frame from `b`"); }, 10s));
+  ASSERT_TRUE(ra.wait([&] { return ra.logged_locked("rejected impersonating frame from `b`"); }, 10s));
   EXPECT_GE((*a)->rejects().auth, 1u);
   EXPECT_FALSE((*a)->stats("b").up);
-  EXPECT_EQ(ra.ups["b"], 0);
-  EXPECT_EQ(rb.ups["a"], 0);
+  EXPECT_EQ(ra.locked(ra.ups, "b"), 0);
+  EXPECT_EQ(rb.locked(rb.ups, "a"), 0);
 }
 
 TEST(Curve, KeyFilesRoundTripAndBadFilesNameTheFault) {

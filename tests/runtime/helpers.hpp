@@ -77,6 +77,13 @@ struct recorder {
     return c;
   }
 
+  // Reads a counter under the lock (the I/O thread writes them).
+  template <class Map>
+  auto locked(Map& m, const std::string& peer) {
+    std::lock_guard lk(mu);
+    return m[peer];
+  }
+
   // Waits (bounded) until `pred()` holds under the lock; returns whether it did.
   template <class Pred>
   bool wait(Pred pred, std::chrono::milliseconds timeout = 20s) {
@@ -84,6 +91,10 @@ struct recorder {
     return cv.wait_for(lk, timeout, pred);
   }
   bool logged(const std::string& needle) {
+    std::lock_guard lk(mu);
+    return logged_locked(needle);
+  }
+  bool logged_locked(const std::string& needle) const {  // in wait() predicates (the lock is held)
     for (const auto& l : logs) {
       if (l.find(needle) != std::string::npos) return true;
     }

@@ -85,7 +85,7 @@ struct callbacks {
   std::function<void(const std::string& peer)> on_peer_up;
   std::function<void(const std::string& peer, const std::string& reason)> on_peer_down;
   std::function<void(log_level, const std::string& line)> on_log;  // default: stderr
-  // The peer delivered more of our envelopes (has_credit() may have turned true).
+  // The peer delivered more of our envelopes (window_full() may have turned false).
   std::function<void(const std::string& peer)> on_credit;
 };
 
@@ -133,8 +133,9 @@ class transport {
   // Fails with errc::invalid_argument for an unknown peer, errc::io when the peer is down (now, or
   // while waiting).
   virtual result<void> send(const std::string& peer, envelope e, std::size_t block_at = at_window) = 0;
-  // Whether fewer than `credit_window` envelopes are outstanding for `peer` (false if unknown or down).
-  virtual bool has_credit(const std::string& peer) const = 0;
+  // Whether a send() to `peer` would wait: it is up and `credit_window` envelopes are outstanding.
+  // (False for a peer that is down: sends to it fail at once, there is nothing to wait for.)
+  virtual bool window_full(const std::string& peer) const = 0;
   // Blocks until every envelope queued so far has been written to its socket (or its peer was lost).
   virtual void flush() = 0;
   // Blocks until `peer` is up or `timeout` passes (errc::timeout); errc::invalid_argument if unknown.
