@@ -266,7 +266,10 @@ result<void> transport_impl::open() {
     index_[p.cfg.name] = i;
     p.dealer = zmq_socket(ctx_, ZMQ_DEALER);
     zmq_setsockopt(p.dealer, ZMQ_ROUTING_ID, opt_.self.data(), opt_.self.size());
-    for (auto r : {set_int(p.dealer, ZMQ_LINGER, 0, "LINGER"), set_int(p.dealer, ZMQ_IMMEDIATE, 1, "IMMEDIATE"),
+    // What flush() handed to ZeroMQ before stop() (a last `quit`, say) still goes out, for at most a
+    // heartbeat timeout; with ZMQ_IMMEDIATE nothing waits for a peer that is not connected.
+    const int linger = static_cast<int>(opt_.heartbeat_timeout.count());
+    for (auto r : {set_int(p.dealer, ZMQ_LINGER, linger, "LINGER"), set_int(p.dealer, ZMQ_IMMEDIATE, 1, "IMMEDIATE"),
                    set_int(p.dealer, ZMQ_SNDHWM, window + 64, "SNDHWM"),
                    set_int(p.dealer, ZMQ_RECONNECT_IVL, 50, "RECONNECT_IVL"),
                    set_int(p.dealer, ZMQ_RECONNECT_IVL_MAX, 500, "RECONNECT_IVL_MAX")}) {

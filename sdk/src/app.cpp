@@ -101,6 +101,9 @@ run_result run(app& application, const run_options& options) {
     caf::actor_system_config cfg;
     unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     cfg.set("scheduler.max-threads", static_cast<std::size_t>(threads));
+    // An actor gives its thread back after this many messages, so one with a long backlog (a slow
+    // subscriber) cannot keep the gateway or a shutdown waiting behind it for seconds.
+    cfg.set("scheduler.max-throughput", static_cast<std::size_t>(100));
     caf::actor_system system{cfg};
     if (node) {
       auto r = node->start(system, options.heartbeat_timeout);
@@ -133,7 +136,7 @@ run_result run(app& application, const run_options& options) {
       auto w = state->wait(deadline, std::chrono::milliseconds(200));
       if (w == detail::run_state::wake::idle) continue;
       if (node) {
-        node->broadcast_quit(state->exit_code());  // one node's quit ends the whole app
+        node->broadcast_quit(state->exit_code(), state->urgent_stop());  // one node's quit ends the whole app
         node->release_publishers();                // a paused publisher must not hold up the stop
       }
       // quit(): a graceful stop (what was sent before is delivered first). A signal: stop now, ahead

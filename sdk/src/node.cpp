@@ -221,13 +221,14 @@ void node_runtime::broadcast_unsubscribe(subscription_id id) {
   send_to_all(e);
 }
 
-void node_runtime::broadcast_quit(int exit_code) {
+void node_runtime::broadcast_quit(int exit_code, bool urgent) {
   if (quitting_.exchange(true) || !transport_) return;
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::quit);
-  e.extra = {std::to_string(exit_code)};
+  e.extra = {std::to_string(exit_code), urgent ? "urgent" : ""};
+  // Never waits for credit: a slow peer must not hold up the stop (nor this thread, the run's main).
   for (std::size_t i = 0; i < placement_.names.size(); ++i)
-    if (i != placement_.self) (void)transport_->send(placement_.names[i], e);
+    if (i != placement_.self) (void)transport_->send(placement_.names[i], e, runtime::never_block);
 }
 
 std::vector<link_traffic> node_runtime::data_links() const {
@@ -252,9 +253,9 @@ void node_runtime::peer_ready(const std::string& peer) {
   if (peers_ready_.size() + 1 == placement_.names.size()) state_.set_cluster_ready();
 }
 
-void node_runtime::peer_quit(int exit_code) {
+void node_runtime::peer_quit(int exit_code, bool urgent) {
   quitting_ = true;  // do not echo it back
-  state_.request_quit(exit_code);
+  state_.request_quit(exit_code, urgent);
 }
 
 void node_runtime::on_peer_up(const std::string& peer) {

@@ -82,11 +82,12 @@ class node_runtime {
   void release_publishers();
   void broadcast_subscribe(subscription_id id, vertex_id subscriber, const std::string& filter);
   void broadcast_unsubscribe(subscription_id id);
-  void broadcast_quit(int exit_code);
+  // Ends every node; `urgent` (a signal) makes them stop ahead of queued messages too.
+  void broadcast_quit(int exit_code, bool urgent);
 
   // Called by the gateway, in arrival order.
   void peer_ready(const std::string& peer);
-  void peer_quit(int exit_code);
+  void peer_quit(int exit_code, bool urgent);
 
   // Data envelopes sent to each node (index = node), for the profile's `links`.
   std::vector<link_traffic> data_links() const;

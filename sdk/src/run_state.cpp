@@ -175,7 +175,7 @@ void run_state::handle_remote(node_runtime& node, const std::string& peer, runti
     }
     return;
   }
-  if (kind == wire_kind::quit) return node.peer_quit(static_cast<int>(id_of(0)));
+  if (kind == wire_kind::quit) return node.peer_quit(static_cast<int>(id_of(0)), e.extra.size() > 1 && e.extra[1] == "urgent");
   if (kind == wire_kind::data && !cluster_ready()) {
     early_data_.emplace_back(peer, std::move(e));
     return;

@@ -204,33 +204,24 @@ TEST(MultiNode, MeasuredCrossNodeMessagesEqualTheCostModelExactly) {
               static_cast<unsigned long long>(totals["flat-p2p"]));
 }
 
+std::size_t occurrences(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // Node processes started by the test itself, their output read through pipes (no files, no sleeps:
 // poll() with the time left).
 class node_group {
  public:
-  node_group(const fs::path& deployment, int nodes, const std::vector<std::string>& app_args) {
-    for (int i = 0; i < nodes; ++i) {
-      int fds[2];
-      if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-      std::string name = "n" + std::to_string(i);
-      pid_t pid = fork();
-      if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        dup2(fds[1], STDERR_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        std::vector<std::string> args{MESH_APP};
-        args.insert(args.end(), app_args.begin(), app_args.end());
-        for (std::string extra : {"--deployment", deployment.c_str(), "--node", name.c_str()}) args.push_back(extra);
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        execv(MESH_APP, argv.data());
-        _exit(127);
-      }
-      close(fds[1]);
-      procs_.push_back({pid, fds[0], {}, false});
-    }
+  node_group(const fs::path& deployment, int nodes, const std::vector<std::string>& app_args)
+      : deployment_(deployment), args_(app_args) {
+    for (int i = 0; i < nodes; ++i) procs_.push_back(spawn(i));
+  }
+  // Starts node i again (after kill_now): a new process, a new log.
+  void restart(int i) {
+    close(procs_[i].fd);
+    procs_[i] = spawn(i);
   }
   ~node_group() {
     for (auto& p : procs_) {
@@ -245,6 +236,10 @@ class node_group {
   // Reads every node's output until `i`'s contains `text` (true) or `limit` passes (false).
   bool wait_for(int i, const std::string& text, std::chrono::milliseconds limit) {
     return read_until([&] { return procs_[i].log.find(text) != std::string::npos; }, limit);
+  }
+  // The same until `text` has appeared `times` times.
+  bool wait_for(int i, const std::string& text, std::size_t times, std::chrono::milliseconds limit) {
+    return read_until([&] { return occurrences(procs_[i].log, text) >= times; }, limit);
   }
   void signal(int i, int sig) { kill(procs_[i].pid, sig); }
   // SIGKILLs node i and reaps it.
@@ -270,6 +265,30 @@ class node_group {
     std::string log;
     bool eof;
   };
+  proc spawn(int i) {
+    int fds[2];
+    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    std::string name = "n" + std::to_string(i);
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      dup2(fds[1], STDERR_FILENO);
+      close(fds[0]);
+      close(fds[1]);
+      std::vector<std::string> args{MESH_APP};
+      args.insert(args.end(), args_.begin(), args_.end());
+      for (std::string extra : {"--deployment", deployment_.c_str(), "--node", name.c_str()}) args.push_back(extra);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(MESH_APP, argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    return {pid, fds[0], {}, false};
+  }
+  fs::path deployment_;
+  std::vector<std::string> args_;
   template <class Pred>
   bool read_until(Pred done, std::chrono::milliseconds limit) {
     const auto until = std::chrono::steady_clock::now() + limit;
@@ -320,6 +339,23 @@ TEST(MultiNode, KilledNodeIsReportedQuicklyAndTheOthersStillStopCleanly) {
   nodes.signal(0, SIGTERM);
   EXPECT_EQ(nodes.wait_exit(0, 20s), 143) << nodes.log(0);
   EXPECT_EQ(nodes.wait_exit(1, 20s), 143) << nodes.log(1);
+}
+
+// A node killed and started again rejoins: its peers see the link come back, send it their
+// subscriptions and `ready`, so the new process becomes cluster-ready; then everything still stops
+// cleanly.
+TEST(MultiNode, ARestartedNodeRejoinsTheRunningCluster) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.wait_for(i, "every node is ready", 60s)) << nodes.log(i);
+  nodes.kill_now(2);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(nodes.wait_for(i, "lost node `n2`", 10s)) << nodes.log(i);
+  nodes.restart(2);
+  EXPECT_TRUE(nodes.wait_for(2, "every node is ready", 60s)) << nodes.log(2);
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(nodes.wait_for(i, "link to `n2` is up", 2, 30s)) << nodes.log(i);
+  nodes.signal(0, SIGTERM);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
 }
 
 // A fast publisher and slow subscribers on another node: the subscribers' node holds at most the
