@@ -82,7 +82,7 @@ caf::behavior component_actor::make_behavior() {
   });
   start();
   behavior_ready_ = true;
-  return {
+  main_ = caf::message_handler{
       [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) { deliver(*env, index); },
       [](resume_atom) {},  // a late wake-up (the pause already ended)
       [this](post_atom, const task& t) { timed(t.fn); },
@@ -122,6 +122,7 @@ caf::behavior component_actor::make_behavior() {
         finish_remote_request(id, error{errc::timeout, "no reply within " + std::to_string(ms) + " ms"});
       },
   };
+  return main_;
 }
 
 void component_actor::deliver(const envelope& env, std::uint32_t index) {
@@ -134,6 +135,7 @@ void component_actor::deliver(const envelope& env, std::uint32_t index) {
     if (it != handlers_.end()) timed([&] { it->second(d); });
   }
   in_remote_delivery_ = false;
+  state_->handled(vertex_);
 }
 
 void component_actor::begin_shutdown(bool urgent) {
@@ -143,35 +145,28 @@ void component_actor::begin_shutdown(bool urgent) {
   shutdown_next();
 }
 
-// Publishing past a link's credit window pauses the actor after the current message: it then
-// handles only messages from other nodes — their handling returns credit somewhere, so paused
-// actors on two nodes cannot wait for each other — and shutdown, and leaves the rest (its own
-// posts, local deliveries, requests) queued in order until the node runtime says the link has
-// credit again. Its threads are never blocked by this.
-void component_actor::pause(node_index congested) {
-  if (paused_ || !behavior_ready_ || shutting_down_) return;
+// Publishing to a component with a full backlog, or past a node link's credit window, pauses the
+// actor after the current message: it stops *originating* work — its own posted tasks and timers,
+// and requests it serves, stay queued in order — and goes on handling everything that reacts to
+// others (deliveries, replies, supervision, shutdown), until whoever it waits for says `resume`.
+// Reactions never wait, so paused actors cannot wait for each other, and no thread is blocked.
+bool component_actor::pause() {
+  if (paused_ || !behavior_ready_ || shutting_down_) return false;
   paused_ = true;
-  set_default_handler(caf::skip);
   become(caf::keep_behavior,
-         caf::behavior{
+         caf::message_handler{
              [this](resume_atom) { resume(); },
-             [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) -> caf::result<void> {
-               if (!env->receipt) return caf::skip;
-               deliver(*env, index);
-               return caf::unit;
+             [](post_atom, const task&) -> caf::result<void> { return caf::skip; },
+             [](request_atom, const std::string&, const payload&) -> caf::result<std::string, payload> {
+               return caf::skip;
              },
-             [this](shutdown_atom, bool urgent) {
-               resume();
-               begin_shutdown(urgent);
-             },
-         });
-  state_->node()->resume_when_credit(congested, caf::actor_cast<caf::actor>(this));
+         }.or_else(main_));
+  return true;
 }
 
 void component_actor::resume() {
   if (!paused_) return;
   paused_ = false;
-  set_default_handler(caf::print_and_drop);  // CAF's default
   unbecome();
 }
 
@@ -382,8 +377,18 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
   std::uint64_t sequence = ++sequence_;
   if (!info->local.empty()) {
     auto env = std::make_shared<const envelope>(envelope{info, data, sequence});
-    for (auto i : info->local)
-      if (info->targets[i]) send(info->targets[i], deliver_atom::value, env, i);
+    for (auto i : info->local) {
+      if (!info->targets[i]) continue;
+      state_->queued(info->plan->targets()[i].component);
+      send(info->targets[i], deliver_atom::value, env, i);
+    }
+    for (auto i : info->local) {
+      const vertex_id target = info->plan->targets()[i].component;
+      if (target != vertex_ && state_->congested(target)) {
+        if (pause()) state_->resume_when_drained(target, caf::actor_cast<caf::actor>(this));
+        break;
+      }
+    }
   }
   if (!info->hops.empty()) {
     // A failure (the node is lost) is counted and logged once per outage by the node runtime.
@@ -394,7 +399,7 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
     for (const auto& h : info->hops) (void)node->forward(h, info->topic, vertex_, info->scope, sequence, data, {}, block_at);
     for (const auto& h : info->hops) {
       if (node->link_full(h.node)) {
-        pause(h.node);
+        if (pause()) node->resume_when_credit(h.node, caf::actor_cast<caf::actor>(this));
         break;
       }
     }

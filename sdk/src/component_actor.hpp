@@ -64,7 +64,7 @@ class component_actor final : public caf::event_based_actor {
                            std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
   void finish_remote_request(std::uint64_t id, result<payload> outcome);
   void begin_shutdown(bool urgent);
-  void pause(node_index congested);
+  bool pause();  // false if it cannot pause now (already paused, starting or shutting down)
   void resume();
 
   std::shared_ptr<run_state> state_;
@@ -82,8 +82,8 @@ class component_actor final : public caf::event_based_actor {
   std::deque<std::chrono::steady_clock::time_point> restarts_;
   bool shutting_down_ = false;
   bool urgent_ = false;  // stopping on a signal: ahead of queued messages
-  // Flow control across nodes: after a publish found a link's credit window full, the actor takes
-  // only messages from other nodes (whose handling returns credit) until the link has credit again.
+  // Flow control (see pause()): after a publish found a target's backlog or a node link full.
+  caf::message_handler main_;  // the behaviour; paused: a few skips in front of it
   bool paused_ = false;
   bool behavior_ready_ = false;    // become() is usable (false while make_behavior runs)
   bool in_remote_delivery_ = false;  // handling a message from another node: never block the thread

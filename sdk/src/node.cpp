@@ -170,9 +170,11 @@ void node_runtime::stop() {
 }
 
 void node_runtime::send_to_all(const runtime::envelope& e) {
+  // Control envelopes (subscriptions, `ready`) never wait for credit: a peer holds the data that
+  // arrives before it is cluster-ready, with its credit, until our `ready` arrives.
   for (std::size_t i = 0; i < placement_.names.size(); ++i) {
     if (i == placement_.self) continue;
-    auto r = transport_->send(placement_.names[i], e);
+    auto r = transport_->send(placement_.names[i], e, runtime::never_block);
     if (!r) state_.log("node " + placement_.names[placement_.self], r.error().what());
   }
 }

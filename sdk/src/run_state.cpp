@@ -33,7 +33,9 @@ run_state::run_state(const app& application, const run_options& options)
       options_(options),
       routing_(tree_, options.mode),
       loads_(tree_->size()),
-      actors_(tree_->size()) {
+      actors_(tree_->size()),
+      backlog_(new std::atomic<std::int64_t>[tree_->size()]) {
+  for (vertex_id v = 0; v < tree_->size(); ++v) backlog_[v] = 0;
   add_specs(application.root(), 0);
 }
 
@@ -45,9 +47,36 @@ void run_state::add_specs(const spec& s, vertex_id v) {
 }
 
 void run_state::set_actor(vertex_id v, caf::actor a) {
-  std::lock_guard lock(directory_mutex_);
-  actors_[v] = std::move(a);
-  directory_version_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard lock(directory_mutex_);
+    actors_[v] = std::move(a);
+    directory_version_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // A new incarnation (or none) starts with no backlog: what was queued for the old one is gone.
+  backlog_[v] = 0;
+  resume_drained(v);
+}
+
+void run_state::resume_when_drained(vertex_id v, caf::actor who) {
+  {
+    std::lock_guard lock(drain_mutex_);
+    drain_waiters_.emplace_back(v, std::move(who));
+  }
+  // It may have drained between the publisher's check and now (the same low-water mark as handled()).
+  if (backlog_[v].load(std::memory_order_acquire) <= backlog_limit / 2) resume_drained(v);
+}
+
+void run_state::resume_drained(vertex_id v) {
+  std::vector<caf::actor> wake;
+  {
+    std::lock_guard lock(drain_mutex_);
+    std::erase_if(drain_waiters_, [&](auto& w) {
+      if (w.first != v) return false;
+      wake.push_back(std::move(w.second));
+      return true;
+    });
+  }
+  for (auto& a : wake) caf::anon_send(a, resume_atom::value);
 }
 
 caf::actor run_state::actor_of(vertex_id v) {
@@ -218,8 +247,13 @@ void run_state::handle_remote(node_runtime& node, const std::string& peer, runti
       // they are bounded by the credit they hold).
       if (!region.local_targets.empty()) {
         auto env = std::make_shared<const envelope>(envelope{cached.info, data, seq, e.receipt});
-        for (auto i : region.local_targets)
-          if (auto a = actor_of(cached.info->plan->targets()[i].component)) caf::anon_send(a, deliver_atom::value, env, i);
+        for (auto i : region.local_targets) {
+          const vertex_id target = cached.info->plan->targets()[i].component;
+          if (auto a = actor_of(target)) {
+            queued(target);
+            caf::anon_send(a, deliver_atom::value, env, i);
+          }
+        }
       }
       for (const auto& h : region.hops)
         (void)node.forward(h, cached.info->topic, *who, *scope_vertex, seq, data, e.receipt, runtime::never_block);

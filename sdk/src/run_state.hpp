@@ -77,6 +77,16 @@ class run_state {
 
   void log(std::string_view path, std::string_view line);
 
+  // In-process flow control: deliveries sent to each component and not yet handled. A publisher
+  // that finds a target at `backlog_limit` pauses (component_actor::pause) until it is down to half.
+  static constexpr std::int64_t backlog_limit = 1024;
+  void queued(vertex_id v) { backlog_[v].fetch_add(1, std::memory_order_relaxed); }
+  void handled(vertex_id v) {
+    if (backlog_[v].fetch_sub(1, std::memory_order_acq_rel) - 1 == backlog_limit / 2) resume_drained(v);
+  }
+  bool congested(vertex_id v) const { return backlog_[v].load(std::memory_order_relaxed) >= backlog_limit; }
+  void resume_when_drained(vertex_id v, caf::actor who);
+
   // --- multi-node runs (see node.hpp); in a single process every component is local -----------
   void set_node(node_runtime* node, std::vector<node_index> node_of, node_index self);
   node_runtime* node() const { return node_; }
@@ -122,6 +132,11 @@ class run_state {
   std::atomic<std::uint64_t> directory_version_{1};
 
   std::mutex log_mutex_;
+
+  void resume_drained(vertex_id v);
+  std::unique_ptr<std::atomic<std::int64_t>[]> backlog_;
+  std::mutex drain_mutex_;
+  std::vector<std::pair<vertex_id, caf::actor>> drain_waiters_;
 
   node_runtime* node_ = nullptr;
   std::vector<node_index> node_of_;

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 
 namespace banyan {
 namespace {
@@ -218,6 +220,66 @@ TEST(PubSub, FifoPerPublisherAndFanOutSharesOneBuffer) {
   ASSERT_EQ(kept1->size(), 1u);
   EXPECT_TRUE((*kept0)[0].same_buffer((*kept1)[0])) << "in-process fan-out copied the payload";
   EXPECT_EQ(r.traffic.edges[*r.traffic.tree->find("/app/pub")].messages, static_cast<std::uint64_t>(n + 1));
+}
+
+// In-process flow control: a fast publisher and a slow subscriber. The publisher pauses while the
+// subscriber's backlog is at run_state's limit (1,024 deliveries), so the backlog stays near it
+// instead of holding the whole stream, and nothing is lost.
+struct flow_state {
+  std::atomic<std::uint64_t> published{0};
+  std::atomic<std::uint64_t> received{0}, max_lag{0};
+};
+
+class fast_publisher : public leaf {
+ public:
+  fast_publisher(std::shared_ptr<flow_state> s, std::uint64_t n) : s_(std::move(s)), n_(n) {}
+  // The subscriber is an earlier sibling, so its subscription exists (siblings start in order).
+  void on_start(context& ctx) override { ctx.post([this, &ctx] { burst(ctx); }); }
+
+ private:
+  void burst(context& ctx) {
+    for (int k = 0; k < 100 && sent_ < n_; ++k, ++sent_) {
+      s_->published.fetch_add(1);
+      ASSERT_TRUE(ctx.publish("flow", std::string_view("x"), scope::parent()).ok());
+    }
+    if (sent_ < n_) ctx.post([this, &ctx] { burst(ctx); });
+  }
+  std::shared_ptr<flow_state> s_;
+  std::uint64_t n_, sent_ = 0;
+};
+
+class slow_subscriber : public leaf {
+ public:
+  slow_subscriber(std::shared_ptr<flow_state> s, std::uint64_t n) : s_(std::move(s)), n_(n) {}
+  void on_start(context& ctx) override {
+    ASSERT_TRUE(ctx.subscribe("flow", [this, &ctx](const delivery&) {
+      const auto got = s_->received.fetch_add(1) + 1;
+      s_->max_lag = std::max(s_->max_lag.load(), s_->published.load() - got);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      if (got == n_) ctx.quit(0);
+    }).ok());
+  }
+
+ private:
+  std::shared_ptr<flow_state> s_;
+  std::uint64_t n_;
+};
+
+TEST(PubSub, ASlowSubscriberPausesAFastPublisherAndNothingIsLost) {
+  auto s = std::make_shared<flow_state>();
+  const std::uint64_t n = 30000;
+  app a{"app"};
+  a.root().add_leaf<slow_subscriber>("sub", s, n);
+  a.root().add_leaf<fast_publisher>("pub", s, n);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(s->received.load(), n);
+  // Without the pause the backlog grows to most of the 30,000 (the publisher is many times faster);
+  // with it, at most the limit plus one burst (100) is ever waiting.
+  EXPECT_LE(s->max_lag.load(), 1024u + 100u + 1u);
+  EXPECT_GE(s->max_lag.load(), 512u) << "the subscriber never fell behind: the test shows nothing";
 }
 
 // Publishes bad topics and scopes and records the errors.
