@@ -34,6 +34,31 @@ std::string number(std::uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
+// Handles everything that arrives from other nodes, in arrival order. (A class, not a spawned
+// function: CAF 0.17's function-actor factory dereferences an empty argument tuple, which UBSan
+// reports.)
+class gateway_actor final : public caf::event_based_actor {
+ public:
+  gateway_actor(caf::actor_config& cfg, node_runtime* node) : caf::event_based_actor(cfg), node_(node) {}
+  caf::behavior make_behavior() override {
+    return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) {
+      node_->dispatch(this, peer, *e);
+    }};
+  }
+  const char* name() const override { return "banyan.gateway"; }
+
+ private:
+  node_runtime* node_;
+};
+
+void node_runtime::dispatch(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e) {
+  switch (static_cast<wire_kind>(e.kind)) {
+    case wire_kind::request: return serve_request(gateway, peer, e);
+    case wire_kind::reply: return take_reply(e);
+    default: return state_.handle_remote(*this, peer, e);
+  }
+}
+
 result<placement> load_placement(const std::string& path, const std::string& self, const component_tree& tree) {
   auto d = partitioner::load_deployment(path);
   if (!d) return error{errc::invalid_argument, d.err().message};
@@ -101,15 +126,7 @@ node_runtime::node_runtime(run_state& state, placement p)
 node_runtime::~node_runtime() { stop(); }
 
 result<void> node_runtime::start(caf::actor_system& system, std::chrono::milliseconds heartbeat_timeout) {
-  gateway_ = system.spawn([this](caf::event_based_actor* self) -> caf::behavior {
-    return {[this, self](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) {
-      switch (static_cast<wire_kind>(e->kind)) {
-        case wire_kind::request: return serve_request(self, peer, *e);
-        case wire_kind::reply: return take_reply(*e);
-        default: return state_.handle_remote(*this, peer, *e);
-      }
-    }};
-  });
+  gateway_ = system.spawn<gateway_actor>(this);
   runtime::transport_options o;
   o.self = placement_.names[placement_.self];
   o.bind_endpoint = placement_.endpoints[placement_.self];

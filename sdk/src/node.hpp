@@ -97,6 +97,8 @@ class node_runtime {
   void on_peer_up(const std::string& peer);
   void on_peer_down(const std::string& peer, const std::string& reason);
   void on_credit(const std::string& peer);
+  friend class gateway_actor;
+  void dispatch(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e);
   void serve_request(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e);
   void take_reply(runtime::envelope& e);
   void fail_requests_to(node_index node, const std::string& why);

@@ -392,7 +392,9 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
               static_cast<unsigned long long>(received), static_cast<unsigned long long>(backlog_mib),
               static_cast<unsigned long long>(undelivered), static_cast<unsigned long long>(rss_mib));
   EXPECT_LE(undelivered, 8u * 1024u);  // the publishers' hard limit (8 credit windows) per link
+#ifndef __SANITIZE_ADDRESS__  // ASan keeps up to 256 MiB of freed memory in quarantine
   EXPECT_LT(rss_mib, backlog_mib / 3);
+#endif
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(node n0: links: .*; publisher pauses (\d+);)"))) << r.output;
   EXPECT_GT(std::stoull(m[1]), 0u) << "the slow node should have slowed the publishers";
 }
