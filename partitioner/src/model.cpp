@@ -1,5 +1,7 @@
 #include "banyan/partitioner/model.hpp"
 
+#include "detail.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -20,6 +22,17 @@ std::string fmt(double x) {
 bool nonneg_finite(double x) { return std::isfinite(x) && x >= 0; }
 
 }  // namespace
+
+namespace detail {
+
+children::children(const tree& t) : first(t.size() + 1, 0), kids(t.size() > 0 ? t.size() - 1 : 0) {
+  for (std::size_t v = 1; v < t.size(); ++v) ++first[t.parent[v] + 1];
+  for (std::size_t v = 0; v < t.size(); ++v) first[v + 1] += first[v];
+  std::vector<std::int64_t> pos(first.begin(), first.end() - 1);
+  for (std::size_t v = 1; v < t.size(); ++v) kids[pos[t.parent[v]]++] = static_cast<vertex>(v);
+}
+
+}  // namespace detail
 
 std::string tree::name(vertex v) const {
   if (static_cast<std::size_t>(v) < path.size()) return path[v];

@@ -14,17 +14,6 @@ const char* to_string(solve_status s) {
   return "?";
 }
 
-namespace detail {
-
-children::children(const tree& t) : first(t.size() + 1, 0), kids(t.size() > 0 ? t.size() - 1 : 0) {
-  for (std::size_t v = 1; v < t.size(); ++v) ++first[t.parent[v] + 1];
-  for (std::size_t v = 0; v < t.size(); ++v) first[v + 1] += first[v];
-  std::vector<std::int64_t> pos(first.begin(), first.end() - 1);
-  for (std::size_t v = 1; v < t.size(); ++v) kids[pos[t.parent[v]]++] = static_cast<vertex>(v);
-}
-
-}  // namespace detail
-
 std::vector<std::string> algorithm_names() {
   return {"bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "hash", "random"};
 }
