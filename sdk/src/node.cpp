@@ -309,42 +309,16 @@ bool node_runtime::link_full(node_index node) const {
 
 void node_runtime::resume_when_credit(node_index node, caf::actor who) {
   pauses_.fetch_add(1, std::memory_order_relaxed);
-  {
-    std::lock_guard lock(waiters_mutex_);
-    if (!released_) {
-      waiters_.emplace_back(node, std::move(who));
-      who = caf::actor{};
-    }
-  }
-  if (who) return caf::anon_send(who, resume_atom::value);
+  waiters_.add(node, std::move(who));
   // The credit may have come back between the publisher's check and its registration.
-  if (!link_full(node)) resume_waiters(node, false);
+  if (!link_full(node)) waiters_.release(node);
 }
 
-void node_runtime::resume_waiters(node_index node, bool all) {
-  std::vector<caf::actor> wake;
-  {
-    std::lock_guard lock(waiters_mutex_);
-    std::erase_if(waiters_, [&](auto& w) {
-      if (!all && w.first != node) return false;
-      wake.push_back(std::move(w.second));
-      return true;
-    });
-  }
-  for (auto& a : wake) caf::anon_send(a, resume_atom::value);
-}
-
-void node_runtime::release_publishers() {
-  {
-    std::lock_guard lock(waiters_mutex_);
-    released_ = true;
-  }
-  resume_waiters(0, true);
-}
+void node_runtime::release_publishers() { waiters_.close(); }
 
 void node_runtime::on_credit(const std::string& peer) {
   auto node = index_of(peer);
-  if (!link_full(node)) resume_waiters(node, false);
+  if (!link_full(node)) waiters_.release(node);
 }
 
 void node_runtime::log_summary() {
@@ -457,7 +431,7 @@ void node_runtime::fail_requests_to(node_index node, const std::string& why) {
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {
   state_.log("node " + placement_.names[placement_.self], "lost node `" + peer + "`: " + reason);
   fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
-  resume_waiters(index_of(peer), false);  // their sends now fail fast instead of waiting
+  waiters_.release(index_of(peer));  // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.
   node_index lost = 0;
   for (std::size_t i = 0; i < placement_.names.size(); ++i)

@@ -3,6 +3,8 @@
 // links along the propagation path (see broker/placement.hpp). Private to the SDK.
 #pragma once
 
+#include "run_state.hpp"
+
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
 #include "banyan/sdk/payload.hpp"
@@ -102,7 +104,6 @@ class node_runtime {
   void serve_request(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e);
   void take_reply(runtime::envelope& e);
   void fail_requests_to(node_index node, const std::string& why);
-  void resume_waiters(node_index node, bool all);
   node_index index_of(const std::string& peer) const;
   void send_to_all(const runtime::envelope& e);
   void log_summary();
@@ -116,9 +117,7 @@ class node_runtime {
   std::atomic<bool> stopped_{false};
   std::mutex ready_mutex_;
   std::set<std::string> peers_ready_;
-  mutable std::mutex waiters_mutex_;
-  std::vector<std::pair<node_index, caf::actor>> waiters_;  // paused publishers, by congested link
-  bool released_ = false;                                   // guarded by waiters_mutex_
+  resume_list waiters_;  // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
   struct pending_request {
     caf::actor reply_to;

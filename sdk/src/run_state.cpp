@@ -57,27 +57,45 @@ void run_state::set_actor(vertex_id v, caf::actor a) {
   resume_drained(v);
 }
 
-void run_state::resume_when_drained(vertex_id v, caf::actor who) {
+void resume_list::add(std::uint32_t key, caf::actor who) {
   {
-    std::lock_guard lock(drain_mutex_);
-    drain_waiters_.emplace_back(v, std::move(who));
+    std::lock_guard lock(mutex_);
+    if (!closed_) {
+      waiters_.emplace_back(key, std::move(who));
+      return;
+    }
   }
-  // It may have drained between the publisher's check and now (the same low-water mark as handled()).
-  if (backlog_[v].load(std::memory_order_acquire) <= backlog_limit / 2) resume_drained(v);
+  caf::anon_send(who, resume_atom::value);
 }
 
-void run_state::resume_drained(vertex_id v) {
+void resume_list::resume(bool all, std::uint32_t key) {
   std::vector<caf::actor> wake;
   {
-    std::lock_guard lock(drain_mutex_);
-    std::erase_if(drain_waiters_, [&](auto& w) {
-      if (w.first != v) return false;
+    std::lock_guard lock(mutex_);
+    std::erase_if(waiters_, [&](auto& w) {
+      if (!all && w.first != key) return false;
       wake.push_back(std::move(w.second));
       return true;
     });
   }
   for (auto& a : wake) caf::anon_send(a, resume_atom::value);
 }
+
+void resume_list::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  resume(true, 0);
+}
+
+void run_state::resume_when_drained(vertex_id v, caf::actor who) {
+  drain_waiters_.add(v, std::move(who));
+  // It may have drained between the publisher's check and now (the same low-water mark as handled()).
+  if (backlog_[v].load(std::memory_order_acquire) <= backlog_limit / 2) resume_drained(v);
+}
+
+void run_state::resume_drained(vertex_id v) { drain_waiters_.release(v); }
 
 caf::actor run_state::actor_of(vertex_id v) {
   std::lock_guard lock(directory_mutex_);

@@ -33,6 +33,22 @@ using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-nod
 
 class node_runtime;
 
+// Paused actors (component_actor::pause) waiting on something named by a key — a congested
+// component or node link. Each gets exactly one `resume`: when its key is released, or at close(),
+// after which add() resumes at once.
+class resume_list {
+ public:
+  void add(std::uint32_t key, caf::actor who);
+  void release(std::uint32_t key) { resume(false, key); }
+  void close();
+
+ private:
+  void resume(bool all, std::uint32_t key);
+  std::mutex mutex_;
+  std::vector<std::pair<std::uint32_t, caf::actor>> waiters_;
+  bool closed_ = false;
+};
+
 // A published message as all its in-process subscribers share it.
 struct route_info {
   std::string topic;
@@ -135,8 +151,7 @@ class run_state {
 
   void resume_drained(vertex_id v);
   std::unique_ptr<std::atomic<std::int64_t>[]> backlog_;
-  std::mutex drain_mutex_;
-  std::vector<std::pair<vertex_id, caf::actor>> drain_waiters_;
+  resume_list drain_waiters_;
 
   node_runtime* node_ = nullptr;
   std::vector<node_index> node_of_;
