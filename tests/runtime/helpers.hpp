@@ -29,12 +29,36 @@ struct temp_dir {
   std::string ipc(const std::string& name) const { return "ipc://" + (path / name).string(); }
 };
 
+// A gate: a callback passes it only once the test opens it (to hold an I/O thread on purpose).
+struct gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false, reached = false;
+  void pass() {
+    std::unique_lock lk(mu);
+    reached = true;
+    cv.notify_all();
+    cv.wait(lk, [&] { return open; });
+  }
+  bool wait_reached(std::chrono::milliseconds timeout) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, timeout, [&] { return reached; });
+  }
+  void release() {
+    {
+      std::lock_guard lk(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
 // Records envelopes, peer events and log lines; waits on them without sleeping.
 struct recorder {
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, std::vector<envelope>> got;  // by sending peer
-  std::map<std::string, int> ups, downs;
+  std::map<std::string, int> ups, downs, credits;  // credits: on_credit calls
   std::vector<std::string> logs;
   std::function<void(const std::string&, const envelope&)> on_envelope_hook;  // runs before recording
   bool keep = true;  // store envelopes (off for large runs: count only)
@@ -67,6 +91,11 @@ struct recorder {
     c.on_peer_down = [this](const std::string& peer, const std::string&) {
       std::lock_guard lk(mu);
       ++downs[peer];
+      cv.notify_all();
+    };
+    c.on_credit = [this](const std::string& peer) {
+      std::lock_guard lk(mu);
+      ++credits[peer];
       cv.notify_all();
     };
     c.on_log = [this](log_level, const std::string& line) {

@@ -87,27 +87,13 @@ TEST(Transport, CoalescesQueuedEnvelopesIntoBatchesOfAtMostMaxBatch) {
   pair_fixture f;
   auto oa = f.options("a", "b");
   oa.max_batch = 100;
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool in_callback = false, release = false;
-  f.ra.on_envelope_hook = [&](const std::string&, const envelope&) {
-    std::unique_lock lk(gate_mu);
-    in_callback = true;
-    gate_cv.notify_all();
-    gate_cv.wait(lk, [&] { return release; });
-  };
+  gate held;
+  f.ra.on_envelope_hook = [&](const std::string&, const envelope&) { held.pass(); };
   f.start(oa, f.options("b", "a"));
   ASSERT_TRUE(f.b->send("a", make_envelope(0)).ok());
-  {
-    std::unique_lock lk(gate_mu);
-    ASSERT_TRUE(gate_cv.wait_for(lk, 10s, [&] { return in_callback; }));
-  }
+  ASSERT_TRUE(held.wait_reached(10s));
   for (std::uint64_t i = 0; i < 500; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
-  {
-    std::lock_guard lk(gate_mu);
-    release = true;
-  }
-  gate_cv.notify_all();
+  held.release();
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == 500; }));
   EXPECT_EQ(f.a->stats("b").batches_sent, 5u);
   EXPECT_EQ(f.b->stats("a").batches_received, 5u);
@@ -119,13 +105,8 @@ TEST(Transport, SendBlocksWhenTheCreditWindowIsFullUntilTheReceiverDelivers) {
   pair_fixture f;
   auto oa = f.options("a", "b");
   oa.credit_window = 32;
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool release = false;
-  f.rb.on_envelope_hook = [&](const std::string&, const envelope&) {
-    std::unique_lock lk(gate_mu);
-    gate_cv.wait(lk, [&] { return release; });
-  };
+  gate held;
+  f.rb.on_envelope_hook = [&](const std::string&, const envelope&) { held.pass(); };
   f.start(oa, f.options("b", "a"));
   for (std::uint64_t i = 0; i < 32; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
   std::atomic<bool> sent{false};
@@ -136,11 +117,7 @@ TEST(Transport, SendBlocksWhenTheCreditWindowIsFullUntilTheReceiverDelivers) {
   while (f.a->stats("b").credit_waits == 0) std::this_thread::yield();  // the 33rd send is waiting
   EXPECT_FALSE(sent.load());
   EXPECT_EQ(f.a->stats("b").max_outstanding, 32u);
-  {
-    std::lock_guard lk(gate_mu);
-    release = true;
-  }
-  gate_cv.notify_all();
+  held.release();
   extra.join();
   EXPECT_TRUE(sent.load());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == 33; }));
@@ -188,34 +165,19 @@ TEST(Transport, NeverBlockSendsGoBeyondTheWindowAndOnCreditSaysWhenItReopens) {
   auto oa = f.options("a", "b");
   oa.credit_window = 16;
   f.rb.hold_receipts = true;
-  std::atomic<int> credits{0};
-  auto cb = f.ra.make();
-  cb.on_credit = [&](const std::string& peer) {
-    if (peer == "b") ++credits;
-  };
-  auto ta = transport::start(oa, std::move(cb));
-  ASSERT_TRUE(ta.ok()) << ta.error().what();
-  auto tb = transport::start(f.options("b", "a"), f.rb.make());
-  ASSERT_TRUE(tb.ok()) << tb.error().what();
-  f.a = std::move(*ta);
-  f.b = std::move(*tb);
-  ASSERT_TRUE(f.a->wait_until_up("b", 10s).ok());
+  f.start(oa, f.options("b", "a"));
   for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i), never_block).ok());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 100; }));
   EXPECT_EQ(f.a->stats("b").max_outstanding, 100u);
   EXPECT_EQ(f.a->stats("b").credit_waits, 0u);
   EXPECT_TRUE(f.a->window_full("b"));
-  EXPECT_EQ(credits.load(), 0);
+  EXPECT_EQ(f.ra.locked(f.ra.credits, "b"), 0);
   {
     std::lock_guard lk(f.rb.mu);
     f.rb.receipts.clear();
   }
   // Grants come in steps (each quarter window released); on_credit fires after each is applied.
-  const auto until = std::chrono::steady_clock::now() + 10s;
-  while ((credits.load() == 0 || f.a->window_full("b")) && std::chrono::steady_clock::now() < until)
-    std::this_thread::yield();
-  EXPECT_GT(credits.load(), 0);
-  EXPECT_FALSE(f.a->window_full("b"));
+  ASSERT_TRUE(f.ra.wait([&] { return f.ra.credits["b"] > 0 && !f.a->window_full("b"); }, 10s));
 }
 
 // A peer that stalls past the heartbeat timeout is declared lost and then heard again. Only the
@@ -229,22 +191,14 @@ TEST(Heartbeat, AStalledPeerDeclaredLostComesBackWithBothDirectionsWorking) {
   auto ob = f.options("b", "a");
   ob.heartbeat_timeout = 10s;
   ob.credit_window = 16;
-  std::mutex gate_mu;
-  std::condition_variable gate_cv;
-  bool release = false;
+  gate stall;
   f.rb.on_envelope_hook = [&](const std::string&, const envelope& e) {
-    if (index_of(e) != 5) return;
-    std::unique_lock lk(gate_mu);  // b's I/O thread stalls: no heartbeats, no reading
-    gate_cv.wait(lk, [&] { return release; });
+    if (index_of(e) == 5) stall.pass();  // b's I/O thread stalls: no heartbeats, no reading
   };
   f.start(oa, ob);
   for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.downs["b"] == 1; }, 5s));
-  {
-    std::lock_guard lk(gate_mu);
-    release = true;
-  }
-  gate_cv.notify_all();
+  stall.release();
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.ups["b"] == 2; }, 5s));
   EXPECT_EQ(f.rb.locked(f.rb.downs, "a"), 0);  // b never gave the link up
   for (std::uint64_t i = 100; i < 164; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
