@@ -14,4 +14,5 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/banyanConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/banyanConfigVersion.cmake
   ${CMAKE_CURRENT_LIST_DIR}/BanyanFindCAF.cmake
+  ${CMAKE_CURRENT_LIST_DIR}/BanyanApp.cmake
   DESTINATION ${banyan_cmake_dir})

@@ -43,9 +43,9 @@ class CheckpointTest : public ::testing::Test {
   void expect_error(errc code, const std::string& needle) const {
     auto r = load_checkpoint(file_);
     ASSERT_FALSE(r);
-    EXPECT_EQ(r.err().code, code) << r.err().message;
-    EXPECT_NE(r.err().message.find(needle), std::string::npos) << r.err().message;
-    EXPECT_NE(r.err().message.find(file_.string()), std::string::npos) << "names the file: " << r.err().message;
+    EXPECT_EQ(r.error().code, code) << r.error().message;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
+    EXPECT_NE(r.error().message.find(file_.string()), std::string::npos) << "names the file: " << r.error().message;
   }
   fs::path dir_, file_;
   checkpoint ck_;
@@ -53,7 +53,7 @@ class CheckpointTest : public ::testing::Test {
 
 TEST_F(CheckpointTest, RoundTripsExactly) {
   auto r = load_checkpoint(file_);
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->model, "gpt");
   EXPECT_EQ(r->config, ck_.config);
   EXPECT_EQ(r->step, 42u);
@@ -111,13 +111,13 @@ TEST_F(CheckpointTest, MismatchedModelOrConfigIsNamed) {
   ASSERT_TRUE(r);
   auto s = check_matches(*r, file_, "mlp", ck_.config, 100);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.err().code, errc::mismatch);
-  EXPECT_NE(s.err().message.find("`gpt`"), std::string::npos) << s.err().message;
+  EXPECT_EQ(s.error().code, errc::mismatch);
+  EXPECT_NE(s.error().message.find("`gpt`"), std::string::npos) << s.error().message;
   auto cfg = ck_.config;
   cfg[4] = 16;
   s = check_matches(*r, file_, "gpt", cfg, 100);
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("config value 4 is 8"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("config value 4 is 8"), std::string::npos) << s.error().message;
   s = check_matches(*r, file_, "gpt", ck_.config, 99);
   ASSERT_FALSE(s);
   EXPECT_TRUE(check_matches(*r, file_, "gpt", ck_.config, 100));
@@ -144,7 +144,7 @@ TEST_F(CheckpointTest, ResumedTrainingContinuesBitForBit) {
   step(*a, oa);
 
   auto loaded = load_checkpoint(file_);
-  ASSERT_TRUE(loaded) << loaded.err().message;
+  ASSERT_TRUE(loaded) << loaded.error().message;
   auto b = gpt::create(cfg, 1, 4, **be);
   ASSERT_TRUE(check_matches(*loaded, file_, "gpt", cfg.to_vector(), b->num_params()));
   b->params().from_host(**be, loaded->params);

@@ -22,7 +22,7 @@ class CudaKernels : public ::testing::Test {
   void SetUp() override {
     if (!cuda_compiled()) GTEST_SKIP() << "CUDA backend not compiled in (no nvcc or BANYAN_ENABLE_CUDA=OFF)";
     auto be = make_backend({.name = "cuda"});
-    if (!be) GTEST_SKIP() << "no GPU: " << be.err().message;
+    if (!be) GTEST_SKIP() << "no GPU: " << be.error().message;
     gpu_ = std::move(be).value();
   }
   // Device copy of a host vector; buffers live until the test ends.

@@ -42,7 +42,7 @@ TEST(Data, SmallValidIdxSetLoads) {
   const auto d = test_dir("valid");
   write_set(d, 4);
   auto s = load_fashion_mnist(d, "train");
-  ASSERT_TRUE(s) << s.err().message;
+  ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->count, 4);
   EXPECT_EQ(s->rows, 2);
   EXPECT_EQ(s->cols, 3);
@@ -54,9 +54,9 @@ TEST(Data, MissingFileNamesThePackage) {
   const auto d = test_dir("missing");
   auto s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.err().code, errc::io);
-  EXPECT_NE(s.err().message.find("train-images-idx3-ubyte.gz"), std::string::npos) << s.err().message;
-  EXPECT_NE(s.err().message.find("dataset-fashion-mnist"), std::string::npos) << s.err().message;
+  EXPECT_EQ(s.error().code, errc::io);
+  EXPECT_NE(s.error().message.find("train-images-idx3-ubyte.gz"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("dataset-fashion-mnist"), std::string::npos) << s.error().message;
 }
 
 TEST(Data, BadMagicTruncationAndBadLabelsAreReported) {
@@ -65,24 +65,24 @@ TEST(Data, BadMagicTruncationAndBadLabelsAreReported) {
   write_gz(d / "train-images-idx3-ubyte.gz", std::string("\x01\x02\x03\x04", 4) + be32(4));
   auto s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("bad magic"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("bad magic"), std::string::npos) << s.error().message;
 
   write_gz(d / "train-images-idx3-ubyte.gz", std::string("\0\0\x08\x03", 4) + be32(4) + be32(2) + be32(3) + std::string(10, 'a'));
   s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("truncated"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("truncated"), std::string::npos) << s.error().message;
 
   write_set(d, 4, 12);
   s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("label 12"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("label 12"), std::string::npos) << s.error().message;
 
   write_gz(d / "train-images-idx3-ubyte.gz", std::string("\0\0\x08\x03", 4) + be32(5) + be32(2) + be32(3) + std::string(30, 'a'));
   write_set(d, 4);  // labels for 4, images for 4 ...
   write_gz(d / "train-images-idx3-ubyte.gz", std::string("\0\0\x08\x03", 4) + be32(5) + be32(2) + be32(3) + std::string(30, 'a'));
   s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.err().code, errc::mismatch) << s.err().message;
+  EXPECT_EQ(s.error().code, errc::mismatch) << s.error().message;
 }
 
 TEST(Data, TruncatedGzipStreamIsCorrupt) {
@@ -93,8 +93,8 @@ TEST(Data, TruncatedGzipStreamIsCorrupt) {
   fs::resize_file(p, size / 2);
   auto s = read_idx_gz(p, 3);
   ASSERT_FALSE(s);
-  EXPECT_EQ(s.err().code, errc::corrupt) << s.err().message;
-  EXPECT_NE(s.err().message.find(p.string()), std::string::npos);
+  EXPECT_EQ(s.error().code, errc::corrupt) << s.error().message;
+  EXPECT_NE(s.error().message.find(p.string()), std::string::npos);
 }
 
 TEST(Data, FashionMnistFromDebianLoads) {
@@ -102,7 +102,7 @@ TEST(Data, FashionMnistFromDebianLoads) {
     GTEST_SKIP() << "dataset-fashion-mnist is not installed (tools/setup installs it)";
   }
   auto s = load_fashion_mnist(default_fashion_mnist_dir, "t10k");
-  ASSERT_TRUE(s) << s.err().message;
+  ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->count, 10000);
   EXPECT_EQ(s->rows * s->cols, 784);
 }
@@ -110,7 +110,7 @@ TEST(Data, FashionMnistFromDebianLoads) {
 TEST(Data, FortunesCorpusLoadsAndRoundTrips) {
   if (!fs::is_directory(default_fortunes_dir)) GTEST_SKIP() << "fortunes is not installed (tools/setup installs it)";
   auto c = load_fortunes();
-  ASSERT_TRUE(c) << c.err().message;
+  ASSERT_TRUE(c) << c.error().message;
   EXPECT_GT(c->ids.size(), 100000u);
   EXPECT_LT(c->vocab.size(), 256u);
   std::vector<int> first(c->ids.begin(), c->ids.begin() + 50);
@@ -121,8 +121,8 @@ TEST(Data, FortunesCorpusLoadsAndRoundTrips) {
 TEST(Data, FortunesMissingDirectoryIsAnError) {
   auto c = load_fortunes("/nonexistent/fortunes");
   ASSERT_FALSE(c);
-  EXPECT_EQ(c.err().code, errc::io);
-  EXPECT_NE(c.err().message.find("/nonexistent/fortunes"), std::string::npos);
+  EXPECT_EQ(c.error().code, errc::io);
+  EXPECT_NE(c.error().message.find("/nonexistent/fortunes"), std::string::npos);
 }
 
 TEST(Data, TextBatcherTargetsAreTheNextTokens) {

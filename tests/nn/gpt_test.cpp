@@ -25,11 +25,11 @@ TEST(Gpt, ConfigValidationNamesTheField) {
   bad.channels = 9;
   auto m = gpt::create(bad, 1, 4, *be);
   ASSERT_FALSE(m);
-  EXPECT_EQ(m.err().code, errc::invalid_argument);
-  EXPECT_NE(m.err().message.find("channels = 9"), std::string::npos) << m.err().message;
+  EXPECT_EQ(m.error().code, errc::invalid_argument);
+  EXPECT_NE(m.error().message.find("channels = 9"), std::string::npos) << m.error().message;
   auto m2 = gpt::create(tiny, 1, 9, *be);
   ASSERT_FALSE(m2);
-  EXPECT_NE(m2.err().message.find("seq_len = 9"), std::string::npos) << m2.err().message;
+  EXPECT_NE(m2.error().message.find("seq_len = 9"), std::string::npos) << m2.error().message;
 }
 
 TEST(Gpt, InitialisationIsDeterministicInTheSeed) {
@@ -184,15 +184,15 @@ TEST(Adamw, ClipsToTheGlobalNorm) {
 TEST(Adamw, RejectsBadSettings) {
   auto s = adamw_config{.lr = -1.0f}.validate();
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("lr"), std::string::npos);
+  EXPECT_NE(s.error().message.find("lr"), std::string::npos);
   EXPECT_FALSE((adamw_config{.beta2 = 1.0f}.validate()));
 }
 
 TEST(Backend, UnknownNameIsAnError) {
   auto be = make_backend({.name = "tpu"});
   ASSERT_FALSE(be);
-  EXPECT_EQ(be.err().code, errc::invalid_argument);
-  EXPECT_NE(be.err().message.find("tpu"), std::string::npos);
+  EXPECT_EQ(be.error().code, errc::invalid_argument);
+  EXPECT_NE(be.error().message.find("tpu"), std::string::npos);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ TEST(Mlp, ConfigValidationNamesTheField) {
   auto be = make_backend({});
   auto m = mlp::create({.inputs = 4, .hidden = {8, 0}, .classes = 3}, 2, **be);
   ASSERT_FALSE(m);
-  EXPECT_NE(m.err().message.find("hidden[1] = 0"), std::string::npos) << m.err().message;
+  EXPECT_NE(m.error().message.find("hidden[1] = 0"), std::string::npos) << m.error().message;
 }
 
 TEST(Mlp, GradientMatchesFiniteDifferences) {
@@ -51,7 +51,7 @@ TEST(Mlp, ShortFashionMnistRunBeatsChanceByFar) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   // The 10k test file is smaller to decompress: train on its first 8000 images, test on the rest.
   auto data = load_fashion_mnist(default_fashion_mnist_dir, "t10k");
-  ASSERT_TRUE(data) << data.err().message;
+  ASSERT_TRUE(data) << data.error().message;
   auto be = make_backend({.threads = 2});
   const int B = 100;
   auto m = mlp::create({.inputs = 784, .hidden = {128}, .classes = 10}, B, **be);

@@ -57,9 +57,9 @@ TEST(Reference, GptMatchesPytorchLogitsGradientsAndAdamwTrajectory) {
   const adamw_config opt{.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                          .grad_clip = 0.5f};
   auto be = make_backend({.name = "cpu", .threads = 2});
-  ASSERT_TRUE(be) << be.err().message;
+  ASSERT_TRUE(be) << be.error().message;
   auto model = gpt::create(cfg, B, T, **be);
-  ASSERT_TRUE(model) << model.err().message;
+  ASSERT_TRUE(model) << model.error().message;
   model->init(seed);
   // Larger-than-GPT-2 init so that attention and GELU are far from linear and every path matters.
   {

@@ -10,7 +10,7 @@ namespace bp = banyan::pipeline;
 TEST(Costs, BackwardSplitsFollowTheGivenFields) {
   auto c = bp::parse_costs(R"({"stages": [{"t_f": 1, "t_b": 2}, {"t_f": 1, "t_i": 1.5, "t_w": 0.5}, {"t_f": 1, "t_b": 3, "t_w": 1, "mem": 4}],
                                "latency": 0.5, "bandwidth": 100})");
-  ASSERT_TRUE(c) << c.err().message;
+  ASSERT_TRUE(c) << c.error().message;
   EXPECT_DOUBLE_EQ(c->units[0].t_i, 1);
   EXPECT_DOUBLE_EQ(c->units[1].t_b, 2);
   EXPECT_DOUBLE_EQ(c->units[2].t_i, 2);
@@ -22,12 +22,14 @@ TEST(Costs, BackwardSplitsFollowTheGivenFields) {
 TEST(Costs, ErrorsNameTheEntryAndKey) {
   auto e = [](const char* text) {
     auto c = bp::parse_costs(text, "c.json");
-    return c ? std::string("no error") : c.err().message;
+    return c ? std::string("no error") : c.error().message;
   };
   EXPECT_EQ(e(R"({"stages": [{"t_f": 1, "t_b": 2}, {"t_f": -1, "t_b": 2}]})"), "c.json: stages[1].t_f: must be a finite number >= 0");
   EXPECT_EQ(e(R"({"stages": [{"t_f": 1}]})"), "c.json: stages[0]: give t_b, or t_i and t_w");
   EXPECT_EQ(e(R"({"stages": [{"t_f": 1, "t_b": 2, "tf": 3}]})"),
             "c.json: stages[0]: unknown key `tf` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)");
+  EXPECT_EQ(bp::parse_costs(R"({"stages": []})", "c.json").error().code, bp::errc::invalid);
+  EXPECT_EQ(bp::parse_costs("{", "c.json").error().code, bp::errc::parse);
   EXPECT_EQ(e(R"({"layers": []})"), "c.json: \"layers\" must be a non-empty array");
   EXPECT_NE(e("{").find("c.json: not valid JSON"), std::string::npos);
 }
@@ -38,7 +40,7 @@ TEST(Costs, LayersArePartitionedToBalanceTheSlowestStage) {
   for (double t : {1.0, 1.0, 1.0, 1.0, 4.0, 1.0, 1.0})
     c.units.push_back({t, 2 * t, t, t, 1, 0, 0});
   auto s = bp::stage_costs(c, 3);
-  ASSERT_TRUE(s) << s.err().message;
+  ASSERT_TRUE(s) << s.error().message;
   ASSERT_EQ(s->size(), 3u);
   // Best cut: [1 1 1 1] [4] [1 1] -> forward times 4, 4, 2.
   EXPECT_DOUBLE_EQ((*s)[0].t_f, 4);
@@ -56,7 +58,7 @@ TEST(Costs, StagesSplitEvenlyIntoChunks) {
   EXPECT_DOUBLE_EQ((*s)[3].mem, 1.5);
   auto bad = bp::stage_costs(c, 3);
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.err().message.find("multiple of 2"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("multiple of 2"), std::string::npos);
 }
 
 TEST(Render, TraceHasOneEventPerComputeActionAndSvgOneBar) {
@@ -66,7 +68,7 @@ TEST(Render, TraceHasOneEventPerComputeActionAndSvgOneBar) {
   bp::sim_options so;
   so.record_events = true;
   auto s = bp::simulate(*t, *bp::stage_costs(bp::uniform_costs(3, 1, 1, 1), 3), {0.5, 0}, so);
-  ASSERT_TRUE(s) << s.err().message;
+  ASSERT_TRUE(s) << s.error().message;
   auto doc = nlohmann::json::parse(bp::chrome_trace(*s));
   int compute = 0, waits = 0;
   for (const auto& e : doc["traceEvents"]) {

@@ -11,15 +11,15 @@ namespace bp = banyan::pipeline;
 namespace {
 bp::table compile_ok(const std::string& text, bp::shape s) {
   auto prog = bp::parse_program(text, "test.pipe");
-  EXPECT_TRUE(prog) << prog.err().message;
+  EXPECT_TRUE(prog) << prog.error().message;
   if (!prog) return {};
   auto t = bp::compile(*prog, s);
-  EXPECT_TRUE(t) << t.err().message;
+  EXPECT_TRUE(t) << t.error().message;
   return t ? *t : bp::table{};
 }
 std::string error_of(const std::string& text) {
   auto prog = bp::parse_program(text, "bad.pipe");
-  return prog ? std::string("no error") : prog.err().message;
+  return prog ? std::string("no error") : prog.error().message;
 }
 }  // namespace
 
@@ -67,6 +67,7 @@ TEST(Dsl, ParseErrorsGiveLineColumnAndExpectation) {
   EXPECT_EQ(error_of("place diagonal\nrank all: F* B*\n"), "bad.pipe:1:7: expected `loop` or `vshape`, found `diagonal`");
   EXPECT_EQ(error_of("name \"x\n"), "bad.pipe:1:6: unterminated string; expected `\"`");
   EXPECT_EQ(error_of("name \"x\"\n"), "bad.pipe: no `rank` line; a program needs at least `rank all: ...`");
+  EXPECT_EQ(bp::parse_program("rank all: X\n", "bad.pipe").error().code, bp::errc::parse);
 }
 
 TEST(Dsl, CompileErrorsNameTheLine) {
@@ -74,16 +75,17 @@ TEST(Dsl, CompileErrorsNameTheLine) {
   ASSERT_TRUE(prog);
   auto t = bp::compile(*prog, {2, 4, 1});
   ASSERT_FALSE(t);
-  EXPECT_NE(t.err().message.find("half.pipe:1: rank 0"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.error().message.find("half.pipe:1: rank 0"), std::string::npos) << t.error().message;
   auto unknown = bp::parse_program("rank all: F^q (F B)* B*\n", "u.pipe");
   ASSERT_TRUE(unknown);
   auto u = bp::compile(*unknown, {2, 4, 1});
   ASSERT_FALSE(u);
-  EXPECT_NE(u.err().message.find("u.pipe:1:13: unknown name `q`"), std::string::npos) << u.err().message;
+  EXPECT_NE(u.error().message.find("u.pipe:1:13: unknown name `q`"), std::string::npos) << u.error().message;
+  EXPECT_EQ(u.error().code, bp::errc::invalid);
   auto chunk = bp::parse_program("rank all: F[2]* B*\n", "c.pipe");
   auto c = bp::compile(*chunk, {2, 4, 1});
   ASSERT_FALSE(c);
-  EXPECT_NE(c.err().message.find("chunk 2 out of range"), std::string::npos) << c.err().message;
+  EXPECT_NE(c.error().message.find("chunk 2 out of range"), std::string::npos) << c.error().message;
 }
 
 TEST(Dsl, EveryBuiltinCompilesToAValidTableAcrossShapes) {
@@ -98,19 +100,19 @@ TEST(Dsl, EveryBuiltinCompilesToAValidTableAcrossShapes) {
     for (const auto& b : bp::builtin_programs()) {
       SCOPED_TRACE(b.name + " p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v));
       auto prog = bp::parse_program(b.text, b.name);
-      ASSERT_TRUE(prog) << prog.err().message;
+      ASSERT_TRUE(prog) << prog.error().message;
       auto t = bp::compile(*prog, {p, m, v});
-      if (!t && !prog->requires_.empty() && t.err().message.find("does not support") != std::string::npos) continue;
-      ASSERT_TRUE(t) << t.err().message;
+      if (!t && !prog->requires_.empty() && t.error().message.find("does not support") != std::string::npos) continue;
+      ASSERT_TRUE(t) << t.error().message;
       auto violation = bp::validate(*t);
       EXPECT_FALSE(violation) << violation->message;
       // The table survives the CSV form and the explicit program form.
       auto back = bp::read_csv(bp::write_csv(*t));
-      ASSERT_TRUE(back) << back.err().message;
+      ASSERT_TRUE(back) << back.error().message;
       EXPECT_EQ(bp::write_csv(*back), bp::write_csv(*t));
       auto vc = bp::chunks_of(*prog, {p, m, v});
       auto text = bp::explicit_program(*t, p, *vc, prog->place, b.name + "-explicit");
-      ASSERT_TRUE(text) << text.err().message;
+      ASSERT_TRUE(text) << text.error().message;
       EXPECT_EQ(compile_ok(*text, {p, m, v}), *t) << *text;
     }
   }
@@ -123,7 +125,8 @@ TEST(Dsl, RequireRejectsShapesAProgramCannotRun) {
   ASSERT_TRUE(prog);
   auto bad = bp::compile(*prog, {4, 6, 2});
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.err().message.find("does not support p=4 m=6 v=2"), std::string::npos) << bad.err().message;
+  EXPECT_NE(bad.error().message.find("does not support p=4 m=6 v=2"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(bad.error().code, bp::errc::unsupported);
   EXPECT_TRUE(bp::compile(*prog, {4, 8, 2}));
   EXPECT_TRUE(bp::compile(*prog, {4, 6, 1}));
 }

@@ -33,13 +33,13 @@ void expect_consistent(const bp::search_result& r, const bp::search_options& o, 
   }
   // The DSL text compiles back to a table with the same simulated makespan.
   auto prog = bp::parse_program(r.dsl, "searched");
-  ASSERT_TRUE(prog) << prog.err().message << "\n" << r.dsl;
+  ASSERT_TRUE(prog) << prog.error().message << "\n" << r.dsl;
   auto t = bp::compile(*prog, {o.p, o.m, r.best.v});
-  ASSERT_TRUE(t) << t.err().message;
+  ASSERT_TRUE(t) << t.error().message;
   auto stages = bp::stage_costs(c, t->stages);
   ASSERT_TRUE(stages);
   auto s = bp::simulate(*t, *stages, {c.latency, c.bandwidth});
-  ASSERT_TRUE(s) << s.err().message;
+  ASSERT_TRUE(s) << s.error().message;
   EXPECT_DOUBLE_EQ(s->makespan, r.best.sim.makespan);
 }
 
@@ -60,7 +60,7 @@ TEST(Search, NeverWorseThanTheBestShippedProgramWithinTheCap) {
       SCOPED_TRACE("trial " + std::to_string(trial) + " cap " + std::to_string(cap));
       auto o = quick(4, 8, cap, seed);
       auto r = bp::search(c, o);
-      ASSERT_TRUE(r) << r.err().message;
+      ASSERT_TRUE(r) << r.error().message;
       ASSERT_TRUE(r->best_predefined);
       EXPECT_LE(r->best.sim.makespan, r->best_predefined->sim.makespan + 1e-9);
       expect_consistent(*r, o, c);
@@ -72,7 +72,7 @@ TEST(Search, BeatsShippedProgramsOnAHeavyLastStage) {
   auto c = lm_head(4);
   auto o = quick(4, 8, 6.0);
   auto r = bp::search(c, o);
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   ASSERT_TRUE(r->best_predefined);
   EXPECT_LT(r->best.sim.makespan, r->best_predefined->sim.makespan) << r->best.origin;
   expect_consistent(*r, o, c);
@@ -90,7 +90,8 @@ TEST(Search, SameSeedSameResult) {
 TEST(Search, CapBelowOneMicrobatchIsAnError) {
   auto r = bp::search(bp::uniform_costs(4, 1, 1, 1, 2.0), quick(4, 8, 1.0));
   ASSERT_FALSE(r);
-  EXPECT_NE(r.err().message.find("cap"), std::string::npos) << r.err().message;
+  EXPECT_NE(r.error().message.find("cap"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().code, bp::errc::infeasible);
 }
 
 TEST(Greedy, TablesAreValidAndWithinTheCap) {

@@ -18,17 +18,17 @@ bp::table builtin_table(const std::string& name, int p, int m, int v = 1) {
   const auto* b = bp::find_builtin(name);
   EXPECT_NE(b, nullptr) << name;
   auto prog = bp::parse_program(b->text, name);
-  EXPECT_TRUE(prog) << prog.err().message;
+  EXPECT_TRUE(prog) << prog.error().message;
   auto t = bp::compile(*prog, {p, m, v});
-  EXPECT_TRUE(t) << t.err().message;
+  EXPECT_TRUE(t) << t.error().message;
   return *t;
 }
 
 bp::sim_result run(const bp::table& t, int p, double tf, double ti, double tw, double mem = 1) {
   auto stages = bp::stage_costs(bp::uniform_costs(p, tf, ti, tw, mem), t.stages);
-  EXPECT_TRUE(stages) << stages.err().message;
+  EXPECT_TRUE(stages) << stages.error().message;
   auto r = bp::simulate(t, *stages);
-  EXPECT_TRUE(r) << r.err().message;
+  EXPECT_TRUE(r) << r.error().message;
   return *r;
 }
 
@@ -126,7 +126,7 @@ TEST(Simulate, CommunicationDelaysEveryHop) {
   const double L = 0.25;
   auto stages = *bp::stage_costs(bp::uniform_costs(p, 1, 1, 1), p);
   auto r = bp::simulate(builtin_table("gpipe", p, m), stages, {L, 0});
-  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_TRUE(r) << r.error().message;
   EXPECT_NEAR(r->makespan, (m + p - 1) * 3 + 2 * (p - 1) * L, 1e-9);
   // Bandwidth: bytes / bandwidth adds to the latency.
   for (auto& s : stages) s.comm_bytes = 100;
@@ -163,7 +163,8 @@ TEST(Simulate, InvalidTableIsAnErrorNotACrash) {
   ASSERT_TRUE(t);
   auto r = bp::simulate(*t, *bp::stage_costs(bp::uniform_costs(2, 1, 1, 1), 2));
   ASSERT_FALSE(r);
-  EXPECT_NE(r.err().message.find("rank 1 step 0"), std::string::npos) << r.err().message;
+  EXPECT_NE(r.error().message.find("rank 1 step 0"), std::string::npos) << r.error().message;
+  EXPECT_EQ(r.error().code, bp::errc::invalid);
   auto wrong = bp::simulate(*t, *bp::stage_costs(bp::uniform_costs(3, 1, 1, 1), 3));
   EXPECT_FALSE(wrong);
 }

@@ -9,7 +9,7 @@ namespace bp = banyan::pipeline;
 TEST(Action, TextFormRoundTrips) {
   for (const char* s : {"2F0", "0B13", "1I2", "3W7", "1SEND_F3", "2RECV_F3", "0RECV_B1", "1SEND_B1"}) {
     auto a = bp::parse_action(s);
-    ASSERT_TRUE(a) << s << ": " << a.err().message;
+    ASSERT_TRUE(a) << s << ": " << a.error().message;
     EXPECT_EQ(bp::to_string(*a), s);
   }
   auto a = bp::parse_action("2F0");
@@ -21,7 +21,8 @@ TEST(Action, TextFormRoundTrips) {
 TEST(Action, BadTextNamesTheInput) {
   auto a = bp::parse_action("2X0");
   ASSERT_FALSE(a);
-  EXPECT_NE(a.err().message.find("`2X0`"), std::string::npos) << a.err().message;
+  EXPECT_NE(a.error().message.find("`2X0`"), std::string::npos) << a.error().message;
+  EXPECT_EQ(a.error().code, bp::errc::parse);
   EXPECT_FALSE(bp::parse_action("F0"));
   EXPECT_FALSE(bp::parse_action("1F"));
   EXPECT_FALSE(bp::parse_action("1F0x"));
@@ -30,7 +31,7 @@ TEST(Action, BadTextNamesTheInput) {
 TEST(Csv, ReadsTorchFormAndInfersPlacement) {
   // Two ranks, two stages, two microbatches, GPipe order, with an idle (empty) cell.
   auto t = bp::read_csv("0F0,0F1,,0B0,0B1\n1F0,1F1,1B0,1B1\n", "g.csv");
-  ASSERT_TRUE(t) << t.err().message;
+  ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(t->stages, 2);
   EXPECT_EQ(t->microbatches, 2);
   EXPECT_EQ(t->stage_rank, (std::vector<int>{0, 1}));
@@ -44,13 +45,15 @@ TEST(Csv, ReadsTorchFormAndInfersPlacement) {
 TEST(Csv, ErrorGivesLineAndColumn) {
   auto t = bp::read_csv("0F0,0B0\n1F0,1Q0\n", "x.csv");
   ASSERT_FALSE(t);
-  EXPECT_NE(t.err().message.find("x.csv:2:5"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.error().message.find("x.csv:2:5"), std::string::npos) << t.error().message;
+  EXPECT_EQ(t.error().code, bp::errc::parse);
 }
 
 TEST(Csv, StageOnTwoRanksIsAnError) {
   auto t = bp::read_csv("0F0,0B0\n0F1,0B1\n", "x.csv");
   ASSERT_FALSE(t);
-  EXPECT_NE(t.err().message.find("rank 1 step 0"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.error().message.find("rank 1 step 0"), std::string::npos) << t.error().message;
+  EXPECT_EQ(t.error().code, bp::errc::invalid);
 }
 
 TEST(Lower, InsertsSendsAndReceivesThatValidate) {

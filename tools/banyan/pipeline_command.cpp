@@ -44,9 +44,9 @@ int fail(const std::string& what) {
   return 1;
 }
 
-pl::result<std::string> read_file(const std::string& path) {
+banyan::result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return pl::error{path + ": cannot open"};
+  if (!in) return banyan::error{pl::errc::io, path + ": cannot open"};
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -69,39 +69,39 @@ struct loaded {
 };
 
 // A schedule argument: a .csv table, a .pipe program, or the name of a shipped program.
-pl::result<loaded> load_schedule(const options& o) {
+banyan::result<loaded> load_schedule(const options& o) {
   if (ends_with(o.schedule, ".csv")) {
     auto text = read_file(o.schedule);
-    if (!text) return text.err();
+    if (!text) return text.error();
     auto t = pl::read_csv(*text, o.schedule);
-    if (!t) return t.err();
+    if (!t) return t.error();
     const int ranks = t->num_ranks();
     return loaded{*t, o.schedule, ranks > 0 ? t->stages / ranks : 1};
   }
   std::string text, source = o.schedule;
   if (ends_with(o.schedule, ".pipe")) {
     auto file = read_file(o.schedule);
-    if (!file) return file.err();
+    if (!file) return file.error();
     text = *file;
   } else if (const auto* b = pl::find_builtin(o.schedule)) {
     text = b->text;
   } else {
     std::string names;
     for (const auto& b : pl::builtin_programs()) names += " " + b.name;
-    return pl::error{"`" + o.schedule + "` is not a .csv table, a .pipe program or a shipped program (shipped:" + names + ")"};
+    return banyan::error{pl::errc::invalid, "`" + o.schedule + "` is not a .csv table, a .pipe program or a shipped program (shipped:" + names + ")"};
   }
   auto prog = pl::parse_program(text, source);
-  if (!prog) return prog.err();
+  if (!prog) return prog.error();
   auto t = pl::compile(*prog, {o.p, o.m, o.v});
-  if (!t) return t.err();
+  if (!t) return t.error();
   auto v = pl::chunks_of(*prog, {o.p, o.m, o.v});
   return loaded{*t, prog->name.empty() ? source : prog->name, v ? *v : 1};
 }
 
-pl::result<pl::costs> load_costs(const options& o, int stages_hint) {
+banyan::result<pl::costs> load_costs(const options& o, int stages_hint) {
   if (!o.costs_file.empty()) {
     auto text = read_file(o.costs_file);
-    if (!text) return text.err();
+    if (!text) return text.error();
     return pl::parse_costs(*text, o.costs_file);
   }
   pl::costs c = pl::uniform_costs(stages_hint, o.tf, o.ti, o.tw, o.mem);
@@ -153,7 +153,7 @@ int run_show(const options& o) {
   }
   if (o.schedule.empty()) return fail("show: give a schedule (shipped name, .pipe or .csv) or --list");
   auto l = load_schedule(o);
-  if (!l) return fail(l.err().message);
+  if (!l) return fail(l.error().message);
   pl::table t = o.lower ? pl::lower_comms(l->t) : l->t;
   if (!o.out_csv.empty() && !write_file(o.out_csv, pl::write_csv(t))) return fail(o.out_csv + ": cannot write");
   if (o.json) {
@@ -169,7 +169,7 @@ int run_show(const options& o) {
 
 int run_validate(const options& o) {
   auto l = load_schedule(o);
-  if (!l) return fail(l.err().message);
+  if (!l) return fail(l.error().message);
   auto v = pl::validate(l->t);
   if (o.json) {
     nlohmann::json j{{"schedule", l->name}, {"valid", !v}};
@@ -186,15 +186,15 @@ int run_validate(const options& o) {
 
 int run_simulate(const options& o) {
   auto l = load_schedule(o);
-  if (!l) return fail(l.err().message);
+  if (!l) return fail(l.error().message);
   auto c = load_costs(o, l->t.num_ranks());
-  if (!c) return fail(c.err().message);
+  if (!c) return fail(c.error().message);
   auto stages = pl::stage_costs(*c, l->t.stages);
-  if (!stages) return fail((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.err().message);
+  if (!stages) return fail((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.error().message);
   pl::sim_options so;
   so.record_events = !o.trace.empty() || !o.svg.empty();
   auto s = pl::simulate(l->t, *stages, {c->latency, c->bandwidth}, so);
-  if (!s) return fail(l->name + ": " + s.err().message);
+  if (!s) return fail(l->name + ": " + s.error().message);
   if (!o.trace.empty() && !write_file(o.trace, pl::chrome_trace(*s))) return fail(o.trace + ": cannot write");
   if (!o.svg.empty() && !write_file(o.svg, pl::svg_gantt(*s, l->name))) return fail(o.svg + ": cannot write");
   if (o.json) {
@@ -215,7 +215,7 @@ int run_simulate(const options& o) {
 
 int run_search(const options& o) {
   auto c = load_costs(o, o.p);
-  if (!c) return fail(c.err().message);
+  if (!c) return fail(c.error().message);
   pl::search_options so;
   so.p = o.p, so.m = o.m, so.mem_cap = o.cap, so.chunk_options = o.chunks;
   so.time_limit_s = o.time_limit, so.generations = o.generations, so.seed = o.seed;
@@ -229,7 +229,7 @@ int run_search(const options& o) {
     bar.update(std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(pr.elapsed_s * 10)), detail);
   };
   auto r = pl::search(*c, so);
-  if (!r) return fail(r.err().message);
+  if (!r) return fail(r.error().message);
   bar.finish(std::to_string(r->evaluations) + " schedules tried");
   if (auto v = pl::validate(r->best.t)) return fail("search produced an invalid table (a bug): " + v->message);
   if (!o.out_dsl.empty() && !write_file(o.out_dsl, r->dsl)) return fail(o.out_dsl + ": cannot write");

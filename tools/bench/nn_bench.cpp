@@ -70,13 +70,13 @@ int main(int argc, char** argv) {
 
   auto be = nn::make_backend({.name = "cpu", .threads = o.threads});
   if (!be) {
-    std::fprintf(stderr, "nn_bench: %s\n", be.err().message.c_str());
+    std::fprintf(stderr, "nn_bench: %s\n", be.error().message.c_str());
     return 1;
   }
   const nn::gpt_config cfg{o.vocab, o.ctx, o.layers, o.heads, o.channels};
   auto model = nn::gpt::create(cfg, o.batch, o.seq, **be);
   if (!model) {
-    std::fprintf(stderr, "nn_bench: %s\n", model.err().message.c_str());
+    std::fprintf(stderr, "nn_bench: %s\n", model.error().message.c_str());
     return 2;
   }
   model->init(1);

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
       ss << in.rdbuf();
       auto c = bp::parse_costs(ss.str(), costs_path);
       if (!c) {
-        std::fprintf(stderr, "pipeline_bench: %s\n", c.err().message.c_str());
+        std::fprintf(stderr, "pipeline_bench: %s\n", c.error().message.c_str());
         return 1;
       }
       profiles.push_back({"measured", *c});
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
           auto r = bp::search(prof.c, opt);
           const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           if (!r) {
-            std::printf("%-9s %2d %3d %5.1f  error: %s\n", prof.name.c_str(), p, m, opt.mem_cap, r.err().message.c_str());
+            std::printf("%-9s %2d %3d %5.1f  error: %s\n", prof.name.c_str(), p, m, opt.mem_cap, r.error().message.c_str());
             continue;
           }
           const double base = r->best_predefined ? r->best_predefined->sim.makespan : NAN;

@@ -6,14 +6,14 @@
 
 namespace banyan::nn {
 
-status adamw_config::validate() const {
-  auto bad = [](const std::string& what) { return make_error(errc::invalid_argument, "adamw: " + what); };
+result<void> adamw_config::validate() const {
+  auto bad = [](const std::string& what) { return error{errc::invalid_argument, "adamw: " + what}; };
   if (!(lr > 0.0f) || !std::isfinite(lr)) return bad("lr must be a positive number, got " + std::to_string(lr));
   if (!(beta1 >= 0.0f && beta1 < 1.0f)) return bad("beta1 must be in [0,1), got " + std::to_string(beta1));
   if (!(beta2 >= 0.0f && beta2 < 1.0f)) return bad("beta2 must be in [0,1), got " + std::to_string(beta2));
   if (!(eps > 0.0f)) return bad("eps must be positive, got " + std::to_string(eps));
   if (!(weight_decay >= 0.0f)) return bad("weight_decay must be >= 0, got " + std::to_string(weight_decay));
-  return ok;
+  return {};
 }
 
 adamw::adamw(backend& be, std::size_t num_params)

@@ -5,10 +5,11 @@
 
 #include "kernels_cuda.cuh"
 
+#include "banyan/base/log.hpp"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -18,13 +19,13 @@ namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
-    std::fprintf(stderr, "banyan nn cuda: %s: %s\n", what, cudaGetErrorString(e));
+    banyan::log::error("nn", std::string("cuda: ") + what + ": " + cudaGetErrorString(e));
     std::abort();
   }
 }
 void check(cublasStatus_t e, const char* what) {
   if (e != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "banyan nn cublas: %s: status %d\n", what, static_cast<int>(e));
+    banyan::log::error("nn", std::string("cublas: ") + what + ": status " + std::to_string(static_cast<int>(e)));
     std::abort();
   }
 }
@@ -161,12 +162,12 @@ result<std::unique_ptr<backend>> make_cuda_backend(int device) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    return make_error(errc::unsupported, std::string("backend `cuda`: no usable GPU (") + cudaGetErrorString(e) + ")");
+    return error{errc::unsupported, std::string("backend `cuda`: no usable GPU (") + cudaGetErrorString(e) + ")"};
   }
-  if (count == 0) return make_error(errc::unsupported, "backend `cuda`: no GPU found");
+  if (count == 0) return error{errc::unsupported, "backend `cuda`: no GPU found"};
   if (device < 0 || device >= count) {
-    return make_error(errc::invalid_argument, "backend `cuda`: device " + std::to_string(device) + " out of range [0, " +
-                                                  std::to_string(count) + ")");
+    return error{errc::invalid_argument, "backend `cuda`: device " + std::to_string(device) + " out of range [0, " +
+                                                  std::to_string(count) + ")"};
   }
   return std::unique_ptr<backend>(std::make_unique<cuda_backend>(device));
 }

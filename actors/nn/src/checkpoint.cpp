@@ -51,12 +51,12 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
-status save_checkpoint(const fs::path& file, const checkpoint& ck) {
+result<void> save_checkpoint(const fs::path& file, const checkpoint& ck) {
   const std::string name = "checkpoint `" + file.string() + "`";
   if (ck.m.size() != ck.params.size() || ck.v.size() != ck.params.size()) {
-    return make_error(errc::invalid_argument, name + ": params, m and v differ in size");
+    return error{errc::invalid_argument, name + ": params, m and v differ in size"};
   }
-  if (ck.model.size() > max_model_name) return make_error(errc::invalid_argument, name + ": model name too long");
+  if (ck.model.size() > max_model_name) return error{errc::invalid_argument, name + ": model name too long"};
   const std::size_t P = ck.params.size();
   std::string out;
   out.reserve(fixed_header + 8 * ck.config.size() + ck.model.size() + 12 * P + 4);
@@ -79,31 +79,31 @@ status save_checkpoint(const fs::path& file, const checkpoint& ck) {
   tmp += ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return make_error(errc::io, name + ": cannot open `" + tmp.string() + "` for writing");
+    if (!f) return error{errc::io, name + ": cannot open `" + tmp.string() + "` for writing"};
     f.write(out.data(), static_cast<std::streamsize>(out.size()));
     f.flush();
-    if (!f) return make_error(errc::io, name + ": write failed (disk full?)");
+    if (!f) return error{errc::io, name + ": write failed (disk full?)"};
   }
   std::error_code ec;
   fs::rename(tmp, file, ec);
-  if (ec) return make_error(errc::io, name + ": cannot rename from `" + tmp.string() + "`: " + ec.message());
-  return ok;
+  if (ec) return error{errc::io, name + ": cannot rename from `" + tmp.string() + "`: " + ec.message()};
+  return {};
 }
 
 result<checkpoint> load_checkpoint(const fs::path& file) {
   const std::string name = "checkpoint `" + file.string() + "`";
   std::ifstream f(file, std::ios::binary);
-  if (!f) return make_error(errc::io, name + ": cannot open (missing or unreadable)");
+  if (!f) return error{errc::io, name + ": cannot open (missing or unreadable)"};
   std::string in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   if (in.size() < fixed_header + 4) {
-    return make_error(errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
-                                         std::to_string(fixed_header + 4) + "-byte minimum (truncated?)");
+    return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
+                                         std::to_string(fixed_header + 4) + "-byte minimum (truncated?)"};
   }
-  if (std::memcmp(in.data(), magic, 8) != 0) return make_error(errc::corrupt, name + ": bad magic (not a banyan checkpoint)");
+  if (std::memcmp(in.data(), magic, 8) != 0) return error{errc::corrupt, name + ": bad magic (not a banyan checkpoint)"};
   const auto version = get<std::uint32_t>(in, 8);
   if (version != checkpoint_version) {
-    return make_error(errc::unsupported, name + ": version " + std::to_string(version) + ", this build reads version " +
-                                             std::to_string(checkpoint_version));
+    return error{errc::unsupported, name + ": version " + std::to_string(version) + ", this build reads version " +
+                                             std::to_string(checkpoint_version)};
   }
   const auto header = get<std::uint32_t>(in, 12);
   const auto step = get<std::uint64_t>(in, 16);
@@ -112,22 +112,22 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   const auto M = get<std::uint32_t>(in, 36);
   const auto payload = get<std::uint64_t>(in, 40);
   if (M > max_model_name || K > 1024 || header != fixed_header + 8ull * K + M) {
-    return make_error(errc::corrupt, name + ": inconsistent header (header bytes " + std::to_string(header) +
-                                         ", config length " + std::to_string(K) + ", name length " + std::to_string(M) + ")");
+    return error{errc::corrupt, name + ": inconsistent header (header bytes " + std::to_string(header) +
+                                         ", config length " + std::to_string(K) + ", name length " + std::to_string(M) + ")"};
   }
   if (P > (1ull << 40) || payload != 12 * P) {
-    return make_error(errc::corrupt, name + ": payload bytes " + std::to_string(payload) + " disagree with " +
-                                         std::to_string(P) + " parameters");
+    return error{errc::corrupt, name + ": payload bytes " + std::to_string(payload) + " disagree with " +
+                                         std::to_string(P) + " parameters"};
   }
   const std::uint64_t expected = header + payload + 4;
   if (in.size() != expected) {
-    return make_error(errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, header promises " +
-                                         std::to_string(expected) + (in.size() < expected ? " (truncated)" : " (trailing bytes)"));
+    return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, header promises " +
+                                         std::to_string(expected) + (in.size() < expected ? " (truncated)" : " (trailing bytes)")};
   }
   const auto stored = get<std::uint32_t>(in, in.size() - 4);
   const auto computed = crc(in.data(), in.size() - 4);
   if (stored != computed) {
-    return make_error(errc::corrupt, name + ": checksum mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")");
+    return error{errc::corrupt, name + ": checksum mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")"};
   }
   checkpoint ck;
   ck.step = step;
@@ -142,25 +142,25 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   return ck;
 }
 
-status check_matches(const checkpoint& ck, const fs::path& file, const std::string& model,
-                     const std::vector<std::int64_t>& config, std::size_t num_params) {
+result<void> check_matches(const checkpoint& ck, const fs::path& file, const std::string& model,
+                           const std::vector<std::int64_t>& config, std::size_t num_params) {
   const std::string name = "checkpoint `" + file.string() + "`";
-  if (ck.model != model) return make_error(errc::mismatch, name + ": holds a `" + ck.model + "` model, expected `" + model + "`");
+  if (ck.model != model) return error{errc::mismatch, name + ": holds a `" + ck.model + "` model, expected `" + model + "`"};
   if (ck.config.size() != config.size()) {
-    return make_error(errc::mismatch, name + ": config has " + std::to_string(ck.config.size()) + " values, expected " +
-                                          std::to_string(config.size()));
+    return error{errc::mismatch, name + ": config has " + std::to_string(ck.config.size()) + " values, expected " +
+                                          std::to_string(config.size())};
   }
   for (std::size_t i = 0; i < config.size(); ++i) {
     if (ck.config[i] != config[i]) {
-      return make_error(errc::mismatch, name + ": config value " + std::to_string(i) + " is " + std::to_string(ck.config[i]) +
-                                            ", this model has " + std::to_string(config[i]));
+      return error{errc::mismatch, name + ": config value " + std::to_string(i) + " is " + std::to_string(ck.config[i]) +
+                                            ", this model has " + std::to_string(config[i])};
     }
   }
   if (ck.params.size() != num_params) {
-    return make_error(errc::mismatch, name + ": " + std::to_string(ck.params.size()) + " parameters, model has " +
-                                          std::to_string(num_params));
+    return error{errc::mismatch, name + ": " + std::to_string(ck.params.size()) + " parameters, model has " +
+                                          std::to_string(num_params)};
   }
-  return ok;
+  return {};
 }
 
 }  // namespace banyan::nn

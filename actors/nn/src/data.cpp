@@ -26,7 +26,7 @@ std::string char_corpus::decode(const std::vector<int>& in) const {
 result<char_corpus> load_fortunes(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return make_error(errc::io, "fortunes `" + dir.string() + "`: not a directory (install the `fortunes` package)");
+    return error{errc::io, "fortunes `" + dir.string() + "`: not a directory (install the `fortunes` package)"};
   }
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -39,7 +39,7 @@ result<char_corpus> load_fortunes(const fs::path& dir) {
   std::string text;
   for (const auto& f : files) {
     std::ifstream in(f, std::ios::binary);
-    if (!in) return make_error(errc::io, "fortunes `" + f.string() + "`: cannot open");
+    if (!in) return error{errc::io, "fortunes `" + f.string() + "`: cannot open"};
     std::string line;
     while (std::getline(in, line)) {
       if (line == "%") continue;
@@ -47,7 +47,7 @@ result<char_corpus> load_fortunes(const fs::path& dir) {
       text.push_back('\n');
     }
   }
-  if (text.empty()) return make_error(errc::corrupt, "fortunes `" + dir.string() + "`: no text found");
+  if (text.empty()) return error{errc::corrupt, "fortunes `" + dir.string() + "`: no text found"};
   char_corpus c;
   std::array<bool, 256> seen{};
   for (unsigned char ch : text) seen[ch] = true;
@@ -83,10 +83,10 @@ result<idx_file> read_idx_gz(const fs::path& file, int expected_rank) {
   const std::string name = "`" + file.string() + "`";
   std::error_code ec;
   if (!fs::exists(file, ec)) {
-    return make_error(errc::io, "idx file " + name + ": not found (install `dataset-fashion-mnist`)");
+    return error{errc::io, "idx file " + name + ": not found (install `dataset-fashion-mnist`)"};
   }
   gzFile gz = gzopen(file.c_str(), "rb");
-  if (gz == nullptr) return make_error(errc::io, "idx file " + name + ": cannot open");
+  if (gz == nullptr) return error{errc::io, "idx file " + name + ": cannot open"};
   std::vector<unsigned char> bytes;
   std::array<unsigned char, 1 << 16> chunk{};
   bool failed = false;
@@ -102,34 +102,34 @@ result<idx_file> read_idx_gz(const fs::path& file, int expected_rank) {
   int zerr = Z_OK;
   const std::string zmsg = gzerror(gz, &zerr);  // a truncated stream shows up here as Z_BUF_ERROR
   gzclose(gz);
-  if (failed || (zerr != Z_OK && zerr != Z_STREAM_END)) return make_error(errc::corrupt, "idx file " + name + ": gzip stream is corrupt (" + zmsg + ")");
+  if (failed || (zerr != Z_OK && zerr != Z_STREAM_END)) return error{errc::corrupt, "idx file " + name + ": gzip stream is corrupt (" + zmsg + ")"};
   if (bytes.size() < 4) {
-    return make_error(errc::corrupt, "idx file " + name + ": " + std::to_string(bytes.size()) + " bytes, too short for the header");
+    return error{errc::corrupt, "idx file " + name + ": " + std::to_string(bytes.size()) + " bytes, too short for the header"};
   }
   if (bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
-    return make_error(errc::corrupt, "idx file " + name + ": bad magic (expected 00 00 08 <rank>, unsigned-byte data)");
+    return error{errc::corrupt, "idx file " + name + ": bad magic (expected 00 00 08 <rank>, unsigned-byte data)"};
   }
   const int rank = bytes[3];
   if (rank != expected_rank) {
-    return make_error(errc::corrupt, "idx file " + name + ": rank " + std::to_string(rank) + ", expected " + std::to_string(expected_rank));
+    return error{errc::corrupt, "idx file " + name + ": rank " + std::to_string(rank) + ", expected " + std::to_string(expected_rank)};
   }
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(rank);
-  if (bytes.size() < header) return make_error(errc::corrupt, "idx file " + name + ": truncated in the dimensions header");
+  if (bytes.size() < header) return error{errc::corrupt, "idx file " + name + ": truncated in the dimensions header"};
   idx_file out;
   std::size_t total = 1;
   for (int i = 0; i < rank; ++i) {
     const unsigned char* p = bytes.data() + 4 + 4 * i;
     const std::uint32_t d = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
     if (d == 0 || d > (1u << 24)) {
-      return make_error(errc::corrupt, "idx file " + name + ": dimension " + std::to_string(i) + " = " + std::to_string(d) + " is out of range");
+      return error{errc::corrupt, "idx file " + name + ": dimension " + std::to_string(i) + " = " + std::to_string(d) + " is out of range"};
     }
     out.dims.push_back(static_cast<int>(d));
     total *= d;
   }
   if (bytes.size() - header != total) {
-    return make_error(errc::corrupt, "idx file " + name + ": header promises " + std::to_string(total) +
+    return error{errc::corrupt, "idx file " + name + ": header promises " + std::to_string(total) +
                                          " data bytes, file has " + std::to_string(bytes.size() - header) +
-                                         (bytes.size() - header < total ? " (truncated)" : " (trailing bytes)"));
+                                         (bytes.size() - header < total ? " (truncated)" : " (trailing bytes)")};
   }
   out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
   return out;
@@ -139,12 +139,12 @@ result<image_set> load_fashion_mnist(const fs::path& dir, const std::string& pre
   const fs::path img_path = dir / (prefix + "-images-idx3-ubyte.gz");
   const fs::path lbl_path = dir / (prefix + "-labels-idx1-ubyte.gz");
   auto images = read_idx_gz(img_path, 3);
-  if (!images) return images.err();
+  if (!images) return images.error();
   auto labels = read_idx_gz(lbl_path, 1);
-  if (!labels) return labels.err();
+  if (!labels) return labels.error();
   if (images->dims[0] != labels->dims[0]) {
-    return make_error(errc::mismatch, "fashion-mnist `" + prefix + "`: " + std::to_string(images->dims[0]) +
-                                          " images but " + std::to_string(labels->dims[0]) + " labels");
+    return error{errc::mismatch, "fashion-mnist `" + prefix + "`: " + std::to_string(images->dims[0]) +
+                                          " images but " + std::to_string(labels->dims[0]) + " labels"};
   }
   image_set s;
   s.count = images->dims[0];
@@ -155,8 +155,8 @@ result<image_set> load_fashion_mnist(const fs::path& dir, const std::string& pre
   s.labels.resize(labels->data.size());
   for (std::size_t i = 0; i < labels->data.size(); ++i) {
     if (labels->data[i] > 9) {
-      return make_error(errc::corrupt, "idx file `" + lbl_path.string() + "`: label " + std::to_string(labels->data[i]) +
-                                           " at index " + std::to_string(i) + " is not in [0, 9]");
+      return error{errc::corrupt, "idx file `" + lbl_path.string() + "`: label " + std::to_string(labels->data[i]) +
+                                           " at index " + std::to_string(i) + " is not in [0, 9]"};
     }
     s.labels[i] = labels->data[i];
   }

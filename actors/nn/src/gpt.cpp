@@ -37,10 +37,10 @@ int layer_loss(int L) { return 3 + L * NBL; }
 
 }  // namespace
 
-status gpt_config::validate() const {
+result<void> gpt_config::validate() const {
   auto bad = [](const std::string& field, int v, const std::string& rule) {
-    return make_error(errc::invalid_argument,
-                      "gpt config: " + field + " = " + std::to_string(v) + " " + rule);
+    return error{errc::invalid_argument,
+                      "gpt config: " + field + " = " + std::to_string(v) + " " + rule};
   };
   if (vocab_size <= 0) return bad("vocab_size", vocab_size, "must be positive");
   if (max_seq_len <= 0) return bad("max_seq_len", max_seq_len, "must be positive");
@@ -50,7 +50,7 @@ status gpt_config::validate() const {
   if (channels % num_heads != 0) {
     return bad("channels", channels, "must be divisible by num_heads (" + std::to_string(num_heads) + ")");
   }
-  return ok;
+  return {};
 }
 
 std::vector<std::int64_t> gpt_config::to_vector() const {
@@ -58,14 +58,14 @@ std::vector<std::int64_t> gpt_config::to_vector() const {
 }
 
 result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& be) {
-  if (auto s = cfg.validate(); !s) return s.err();
+  if (auto s = cfg.validate(); !s) return s.error();
   if (batch <= 0) {
-    return make_error(errc::invalid_argument, "gpt: batch = " + std::to_string(batch) + " must be positive");
+    return error{errc::invalid_argument, "gpt: batch = " + std::to_string(batch) + " must be positive"};
   }
   if (seq_len <= 0 || seq_len > cfg.max_seq_len) {
-    return make_error(errc::invalid_argument, "gpt: seq_len = " + std::to_string(seq_len) +
+    return error{errc::invalid_argument, "gpt: seq_len = " + std::to_string(seq_len) +
                                                   " must be in [1, max_seq_len = " +
-                                                  std::to_string(cfg.max_seq_len) + "]");
+                                                  std::to_string(cfg.max_seq_len) + "]"};
   }
   return gpt(cfg, batch, seq_len, be);
 }

@@ -14,14 +14,14 @@ namespace banyan::nn {
 // activations fc{i} (pre-activation) then relu{i} for hidden layers (ids 2i, 2i+1), then logits,
 // probs, losses. Layers: fc{i} (linear + ReLU) for hidden, "out", "loss".
 
-status mlp_config::validate() const {
-  auto bad = [](const std::string& what) { return make_error(errc::invalid_argument, "mlp config: " + what); };
+result<void> mlp_config::validate() const {
+  auto bad = [](const std::string& what) { return error{errc::invalid_argument, "mlp config: " + what}; };
   if (inputs <= 0) return bad("inputs = " + std::to_string(inputs) + " must be positive");
   if (classes < 2) return bad("classes = " + std::to_string(classes) + " must be at least 2");
   for (std::size_t i = 0; i < hidden.size(); ++i) {
     if (hidden[i] <= 0) return bad("hidden[" + std::to_string(i) + "] = " + std::to_string(hidden[i]) + " must be positive");
   }
-  return ok;
+  return {};
 }
 
 std::vector<std::int64_t> mlp_config::to_vector() const {
@@ -31,8 +31,8 @@ std::vector<std::int64_t> mlp_config::to_vector() const {
 }
 
 result<mlp> mlp::create(const mlp_config& cfg, int batch, backend& be) {
-  if (auto s = cfg.validate(); !s) return s.err();
-  if (batch <= 0) return make_error(errc::invalid_argument, "mlp: batch = " + std::to_string(batch) + " must be positive");
+  if (auto s = cfg.validate(); !s) return s.error();
+  if (batch <= 0) return error{errc::invalid_argument, "mlp: batch = " + std::to_string(batch) + " must be positive"};
   return mlp(cfg, batch, be);
 }
 

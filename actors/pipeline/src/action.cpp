@@ -49,7 +49,7 @@ result<action> parse_action(std::string_view text) {
   const std::string quoted = "`" + std::string(s) + "`";
   action a;
   if (!read_number(s, a.stage))
-    return error{"action " + quoted + ": expected a stage number first (as in `2F0`)"};
+    return error{errc::parse, "action " + quoted + ": expected a stage number first (as in `2F0`)"};
   bool found = false;
   for (const auto& [name, value] : kind_names) {
     if (s.substr(0, name.size()) == name) {
@@ -60,11 +60,11 @@ result<action> parse_action(std::string_view text) {
     }
   }
   if (!found)
-    return error{"action " + quoted +
+    return error{errc::parse, "action " + quoted +
                  ": expected a kind after the stage (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)"};
   if (!read_number(s, a.microbatch))
-    return error{"action " + quoted + ": expected a microbatch number after the kind"};
-  if (!s.empty()) return error{"action " + quoted + ": unexpected `" + std::string(s) + "` at the end"};
+    return error{errc::parse, "action " + quoted + ": expected a microbatch number after the kind"};
+  if (!s.empty()) return error{errc::parse, "action " + quoted + ": unexpected `" + std::string(s) + "` at the end"};
   return a;
 }
 
@@ -89,7 +89,7 @@ result<table> infer_shape(std::vector<std::vector<action>> ranks) {
       if (!is_compute(a.op)) continue;
       int& owner = t.stage_rank[a.stage];
       if (owner != -1 && owner != r)
-        return error{"rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
+        return error{errc::invalid, "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
                      "): stage " + std::to_string(a.stage) + " already runs on rank " +
                      std::to_string(owner) + "; a stage must live on one rank"};
       owner = r;
@@ -97,7 +97,7 @@ result<table> infer_shape(std::vector<std::vector<action>> ranks) {
   }
   for (int s = 0; s < t.stages; ++s)
     if (t.stage_rank[s] == -1)
-      return error{"stage " + std::to_string(s) + " has no compute action on any rank"};
+      return error{errc::invalid, "stage " + std::to_string(s) + " has no compute action on any rank"};
   // Peers of communication actions follow from the placement.
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     for (std::size_t i = 0; i < ranks[r].size(); ++i) {
@@ -105,7 +105,7 @@ result<table> infer_shape(std::vector<std::vector<action>> ranks) {
       if (is_compute(a.op)) continue;
       const int other = (a.op == kind::send_f || a.op == kind::recv_b) ? a.stage + 1 : a.stage - 1;
       if (other < 0 || other >= t.stages)
-        return error{"rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
+        return error{errc::invalid, "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
                      "): stage " + std::to_string(a.stage) + " has no neighbour stage " +
                      std::to_string(other) + " to talk to"};
       a.peer = t.stage_rank[other];

@@ -18,26 +18,26 @@ costs uniform_costs(int n, double t_f, double t_i, double t_w, double mem) {
 namespace {
 
 result<stage_cost> parse_unit(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) return error{where + ": expected an object with t_f, t_b, ..."};
+  if (!j.is_object()) return error{errc::invalid, where + ": expected an object with t_f, t_b, ..."};
   auto num = [&](const char* key, double& out, bool& present) -> std::optional<error> {
     present = false;
     if (!j.contains(key)) return std::nullopt;
     const auto& v = j.at(key);
-    if (!v.is_number()) return error{where + "." + key + ": expected a number"};
+    if (!v.is_number()) return error{errc::invalid, where + "." + key + ": expected a number"};
     out = v.get<double>();
-    if (!(out >= 0) || out > 1e300) return error{where + "." + key + ": must be a finite number >= 0"};
+    if (!(out >= 0) || out > 1e300) return error{errc::invalid, where + "." + key + ": must be a finite number >= 0"};
     present = true;
     return std::nullopt;
   };
   for (const auto& [key, _] : j.items()) {
     static const char* known[] = {"t_f", "t_b", "t_i", "t_w", "mem", "comm_bytes", "static_mem", "name"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) == std::end(known))
-      return error{where + ": unknown key `" + key + "` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)"};
+      return error{errc::invalid, where + ": unknown key `" + key + "` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)"};
   }
   stage_cost c;
   bool has_f, has_b, has_i, has_w, has;
   if (auto e = num("t_f", c.t_f, has_f)) return *e;
-  if (!has_f) return error{where + ": missing t_f"};
+  if (!has_f) return error{errc::invalid, where + ": missing t_f"};
   if (auto e = num("t_b", c.t_b, has_b)) return *e;
   if (auto e = num("t_i", c.t_i, has_i)) return *e;
   if (auto e = num("t_w", c.t_w, has_w)) return *e;
@@ -45,19 +45,19 @@ result<stage_cost> parse_unit(const nlohmann::json& j, const std::string& where)
   if (auto e = num("comm_bytes", c.comm_bytes, has)) return *e;
   if (auto e = num("static_mem", c.static_mem, has)) return *e;
   if (has_b && has_i && has_w) {
-    if (std::abs(c.t_i + c.t_w - c.t_b) > 1e-9 * std::max(1.0, c.t_b)) return error{where + ": t_b must equal t_i + t_w"};
+    if (std::abs(c.t_i + c.t_w - c.t_b) > 1e-9 * std::max(1.0, c.t_b)) return error{errc::invalid, where + ": t_b must equal t_i + t_w"};
   } else if (has_b && has_i) {
-    if (c.t_i > c.t_b) return error{where + ": t_i is larger than t_b"};
+    if (c.t_i > c.t_b) return error{errc::invalid, where + ": t_i is larger than t_b"};
     c.t_w = c.t_b - c.t_i;
   } else if (has_b && has_w) {
-    if (c.t_w > c.t_b) return error{where + ": t_w is larger than t_b"};
+    if (c.t_w > c.t_b) return error{errc::invalid, where + ": t_w is larger than t_b"};
     c.t_i = c.t_b - c.t_w;
   } else if (has_b) {
     c.t_i = c.t_w = c.t_b / 2;
   } else if (has_i && has_w) {
     c.t_b = c.t_i + c.t_w;
   } else {
-    return error{where + ": give t_b, or t_i and t_w"};
+    return error{errc::invalid, where + ": give t_b, or t_i and t_w"};
   }
   return c;
 }
@@ -69,24 +69,24 @@ result<costs> parse_costs(std::string_view json_text, const std::string& source)
   try {
     j = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::parse_error& e) {
-    return error{source + ": not valid JSON: " + e.what()};
+    return error{errc::parse, source + ": not valid JSON: " + e.what()};
   }
-  if (!j.is_object()) return error{source + ": expected a JSON object with \"stages\" or \"layers\""};
+  if (!j.is_object()) return error{errc::invalid, source + ": expected a JSON object with \"stages\" or \"layers\""};
   costs c;
   const bool has_stages = j.contains("stages"), has_layers = j.contains("layers");
-  if (has_stages == has_layers) return error{source + ": give exactly one of \"stages\" and \"layers\""};
+  if (has_stages == has_layers) return error{errc::invalid, source + ": give exactly one of \"stages\" and \"layers\""};
   const char* key = has_stages ? "stages" : "layers";
   c.per_layer = has_layers;
   const auto& list = j.at(key);
-  if (!list.is_array() || list.empty()) return error{source + ": \"" + key + "\" must be a non-empty array"};
+  if (!list.is_array() || list.empty()) return error{errc::invalid, source + ": \"" + key + "\" must be a non-empty array"};
   for (std::size_t i = 0; i < list.size(); ++i) {
     auto u = parse_unit(list[i], source + ": " + key + "[" + std::to_string(i) + "]");
-    if (!u) return u.err();
+    if (!u) return u.error();
     c.units.push_back(*u);
   }
   for (const char* k : {"latency", "bandwidth"}) {
     if (!j.contains(k)) continue;
-    if (!j.at(k).is_number() || j.at(k).get<double>() < 0) return error{source + ": \"" + k + "\" must be a number >= 0"};
+    if (!j.at(k).is_number() || j.at(k).get<double>() < 0) return error{errc::invalid, source + ": \"" + k + "\" must be a number >= 0"};
     (std::string(k) == "latency" ? c.latency : c.bandwidth) = j.at(k).get<double>();
   }
   return c;
@@ -94,11 +94,11 @@ result<costs> parse_costs(std::string_view json_text, const std::string& source)
 
 result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
   const int n = static_cast<int>(c.units.size());
-  if (S <= 0) return error{"stage count must be positive, got " + std::to_string(S)};
+  if (S <= 0) return error{errc::invalid, "stage count must be positive, got " + std::to_string(S)};
   if (!c.per_layer) {
     if (S == n) return c.units;
     if (S % n != 0)
-      return error{"costs give " + std::to_string(n) + " stages; cannot split them into " + std::to_string(S) +
+      return error{errc::invalid, "costs give " + std::to_string(n) + " stages; cannot split them into " + std::to_string(S) +
                    " (need a multiple of " + std::to_string(n) + ")"};
     const int v = S / n;
     std::vector<stage_cost> out;
@@ -107,7 +107,7 @@ result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
         out.push_back({u.t_f / v, u.t_b / v, u.t_i / v, u.t_w / v, u.mem / v, u.comm_bytes, u.static_mem / v});
     return out;
   }
-  if (n < S) return error{"costs give " + std::to_string(n) + " layers, fewer than the " + std::to_string(S) + " stages wanted"};
+  if (n < S) return error{errc::invalid, "costs give " + std::to_string(n) + " layers, fewer than the " + std::to_string(S) + " stages wanted"};
   // Contiguous partition minimising the slowest stage: best[j][i] = min over cuts of the first i
   // layers into j groups. O(S * n^2), fine for the few hundred layers of a real model.
   std::vector<double> prefix(n + 1, 0);

@@ -23,7 +23,7 @@ result<table> read_csv(std::string_view text, const std::string& source) {
       if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') cell = cell.substr(1, cell.size() - 2);
       if (cell.find_first_not_of(" \t") != std::string_view::npos) {
         auto a = parse_action(cell);
-        if (!a) return error{source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + a.err().message};
+        if (!a) return error{a.error().code, source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + a.error().message};
         actions.push_back(*a);
       }
       cell_start = comma + 1;
@@ -31,9 +31,9 @@ result<table> read_csv(std::string_view text, const std::string& source) {
     ranks.push_back(std::move(actions));
   }
   // A trailing newline ends the last row; it does not start an empty rank.
-  if (ranks.empty()) return error{source + ": no rows; expected one row of actions per rank"};
+  if (ranks.empty()) return error{errc::parse, source + ": no rows; expected one row of actions per rank"};
   auto t = infer_shape(std::move(ranks));
-  if (!t) return error{source + ": " + t.err().message};
+  if (!t) return error{t.error().code, source + ": " + t.error().message};
   return t;
 }
 

@@ -42,9 +42,9 @@ struct compiler {
     int chunk = -1;
     if (it.chunk) {
       auto c = eval(it.chunk, vars, prog.source);
-      if (!c) return failure = c.err(), false;
+      if (!c) return failure = c.error(), false;
       if (*c < 0 || *c >= v)
-        return failure = error{where(it) + "rank " + std::to_string(r) + ": chunk " + std::to_string(*c) + " out of range 0.." + std::to_string(v - 1)}, false;
+        return failure = error{errc::invalid, where(it) + "rank " + std::to_string(r) + ": chunk " + std::to_string(*c) + " out of range 0.." + std::to_string(v - 1)}, false;
       chunk = static_cast<int>(*c);
     }
     switch (it.op) {
@@ -129,7 +129,7 @@ struct compiler {
         return !failure;
       case seq_item::repeat::count: {
         auto n = eval(it.count, vars, prog.source);
-        if (!n) return failure = n.err(), false;
+        if (!n) return failure = n.error(), false;
         for (long long i = 0; i < *n; ++i) {
           const int before = st.consumed;
           if (!attempt(it, st) || st.consumed == before) break;
@@ -151,28 +151,28 @@ result<int> chunks_of(const program& prog, const shape& s) {
   if (!prog.chunks) return 1;
   env vars{{"p", s.p}, {"m", s.m}, {"v", s.v}};
   auto c = eval(prog.chunks, vars, prog.source);
-  if (!c) return c.err();
-  if (*c < 1 || *c > 64) return error{prog.source + ": `chunks` evaluates to " + std::to_string(*c) + "; expected 1..64"};
+  if (!c) return c.error();
+  if (*c < 1 || *c > 64) return error{errc::invalid, prog.source + ": `chunks` evaluates to " + std::to_string(*c) + "; expected 1..64"};
   return static_cast<int>(*c);
 }
 
 result<table> compile(const program& prog, const shape& s) {
-  if (s.p < 1 || s.m < 1 || s.v < 1) return error{prog.source + ": p, m and v must be at least 1"};
+  if (s.p < 1 || s.m < 1 || s.v < 1) return error{errc::invalid, prog.source + ": p, m and v must be at least 1"};
   auto vc = chunks_of(prog, s);
-  if (!vc) return vc.err();
+  if (!vc) return vc.error();
   const int p = s.p, m = s.m, v = *vc, S = p * v;
   env base{{"p", p}, {"m", m}, {"v", v}};
   for (const expr& cond : prog.requires_) {
     auto ok = eval(cond, base, prog.source);
-    if (!ok) return ok.err();
+    if (!ok) return ok.error();
     if (*ok == 0)
-      return error{prog.source + ":" + std::to_string(cond->line) + ": this program does not support p=" + std::to_string(p) +
+      return error{errc::unsupported, prog.source + ":" + std::to_string(cond->line) + ": this program does not support p=" + std::to_string(p) +
                    " m=" + std::to_string(m) + " v=" + std::to_string(v) + " (a `require` condition is false)"};
   }
   long long g = p;
   if (prog.group) {
     auto e = eval(prog.group, base, prog.source);
-    if (!e) return e.err();
+    if (!e) return e.error();
     g = *e;
   }
   g = std::clamp<long long>(g, 1, m);
@@ -191,12 +191,12 @@ result<table> compile(const program& prog, const shape& s) {
     long long lo = 0, hi = p - 1;
     if (rule.lo) {
       auto a = eval(rule.lo, base, prog.source);
-      if (!a) return a.err();
+      if (!a) return a.error();
       auto b = eval(rule.hi, base, prog.source);
-      if (!b) return b.err();
+      if (!b) return b.error();
       lo = *a, hi = *b;
       if (lo < 0 || hi >= p || lo > hi)
-        return error{prog.source + ":" + std::to_string(rule.line) + ": rank range " + std::to_string(lo) + ".." + std::to_string(hi) + " is not inside 0.." + std::to_string(p - 1)};
+        return error{errc::invalid, prog.source + ":" + std::to_string(rule.line) + ": rank range " + std::to_string(lo) + ".." + std::to_string(hi) + " is not inside 0.." + std::to_string(p - 1)};
     }
     for (long long r = lo; r <= hi; ++r) rule_of[r] = &rule;
   }
@@ -208,12 +208,12 @@ result<table> compile(const program& prog, const shape& s) {
     for (int r = 0; r < p; ++r) t.stage_rank[stage_of(prog.place, p, c, r)] = r;
   t.ranks.resize(p);
   for (int r = 0; r < p; ++r) {
-    if (!rule_of[r]) return error{prog.source + ": no `rank` line selects rank " + std::to_string(r)};
+    if (!rule_of[r]) return error{errc::invalid, prog.source + ": no `rank` line selects rank " + std::to_string(r)};
     compiler cc{prog, p, m, v, r, forder, border, base, {}, std::nullopt};
     cc.vars["r"] = r;
     for (const auto& [name, e] : prog.lets) {
       auto x = eval(e, cc.vars, prog.source);
-      if (!x) return x.err();
+      if (!x) return x.error();
       cc.vars[name] = *x;
     }
     rank_state st;
@@ -227,7 +227,7 @@ result<table> compile(const program& prog, const shape& s) {
     int left_f = 0, left_b = 0, left_w = 0;
     for (int c = 0; c < v; ++c) left_f += m - st.next_f[c], left_b += m - st.next_b[c], left_w += static_cast<int>(st.pending_w[c].size());
     if (left_f || left_b || left_w)
-      return error{prog.source + ":" + std::to_string(rule_of[r]->line) + ": rank " + std::to_string(r) + " (p=" + std::to_string(p) +
+      return error{errc::invalid, prog.source + ":" + std::to_string(rule_of[r]->line) + ": rank " + std::to_string(r) + " (p=" + std::to_string(p) +
                    " m=" + std::to_string(m) + " v=" + std::to_string(v) + "): the sequence leaves " + std::to_string(left_f) +
                    " forwards, " + std::to_string(left_b) + " backwards and " + std::to_string(left_w) + " weight gradients unscheduled"};
     for (const auto& [k, u] : cc.out) t.ranks[r].push_back({stage_of(prog.place, p, u.chunk, r), u.mb, k});
@@ -236,8 +236,8 @@ result<table> compile(const program& prog, const shape& s) {
 }
 
 result<std::string> explicit_program(const table& t, int p, int v, placement place, const std::string& name) {
-  if (t.has_comms()) return error{"explicit_program: give a compute-only table (strip_comms)"};
-  if (t.num_ranks() != p || t.stages != p * v) return error{"explicit_program: table has " + std::to_string(t.num_ranks()) + " ranks and " + std::to_string(t.stages) + " stages, expected p=" + std::to_string(p) + " and p*v=" + std::to_string(p * v)};
+  if (t.has_comms()) return error{errc::invalid, "explicit_program: give a compute-only table (strip_comms)"};
+  if (t.num_ranks() != p || t.stages != p * v) return error{errc::invalid, "explicit_program: table has " + std::to_string(t.num_ranks()) + " ranks and " + std::to_string(t.stages) + " stages, expected p=" + std::to_string(p) + " and p*v=" + std::to_string(p * v)};
   std::string out = "name \"" + name + "\"\n";
   if (v > 1) out += "chunks " + std::to_string(v) + "\n";
   if (place == placement::vshape) out += "place vshape\n";
@@ -251,7 +251,7 @@ result<std::string> explicit_program(const table& t, int p, int v, placement pla
       const action& a = t.ranks[r][i];
       const int c = a.stage < t.stages ? chunk_of[a.stage] : -1;
       const std::string here = "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) + "): ";
-      if (c < 0) return error{here + "stage is not one of this rank's chunks under this placement"};
+      if (c < 0) return error{errc::unsupported, here + "stage is not one of this rank's chunks under this placement"};
       bool in_order = false;
       switch (a.op) {
         case kind::F: in_order = a.microbatch == next_f[c]++; break;
@@ -266,7 +266,7 @@ result<std::string> explicit_program(const table& t, int p, int v, placement pla
           break;
         default: break;
       }
-      if (!in_order) return error{here + "microbatches are not in the ascending order the DSL issues them in"};
+      if (!in_order) return error{errc::unsupported, here + "microbatches are not in the ascending order the DSL issues them in"};
       std::string tok(kind_name(a.op));
       if (v > 1) tok += "[" + std::to_string(c) + "]";
       tokens.push_back(tok);

@@ -37,7 +37,7 @@ class parser {
       if (accept_newline()) continue;
       if (auto e = statement(prog)) return *e;
     }
-    if (prog.rules.empty()) return error{source_ + ": no `rank` line; a program needs at least `rank all: ...`"};
+    if (prog.rules.empty()) return error{errc::parse, source_ + ": no `rank` line; a program needs at least `rank all: ...`"};
     return prog;
   }
 
@@ -71,13 +71,13 @@ class parser {
       } else if (std::isdigit(static_cast<unsigned char>(ch))) {
         std::size_t j = i;
         while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j]))) ++j;
-        if (j - i > 9) return error{at(l, c) + "number too large"};
+        if (j - i > 9) return error{errc::parse, at(l, c) + "number too large"};
         push(token::type::number, std::string(text_.substr(i, j - i)), l, c);
         col += static_cast<int>(j - i), i = j;
       } else if (ch == '"') {
         std::size_t j = i + 1;
         while (j < text_.size() && text_[j] != '"' && text_[j] != '\n') ++j;
-        if (j >= text_.size() || text_[j] != '"') return error{at(l, c) + "unterminated string; expected `\"`"};
+        if (j >= text_.size() || text_[j] != '"') return error{errc::parse, at(l, c) + "unterminated string; expected `\"`"};
         push(token::type::string, std::string(text_.substr(i + 1, j - i - 1)), l, c);
         col += static_cast<int>(j + 1 - i), i = j + 1;
       } else if (const auto two = text_.substr(i, 2);
@@ -90,7 +90,7 @@ class parser {
         push(token::type::symbol, std::string(1, ch), l, c);
         ++i, ++col;
       } else {
-        return error{at(l, c) + "unexpected character `" + std::string(1, ch) + "`"};
+        return error{errc::parse, at(l, c) + "unexpected character `" + std::string(1, ch) + "`"};
       }
     }
     push(token::type::newline, "\n", line, col);
@@ -115,7 +115,7 @@ class parser {
     return true;
   }
   error expected(const std::string& what) const {
-    return error{at(peek().line, peek().col) + "expected " + what + ", found " + describe(peek())};
+    return error{errc::parse, at(peek().line, peek().col) + "expected " + what + ", found " + describe(peek())};
   }
   std::optional<error> expect_symbol(const char* s) {
     if (!is_symbol(s)) return expected(std::string("`") + s + "`");
@@ -139,11 +139,11 @@ class parser {
       (kw.text == "name" ? prog.name : prog.doc) = next().text;
     } else if (kw.text == "chunks" || kw.text == "group") {
       auto e = expression();
-      if (!e) return e.err();
+      if (!e) return e.error();
       (kw.text == "chunks" ? prog.chunks : prog.group) = *e;
     } else if (kw.text == "require") {
       auto e = expression();
-      if (!e) return e.err();
+      if (!e) return e.error();
       prog.requires_.push_back(*e);
     } else if (kw.text == "place") {
       if (peek().t == token::type::ident && (peek().text == "loop" || peek().text == "vshape"))
@@ -154,10 +154,10 @@ class parser {
       if (peek().t != token::type::ident) return expected("a name");
       std::string name = next().text;
       for (const char* reserved : {"p", "m", "v", "r", "F", "B", "I", "W", "min", "max"})
-        if (name == reserved) return error{at(kw.line, kw.col) + "`" + name + "` is reserved; pick another name"};
+        if (name == reserved) return error{errc::parse, at(kw.line, kw.col) + "`" + name + "` is reserved; pick another name"};
       if (auto e = expect_symbol("=")) return e;
       auto e = expression();
-      if (!e) return e.err();
+      if (!e) return e.error();
       prog.lets.emplace_back(std::move(name), *e);
     } else if (kw.text == "rank") {
       rank_rule rule;
@@ -166,23 +166,23 @@ class parser {
         next();
       } else {
         auto lo = expression();
-        if (!lo) return lo.err();
+        if (!lo) return lo.error();
         rule.lo = rule.hi = *lo;
         if (is_symbol("..")) {
           next();
           auto hi = expression();
-          if (!hi) return hi.err();
+          if (!hi) return hi.error();
           rule.hi = *hi;
         }
       }
       if (auto e = expect_symbol(":")) return e;
       auto seq = sequence();
-      if (!seq) return seq.err();
+      if (!seq) return seq.error();
       if (seq->empty()) return expected("F, B, I, W or `(`");
       rule.sequence = std::move(*seq);
       prog.rules.push_back(std::move(rule));
     } else {
-      return error{at(kw.line, kw.col) + "expected a statement (name, doc, chunks, place, group, let, require, rank), found " + describe(kw)};
+      return error{errc::parse, at(kw.line, kw.col) + "expected a statement (name, doc, chunks, place, group, let, require, rank), found " + describe(kw)};
     }
     return end_of_statement();
   }
@@ -195,7 +195,7 @@ class parser {
       if (is_symbol("(")) {
         next();
         auto inner = sequence();
-        if (!inner) return inner.err();
+        if (!inner) return inner.error();
         if (inner->empty()) return expected("F, B, I, W or `(`");
         if (auto e = expect_symbol(")")) return *e;
         item.is_group = true;
@@ -206,7 +206,7 @@ class parser {
         if (is_symbol("[")) {
           next();
           auto e = expression();
-          if (!e) return e.err();
+          if (!e) return e.error();
           item.chunk = *e;
           if (auto err = expect_symbol("]")) return *err;
         }
@@ -219,7 +219,7 @@ class parser {
       } else if (is_symbol("^")) {
         next();
         auto e = factor();
-        if (!e) return e.err();
+        if (!e) return e.error();
         item.rep = seq_item::repeat::count;
         item.count = *e;
       }
@@ -350,7 +350,7 @@ result<long long> eval(const expr& e, const env& vars, const std::string& source
     case expr_node::type::name: {
       auto it = vars.find(e->id);
       if (it == vars.end())
-        return error{where + "unknown name `" + e->id + "` (known: p, m, v, r inside rank sequences, and `let` names)"};
+        return error{errc::invalid, where + "unknown name `" + e->id + "` (known: p, m, v, r inside rank sequences, and `let` names)"};
       return it->second;
     }
     case expr_node::type::negate: {
@@ -377,14 +377,14 @@ result<long long> eval(const expr& e, const env& vars, const std::string& source
         case '>': return static_cast<long long>(*a > *b);
         case '/':
         case '%': {
-          if (*b == 0) return error{where + "division by zero"};
+          if (*b == 0) return error{errc::invalid, where + "division by zero"};
           // Floor division and a non-negative remainder, so (r - 1) % p wraps like a rank index.
           long long q = *a / *b, rem = *a % *b;
           if (rem != 0 && ((rem < 0) != (*b < 0))) --q, rem += *b;
           return e->op == '/' ? q : rem;
         }
       }
-      return error{where + "unknown operator"};
+      return error{errc::invalid, where + "unknown operator"};
     }
     case expr_node::type::call: {
       std::vector<long long> xs;
@@ -398,10 +398,10 @@ result<long long> eval(const expr& e, const env& vars, const std::string& source
         for (long long x : xs) best = e->id == "min" ? std::min(best, x) : std::max(best, x);
         return best;
       }
-      return error{where + "unknown function `" + e->id + "` (known: min, max)"};
+      return error{errc::invalid, where + "unknown function `" + e->id + "` (known: min, max)"};
     }
   }
-  return error{where + "bad expression"};
+  return error{errc::invalid, where + "bad expression"};
 }
 
 }  // namespace detail

@@ -81,22 +81,22 @@ class searcher {
 
   result<search_result> run() {
     const int p = opt_.p;
-    if (p < 1 || opt_.m < 1) return error{"search: p and m must be at least 1"};
+    if (p < 1 || opt_.m < 1) return error{errc::invalid, "search: p and m must be at least 1"};
     std::string shape_errors;
     for (int v : opt_.chunk_options) {
       auto st = stage_costs(c_, p * v);
       if (!st) {
-        shape_errors += " v=" + std::to_string(v) + ": " + st.err().message + ";";
+        shape_errors += " v=" + std::to_string(v) + ": " + st.error().message + ";";
         continue;
       }
       shapes_.push_back({v, placement::loop, *st});
       if (v % 2 == 0) shapes_.push_back({v, placement::vshape, *st});
     }
-    if (shapes_.empty()) return error{"search: no usable chunk count:" + shape_errors};
+    if (shapes_.empty()) return error{errc::invalid, "search: no usable chunk count:" + shape_errors};
     seeds();
     genetic();
     local();
-    if (!best_) return error{"search: no schedule fits the memory cap " + std::to_string(opt_.mem_cap) + " (even 1F1B-like policies need more)"};
+    if (!best_) return error{errc::infeasible, "search: no schedule fits the memory cap " + std::to_string(opt_.mem_cap) + " (even 1F1B-like policies need more)"};
     search_result out;
     out.best = *best_;
     out.best_predefined = best_predefined_;
@@ -107,7 +107,7 @@ class searcher {
       out.dsl = *best_program_text_;
     } else {
       auto text = explicit_program(best_->t, p, best_->v, best_->place, "searched");
-      if (!text) return error{"search: " + text.err().message};
+      if (!text) return error{text.error().code, "search: " + text.error().message};
       out.dsl = "# found by `banyan pipeline search` (" + best_->origin + "), p=" + std::to_string(p) + " m=" + std::to_string(opt_.m) + "\n" + *text;
     }
     return out;

@@ -30,9 +30,9 @@ struct times {
 result<sim_result> simulate(const table& input, const std::vector<stage_cost>& stage, const link_model& link,
                             const sim_options& opt) {
   if (static_cast<int>(stage.size()) != input.stages)
-    return error{"costs give " + std::to_string(stage.size()) + " stages, the table has " + std::to_string(input.stages)};
+    return error{errc::invalid, "costs give " + std::to_string(stage.size()) + " stages, the table has " + std::to_string(input.stages)};
   if (opt.validate)
-    if (auto v = validate(input)) return error{v->message};
+    if (auto v = validate(input)) return error{errc::invalid, v->message};
   const table lowered = input.has_comms() ? input : lower_comms(input);
   const table& t = lowered;
   const int R = t.num_ranks(), S = t.stages;
@@ -112,7 +112,7 @@ result<sim_result> simulate(const table& input, const std::vector<stage_cost>& s
   if (executed < total) {
     for (int r = 0; r < R; ++r)
       if (pc[r] < t.ranks[r].size())
-        return error{"rank " + std::to_string(r) + " step " + std::to_string(pc[r]) + " (" + to_string(t.ranks[r][pc[r]]) +
+        return error{errc::deadlock, "rank " + std::to_string(r) + " step " + std::to_string(pc[r]) + " (" + to_string(t.ranks[r][pc[r]]) +
                      "): deadlock: the schedule cannot make progress"};
   }
   double busy_total = 0, idle = 0, span_idle = 0;

@@ -18,7 +18,7 @@ struct adamw_config {
   float eps = 1e-8f;
   float weight_decay = 0.0f;
   float grad_clip = 1.0f;  // max global L2 norm; <= 0 disables clipping
-  status validate() const;
+  result<void> validate() const;
 };
 
 class adamw {

@@ -8,7 +8,7 @@
 // move-only, used from one thread at a time.
 #pragma once
 
-#include "banyan/nn/result.hpp"
+#include "banyan/nn/error.hpp"
 
 #include <cstddef>
 #include <memory>

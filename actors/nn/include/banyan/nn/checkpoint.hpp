@@ -20,7 +20,7 @@
 // under the real name.
 #pragma once
 
-#include "banyan/nn/result.hpp"
+#include "banyan/nn/error.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -38,14 +38,14 @@ struct checkpoint {
   std::vector<float> params, m, v;    // equal sizes
 };
 
-status save_checkpoint(const std::filesystem::path& file, const checkpoint& ck);
+result<void> save_checkpoint(const std::filesystem::path& file, const checkpoint& ck);
 
 // Errors: io (missing/unreadable), corrupt (bad magic, truncated, sizes that disagree, checksum),
 // unsupported (another version).
 result<checkpoint> load_checkpoint(const std::filesystem::path& file);
 
 // errc::mismatch naming the first difference when `ck` was not made for this model and config.
-status check_matches(const checkpoint& ck, const std::filesystem::path& file, const std::string& model,
-                     const std::vector<std::int64_t>& config, std::size_t num_params);
+result<void> check_matches(const checkpoint& ck, const std::filesystem::path& file, const std::string& model,
+                          const std::vector<std::int64_t>& config, std::size_t num_params);
 
 }  // namespace banyan::nn

@@ -3,7 +3,7 @@
 // header and size; a missing, truncated or corrupt file is an error naming the file and the fault.
 #pragma once
 
-#include "banyan/nn/result.hpp"
+#include "banyan/nn/error.hpp"
 #include "banyan/nn/rng.hpp"
 
 #include <cstdint>

@@ -23,7 +23,7 @@ struct gpt_config {
   int num_heads = 0;
   int channels = 0;     // must be divisible by num_heads
   // Names the first field that is out of range.
-  status validate() const;
+  result<void> validate() const;
   std::vector<std::int64_t> to_vector() const;  // for checkpoints
   friend bool operator==(const gpt_config&, const gpt_config&) = default;
 };

@@ -15,7 +15,7 @@ struct mlp_config {
   int inputs = 0;
   std::vector<int> hidden;  // widths of the hidden layers, may be empty (logistic regression)
   int classes = 0;
-  status validate() const;
+  result<void> validate() const;
   std::vector<std::int64_t> to_vector() const;  // for checkpoints
   friend bool operator==(const mlp_config&, const mlp_config&) = default;
 };

@@ -10,7 +10,7 @@
 // stage s to s-1 (RECV_B is named by the receiving stage). `peer` is the other rank, or -1 for compute.
 #pragma once
 
-#include <banyan/pipeline/result.hpp>
+#include <banyan/pipeline/error.hpp>
 
 #include <cstdint>
 #include <string>

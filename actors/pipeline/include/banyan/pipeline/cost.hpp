@@ -14,7 +14,7 @@
 // infinite). Links are not contended and communication does not occupy the rank.
 #pragma once
 
-#include <banyan/pipeline/result.hpp>
+#include <banyan/pipeline/error.hpp>
 
 #include <string>
 #include <string_view>

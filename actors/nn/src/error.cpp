@@ -1,0 +1,16 @@
+#include "banyan/nn/error.hpp"
+
+namespace banyan::nn {
+
+const char* to_string(errc code) {
+  switch (code) {
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::io: return "io";
+    case errc::corrupt: return "corrupt";
+    case errc::mismatch: return "mismatch";
+    case errc::unsupported: return "unsupported";
+  }
+  return "unknown";
+}
+
+}  // namespace banyan::nn

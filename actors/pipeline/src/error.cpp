@@ -1,0 +1,17 @@
+#include "banyan/pipeline/error.hpp"
+
+namespace banyan::pipeline {
+
+const char* to_string(errc code) {
+  switch (code) {
+    case errc::parse: return "parse";
+    case errc::invalid: return "invalid";
+    case errc::unsupported: return "unsupported";
+    case errc::infeasible: return "infeasible";
+    case errc::deadlock: return "deadlock";
+    case errc::io: return "io";
+  }
+  return "unknown";
+}
+
+}  // namespace banyan::pipeline

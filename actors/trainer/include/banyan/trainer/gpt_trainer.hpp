@@ -1,0 +1,70 @@
+// A leaf that trains a character-level GPT (banyan/nn/gpt.hpp) on a text corpus (Debian's fortunes):
+// it loads the corpus, builds the model on the chosen backend, then runs one optimizer step per
+// message to itself, so the actor stays responsive, with periodic validation and checkpoints. At the
+// end it prints generated text and a summary (or JSON) on stdout and quits the app with 0; any error
+// (missing corpus, bad config, unreadable checkpoint, a loss that is not finite) is logged and quits
+// it with 1.
+//
+// Deterministic: batches depend only on (seed, step), so a resumed run sees the data an uninterrupted
+// one would have seen.
+#pragma once
+
+#include "banyan/trainer/options.hpp"
+#include "banyan/trainer/progress.hpp"
+
+#include <banyan/nn/adamw.hpp>
+#include <banyan/nn/data.hpp>
+#include <banyan/nn/gpt.hpp>
+#include <banyan/sdk/component.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace banyan::trainer {
+
+struct gpt_options {
+  std::string data_dir = nn::default_fortunes_dir;
+  common_options common;
+  int steps = 2000;
+  int batch = 16;        // sequences per batch
+  int seq_len = 64;      // context length
+  int layers = 4;
+  int heads = 4;
+  int channels = 128;    // embedding width; a multiple of heads
+  float grad_clip = 1.0f;
+  int val_every = 200;   // validate every N steps; 0: only at the end
+  int val_batches = 8;
+  int checkpoint_every = 500;  // save every N steps; 0: only at the end
+  bool resume = false;         // continue from common.checkpoint when that file exists
+  int sample_chars = 300;      // text generated at the end
+  float temperature = 0.8f;
+};
+
+class gpt_trainer : public leaf {
+ public:
+  explicit gpt_trainer(std::shared_ptr<const gpt_options> opts) : opts_(std::move(opts)) {}
+  void on_start(context& ctx) override;
+
+ private:
+  result<void> prepare(context& ctx);
+  void step(context& ctx);
+  float validate();
+  std::string generate();
+  result<void> save();
+  void finish(context& ctx);
+  std::string position() const;
+
+  std::shared_ptr<const gpt_options> opts_;
+  std::string app_;
+  nn::char_corpus corpus_;
+  std::unique_ptr<nn::backend> be_;
+  std::optional<nn::gpt> model_;
+  std::optional<nn::adamw> opt_;
+  std::optional<nn::text_batcher> train_, val_;
+  std::optional<progress> progress_;
+  int step_ = 0, start_step_ = 0;
+  float last_loss_ = 0.0f, last_val_ = -1.0f;
+};
+
+}  // namespace banyan::trainer

@@ -1,0 +1,62 @@
+// A leaf that trains an MLP classifier (banyan/nn/mlp.hpp) on Fashion-MNIST: it loads the training and
+// test sets, trains one mini-batch per message to itself, reports test accuracy after every epoch and,
+// at the end, a summary (or JSON) on stdout, then quits the app with 0; any error (missing or corrupt
+// data, bad config, a failed save) is logged and quits it with 1.
+//
+// Deterministic: the epoch's shuffle depends only on (seed, epoch); the last partial batch of an epoch
+// is dropped.
+#pragma once
+
+#include "banyan/trainer/options.hpp"
+#include "banyan/trainer/progress.hpp"
+
+#include <banyan/nn/adamw.hpp>
+#include <banyan/nn/data.hpp>
+#include <banyan/nn/mlp.hpp>
+#include <banyan/sdk/component.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace banyan::trainer {
+
+struct mlp_options {
+  std::string data_dir = nn::default_fashion_mnist_dir;
+  common_options common;
+  int epochs = 8;
+  int batch = 128;                  // images per mini-batch
+  std::vector<int> hidden{256, 128};  // hidden layer widths
+};
+
+class mlp_trainer : public leaf {
+ public:
+  explicit mlp_trainer(std::shared_ptr<const mlp_options> opts) : opts_(std::move(opts)) {}
+  void on_start(context& ctx) override;
+
+ private:
+  result<void> prepare();
+  void step(context& ctx);
+  double evaluate();
+  void finish(context& ctx);
+  void shuffle();
+  std::string position() const;
+
+  std::shared_ptr<const mlp_options> opts_;
+  std::string app_;
+  nn::image_set train_, test_;
+  std::unique_ptr<nn::backend> be_;
+  std::optional<nn::mlp> model_;
+  std::optional<nn::adamw> opt_;
+  std::optional<progress> progress_;
+  std::vector<int> order_;
+  std::vector<float> xb_;
+  std::vector<int> yb_;
+  int epoch_ = 0, pos_ = 0;
+  long long steps_ = 0, total_steps_ = 0;
+  float last_loss_ = 0.0f;
+  double last_acc_ = 0.0;
+};
+
+}  // namespace banyan::trainer

@@ -1,0 +1,39 @@
+// What every trainer leaf takes besides its model and data: where the compute runs, the optimizer,
+// the checkpoint file, the seed and the output mode, and the command-line flags that set them, so the
+// trainers spell them the same way.
+//
+// Values: copy them into a leaf (as a shared_ptr<const ...>) after the command line is parsed.
+#pragma once
+
+#include <banyan/nn/adamw.hpp>
+#include <banyan/nn/backend.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace banyan::trainer {
+
+struct common_options {
+  std::string backend = "cpu";  // nn::make_backend's name: "cpu" or "cuda"
+  int nn_threads = 0;           // cpu compute threads; 0 keeps the library defaults (all cores)
+  float lr = 1e-3f;             // AdamW
+  float weight_decay = 0.0f;
+  std::string checkpoint;       // file the state is saved to; empty: never saved
+  std::uint64_t seed = 1;       // initialisation and data order; runs with equal seeds are equal
+  bool json = false;            // summary as JSON on stdout; progress keeps only its final line
+
+  nn::backend_options backend_config() const { return {.name = backend, .threads = nn_threads}; }
+  // AdamW with these options; grad_clip <= 0 disables clipping.
+  nn::adamw_config optimizer(float grad_clip) const {
+    return {.lr = lr, .weight_decay = weight_decay, .grad_clip = grad_clip};
+  }
+};
+
+// Adds --backend, --nn-threads, --lr, --weight-decay and --json to `cli`, writing into `o`, which must
+// outlive the parse. The checkpoint file and the seed mean something model-specific (what is saved,
+// what is seeded), so each app adds those flags with its own help text.
+void add_common_options(CLI::App& cli, common_options& o);
+
+}  // namespace banyan::trainer

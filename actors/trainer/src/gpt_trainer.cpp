@@ -1,0 +1,161 @@
+#include "banyan/trainer/gpt_trainer.hpp"
+
+#include "banyan/trainer/state.hpp"
+#include "format.hpp"
+
+#include <banyan/base/log.hpp>
+#include <banyan/nn/rng.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace banyan::trainer {
+
+void gpt_trainer::on_start(context& ctx) {
+  app_ = app_name(ctx.path());
+  if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error().message);
+  progress_.emplace(app_, opts_->common.json);
+  ctx.post([this, &ctx] { step(ctx); });
+}
+
+result<void> gpt_trainer::prepare(context& ctx) {
+  const auto& o = *opts_;
+  auto corpus = nn::load_fortunes(o.data_dir);
+  if (!corpus) return std::move(corpus).error();
+  corpus_ = std::move(corpus).value();
+  const std::size_t n = corpus_.ids.size(), split = n * 9 / 10;
+  if (split <= static_cast<std::size_t>(o.seq_len) + 1 || n - split <= static_cast<std::size_t>(o.seq_len) + 1) {
+    return error{nn::errc::invalid_argument, "corpus `" + o.data_dir + "`: " + std::to_string(n) +
+                                                 " characters, too few for --seq " + std::to_string(o.seq_len)};
+  }
+  train_.emplace(corpus_.ids, 0, split, o.batch, o.seq_len);
+  val_.emplace(corpus_.ids, split, n, o.batch, o.seq_len);
+
+  auto be = nn::make_backend(o.common.backend_config());
+  if (!be) return std::move(be).error();
+  be_ = std::move(be).value();
+  const nn::gpt_config cfg{.vocab_size = static_cast<int>(corpus_.vocab.size()), .max_seq_len = o.seq_len,
+                           .num_layers = o.layers, .num_heads = o.heads, .channels = o.channels};
+  auto model = nn::gpt::create(cfg, o.batch, o.seq_len, *be_);
+  if (!model) return std::move(model).error();
+  model_.emplace(std::move(model).value());
+  model_->init(o.common.seed);
+  opt_.emplace(*be_, model_->num_params());
+  if (auto s = o.common.optimizer(o.grad_clip).validate(); !s) return s;
+  if (o.resume && std::filesystem::exists(o.common.checkpoint)) {
+    auto step = restore_state(o.common.checkpoint, "gpt", cfg.to_vector(), model_->params(), *be_, *opt_);
+    if (!step) return std::move(step).error();
+    step_ = *step;
+    log::info(ctx.path(), "resumed from `" + o.common.checkpoint + "` at step " + std::to_string(step_));
+  }
+  start_step_ = step_;
+  ctx.report_memory(4 * model_->num_params() * sizeof(float) + 2 * model_->activations().bytes());
+  if (!o.common.json) {
+    log::info(ctx.path(), format("%zu characters, vocab %zu, %zu parameters, backend %s", n, corpus_.vocab.size(),
+                                 model_->num_params(), be_->name().c_str()));
+  }
+  return {};
+}
+
+void gpt_trainer::step(context& ctx) {
+  const auto& o = *opts_;
+  if (step_ >= o.steps) return finish(ctx);
+  // Batches depend only on (seed, step), so a resumed run sees the same data as an uninterrupted one.
+  nn::rng r(o.common.seed * 1000003ull + static_cast<std::uint64_t>(step_));
+  std::vector<int> in, tgt;
+  train_->next(r, in, tgt);
+  last_loss_ = model_->forward(in.data(), tgt.data(), o.batch, o.seq_len);
+  model_->zero_grad();
+  model_->backward();
+  opt_->step(model_->params().base(), model_->grads().base(), o.common.optimizer(o.grad_clip));
+  ++step_;
+  if (!std::isfinite(last_loss_)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+  if (o.val_every > 0 && step_ % o.val_every == 0) {
+    last_val_ = validate();
+    progress_->event(format("step %d: train loss %.4f, val loss %.4f", step_, last_loss_, last_val_));
+  }
+  if (o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && !o.common.checkpoint.empty()) {
+    if (auto s = save(); !s) return fail(ctx, s.error().message);
+  }
+  progress_->update(step_ - start_step_, o.steps - start_step_, position(), last_loss_);
+  ctx.post([this, &ctx] { step(ctx); });
+}
+
+std::string gpt_trainer::position() const { return format("step %d/%d", step_, opts_->steps); }
+
+result<void> gpt_trainer::save() {
+  return save_state(opts_->common.checkpoint, "gpt", model_->config().to_vector(), model_->params(), *be_, *opt_);
+}
+
+float gpt_trainer::validate() {
+  const auto& o = *opts_;
+  nn::rng r(o.common.seed ^ 0x5eedull);  // the same validation batches every time
+  std::vector<int> in, tgt;
+  double sum = 0.0;
+  for (int i = 0; i < o.val_batches; ++i) {
+    val_->next(r, in, tgt);
+    sum += model_->forward(in.data(), tgt.data(), o.batch, o.seq_len);
+  }
+  return static_cast<float>(sum / std::max(1, o.val_batches));
+}
+
+std::string gpt_trainer::generate() {
+  const auto& o = *opts_;
+  nn::rng r(o.common.seed + 17);
+  std::vector<int> ctx_ids{corpus_.id_of('\n') >= 0 ? corpus_.id_of('\n') : 0};
+  std::vector<int> out;
+  for (int i = 0; i < o.sample_chars; ++i) {
+    const int T = static_cast<int>(std::min<std::size_t>(ctx_ids.size(), o.seq_len));
+    std::vector<int> window(ctx_ids.end() - T, ctx_ids.end());
+    model_->forward(window.data(), nullptr, 1, T);
+    auto logits = model_->logits_row(0, T - 1);
+    const float maxv = *std::max_element(logits.begin(), logits.end());
+    double sum = 0.0;
+    for (auto& l : logits) sum += (l = std::exp((l - maxv) / o.temperature));
+    double u = r.uniform() * sum;
+    int next = static_cast<int>(logits.size()) - 1;
+    for (std::size_t k = 0; k < logits.size(); ++k) {
+      u -= logits[k];
+      if (u <= 0) {
+        next = static_cast<int>(k);
+        break;
+      }
+    }
+    ctx_ids.push_back(next);
+    out.push_back(next);
+  }
+  return corpus_.decode(out);
+}
+
+void gpt_trainer::finish(context& ctx) {
+  const auto& o = *opts_;
+  progress_->finish(step_ - start_step_, o.steps - start_step_, position(), last_loss_);
+  last_val_ = validate();
+  if (!o.common.checkpoint.empty()) {
+    if (auto s = save(); !s) return fail(ctx, s.error().message);
+  }
+  const std::string sample = generate();
+  const double secs = progress_->seconds();
+  const double tokens = static_cast<double>(step_ - start_step_) * o.batch * o.seq_len;
+  if (o.common.json) {
+    nlohmann::json j{{"steps", step_},      {"train_loss", last_loss_}, {"val_loss", last_val_},
+                     {"seconds", secs},     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
+                     {"parameters", model_->num_params()}, {"backend", be_->name()},
+                     {"checkpoint", o.common.checkpoint}, {"sample", sample}};
+    // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("--- sample (%d chars, temperature %.2f) ---\n%s\n---\n", o.sample_chars, o.temperature, sample.c_str());
+    std::printf("%s: %d steps in %.1fs (%.0f tokens/s), train loss %.4f, val loss %.4f, checkpoint `%s`\n",
+                app_.c_str(), step_ - start_step_, secs, secs > 0 ? tokens / secs : 0.0, last_loss_, last_val_,
+                o.common.checkpoint.c_str());
+  }
+  std::fflush(stdout);
+  ctx.quit(0);
+}
+
+}  // namespace banyan::trainer

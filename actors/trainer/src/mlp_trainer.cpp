@@ -1,0 +1,120 @@
+#include "banyan/trainer/mlp_trainer.hpp"
+
+#include "banyan/trainer/state.hpp"
+#include "format.hpp"
+
+#include <banyan/base/log.hpp>
+#include <banyan/nn/rng.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace banyan::trainer {
+
+void mlp_trainer::on_start(context& ctx) {
+  app_ = app_name(ctx.path());
+  if (auto ready = prepare(); !ready) return fail(ctx, ready.error().message);
+  if (!opts_->common.json) {
+    log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count, test_.count,
+                                 model_->num_params(), be_->name().c_str()));
+  }
+  progress_.emplace(app_, opts_->common.json, 0);
+  ctx.post([this, &ctx] { step(ctx); });
+}
+
+result<void> mlp_trainer::prepare() {
+  const auto& o = *opts_;
+  auto train = nn::load_fashion_mnist(o.data_dir, "train");
+  if (!train) return std::move(train).error();
+  auto test = nn::load_fashion_mnist(o.data_dir, "t10k");
+  if (!test) return std::move(test).error();
+  train_ = std::move(train).value();
+  test_ = std::move(test).value();
+  auto be = nn::make_backend(o.common.backend_config());
+  if (!be) return std::move(be).error();
+  be_ = std::move(be).value();
+  auto model = nn::mlp::create({.inputs = train_.rows * train_.cols, .hidden = o.hidden, .classes = 10}, o.batch, *be_);
+  if (!model) return std::move(model).error();
+  model_.emplace(std::move(model).value());
+  model_->init(o.common.seed);
+  if (auto s = o.common.optimizer(0.0f).validate(); !s) return s;
+  opt_.emplace(*be_, model_->num_params());
+  order_.resize(train_.count);
+  for (int i = 0; i < train_.count; ++i) order_[i] = i;
+  shuffle();
+  total_steps_ = static_cast<long long>(o.epochs) * (train_.count / o.batch);
+  return {};
+}
+
+void mlp_trainer::shuffle() {
+  nn::rng r(opts_->common.seed * 7919ull + static_cast<std::uint64_t>(epoch_));
+  for (std::size_t i = order_.size() - 1; i > 0; --i) std::swap(order_[i], order_[r.below(static_cast<std::uint32_t>(i + 1))]);
+}
+
+void mlp_trainer::step(context& ctx) {
+  const auto& o = *opts_;
+  if (epoch_ >= o.epochs) return finish(ctx);
+  const int D = train_.rows * train_.cols;
+  xb_.resize(static_cast<std::size_t>(o.batch) * D);
+  yb_.resize(o.batch);
+  for (int b = 0; b < o.batch; ++b) {
+    const int i = order_[pos_ + b];
+    std::copy_n(train_.pixels.begin() + static_cast<std::ptrdiff_t>(i) * D, D, xb_.begin() + static_cast<std::ptrdiff_t>(b) * D);
+    yb_[b] = train_.labels[i];
+  }
+  last_loss_ = model_->forward(xb_.data(), yb_.data(), o.batch);
+  model_->zero_grad();
+  model_->backward();
+  opt_->step(model_->params().base(), model_->grads().base(), o.common.optimizer(0.0f));
+  ++steps_;
+  pos_ += o.batch;
+  if (pos_ + o.batch > train_.count) {  // epoch done (the last partial batch is dropped)
+    ++epoch_;
+    pos_ = 0;
+    shuffle();
+    last_acc_ = evaluate();
+    progress_->event(format("epoch %d: train loss %.4f, test accuracy %.4f", epoch_, last_loss_, last_acc_));
+  }
+  progress_->update(steps_, total_steps_, position(), last_loss_);
+  ctx.post([this, &ctx] { step(ctx); });
+}
+
+std::string mlp_trainer::position() const {
+  return format("epoch %d/%d  step %lld/%lld", std::min(epoch_ + 1, opts_->epochs), opts_->epochs, steps_, total_steps_);
+}
+
+double mlp_trainer::evaluate() {
+  const int D = test_.rows * test_.cols, B = opts_->batch;
+  long correct = 0;
+  for (int start = 0; start < test_.count; start += B) {
+    const int n = std::min(B, test_.count - start);
+    model_->forward(test_.pixels.data() + static_cast<std::size_t>(start) * D, nullptr, n);
+    const auto pred = model_->predictions();
+    for (int i = 0; i < n; ++i) correct += pred[i] == test_.labels[start + i];
+  }
+  return static_cast<double>(correct) / test_.count;
+}
+
+void mlp_trainer::finish(context& ctx) {
+  const auto& o = *opts_;
+  progress_->finish(steps_, total_steps_, position(), last_loss_);
+  if (!o.common.checkpoint.empty()) {
+    auto s = save_state(o.common.checkpoint, "mlp", model_->config().to_vector(), model_->params(), *be_, *opt_);
+    if (!s) return fail(ctx, s.error().message);
+  }
+  const double secs = progress_->seconds();
+  if (o.common.json) {
+    nlohmann::json j{{"epochs", o.epochs}, {"steps", steps_}, {"train_loss", last_loss_}, {"test_accuracy", last_acc_},
+                     {"seconds", secs}, {"parameters", model_->num_params()}, {"backend", be_->name()}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s: %d epochs (%lld steps) in %.1fs, final train loss %.4f, test accuracy %.4f\n", app_.c_str(), o.epochs,
+                steps_, secs, last_loss_, last_acc_);
+  }
+  std::fflush(stdout);
+  ctx.quit(0);
+}
+
+}  // namespace banyan::trainer

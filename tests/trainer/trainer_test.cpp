@@ -1,0 +1,137 @@
+#include <banyan/nn/mlp.hpp>
+#include <banyan/trainer/options.hpp>
+#include <banyan/trainer/progress.hpp>
+#include <banyan/trainer/state.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace banyan::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CommonOptions, FlagsSetTheFieldsAndTheEngineConfigs) {
+  CLI::App cli;
+  common_options o;
+  add_common_options(cli, o);
+  const char* argv[] = {"app", "--backend", "cuda", "--nn-threads", "3", "--lr", "0.01", "--weight-decay", "0.1", "--json"};
+  cli.parse(10, argv);
+  EXPECT_EQ(o.backend, "cuda");
+  EXPECT_EQ(o.backend_config().name, "cuda");
+  EXPECT_EQ(o.backend_config().threads, 3);
+  EXPECT_TRUE(o.json);
+  const auto a = o.optimizer(0.5f);
+  EXPECT_FLOAT_EQ(a.lr, 0.01f);
+  EXPECT_FLOAT_EQ(a.weight_decay, 0.1f);
+  EXPECT_FLOAT_EQ(a.grad_clip, 0.5f);
+}
+
+TEST(AppName, IsTheFirstLevelOfTheComponentPath) {
+  EXPECT_EQ(app_name("/train_gpt/trainer"), "train_gpt");
+  EXPECT_EQ(app_name("/solo"), "solo");
+  EXPECT_EQ(app_name("app/x/y"), "app");
+}
+
+TEST(Progress, QuietKeepsOnlyTheFinalBar) {
+  progress p("demo", /*quiet=*/true);
+  testing::internal::CaptureStderr();
+  p.update(1, 10, "step 1/10", 2.0f);
+  p.event("step 1: val loss 2.0");
+  p.finish(10, 10, "step 10/10", 1.5f);
+  const std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(out.starts_with("demo [==============================] step 10/10  loss 1.5000  ")) << out;
+  EXPECT_NE(out.find(" steps/s  ETA 0s"), std::string::npos) << out;
+  EXPECT_EQ(out.find("val loss"), std::string::npos) << out;
+}
+
+TEST(Progress, EventLinesAreWrittenWhenNotQuiet) {
+  if (isatty(2)) GTEST_SKIP() << "stderr is a terminal: lines are redrawn in place";
+  progress p("demo", /*quiet=*/false, 0);
+  testing::internal::CaptureStderr();
+  p.event("epoch 1: train loss 0.5000");
+  p.finish(5, 10, "epoch 1/2", 0.5f);
+  const std::string out = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(out.starts_with("epoch 1: train loss 0.5000\ndemo [===============               ] epoch 1/2  loss 0.5000  "))
+      << out;
+}
+
+class State : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("banyan_trainer_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    auto be = nn::make_backend({.name = "cpu", .threads = 1});
+    ASSERT_TRUE(be) << be.error().message;
+    be_ = std::move(be).value();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A small MLP after one AdamW step, so the moments are not zero.
+  nn::mlp trained(std::optional<nn::adamw>& opt, std::uint64_t seed) {
+    auto m = nn::mlp::create(cfg_, 2, *be_);
+    EXPECT_TRUE(m);
+    nn::mlp model = std::move(m).value();
+    model.init(seed);
+    opt.emplace(*be_, model.num_params());
+    const std::vector<float> x{0.1f, 0.2f, 0.3f, 0.4f, -0.1f, 0.5f, 0.0f, 1.0f};
+    const std::vector<int> y{0, 1};
+    model.forward(x.data(), y.data(), 2);
+    model.zero_grad();
+    model.backward();
+    opt->step(model.params().base(), model.grads().base(), {.lr = 0.01f});
+    return model;
+  }
+
+  fs::path dir_;
+  std::unique_ptr<nn::backend> be_;
+  nn::mlp_config cfg_{.inputs = 4, .hidden = {3}, .classes = 2};
+};
+
+TEST_F(State, RestoresParametersMomentsAndStep) {
+  std::optional<nn::adamw> opt;
+  const nn::mlp a = trained(opt, 1);
+  const fs::path file = dir_ / "a.ckpt";
+  ASSERT_TRUE(save_state(file, "mlp", cfg_.to_vector(), a.params(), *be_, *opt));
+
+  auto fresh = nn::mlp::create(cfg_, 2, *be_);
+  ASSERT_TRUE(fresh);
+  fresh->init(2);
+  nn::adamw fresh_opt(*be_, fresh->num_params());
+  auto step = restore_state(file, "mlp", cfg_.to_vector(), fresh->params(), *be_, fresh_opt);
+  ASSERT_TRUE(step) << step.error().message;
+  EXPECT_EQ(*step, 1);
+  EXPECT_EQ(fresh_opt.steps(), 1);
+  EXPECT_EQ(fresh->params().to_host(*be_), a.params().to_host(*be_));
+  EXPECT_EQ(fresh_opt.m_host(), opt->m_host());
+  EXPECT_EQ(fresh_opt.v_host(), opt->v_host());
+}
+
+TEST_F(State, AnotherModelKindIsAMismatchAndChangesNothing) {
+  std::optional<nn::adamw> opt;
+  const nn::mlp a = trained(opt, 1);
+  const fs::path file = dir_ / "a.ckpt";
+  ASSERT_TRUE(save_state(file, "mlp", cfg_.to_vector(), a.params(), *be_, *opt));
+
+  std::optional<nn::adamw> other_opt;
+  nn::mlp other = trained(other_opt, 3);
+  const auto before = other.params().to_host(*be_);
+  auto step = restore_state(file, "gpt", cfg_.to_vector(), other.params(), *be_, *other_opt);
+  ASSERT_FALSE(step);
+  EXPECT_EQ(step.error().code, nn::errc::mismatch) << step.error().message;
+  EXPECT_EQ(other.params().to_host(*be_), before);
+}
+
+TEST_F(State, MissingFileIsAnIoError) {
+  std::optional<nn::adamw> opt;
+  nn::mlp a = trained(opt, 1);
+  auto step = restore_state(dir_ / "none.ckpt", "mlp", cfg_.to_vector(), a.params(), *be_, *opt);
+  ASSERT_FALSE(step);
+  EXPECT_EQ(step.error().code, nn::errc::io);
+  EXPECT_NE(step.error().message.find("none.ckpt"), std::string::npos) << step.error().message;
+}
+
+}  // namespace
+}  // namespace banyan::trainer
