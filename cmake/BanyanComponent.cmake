@@ -18,11 +18,12 @@ endif()
 #   PUBLIC_DEPS <targets...>  targets that the public headers expose
 #   PRIVATE_DEPS <targets...> targets used only in src/
 #   TESTS <files...>          GoogleTest sources, usually ${PROJECT_SOURCE_DIR}/tests/<name>/*.cpp
-#   TEST_DEPS <targets...>)   extra targets for the tests
+#   TEST_DEPS <targets...>    extra targets for the tests
+#   NO_HEADER_CHECK)          headers are checked by another component sharing the include dir
 # Declares the shared library banyan::<name> (public headers in ./include/banyan/<name>/), installs
 # it with its headers, and declares its test executable test_<name> with one ctest per test case.
 function(banyan_component name)
-  cmake_parse_arguments(arg "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS;TESTS;TEST_DEPS" ${ARGN})
+  cmake_parse_arguments(arg "NO_HEADER_CHECK" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS;TESTS;TEST_DEPS" ${ARGN})
   set(target banyan_${name})
   add_library(${target} SHARED ${arg_SOURCES})
   add_library(banyan::${name} ALIAS ${target})
@@ -44,6 +45,33 @@ function(banyan_component name)
   if(arg_TESTS)
     banyan_test(${name} SOURCES ${arg_TESTS} DEPS banyan::${name} ${arg_TEST_DEPS})
   endif()
+  if(NOT arg_NO_HEADER_CHECK)
+    banyan_check_headers(${target} ${CMAKE_CURRENT_SOURCE_DIR}/include)
+  endif()
+endfunction()
+
+# banyan_check_headers(<target> <include dir>)
+# Compiles every public header under <include dir> alone (one generated .cpp each, as Seastar's
+# checkheaders): a header that misses an include or leaks a private one fails the build. Part of `all`,
+# collected in the `checkheaders` target.
+function(banyan_check_headers target include_dir)
+  file(GLOB_RECURSE headers RELATIVE ${include_dir} CONFIGURE_DEPENDS ${include_dir}/*.hpp)
+  if(NOT headers)
+    return()
+  endif()
+  set(sources)
+  foreach(header IN LISTS headers)
+    string(MAKE_C_IDENTIFIER ${header} stem)
+    set(source ${CMAKE_CURRENT_BINARY_DIR}/checkheaders/${stem}.cpp)
+    file(CONFIGURE OUTPUT ${source} CONTENT "#include \"${header}\"  // must compile alone\n")
+    list(APPEND sources ${source})
+  endforeach()
+  add_library(${target}_checkheaders OBJECT ${sources})
+  target_link_libraries(${target}_checkheaders PRIVATE ${target} banyan_flags)
+  if(NOT TARGET checkheaders)
+    add_custom_target(checkheaders)
+  endif()
+  add_dependencies(checkheaders ${target}_checkheaders)
 endfunction()
 
 # banyan_test(<name> SOURCES <files...> DEPS <targets...>)

@@ -53,7 +53,7 @@ nlohmann::json profile::to_json() const {
 
 namespace {
 error bad(const std::string& name, const std::string& where, const std::string& what) {
-  return {errc::invalid_argument, name + ": " + where + ": " + what};
+  return {broker::errc::invalid_argument, name + ": " + where + ": " + what};
 }
 }  // namespace
 
@@ -134,20 +134,20 @@ result<profile> profile::from_json(const nlohmann::json& j, const std::string& n
 
 result<profile> profile::load(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return error{errc::io, "profile `" + path + "`: cannot open"};
+  if (!in) return error{broker::errc::io, "profile `" + path + "`: cannot open"};
   try {
     return from_json(nlohmann::json::parse(in), path);
   } catch (const nlohmann::json::parse_error& e) {
-    return error{errc::invalid_argument, path + ": " + e.what()};
+    return error{broker::errc::invalid_argument, path + ": " + e.what()};
   }
 }
 
 result<void> profile::merge(const profile& other) {
   if (other.tree->size() != tree->size())
-    return error{errc::invalid_argument, "profiles of different trees cannot be merged"};
+    return error{broker::errc::invalid_argument, "profiles of different trees cannot be merged"};
   for (vertex_id v = 0; v < tree->size(); ++v) {
     auto w = other.tree->find(tree->path(v));
-    if (!w) return error{errc::invalid_argument, "profiles differ: " + w.error().message};
+    if (!w) return error{broker::errc::invalid_argument, "profiles differ: " + w.error().message};
     loads[v].messages += other.loads[*w].messages;
     loads[v].cpu_seconds += other.loads[*w].cpu_seconds;
     loads[v].memory += other.loads[*w].memory;
@@ -179,9 +179,9 @@ result<void> profile::merge(const profile& other) {
 
 result<void> profile::write(const std::string& path) const {
   std::ofstream out(path);
-  if (!out) return error{errc::io, "profile `" + path + "`: cannot open for writing"};
+  if (!out) return error{broker::errc::io, "profile `" + path + "`: cannot open for writing"};
   out << to_json().dump(1) << "\n";
-  if (!out) return error{errc::io, "profile `" + path + "`: write failed"};
+  if (!out) return error{broker::errc::io, "profile `" + path + "`: write failed"};
   return {};
 }
 

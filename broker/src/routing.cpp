@@ -19,7 +19,7 @@ result<routing_mode> parse_routing_mode(std::string_view text) {
   if (text == "hier") return routing_mode::hier;
   if (text == "flat-p2p") return routing_mode::flat_p2p;
   if (text == "flat-node") return routing_mode::flat_node;
-  return error{errc::invalid_argument,
+  return error{broker::errc::invalid_argument,
                "routing mode `" + std::string(text) + "`: expected `hier`, `flat-p2p` or `flat-node`"};
 }
 
@@ -93,7 +93,7 @@ routing_table::~routing_table() = default;
 result<subscription_id> routing_table::subscribe(vertex_id subscriber, std::string_view text) {
   auto filter = topic_filter::parse(text);
   if (!filter) return filter.error();
-  if (subscriber >= tree_->size()) return error{errc::no_such_component, "subscriber vertex out of range"};
+  if (subscriber >= tree_->size()) return error{broker::errc::no_such_component, "subscriber vertex out of range"};
   std::unique_lock lock(mutex_);
   subscription_id id = (static_cast<subscription_id>(origin_) << 40) | next_id_++;
   insert_locked(id, subscriber, std::move(*filter));
@@ -104,7 +104,7 @@ result<subscription_id> routing_table::subscribe(vertex_id subscriber, std::stri
 result<void> routing_table::add_replica(subscription_id id, vertex_id subscriber, std::string_view text) {
   auto filter = topic_filter::parse(text);
   if (!filter) return filter.error();
-  if (subscriber >= tree_->size()) return error{errc::no_such_component, "subscriber vertex out of range"};
+  if (subscriber >= tree_->size()) return error{broker::errc::no_such_component, "subscriber vertex out of range"};
   std::unique_lock lock(mutex_);
   auto it = std::lower_bound(subscriptions_.begin(), subscriptions_.end(), id,
                              [](const subscription& s, subscription_id x) { return s.id < x; });

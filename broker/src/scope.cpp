@@ -10,7 +10,7 @@ result<vertex_id> scope::resolve(const component_tree& tree, vertex_id publisher
       vertex_id v = publisher;
       for (std::uint32_t i = 0; i < levels_; ++i) {
         if (v == 0)
-          return error{errc::invalid_scope, "scope " + describe() + " from `" + tree.path(publisher) +
+          return error{broker::errc::invalid_scope, "scope " + describe() + " from `" + tree.path(publisher) +
                                                 "`: the publisher has only " +
                                                 std::to_string(tree.depth(publisher)) + " ancestors"};
         v = tree.parent(v);
@@ -19,14 +19,14 @@ result<vertex_id> scope::resolve(const component_tree& tree, vertex_id publisher
     }
     case kind::path: {
       auto v = tree.find(path_);
-      if (!v) return error{errc::invalid_scope, "scope `" + path_ + "` names no component"};
+      if (!v) return error{broker::errc::invalid_scope, "scope `" + path_ + "` names no component"};
       if (!tree.contains(*v, publisher))
-        return error{errc::invalid_scope, "scope `" + path_ + "` is not an ancestor of the publisher `" +
+        return error{broker::errc::invalid_scope, "scope `" + path_ + "` is not an ancestor of the publisher `" +
                                               tree.path(publisher) + "`"};
       return *v;
     }
   }
-  return error{errc::invalid_scope, "unknown scope kind"};
+  return error{broker::errc::invalid_scope, "unknown scope kind"};
 }
 
 std::string scope::describe() const {

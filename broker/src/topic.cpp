@@ -2,26 +2,25 @@
 
 namespace banyan {
 
+namespace broker {
 const char* to_string(errc code) {
   switch (code) {
     case errc::invalid_topic: return "invalid topic";
     case errc::invalid_scope: return "invalid scope";
     case errc::no_such_component: return "no such component";
-    case errc::invalid_payload: return "invalid payload";
-    case errc::timeout: return "timeout";
-    case errc::request_failed: return "request failed";
     case errc::invalid_argument: return "invalid argument";
     case errc::io: return "i/o error";
   }
-  return "unknown error";
+  return "unknown";
 }
+}  // namespace broker
 
 namespace {
 
 enum class wildcards { forbidden, allowed };
 
 error topic_error(std::string_view text, std::string why) {
-  return {errc::invalid_topic, "topic `" + std::string(text) + "`: " + std::move(why)};
+  return {broker::errc::invalid_topic, "topic `" + std::string(text) + "`: " + std::move(why)};
 }
 
 result<std::vector<std::string>> split_levels(std::string_view text, wildcards mode) {

@@ -13,12 +13,12 @@ component_tree::component_tree(std::string_view root_name) {
 }
 
 result<vertex_id> component_tree::add(vertex_id parent, std::string_view name) {
-  if (parent >= size()) return error{errc::no_such_component, "parent vertex out of range"};
+  if (parent >= size()) return error{broker::errc::no_such_component, "parent vertex out of range"};
   std::string path = path_[parent] + "/" + std::string(name);
   if (name.empty() || name.find('/') != std::string_view::npos)
-    return error{errc::invalid_argument, "component `" + path + "`: a name is one non-empty level"};
+    return error{broker::errc::invalid_argument, "component `" + path + "`: a name is one non-empty level"};
   if (by_path_.count(path))
-    return error{errc::invalid_argument, "component `" + path + "` already exists"};
+    return error{broker::errc::invalid_argument, "component `" + path + "` already exists"};
   auto v = static_cast<vertex_id>(size());
   parent_.push_back(parent);
   depth_.push_back(depth_[parent] + 1);
@@ -33,7 +33,7 @@ result<vertex_id> component_tree::add(vertex_id parent, std::string_view name) {
 result<vertex_id> component_tree::find(std::string_view path) const {
   auto it = by_path_.find(std::string(path));
   if (it == by_path_.end())
-    return error{errc::no_such_component, "path `" + std::string(path) + "` names no component"};
+    return error{broker::errc::no_such_component, "path `" + std::string(path) + "` names no component"};
   return it->second;
 }
 

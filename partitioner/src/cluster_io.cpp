@@ -45,7 +45,7 @@ struct yreader {
       }
     }
     auto x = number(n, what);
-    if (!x) return x.err();
+    if (!x) return x.error();
     return capacity_spec{*x, false};
   }
 };
@@ -89,11 +89,11 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
     if (!cap || !cap.IsMap()) return r.fail(nd, "node `" + s.name + "`: missing `capacity: {cpu: ...}`");
     if (!cap["cpu"]) return r.fail(cap, "node `" + s.name + "`: capacity has no `cpu`");
     auto cpu = r.capacity(cap["cpu"], "node `" + s.name + "` capacity.cpu");
-    if (!cpu) return cpu.err();
+    if (!cpu) return cpu.error();
     s.cpu = *cpu;
     if (cap["memory"]) {
       auto mem = r.capacity(cap["memory"], "node `" + s.name + "` capacity.memory");
-      if (!mem) return mem.err();
+      if (!mem) return mem.error();
       s.memory = *mem;
     }
     c.nodes.push_back(std::move(s));
@@ -105,9 +105,9 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
     if (const YAML::Node g = lc["groups"]) {
       if (!g.IsMap() || !g["same"] || !g["other"]) return r.fail(g, "`groups` needs `same` and `other` costs");
       auto same = r.number(g["same"], "link_cost.groups.same");
-      if (!same) return same.err();
+      if (!same) return same.error();
       auto other = r.number(g["other"], "link_cost.groups.other");
-      if (!other) return other.err();
+      if (!other) return other.error();
       for (const auto& nd : c.nodes) {
         if (nd.group.empty()) return error{errc::invalid, name + ":" + std::to_string(nd.line) + ": node `" + nd.name + "` has no `group`, which link_cost.groups needs"};
       }
@@ -125,7 +125,7 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
         if (!row.IsSequence() || row.size() != k) return r.fail(row, "matrix row " + std::to_string(a) + " (" + c.nodes[a].name + ") must have " + std::to_string(k) + " entries");
         for (std::size_t b = 0; b < k; ++b) {
           auto x = r.number(row[b], "link_cost.matrix[" + std::to_string(a) + "][" + std::to_string(b) + "]");
-          if (!x) return x.err();
+          if (!x) return x.error();
           c.link_cost[a * k + b] = *x;
         }
       }
@@ -133,7 +133,7 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
       return r.fail(lc, "`link_cost` needs `groups` or `matrix`");
     }
   }
-  if (auto ok = validate(c); !ok) return error{ok.err().code, name + ": " + ok.err().message};
+  if (auto ok = validate(c); !ok) return error{ok.error().code, name + ": " + ok.error().message};
   return c;
 }
 
@@ -149,7 +149,7 @@ result<std::string> slurp(const std::string& path) {
 
 result<cluster> parse_cluster(const std::string& text, const std::string& name) {
   auto doc = parse_yaml(text, name);
-  if (!doc) return doc.err();
+  if (!doc) return doc.error();
   try {
     return read_cluster(*doc, name);
   } catch (const YAML::Exception& e) {
@@ -159,16 +159,16 @@ result<cluster> parse_cluster(const std::string& text, const std::string& name) 
 
 result<cluster> load_cluster(const std::string& path) {
   auto text = slurp(path);
-  if (!text) return text.err();
+  if (!text) return text.error();
   return parse_cluster(*text, path);
 }
 
 result<deployment> parse_deployment(const std::string& text, const std::string& name) {
   auto doc = parse_yaml(text, name);
-  if (!doc) return doc.err();
+  if (!doc) return doc.error();
   try {
     auto c = read_cluster(*doc, name);
-    if (!c) return c.err();
+    if (!c) return c.error();
     yreader r{name};
     deployment d;
     d.c = std::move(*c);
@@ -200,7 +200,7 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
 
 result<deployment> load_deployment(const std::string& path) {
   auto text = slurp(path);
-  if (!text) return text.err();
+  if (!text) return text.error();
   return parse_deployment(*text, path);
 }
 

@@ -54,7 +54,7 @@ node_id cluster::find(const std::string& name) const {
   return -1;
 }
 
-status_or_error validate(const tree& t) {
+result<void> validate(const tree& t) {
   const std::size_t n = t.size();
   if (n == 0) return error{errc::not_a_tree, "tree has no components"};
   if (t.cpu.size() != n || t.weight.size() != n || (!t.memory.empty() && t.memory.size() != n) ||
@@ -76,10 +76,10 @@ status_or_error validate(const tree& t) {
     if (!nonneg_finite(t.weight[v])) return error{errc::invalid, "edge to " + name + ": traffic " + fmt(t.weight[v]) + " is not a non-negative number"};
   }
   if (t.weight[0] != 0) return error{errc::invalid, "root " + t.name(0) + " has edge traffic but no parent"};
-  return ok_t{};
+  return {};
 }
 
-status_or_error validate(const cluster& c) {
+result<void> validate(const cluster& c) {
   const std::size_t k = c.size();
   if (k == 0) return error{errc::invalid, "cluster has no nodes"};
   std::unordered_set<std::string> names;
@@ -106,12 +106,12 @@ status_or_error validate(const cluster& c) {
       }
     }
   }
-  return ok_t{};
+  return {};
 }
 
 result<problem> make_problem(tree t, cluster c) {
-  if (auto r = validate(t); !r) return r.err();
-  if (auto r = validate(c); !r) return r.err();
+  if (auto r = validate(t); !r) return r.error();
+  if (auto r = validate(c); !r) return r.error();
   problem p;
   const std::size_t k = c.size();
   double total_cpu = 0, total_mem = 0;
@@ -204,6 +204,22 @@ double max_possible_cost(const problem& p) {
   for (double x : p.t.weight) w += x;
   for (double x : p.c.link_cost) c = std::max(c, x);
   return w * c;
+}
+
+}  // namespace banyan::partitioner
+
+namespace banyan::partitioner {
+
+const char* to_string(errc code) {
+  switch (code) {
+    case errc::io: return "i/o error";
+    case errc::parse: return "parse error";
+    case errc::invalid: return "invalid input";
+    case errc::not_a_tree: return "not a tree";
+    case errc::over_capacity: return "over capacity";
+    case errc::unknown_algorithm: return "unknown algorithm";
+  }
+  return "unknown";
 }
 
 }  // namespace banyan::partitioner

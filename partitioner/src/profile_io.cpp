@@ -102,11 +102,11 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
     if (load != c.end() && !load->is_object()) return r.fail(who + ".load", "expected an object");
     if (load != c.end()) {
       auto x = r.number(*load, "cpu", who + ".load", false);
-      if (!x) return x.err();
+      if (!x) return x.error();
       cpu[i] = *x;
       if (load->contains("memory")) {
         auto y = r.number(*load, "memory", who + ".load", false);
-        if (!y) return y.err();
+        if (!y) return y.error();
         mem[i] = *y;
         any_mem = any_mem || *y > 0;
       }
@@ -173,7 +173,7 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
                                  (ci->second == root ? std::string("none") : "`" + parent_path[ci->second] + "`") + ")");
       }
       auto w = r.number(ed, unit, where, false);
-      if (!w) return w.err();
+      if (!w) return w.error();
       t.weight[renum[ci->second]] += *w;
     }
   }

@@ -52,7 +52,7 @@ void finalize(const problem& p, solution& s) {
 
 result<solution> solve(std::string_view name, const problem& p, const solve_options& o) {
   auto a = make_algorithm(name);
-  if (!a) return a.err();
+  if (!a) return a.error();
   detail::stopwatch w;
   solution s = (*a)->solve(p, o);
   s.seconds = w.seconds();

@@ -114,12 +114,12 @@ caf::behavior component_actor::make_behavior() {
       [this](shutdown_atom, bool urgent) { begin_shutdown(urgent); },
       [this](reply_atom, std::uint64_t id, const std::string& code, const std::string& text, const payload& data) {
         if (code.empty()) return finish_remote_request(id, data);
-        finish_remote_request(id, error{code == "timeout" ? errc::timeout : errc::request_failed, text});
+        finish_remote_request(id, error{code == "timeout" ? sdk::errc::timeout : sdk::errc::request_failed, text});
       },
       [this](expire_atom, std::uint64_t id, std::int64_t ms) {
         if (!remote_requests_.count(id)) return;
         state_->node()->forget_request(id);
-        finish_remote_request(id, error{errc::timeout, "no reply within " + std::to_string(ms) + " ms"});
+        finish_remote_request(id, error{sdk::errc::timeout, "no reply within " + std::to_string(ms) + " ms"});
       },
   };
   return main_;
@@ -429,22 +429,22 @@ void component_actor::send_request(std::string_view path, std::string method, co
   if (!v) return fail(v.error());
   if (!state_->is_local(*v)) return send_remote_request(*v, std::move(method), data, timeout, std::move(on_reply));
   auto target = state_->actor_of(*v);
-  if (!target) return fail(error{errc::request_failed, "`" + std::string(path) + "` is not running"});
+  if (!target) return fail(error{sdk::errc::request_failed, "`" + std::string(path) + "` is not running"});
   std::string what = "request `" + method + "` to `" + std::string(path) + "`";
   request(target, caf::duration{timeout}, request_atom::value, std::move(method), data)
       .then(
           [this, on_reply, what](std::string& err, payload& reply) {
             timed([&] {
               if (err.empty()) on_reply(std::move(reply));
-              else on_reply(error{errc::request_failed, what + ": " + err});
+              else on_reply(error{sdk::errc::request_failed, what + ": " + err});
             });
           },
           [this, on_reply, what, timeout](caf::error& e) {
             timed([&] {
               if (e == caf::sec::request_timeout)
-                on_reply(error{errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
+                on_reply(error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
               else
-                on_reply(error{errc::request_failed, what + ": " + to_string(e)});
+                on_reply(error{sdk::errc::request_failed, what + ": " + to_string(e)});
             });
           });
 }
@@ -457,7 +457,7 @@ void component_actor::send_remote_request(vertex_id target, std::string method, 
   const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
   auto sent = node->send_request(vertex_, target, method, data, timeout, id, caf::actor_cast<caf::actor>(this), block_at);
   if (!sent) {
-    error e{errc::request_failed, what + ": " + sent.error().what()};
+    error e{sdk::errc::request_failed, what + ": " + sent.error().what()};
     return post_task([on_reply = std::move(on_reply), e = std::move(e)] { on_reply(e); });
   }
   remote_requests_[id] = {std::move(on_reply), std::move(what)};

@@ -25,7 +25,7 @@ result<std::string> read_key(const std::filesystem::path& file, const std::strin
   std::ifstream in(file);
   std::string key;
   if (!in || !(in >> key))
-    return error{errc::io, what + ": cannot read key file `" + file.string() + "`"};
+    return error{sdk::errc::io, what + ": cannot read key file `" + file.string() + "`"};
   return key;
 }
 
@@ -61,7 +61,7 @@ void node_runtime::dispatch(caf::event_based_actor* gateway, const std::string& 
 
 result<placement> load_placement(const std::string& path, const std::string& self, const component_tree& tree) {
   auto d = partitioner::load_deployment(path);
-  if (!d) return error{errc::invalid_argument, d.err().message};
+  if (!d) return std::move(d).error();  // the partitioner's code and message, unchanged
   placement p;
   bool found = false;
   for (std::size_t i = 0; i < d->c.nodes.size(); ++i) {
@@ -76,19 +76,19 @@ result<placement> load_placement(const std::string& path, const std::string& sel
   if (!found) {
     std::string names;
     for (const auto& n : p.names) names += (names.empty() ? "" : ", ") + n;
-    return error{errc::invalid_argument, path + ": --node `" + self + "` is not in the deployment (nodes: " + names + ")"};
+    return error{sdk::errc::invalid_argument, path + ": --node `" + self + "` is not in the deployment (nodes: " + names + ")"};
   }
   // Place every component: an assignment places its subtree, a descendant's assignment overrides.
   std::vector<int> assigned(tree.size(), -1);
   for (const auto& a : d->assignments) {
     auto v = tree.find(a.path);
     if (!v)
-      return error{errc::invalid_argument,
+      return error{sdk::errc::invalid_argument,
                    path + ":" + std::to_string(a.line) + ": assignment `" + a.path + "` names no component of this app"};
     assigned[*v] = a.node;
   }
   if (assigned[0] < 0)
-    return error{errc::invalid_argument, path + ": the root `" + tree.path(0) + "` has no assignment"};
+    return error{sdk::errc::invalid_argument, path + ": the root `" + tree.path(0) + "` has no assignment"};
   p.node_of.resize(tree.size());
   for (vertex_id v = 0; v < tree.size(); ++v)  // parents have smaller indices
     p.node_of[v] = static_cast<node_index>(assigned[v] >= 0 ? assigned[v] : p.node_of[tree.parent(v)]);
@@ -103,19 +103,19 @@ result<placement> load_placement(const std::string& path, const std::string& sel
       YAML::Node curve = root["nodes"][i]["curve"];
       if (!curve) continue;
       std::string where = path + ":" + std::to_string(curve.Mark().line + 1) + ": node `" + p.names[i] + "` curve";
-      if (!curve["public"]) return error{errc::invalid_argument, where + ": needs `public`"};
+      if (!curve["public"]) return error{sdk::errc::invalid_argument, where + ": needs `public`"};
       auto pub = read_key(base / curve["public"].as<std::string>(), where);
       if (!pub) return pub.error();
       p.curve_public[i] = *pub;
       if (i == p.self) {
-        if (!curve["secret"]) return error{errc::invalid_argument, where + ": this node needs `secret`"};
+        if (!curve["secret"]) return error{sdk::errc::invalid_argument, where + ": this node needs `secret`"};
         auto sec = read_key(base / curve["secret"].as<std::string>(), where);
         if (!sec) return sec.error();
         p.curve_secret[i] = *sec;
       }
     }
   } catch (const YAML::Exception& e) {
-    return error{errc::invalid_argument, path + ": " + e.what()};
+    return error{sdk::errc::invalid_argument, path + ": " + e.what()};
   }
   return p;
 }

@@ -59,7 +59,7 @@ class publisher : public banyan::leaf {
       return banyan::payload::copy_of(text_of(p) + " from " + ctx.path());
     });
     ctx.serve("fail", [](const banyan::payload&) -> banyan::result<banyan::payload> {
-      return banyan::error{banyan::errc::invalid_argument, "refused"};
+      return banyan::error{banyan::sdk::errc::invalid_argument, "refused"};
     });
   }
 

@@ -177,7 +177,7 @@ TEST(MultiNode, MeasuredCrossNodeMessagesEqualTheCostModelExactly) {
     auto r = run_command(launch(d, std::string("--messages 2000 --mode ") + mode, prof));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     auto p = profile::load(prof.string());
-    ASSERT_TRUE(p.ok()) << p.error().what();
+    ASSERT_TRUE(p.has_value()) << p.error().what();
     auto predicted = predict_crossings(*p->tree, p->flows, place(*p, d), *parse_routing_mode(mode));
     std::map<std::pair<std::string, std::string>, std::uint64_t> want, got;
     for (const auto& [link, c] : predicted)

@@ -20,7 +20,7 @@ TEST(Algorithms, NeverLabelOverCapacityFeasible) {
     for (const auto& algo : algorithm_names()) {
       SCOPED_TRACE(algo);
       auto s = solve(algo, *p, {.timeout_s = 10, .seed = seed});
-      ASSERT_TRUE(s) << s.err().message;
+      ASSERT_TRUE(s) << s.error().message;
       if (s->status == solve_status::feasible || s->status == solve_status::optimal) {
         ASSERT_EQ(s->map.size(), p->t.size());
         EXPECT_TRUE(testing::naive_feasible(*p, s->map));
@@ -34,7 +34,7 @@ TEST(Algorithms, SameSeedSameMapping) {
   generator_options g{.components = 300, .seed = 7, .nodes = 8};
   const tree t = generate_tree(g);
   auto p = make_problem(t, generate_cluster(t, g));
-  ASSERT_TRUE(p) << p.err().message;
+  ASSERT_TRUE(p) << p.error().message;
   for (const auto& algo : algorithm_names()) {
     if (algo == "smt" || algo == "mip") continue;  // solver timing may change which model is found
     SCOPED_TRACE(algo);
@@ -51,7 +51,7 @@ TEST(Algorithms, BottomUpIsFeasibleOnGeneratedTreesWithRacks) {
     generator_options g{.components = 5000, .seed = seed, .memory = seed % 2 == 0, .nodes = 8, .slack = 1.15, .rack_size = 4};
     const tree t = generate_tree(g);
     auto p = make_problem(t, generate_cluster(t, g));
-    ASSERT_TRUE(p) << p.err().message;
+    ASSERT_TRUE(p) << p.error().message;
     auto s = solve("bottom-up", *p);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->status, solve_status::feasible) << s->message;
@@ -66,8 +66,8 @@ TEST(Algorithms, BottomUpIsFeasibleOnGeneratedTreesWithRacks) {
 TEST(Algorithms, UnknownNameIsAnError) {
   auto a = make_algorithm("simulated-annealing");
   ASSERT_FALSE(a);
-  EXPECT_EQ(a.err().code, errc::unknown_algorithm);
-  EXPECT_NE(a.err().message.find("bottom-up"), std::string::npos);
+  EXPECT_EQ(a.error().code, errc::unknown_algorithm);
+  EXPECT_NE(a.error().message.find("bottom-up"), std::string::npos);
 }
 
 TEST(Algorithms, ExactSolversOnTimeoutReturnBestFoundOrWarmStart) {

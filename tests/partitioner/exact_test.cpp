@@ -19,7 +19,7 @@ void expect_matches_brute_force(const std::string& algo, const testing::tiny_opt
     ++checked;
     const auto truth = testing::brute_force(*p);
     auto s = solve(algo, *p, {.timeout_s = 20, .seed = seed});
-    ASSERT_TRUE(s) << s.err().message;
+    ASSERT_TRUE(s) << s.error().message;
     if (!truth.feasible) {
       ++infeasible;
       EXPECT_EQ(s->status, solve_status::infeasible) << s->message;

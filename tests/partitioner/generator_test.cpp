@@ -51,7 +51,7 @@ TEST(Generator, ClusterFitsTheTree) {
   EXPECT_EQ(c.cost(0, 1), 1);
   EXPECT_EQ(c.cost(0, 5), 4);
   auto p = make_problem(t, c);
-  EXPECT_TRUE(p) << p.err().message;
+  EXPECT_TRUE(p) << p.error().message;
 }
 
 TEST(Generator, ProfileRoundTrip) {
@@ -60,7 +60,7 @@ TEST(Generator, ProfileRoundTrip) {
   std::ostringstream out;
   write_profile(out, t);
   auto back = parse_profile(out.str(), "gen.json");
-  ASSERT_TRUE(back) << back.err().message;
+  ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->parent, t.parent);
   EXPECT_EQ(back->path, t.path);
   for (std::size_t v = 0; v < t.size(); ++v) {

@@ -28,7 +28,7 @@ std::string replace(std::string s, const std::string& from, const std::string& t
 
 TEST(Profile, ReadsAndRenumbersRootFirst) {
   auto t = parse_profile(good_profile, "p.json");
-  ASSERT_TRUE(t) << t.err().message;
+  ASSERT_TRUE(t) << t.error().message;
   ASSERT_EQ(t->size(), 3u);
   EXPECT_EQ(t->path[0], "/chip");
   EXPECT_EQ(t->parent[1], 0);
@@ -45,26 +45,26 @@ TEST(Profile, MalformedJsonGivesLineAndColumn) {
   const std::string bad = replace(good_profile, "\"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}", "\"kind\": \"leaf\" \"load\": 1");
   auto t = parse_profile(bad, "p.json");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.err().code, errc::parse);
-  EXPECT_NE(t.err().message.find("p.json:6:"), std::string::npos) << t.err().message;
+  EXPECT_EQ(t.error().code, errc::parse);
+  EXPECT_NE(t.error().message.find("p.json:6:"), std::string::npos) << t.error().message;
 }
 
 TEST(Profile, UnknownParentNamesTheVertex) {
   auto t = parse_profile(replace(good_profile, "\"parent\": \"/chip\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}",
                                  "\"parent\": \"/chop\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"), "p.json");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.err().code, errc::not_a_tree);
-  EXPECT_NE(t.err().message.find("/chip/reg"), std::string::npos) << t.err().message;
-  EXPECT_NE(t.err().message.find("/chop"), std::string::npos) << t.err().message;
+  EXPECT_EQ(t.error().code, errc::not_a_tree);
+  EXPECT_NE(t.error().message.find("/chip/reg"), std::string::npos) << t.error().message;
+  EXPECT_NE(t.error().message.find("/chop"), std::string::npos) << t.error().message;
 }
 
 TEST(Profile, TwoRootsNamesBoth) {
   auto t = parse_profile(replace(good_profile, "\"parent\": \"/chip\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}",
                                  "\"parent\": null, \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"), "p.json");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.err().code, errc::not_a_tree);
-  EXPECT_NE(t.err().message.find("/chip/reg"), std::string::npos) << t.err().message;
-  EXPECT_NE(t.err().message.find("second root"), std::string::npos) << t.err().message;
+  EXPECT_EQ(t.error().code, errc::not_a_tree);
+  EXPECT_NE(t.error().message.find("/chip/reg"), std::string::npos) << t.error().message;
+  EXPECT_NE(t.error().message.find("second root"), std::string::npos) << t.error().message;
 }
 
 TEST(Profile, CycleNamesAVertexOnIt) {
@@ -74,20 +74,20 @@ TEST(Profile, CycleNamesAVertexOnIt) {
     {"path": "/r/b", "parent": "/r/a"}]})";
   auto t = parse_profile(cyc, "c.json");
   ASSERT_FALSE(t);
-  EXPECT_EQ(t.err().code, errc::not_a_tree);
-  EXPECT_NE(t.err().message.find("cycle through /r/"), std::string::npos) << t.err().message;
+  EXPECT_EQ(t.error().code, errc::not_a_tree);
+  EXPECT_NE(t.error().message.find("cycle through /r/"), std::string::npos) << t.error().message;
 }
 
 TEST(Profile, NegativeLoadNamesTheField) {
   auto t = parse_profile(replace(good_profile, "{\"cpu\": 0.003}", "{\"cpu\": -1}"), "p.json");
   ASSERT_FALSE(t);
-  EXPECT_NE(t.err().message.find("components[2] (/chip/reg).load.cpu"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.error().message.find("components[2] (/chip/reg).load.cpu"), std::string::npos) << t.error().message;
 }
 
 TEST(Profile, EdgeThatIsNotATreeEdgeIsRejected) {
   auto t = parse_profile(replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\"", "{\"parent\": \"/chip/alu\", \"child\": \"/chip/reg\""), "p.json");
   ASSERT_FALSE(t);
-  EXPECT_NE(t.err().message.find("edges[1]"), std::string::npos) << t.err().message;
+  EXPECT_NE(t.error().message.find("edges[1]"), std::string::npos) << t.error().message;
 }
 
 const char* good_cluster = R"(version: 1
@@ -106,7 +106,7 @@ link_cost:
 
 TEST(Cluster, ReadsCapacitiesPercentAndGroups) {
   auto c = parse_cluster(good_cluster, "c.yaml");
-  ASSERT_TRUE(c) << c.err().message;
+  ASSERT_TRUE(c) << c.error().message;
   ASSERT_EQ(c->size(), 2u);
   EXPECT_EQ(c->nodes[0].cpu.amount, 0.5);
   EXPECT_TRUE(c->nodes[1].cpu.percent);
@@ -119,43 +119,43 @@ TEST(Cluster, ReadsCapacitiesPercentAndGroups) {
 TEST(Cluster, MalformedYamlGivesLineAndColumn) {
   auto c = parse_cluster("version: 1\nnodes:\n  - name: n0\n    capacity: {cpu: 1\n", "c.yaml");
   ASSERT_FALSE(c);
-  EXPECT_EQ(c.err().code, errc::parse);
-  EXPECT_NE(c.err().message.find("c.yaml:"), std::string::npos) << c.err().message;
+  EXPECT_EQ(c.error().code, errc::parse);
+  EXPECT_NE(c.error().message.find("c.yaml:"), std::string::npos) << c.error().message;
 }
 
 TEST(Cluster, BadCapacityNamesNodeAndLine) {
   auto c = parse_cluster(replace(good_cluster, "cpu: 0.5", "cpu: lots"), "c.yaml");
   ASSERT_FALSE(c);
-  EXPECT_NE(c.err().message.find("c.yaml:5:"), std::string::npos) << c.err().message;
-  EXPECT_NE(c.err().message.find("n0"), std::string::npos) << c.err().message;
+  EXPECT_NE(c.error().message.find("c.yaml:5:"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("n0"), std::string::npos) << c.error().message;
 }
 
 TEST(Cluster, MatrixMustBeSquareAndSymmetric) {
   std::string m = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix: [[0, 1], [2, 0]]");
   auto c = parse_cluster(m, "c.yaml");
   ASSERT_FALSE(c);
-  EXPECT_NE(c.err().message.find("symmetric"), std::string::npos) << c.err().message;
+  EXPECT_NE(c.error().message.find("symmetric"), std::string::npos) << c.error().message;
   auto d = parse_cluster(replace(good_cluster, "groups: {same: 1, other: 4}", "matrix: [[0, 1]]"), "c.yaml");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.err().message.find("one row per node"), std::string::npos) << d.err().message;
+  EXPECT_NE(d.error().message.find("one row per node"), std::string::npos) << d.error().message;
 }
 
 TEST(Deployment, UnknownNodeDuplicateAndMissingEndpointsHaveLines) {
   const std::string dep = std::string(good_cluster) + "assignments:\n  /chip: n0\n  /chip/alu: n7\n";
   auto d = parse_deployment(dep, "d.yaml");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.err().message.find("d.yaml:15:"), std::string::npos) << d.err().message;
-  EXPECT_NE(d.err().message.find("n7"), std::string::npos) << d.err().message;
+  EXPECT_NE(d.error().message.find("d.yaml:15:"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("n7"), std::string::npos) << d.error().message;
 
   auto dup = parse_deployment(replace(std::string(good_cluster), "ipc:///tmp/n1", "tcp://127.0.0.1:7100") + "assignments:\n  /chip: n0\n", "d.yaml");
   ASSERT_FALSE(dup);
-  EXPECT_NE(dup.err().message.find("d.yaml:8:"), std::string::npos) << dup.err().message;
-  EXPECT_NE(dup.err().message.find("another node"), std::string::npos) << dup.err().message;
+  EXPECT_NE(dup.error().message.find("d.yaml:8:"), std::string::npos) << dup.error().message;
+  EXPECT_NE(dup.error().message.find("another node"), std::string::npos) << dup.error().message;
 
   auto missing = parse_deployment(replace(std::string(good_cluster), "    endpoint: ipc:///tmp/n1\n", "") + "assignments:\n  /chip: n0\n", "d.yaml");
   ASSERT_FALSE(missing);
-  EXPECT_NE(missing.err().message.find("d.yaml:7:"), std::string::npos) << missing.err().message;
-  EXPECT_NE(missing.err().message.find("no endpoint"), std::string::npos) << missing.err().message;
+  EXPECT_NE(missing.error().message.find("d.yaml:7:"), std::string::npos) << missing.error().message;
+  EXPECT_NE(missing.error().message.find("no endpoint"), std::string::npos) << missing.error().message;
 }
 
 TEST(Deployment, WrittenDeploymentReadsBackToTheSameMapping) {
@@ -163,15 +163,15 @@ TEST(Deployment, WrittenDeploymentReadsBackToTheSameMapping) {
   auto c = parse_cluster(replace(good_cluster, "\"40%\"", "0.5"), "c.yaml");
   ASSERT_TRUE(t && c);
   auto p = make_problem(*t, *c);
-  ASSERT_TRUE(p) << p.err().message;
+  ASSERT_TRUE(p) << p.error().message;
   const mapping m{0, 1, 0};
   std::ostringstream out;
   write_deployment(out, *p, m, {"test"});
   auto d = parse_deployment(out.str(), "out.yaml");
-  ASSERT_TRUE(d) << d.err().message << "\n" << out.str();
+  ASSERT_TRUE(d) << d.error().message << "\n" << out.str();
   EXPECT_EQ(d->assignments.size(), 2u);  // the root and /chip/alu; /chip/reg stays with its parent
   auto back = mapping_of(p->t, *d);
-  ASSERT_TRUE(back) << back.err().message;
+  ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, m);
   EXPECT_EQ(d->c.cost(0, 1), 4);
 }

@@ -26,7 +26,7 @@ cluster two_nodes(double cap) {
 
 TEST(Model, CostIsCutTrafficTimesLinkCost) {
   auto p = make_problem(small_tree(), two_nodes(10));
-  ASSERT_TRUE(p) << p.err().message;
+  ASSERT_TRUE(p) << p.error().message;
   const evaluation e = evaluate(*p, {0, 0, 1, 1});
   EXPECT_EQ(e.cost, 20 + 30);
   EXPECT_EQ(e.cut_edges, 2u);
@@ -51,9 +51,9 @@ TEST(Model, OverCapacityIsNotFeasibleAndNamesTheNode) {
 TEST(Model, TotalLoadAboveCapacityIsAnErrorWithTheNumbers) {
   auto p = make_problem(small_tree(), two_nodes(4.5));
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.err().code, errc::over_capacity);
-  EXPECT_NE(p.err().message.find("10"), std::string::npos) << p.err().message;
-  EXPECT_NE(p.err().message.find("9"), std::string::npos) << p.err().message;
+  EXPECT_EQ(p.error().code, errc::over_capacity);
+  EXPECT_NE(p.error().message.find("10"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("9"), std::string::npos) << p.error().message;
 }
 
 TEST(Model, ComponentHeavierThanEveryNodeIsNamed) {
@@ -61,9 +61,9 @@ TEST(Model, ComponentHeavierThanEveryNodeIsNamed) {
   t.cpu = {0.5, 0.5, 0.5, 7};
   auto p = make_problem(t, two_nodes(6));
   ASSERT_FALSE(p);
-  EXPECT_EQ(p.err().code, errc::over_capacity);
-  EXPECT_NE(p.err().message.find("/r/a/x"), std::string::npos) << p.err().message;
-  EXPECT_NE(p.err().message.find("7"), std::string::npos) << p.err().message;
+  EXPECT_EQ(p.error().code, errc::over_capacity);
+  EXPECT_NE(p.error().message.find("/r/a/x"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find("7"), std::string::npos) << p.error().message;
 }
 
 TEST(Model, PercentCapacityIsShareOfTotalLoad) {
@@ -71,7 +71,7 @@ TEST(Model, PercentCapacityIsShareOfTotalLoad) {
   c.nodes[0].cpu = {60, true};
   c.nodes[1].cpu = {50, true};
   auto p = make_problem(small_tree(), c);
-  ASSERT_TRUE(p) << p.err().message;
+  ASSERT_TRUE(p) << p.error().message;
   EXPECT_DOUBLE_EQ(p->cpu_capacity[0], 6);
   EXPECT_DOUBLE_EQ(p->cpu_capacity[1], 5);
 }
@@ -81,7 +81,7 @@ TEST(Model, AsymmetricLinkCostIsRejected) {
   c.link_cost = {0, 1, 2, 0};
   auto p = make_problem(small_tree(), c);
   ASSERT_FALSE(p);
-  EXPECT_NE(p.err().message.find("symmetric"), std::string::npos) << p.err().message;
+  EXPECT_NE(p.error().message.find("symmetric"), std::string::npos) << p.error().message;
 }
 
 TEST(Model, ParentAfterChildIsNotATree) {
@@ -89,8 +89,8 @@ TEST(Model, ParentAfterChildIsNotATree) {
   t.parent = {-1, 3, 0, 0};
   auto r = validate(t);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.err().code, errc::not_a_tree);
-  EXPECT_NE(r.err().message.find("/r/a"), std::string::npos);
+  EXPECT_EQ(r.error().code, errc::not_a_tree);
+  EXPECT_NE(r.error().message.find("/r/a"), std::string::npos);
 }
 
 // The cost function against a from-scratch recomputation, over every mapping of small trees.

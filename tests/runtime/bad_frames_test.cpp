@@ -96,7 +96,7 @@ struct node_fixture {
     o.peers = {{"b", dir.ipc("b"), ""}};
     o.max_frame_bytes = 64 << 10;
     auto t = transport::start(o, rec.make());
-    EXPECT_TRUE(t.ok());
+    EXPECT_TRUE(t.has_value());
     node = std::move(*t);
   }
   // Waits until the counter read by `get` reaches `n` (bounded). Log lines wake the wait, but the

@@ -33,11 +33,11 @@ TEST(Curve, AuthorisedPeersLinkAndExchangeEnvelopes) {
   recorder ra, rb;
   auto a = transport::start(curve_options(dir, "a", ka, {{"b", &kb}}, {&kb}), ra.make());
   auto b = transport::start(curve_options(dir, "b", kb, {{"a", &ka}}, {&ka}), rb.make());
-  ASSERT_TRUE(a.ok()) << a.error().what();
-  ASSERT_TRUE(b.ok()) << b.error().what();
-  ASSERT_TRUE((*a)->wait_until_up("b", 10s).ok());
-  ASSERT_TRUE((*b)->wait_until_up("a", 10s).ok());
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*a)->send("b", make_envelope(i)).ok());
+  ASSERT_TRUE(a.has_value()) << a.error().what();
+  ASSERT_TRUE(b.has_value()) << b.error().what();
+  ASSERT_TRUE((*a)->wait_until_up("b", 10s).has_value());
+  ASSERT_TRUE((*b)->wait_until_up("a", 10s).has_value());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*a)->send("b", make_envelope(i)).has_value());
   ASSERT_TRUE(rb.wait([&] { return rb.got["a"].size() == 100; }));
   EXPECT_EQ(rb.order_errors, 0u);
   EXPECT_EQ((*a)->rejects().auth, 0u);
@@ -53,11 +53,11 @@ TEST(Curve, APeerWithoutAnAuthorisedKeyIsRejectedAndLogged) {
   auto a = transport::start(curve_options(dir, "a", ka, {{"b", &kb}, {"c", &kc}}, {&kb}), ra.make());
   auto b = transport::start(curve_options(dir, "b", kb, {{"a", &ka}}, {&ka}), rb.make());
   auto c = transport::start(curve_options(dir, "c", kc, {{"a", &ka}}, {&ka}), rc.make());
-  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
   ASSERT_TRUE(ra.wait([&] { return ra.logged_locked("rejected unauthorised frame"); }, 10s));
   EXPECT_TRUE(ra.logged(kc.k.public_key + " is not authorised"));
   EXPECT_GE((*a)->rejects().auth, 1u);
-  ASSERT_TRUE((*a)->wait_until_up("b", 10s).ok());
+  ASSERT_TRUE((*a)->wait_until_up("b", 10s).has_value());
   EXPECT_EQ(ra.locked(ra.ups, "c"), 0);
   EXPECT_FALSE((*a)->stats("c").up);
   EXPECT_EQ(ra.locked(ra.count, "c"), 0u);
@@ -72,7 +72,7 @@ TEST(Curve, APeerWhoseKeyIsNotTheOneConfiguredForItsNameIsRefused) {
   recorder ra, rb;
   auto a = transport::start(curve_options(dir, "a", ka, {{"b", &wrong}}, {&kb}), ra.make());
   auto b = transport::start(curve_options(dir, "b", kb, {{"a", &ka}}, {&ka}), rb.make());
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a.has_value() && b.has_value());
   ASSERT_TRUE(ra.wait([&] { return ra.logged_locked("rejected impersonating frame from `b`"); }, 10s));
   EXPECT_GE((*a)->rejects().auth, 1u);
   EXPECT_FALSE((*a)->stats("b").up);
@@ -86,19 +86,19 @@ TEST(Curve, KeyFilesRoundTripAndBadFilesNameTheFault) {
   EXPECT_TRUE(is_z85_key(keys.public_key));
   EXPECT_TRUE(is_z85_key(keys.secret_key));
   const std::string base = (dir.path / "n1").string();
-  ASSERT_TRUE(write_key_files(base, keys).ok());
+  ASSERT_TRUE(write_key_files(base, keys).has_value());
   EXPECT_EQ(*read_key_file(base + ".pub"), keys.public_key);
   EXPECT_EQ(*read_key_file(base + ".key"), keys.secret_key);
   EXPECT_EQ(std::filesystem::status(base + ".key").permissions() & std::filesystem::perms::others_read,
             std::filesystem::perms::none);
   auto again = write_key_files(base, keys);
-  ASSERT_FALSE(again.ok());
+  ASSERT_FALSE(again.has_value());
   EXPECT_NE(again.error().message.find("exists"), std::string::npos);
   std::ofstream(base + ".bad") << "not-a-key\n";
   auto bad = read_key_file(base + ".bad");
-  ASSERT_FALSE(bad.ok());
+  ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find(base + ".bad line 1"), std::string::npos);
-  EXPECT_FALSE(read_key_file(base + ".missing").ok());
+  EXPECT_FALSE(read_key_file(base + ".missing").has_value());
 }
 
 }  // namespace

@@ -23,13 +23,13 @@ struct pair_fixture {
   }
   void start(transport_options oa, transport_options ob) {
     auto ta = transport::start(std::move(oa), ra.make());
-    ASSERT_TRUE(ta.ok()) << ta.error().what();
+    ASSERT_TRUE(ta.has_value()) << ta.error().what();
     auto tb = transport::start(std::move(ob), rb.make());
-    ASSERT_TRUE(tb.ok()) << tb.error().what();
+    ASSERT_TRUE(tb.has_value()) << tb.error().what();
     a = std::move(*ta);
     b = std::move(*tb);
-    ASSERT_TRUE(a->wait_until_up("b", 10s).ok());
-    ASSERT_TRUE(b->wait_until_up("a", 10s).ok());
+    ASSERT_TRUE(a->wait_until_up("b", 10s).has_value());
+    ASSERT_TRUE(b->wait_until_up("a", 10s).has_value());
   }
 };
 
@@ -37,7 +37,7 @@ TEST(Transport, DeliversInSendOrderWithConsecutiveSequenceNumbers) {
   pair_fixture f;
   f.start(f.options("a", "b"), f.options("b", "a"));
   constexpr std::uint64_t n = 20000;
-  for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i, 8 + i % 100)).ok());
+  for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i, 8 + i % 100)).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == n; }));
   std::lock_guard lk(f.rb.mu);
   const auto& got = f.rb.got["a"];
@@ -66,9 +66,9 @@ TEST(Transport, CarriesEveryEnvelopeFieldUnchanged) {
   e.topic = "net/carry";
   e.extra = {"/chip/regs", "", std::string(300, 'x')};
   e.payload = shared_bytes::copy_of(std::string("\0binary\xff", 8));
-  ASSERT_TRUE(f.a->send("b", e).ok());
+  ASSERT_TRUE(f.a->send("b", e).has_value());
   envelope empty;  // no payload at all
-  ASSERT_TRUE(f.a->send("b", empty).ok());
+  ASSERT_TRUE(f.a->send("b", empty).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == 2; }));
   std::lock_guard lk(f.rb.mu);
   const envelope& g = f.rb.got["a"][0];
@@ -90,9 +90,9 @@ TEST(Transport, CoalescesQueuedEnvelopesIntoBatchesOfAtMostMaxBatch) {
   gate held;
   f.ra.on_envelope_hook = [&](const std::string&, const envelope&) { held.pass(); };
   f.start(oa, f.options("b", "a"));
-  ASSERT_TRUE(f.b->send("a", make_envelope(0)).ok());
+  ASSERT_TRUE(f.b->send("a", make_envelope(0)).has_value());
   ASSERT_TRUE(held.wait_reached(10s));
-  for (std::uint64_t i = 0; i < 500; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  for (std::uint64_t i = 0; i < 500; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   held.release();
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == 500; }));
   EXPECT_EQ(f.a->stats("b").batches_sent, 5u);
@@ -108,10 +108,10 @@ TEST(Transport, SendBlocksWhenTheCreditWindowIsFullUntilTheReceiverDelivers) {
   gate held;
   f.rb.on_envelope_hook = [&](const std::string&, const envelope&) { held.pass(); };
   f.start(oa, f.options("b", "a"));
-  for (std::uint64_t i = 0; i < 32; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  for (std::uint64_t i = 0; i < 32; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   std::atomic<bool> sent{false};
   std::thread extra([&] {
-    EXPECT_TRUE(f.a->send("b", make_envelope(32)).ok());
+    EXPECT_TRUE(f.a->send("b", make_envelope(32)).has_value());
     sent = true;
   });
   while (f.a->stats("b").credit_waits == 0) std::this_thread::yield();  // the 33rd send is waiting
@@ -132,12 +132,12 @@ TEST(Transport, CreditReturnsWhenTheLastCopyOfAReceiptIsReleased) {
   oa.credit_window = 16;
   f.rb.hold_receipts = true;
   f.start(oa, f.options("b", "a"));
-  for (std::uint64_t i = 0; i < 16; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  for (std::uint64_t i = 0; i < 16; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 16; }));
   EXPECT_TRUE(f.a->window_full("b"));
   std::atomic<bool> sent{false};
   std::thread extra([&] {
-    EXPECT_TRUE(f.a->send("b", make_envelope(16)).ok());
+    EXPECT_TRUE(f.a->send("b", make_envelope(16)).has_value());
     sent = true;
   });
   while (f.a->stats("b").credit_waits == 0) std::this_thread::yield();  // the 17th send is waiting
@@ -166,7 +166,7 @@ TEST(Transport, NeverBlockSendsGoBeyondTheWindowAndOnCreditSaysWhenItReopens) {
   oa.credit_window = 16;
   f.rb.hold_receipts = true;
   f.start(oa, f.options("b", "a"));
-  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i), never_block).ok());
+  for (std::uint64_t i = 0; i < 100; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i), never_block).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 100; }));
   EXPECT_EQ(f.a->stats("b").max_outstanding, 100u);
   EXPECT_EQ(f.a->stats("b").credit_waits, 0u);
@@ -196,13 +196,13 @@ TEST(Heartbeat, AStalledPeerDeclaredLostComesBackWithBothDirectionsWorking) {
     if (index_of(e) == 5) stall.pass();  // b's I/O thread stalls: no heartbeats, no reading
   };
   f.start(oa, ob);
-  for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.downs["b"] == 1; }, 5s));
   stall.release();
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.ups["b"] == 2; }, 5s));
   EXPECT_EQ(f.rb.locked(f.rb.downs, "a"), 0);  // b never gave the link up
-  for (std::uint64_t i = 100; i < 164; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
-  for (std::uint64_t i = 200; i < 264; ++i) ASSERT_TRUE(f.b->send("a", make_envelope(i)).ok());
+  for (std::uint64_t i = 100; i < 164; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
+  for (std::uint64_t i = 200; i < 264; ++i) ASSERT_TRUE(f.b->send("a", make_envelope(i)).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 6 + 64; }));
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.count["b"] == 64; }));
   std::lock_guard lk(f.rb.mu);
@@ -227,7 +227,7 @@ TEST(Transport, FastSenderSlowReceiverStaysWithinTheWindowAndLosesNothing) {
   };
   f.start(oa, f.options("b", "a"));
   constexpr std::uint64_t n = 20000;
-  for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i, 256)).ok());
+  for (std::uint64_t i = 0; i < n; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i, 256)).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == n; }, 60s));
   const auto s = f.a->stats("b");
   EXPECT_LE(s.max_outstanding, 64u);
@@ -250,13 +250,13 @@ TEST(Transport, ThreeNodesDeliverEveryMessageInPerPairOrder) {
     }
     rec[i].keep = false;
     auto r = transport::start(o, rec[i].make());
-    ASSERT_TRUE(r.ok()) << r.error().what();
+    ASSERT_TRUE(r.has_value()) << r.error().what();
     t[i] = std::move(*r);
   }
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
       if (j != i) {
-        ASSERT_TRUE(t[i]->wait_until_up(names[j], 10s).ok());
+        ASSERT_TRUE(t[i]->wait_until_up(names[j], 10s).has_value());
       }
     }
   }
@@ -268,7 +268,7 @@ TEST(Transport, ThreeNodesDeliverEveryMessageInPerPairOrder) {
       for (std::uint64_t k = 0; k < per_link; ++k) {
         for (int j = 0; j < 3; ++j) {
           if (j != i) {
-            ASSERT_TRUE(t[i]->send(names[j], e).ok());
+            ASSERT_TRUE(t[i]->send(names[j], e).has_value());
           }
         }
       }
@@ -307,7 +307,7 @@ TEST(Heartbeat, PeerStoppedIsReportedWithinTheTimeoutAndSendsThenFail) {
   EXPECT_LT(took, 500ms) << "detected after " << std::chrono::duration<double>(took).count() << " s";
   EXPECT_TRUE(f.ra.logged("peer `b` lost"));
   auto r = f.a->send("b", make_envelope(1));
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, errc::io);
   EXPECT_EQ(f.a->stats("b").send_failures, 1u);
 }
@@ -319,17 +319,17 @@ TEST(Heartbeat, LinkRecoversWithAFreshSessionWhenThePeerReturns) {
   auto ob = f.options("b", "a");
   ob.heartbeat_timeout = 300ms;
   f.start(oa, ob);
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == 10; }));
   f.b->stop();
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.downs["b"] == 1; }, 5s));
   f.b.reset();
   recorder rb2;
   auto tb = transport::start(ob, rb2.make());
-  ASSERT_TRUE(tb.ok()) << tb.error().what();
+  ASSERT_TRUE(tb.has_value()) << tb.error().what();
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.ups["b"] == 2; }, 10s));
-  ASSERT_TRUE((*tb)->wait_until_up("a", 10s).ok());
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(100 + i)).ok());
+  ASSERT_TRUE((*tb)->wait_until_up("a", 10s).has_value());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(100 + i)).has_value());
   ASSERT_TRUE(rb2.wait([&] { return rb2.got["a"].size() == 5; }));
   std::lock_guard lk(rb2.mu);
   EXPECT_EQ(rb2.got["a"][0].sequence, 1u);  // a new session starts at 1
@@ -348,20 +348,20 @@ TEST(Transport, WorksOverTcpLoopbackWithAnEphemeralPort) {
   oa.self = "a";
   oa.bind_endpoint = "tcp://127.0.0.1:*";
   auto probe = transport::start(ob, rb.make());
-  ASSERT_TRUE(probe.ok()) << probe.error().what();
+  ASSERT_TRUE(probe.has_value()) << probe.error().what();
   const std::string b_ep = (*probe)->bound_endpoint();
   oa.peers = {{"b", b_ep, ""}};
   auto ta = transport::start(oa, ra.make());
-  ASSERT_TRUE(ta.ok()) << ta.error().what();
+  ASSERT_TRUE(ta.has_value()) << ta.error().what();
   (*probe)->stop();
   probe->reset();
   ob.bind_endpoint = b_ep;
   ob.peers = {{"a", (*ta)->bound_endpoint(), ""}};
   auto tb = transport::start(ob, rb.make());
-  ASSERT_TRUE(tb.ok()) << tb.error().what();
-  ASSERT_TRUE((*ta)->wait_until_up("b", 10s).ok());
-  ASSERT_TRUE((*tb)->wait_until_up("a", 10s).ok());
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*ta)->send("b", make_envelope(i, 4096)).ok());
+  ASSERT_TRUE(tb.has_value()) << tb.error().what();
+  ASSERT_TRUE((*ta)->wait_until_up("b", 10s).has_value());
+  ASSERT_TRUE((*tb)->wait_until_up("a", 10s).has_value());
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE((*ta)->send("b", make_envelope(i, 4096)).has_value());
   ASSERT_TRUE(rb.wait([&] { return rb.got["a"].size() == 100; }));
   EXPECT_EQ(rb.order_errors, 0u);
 }
@@ -369,7 +369,7 @@ TEST(Transport, WorksOverTcpLoopbackWithAnEphemeralPort) {
 TEST(Transport, RejectsInvalidOptionsNamingTheFault) {
   auto fails_with = [](transport_options o, const std::string& needle) {
     auto r = transport::start(std::move(o), {});
-    ASSERT_FALSE(r.ok()) << needle;
+    ASSERT_FALSE(r.has_value()) << needle;
     EXPECT_EQ(r.error().code, errc::invalid_argument);
     EXPECT_NE(r.error().message.find(needle), std::string::npos) << r.error().message;
   };
@@ -407,9 +407,9 @@ TEST(Transport, SendToAnUnknownPeerIsAnError) {
   o.self = "a";
   o.bind_endpoint = dir.ipc("a");
   auto t = transport::start(o, {});
-  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.has_value());
   auto r = (*t)->send("nobody", make_envelope(0));
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, errc::invalid_argument);
   EXPECT_NE(r.error().message.find("`nobody`"), std::string::npos);
 }
@@ -420,11 +420,11 @@ TEST(Transport, BindingAnEndpointInUseIsAnIoError) {
   o.self = "a";
   o.bind_endpoint = "tcp://127.0.0.1:*";
   auto t = transport::start(o, {});
-  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.has_value());
   o.self = "b";
   o.bind_endpoint = (*t)->bound_endpoint();
   auto t2 = transport::start(o, {});
-  ASSERT_FALSE(t2.ok());
+  ASSERT_FALSE(t2.has_value());
   EXPECT_EQ(t2.error().code, errc::io);
   EXPECT_NE(t2.error().message.find(o.bind_endpoint), std::string::npos);
 }

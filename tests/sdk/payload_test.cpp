@@ -31,7 +31,7 @@ TEST(Payload, TypedRoundTrip) {
     text = r.getText().cStr();
     last = r.getItems()[2];
   });
-  ASSERT_TRUE(ok.ok()) << ok.error().what();
+  ASSERT_TRUE(ok.has_value()) << ok.error().what();
   EXPECT_EQ(value, 42u);
   EXPECT_EQ(text, "carry");
   EXPECT_EQ(last, 14u);
@@ -42,9 +42,9 @@ TEST(Payload, GarbageFailsValidationWithAClearError) {
   std::string garbage("\x00\x00\x00\x00\xff\xff\xff\x0f" "abcdefgh", 16);
   bool called = false;
   auto r = read_as<Sample>(payload::copy_of(garbage), "topic `net/x`", [&](Sample::Reader) { called = true; });
-  ASSERT_FALSE(r.ok());
+  ASSERT_FALSE(r.has_value());
   EXPECT_FALSE(called);
-  EXPECT_EQ(r.error().code, errc::invalid_payload);
+  EXPECT_EQ(r.error().code, sdk::errc::invalid_payload);
   EXPECT_NE(r.error().message.find("topic `net/x`"), std::string::npos) << r.error().message;
 }
 
@@ -53,13 +53,13 @@ TEST(Payload, TruncatedMessageFailsValidation) {
   auto bytes = p.bytes();
   auto cut = payload::copy_of(bytes.subspan(0, bytes.size() - 16));
   auto r = read_as<Sample>(cut, "topic `t`", [](Sample::Reader r) { (void)r.getText(); });
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code, errc::invalid_payload);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, sdk::errc::invalid_payload);
 }
 
 TEST(Payload, EmptyPayloadFailsValidation) {
   auto r = read_as<Sample>(payload{}, "topic `t`", [](Sample::Reader) {});
-  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(r.has_value());
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ class listener : public leaf {
     auto ok = ctx.subscribe(filter_, [this, &ctx](const delivery& d) {
       rec_->add(ctx.path() + " got " + d.topic() + " from " + d.sender());
     });
-    ASSERT_TRUE(ok.ok()) << ok.error().what();
+    ASSERT_TRUE(ok.has_value()) << ok.error().what();
   }
 
  private:
@@ -36,14 +36,14 @@ class talker : public leaf {
   talker(std::shared_ptr<recorder> rec, std::string topic, scope where)
       : rec_(std::move(rec)), topic_(std::move(topic)), where_(std::move(where)) {}
   void on_start(context& ctx) override {
-    ASSERT_TRUE(ctx.subscribe("done", [&ctx](const delivery&) { ctx.quit(0); }).ok());
+    ASSERT_TRUE(ctx.subscribe("done", [&ctx](const delivery&) { ctx.quit(0); }).has_value());
     // Siblings start after us; post so that their on_start (and subscriptions) run first is not
     // guaranteed, so wait for the root's start signal instead.
     ASSERT_TRUE(ctx.subscribe("go", [this, &ctx](const delivery&) {
       auto ok = ctx.publish(topic_, std::string_view("payload"), where_);
-      ASSERT_TRUE(ok.ok()) << ok.error().what();
-      ASSERT_TRUE(ctx.publish("done", std::string_view(""), scope::self()).ok());
-    }).ok());
+      ASSERT_TRUE(ok.has_value()) << ok.error().what();
+      ASSERT_TRUE(ctx.publish("done", std::string_view(""), scope::self()).has_value());
+    }).has_value());
   }
 
  private:
@@ -65,7 +65,7 @@ class starter : public leaf {
  private:
   void go_when_ready(context& ctx) {
     if (started_->load() >= leaves_) {
-      ASSERT_TRUE(ctx.publish("go", std::string_view(""), scope::root()).ok());
+      ASSERT_TRUE(ctx.publish("go", std::string_view(""), scope::root()).has_value());
       return;
     }
     ctx.post([this, &ctx] { go_when_ready(ctx); });
@@ -164,14 +164,14 @@ class burst : public leaf {
       for (int k = 0; k < n_; ++k) {
         auto p = payload::build<Sample>([k](Sample::Builder b) { b.setValue(static_cast<std::uint64_t>(k)); });
         ASSERT_TRUE(ctx.publish<Sample>("seq", [k](Sample::Builder b) { b.setValue(static_cast<std::uint64_t>(k)); },
-                                        scope::parent()).ok());
+                                        scope::parent()).has_value());
       }
-      ASSERT_TRUE(ctx.publish("shared", shared, scope::parent()).ok());
+      ASSERT_TRUE(ctx.publish("shared", shared, scope::parent()).has_value());
       return;
     }
     std::string path = "/app/sub" + std::to_string(i);
     ctx.request(path, "ready", payload{}, std::chrono::seconds(10), [this, &ctx, i](result<payload> r) {
-      ASSERT_TRUE(r.ok()) << r.error().what();
+      ASSERT_TRUE(r.has_value()) << r.error().what();
       ping(ctx, i + 1);
     });
   }
@@ -189,12 +189,12 @@ class ordered_sub : public leaf {
       if (r.getValue() != next_) rec_->add(ctx.path() + " out of order: " + std::to_string(r.getValue()));
       if (d.sequence() != next_ + 1) rec_->add(ctx.path() + " bad sequence " + std::to_string(d.sequence()));
       ++next_;
-    }).ok());
+    }).has_value());
     ASSERT_TRUE(ctx.subscribe("shared", [this, &ctx](const delivery& d) {
       kept_->push_back(d.data());  // only touched after the run (read in the test thread) ...
       if (next_ != static_cast<std::uint64_t>(n_)) rec_->add(ctx.path() + " shared before all seq");
       if (rec_->bump("shared") == 2) ctx.quit(0);
-    }).ok());
+    }).has_value());
   }
 
  private:
@@ -240,7 +240,7 @@ class fast_publisher : public leaf {
   void burst(context& ctx) {
     for (int k = 0; k < 100 && sent_ < n_; ++k, ++sent_) {
       s_->published.fetch_add(1);
-      ASSERT_TRUE(ctx.publish("flow", std::string_view("x"), scope::parent()).ok());
+      ASSERT_TRUE(ctx.publish("flow", std::string_view("x"), scope::parent()).has_value());
     }
     if (sent_ < n_) ctx.post([this, &ctx] { burst(ctx); });
   }
@@ -259,7 +259,7 @@ class slow_subscriber : public leaf {
       while (std::chrono::steady_clock::now() < until) {
       }
       if (got == n_) ctx.quit(0);
-    }).ok());
+    }).has_value());
   }
 
  private:
@@ -289,14 +289,14 @@ class bad_publisher : public leaf {
   void on_start(context& ctx) override {
     for (const char* t : {"", "a//b", "a/#", "a/+", "#/a", "a\x01"}) {
       auto r = ctx.publish(t, std::string_view("x"));
-      rec_->add(r.ok() ? std::string("accepted topic ") + t : r.error().what());
+      rec_->add(r.has_value() ? std::string("accepted topic ") + t : r.error().what());
     }
     auto r = ctx.publish("ok", std::string_view("x"), scope::at("/app/other"));
-    rec_->add(r.ok() ? "accepted sibling scope" : r.error().what());
+    rec_->add(r.has_value() ? "accepted sibling scope" : r.error().what());
     r = ctx.publish("ok", std::string_view("x"), scope::at("/app/nope"));
-    rec_->add(r.ok() ? "accepted unknown scope" : r.error().what());
+    rec_->add(r.has_value() ? "accepted unknown scope" : r.error().what());
     auto s = ctx.subscribe("a/#/b", [](const delivery&) {});
-    rec_->add(s.ok() ? "accepted filter" : s.error().what());
+    rec_->add(s.has_value() ? "accepted filter" : s.error().what());
     ctx.quit(0);
   }
 
@@ -330,7 +330,7 @@ class typed_sub : public leaf {
           rec_->add(e.what());
           ctx.quit(0);
         });
-    ASSERT_TRUE(ok.ok());
+    ASSERT_TRUE(ok.has_value());
     ctx.serve("ready", [](const payload&) -> result<payload> { return payload{}; });
   }
 
@@ -342,9 +342,9 @@ class garbage_pub : public leaf {
  public:
   void on_start(context& ctx) override {
     ctx.request("/app/sub", "ready", payload{}, std::chrono::seconds(10), [&ctx](result<payload> r) {
-      ASSERT_TRUE(r.ok());
-      ASSERT_TRUE(ctx.publish<Sample>("typed", [](Sample::Builder b) { b.setValue(7); }).ok());
-      ASSERT_TRUE(ctx.publish("typed", std::string_view("\x00\x00\x00\x00\xff\xff\xff\x0fjunkjunk", 16)).ok());
+      ASSERT_TRUE(r.has_value());
+      ASSERT_TRUE(ctx.publish<Sample>("typed", [](Sample::Builder b) { b.setValue(7); }).has_value());
+      ASSERT_TRUE(ctx.publish("typed", std::string_view("\x00\x00\x00\x00\xff\xff\xff\x0fjunkjunk", 16)).has_value());
     });
   }
 };

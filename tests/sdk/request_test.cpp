@@ -22,7 +22,7 @@ class server : public leaf {
       std::string s = text(p);
       return payload::copy_of(std::string(s.rbegin(), s.rend()));
     });
-    ctx.serve("fail", [](const payload&) -> result<payload> { return error{errc::invalid_argument, "no thanks"}; });
+    ctx.serve("fail", [](const payload&) -> result<payload> { return error{sdk::errc::invalid_argument, "no thanks"}; });
     ctx.serve("stall", [this](const payload&) -> result<payload> {
       gate_->wait();
       return payload{};
@@ -41,7 +41,7 @@ class client : public leaf {
     using namespace std::chrono_literals;
     auto record = [this](const char* what) {
       return [this, what](result<payload> r) {
-        rec_->add(std::string(what) + ": " + (r.ok() ? "ok " + text(*r) : r.error().what()));
+        rec_->add(std::string(what) + ": " + (r.has_value() ? "ok " + text(*r) : r.error().what()));
       };
     };
     ctx.request("/app/server", "echo", payload::copy_of(std::string_view("abc")), 10s, record("echo"));

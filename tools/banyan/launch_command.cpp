@@ -57,7 +57,7 @@ void flush_lines(std::string& buf, const std::string& node, FILE* to, bool all) 
 int run(const options& o) {
   auto d = partitioner::load_deployment(o.deployment);
   if (!d) {
-    std::fprintf(stderr, "banyan launch: %s\n", d.err().message.c_str());
+    std::fprintf(stderr, "banyan launch: %s\n", d.error().message.c_str());
     return 2;
   }
   if (o.command.empty()) {

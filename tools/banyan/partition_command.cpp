@@ -59,11 +59,11 @@ int run(const options& o) {
   if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
   else if (o.unit != "messages") return fail("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
   auto t = bp::load_profile(o.profile, po);
-  if (!t) return fail(t.err().message);
+  if (!t) return fail(t.error().message);
   auto c = bp::load_cluster(o.cluster);
-  if (!c) return fail(c.err().message);
+  if (!c) return fail(c.error().message);
   auto pr = bp::make_problem(std::move(*t), std::move(*c));
-  if (!pr) return fail(o.profile + " on " + o.cluster + ": " + pr.err().message);
+  if (!pr) return fail(o.profile + " on " + o.cluster + ": " + pr.error().message);
   const bp::problem& p = *pr;
 
   std::vector<std::string> names;
@@ -72,7 +72,7 @@ int run(const options& o) {
   } else {
     std::stringstream ss(o.algo);
     for (std::string a; std::getline(ss, a, ',');) {
-      if (auto ok = bp::make_algorithm(a); !ok) return fail(ok.err().message);
+      if (auto ok = bp::make_algorithm(a); !ok) return fail(ok.error().message);
       names.push_back(a);
     }
   }

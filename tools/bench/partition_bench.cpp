@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
         generator_options g{.components = n, .seed = s * 1000 + k, .nodes = k, .slack = slack, .rack_size = rack, .with_paths = n <= 100000};
         const tree t = generate_tree(g);
         auto p = make_problem(t, generate_cluster(t, g));
-        if (!p) { std::fprintf(stderr, "n=%zu k=%zu seed=%zu: %s\n", n, k, s, p.err().message.c_str()); return 1; }
+        if (!p) { std::fprintf(stderr, "n=%zu k=%zu seed=%zu: %s\n", n, k, s, p.error().message.c_str()); return 1; }
         std::map<std::string, solution> got;
         for (const auto& a : algos) got[a] = *solve(a, *p, {.timeout_s = exact_timeout, .seed = s});
         double reference = INFINITY;

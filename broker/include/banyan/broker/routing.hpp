@@ -15,7 +15,7 @@
 // Cost: plan() is O(matching subscriptions + path lengths); record() is two relaxed atomic adds.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/broker/error.hpp"
 #include "banyan/broker/topic.hpp"
 #include "banyan/broker/tree.hpp"
 

@@ -2,7 +2,7 @@
 // nothing outside it. Every scope names the publisher itself or one of its ancestors.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/broker/error.hpp"
 #include "banyan/broker/tree.hpp"
 
 #include <string>

@@ -6,7 +6,7 @@
 // Zeek Broker and ZeroMQ SUB). Both are values: cheap to copy, compared by their text.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/broker/error.hpp"
 
 #include <string>
 #include <string_view>

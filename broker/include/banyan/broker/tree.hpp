@@ -6,7 +6,7 @@
 // (v != 0) is the edge v—parent(v) and is identified by v itself.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/broker/error.hpp"
 
 #include <cstdint>
 #include <string>

@@ -81,9 +81,9 @@ struct problem {
 result<problem> make_problem(tree t, cluster c);
 
 // Checks the tree invariant and values (non-negative, finite, sizes agree); names the vertex.
-status_or_error validate(const tree& t);
+result<void> validate(const tree& t);
 // Checks the link-cost matrix shape and values, unique node names; names the node.
-status_or_error validate(const cluster& c);
+result<void> validate(const cluster& c);
 
 using mapping = std::vector<node_id>;  // node of each vertex
 

@@ -2,7 +2,7 @@
 // `banyan keygen` writes them; the deployment names each node's key files.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/runtime/error.hpp"
 
 #include <string>
 

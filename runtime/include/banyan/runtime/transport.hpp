@@ -24,7 +24,7 @@
 //    are rejected at the handshake, logged and counted.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/runtime/error.hpp"
 #include "banyan/runtime/bytes.hpp"
 
 #include <chrono>

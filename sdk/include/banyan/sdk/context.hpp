@@ -4,7 +4,7 @@
 // hooks and handlers (the actor's thread of control), never from other threads.
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/broker/error.hpp"
 #include "banyan/broker/routing.hpp"
 #include "banyan/broker/scope.hpp"
 #include "banyan/sdk/payload.hpp"

@@ -5,7 +5,7 @@
 // flat-array form; raw bytes are allowed too (and are what crosses node links, unchanged).
 #pragma once
 
-#include "banyan/broker/result.hpp"
+#include "banyan/sdk/error.hpp"
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
@@ -60,7 +60,7 @@ result<void> read_as(const payload& p, const std::string& what, Use&& use) {
     use(root);
     return {};
   } catch (const kj::Exception& e) {
-    return error{errc::invalid_payload, what + ": payload of " + std::to_string(p.size()) +
+    return error{sdk::errc::invalid_payload, what + ": payload of " + std::to_string(p.size()) +
                                             " bytes is not a valid message: " +
                                             std::string(e.getDescription().cStr())};
   }

@@ -2,7 +2,8 @@
 #pragma once
 
 #include "banyan/broker/profile.hpp"
-#include "banyan/broker/result.hpp"
+#include "banyan/broker/error.hpp"
+#include "banyan/sdk/error.hpp"
 #include "banyan/broker/scope.hpp"
 #include "banyan/broker/topic.hpp"
 #include "banyan/sdk/app.hpp"
