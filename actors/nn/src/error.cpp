@@ -4,8 +4,8 @@ namespace banyan::nn {
 
 const char* to_string(errc code) {
   switch (code) {
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::io: return "io";
+    case errc::invalid_argument: return "invalid argument";
+    case errc::io: return "i/o error";
     case errc::corrupt: return "corrupt";
     case errc::mismatch: return "mismatch";
     case errc::unsupported: return "unsupported";

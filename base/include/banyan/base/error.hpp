@@ -38,7 +38,7 @@ class error_code {
         value_(static_cast<std::uint32_t>(code)) {}
 
   std::string_view module() const { return module_; }
-  // The enumerator's name, e.g. "invalid_topic".
+  // The code's short description from the module's to_string, e.g. "invalid topic".
   std::string_view name() const { return name_; }
 
   // The code as `Enum` when it comes from Enum's module; nullopt when another module raised it.
@@ -64,15 +64,16 @@ struct error {
   error_code code;
   std::string message;
 
-  // "invalid_topic: topic `a/#/b`: `#` must be the last level"
+  // "invalid topic: topic `a/#/b`: `#` must be the last level"
   std::string what() const { return std::string(code.name()) + ": " + message; }
   friend bool operator==(const error&, const error&) = default;
 };
 
 }  // namespace banyan
 
-// Registers `Enum` (fully qualified) as module `module_name`'s error codes. `to_string(Enum)` must be
-// findable by argument-dependent lookup and return the enumerator's name (static storage).
+// Registers `Enum` (fully qualified) as module `module_name`'s error codes. Use it at global scope.
+// `to_string(Enum)` must be findable by argument-dependent lookup and return the code's short
+// description in lower case ("invalid topic", "i/o error"), with static storage.
 #define BANYAN_ERROR_ENUM(Enum, module_name)                           \
   template <>                                                          \
   struct banyan::error_enum_traits<Enum> {                             \

@@ -17,7 +17,7 @@ enum class errc {
   unsupported,       // a valid request this build or machine cannot serve (no CUDA, no GPU)
 };
 
-// The enumerator's name ("invalid_argument").
+// A short description ("invalid argument", "i/o error").
 const char* to_string(errc code);
 
 }  // namespace banyan::nn

@@ -18,7 +18,7 @@ enum class errc {
   io,           // a file cannot be read (the tools that load schedules and costs)
 };
 
-// The enumerator's name ("parse").
+// A short description ("parse error", "deadlock").
 const char* to_string(errc code);
 
 }  // namespace banyan::pipeline
