@@ -7,10 +7,10 @@
 namespace banyan {
 
 
-region_plan plan_region(const component_tree& tree, const route& r, const std::vector<node_index>& node_of,
+region_plan plan_region(const component_tree& tree, const route& r, const std::vector<node_id>& node_of,
                         routing_mode mode, vertex_id entry, vertex_id from) {
   region_plan plan;
-  node_index self = node_of[entry];
+  node_id self = node_of[entry];
   const auto& targets = r.targets();
   switch (mode) {
     case routing_mode::flat_p2p:
@@ -29,7 +29,7 @@ region_plan plan_region(const component_tree& tree, const route& r, const std::v
       return plan;
     case routing_mode::flat_node: {
       // One copy per subscribing node, straight from the publisher; a node delivers to all its targets.
-      std::set<node_index> sent;
+      std::set<node_id> sent;
       for (std::uint32_t i = 0; i < targets.size(); ++i) {
         vertex_id t = targets[i].component;
         if (node_of[t] == self) plan.local_targets.push_back(i);
@@ -72,25 +72,25 @@ region_plan plan_region(const component_tree& tree, const route& r, const std::v
   return plan;
 }
 
-std::map<std::pair<node_index, node_index>, link_count> predict_crossings(const component_tree& tree,
+std::map<std::pair<node_id, node_id>, link_count> predict_crossings(const component_tree& tree,
                                                                          const std::vector<flow>& flows,
-                                                                         const std::vector<node_index>& node_of,
+                                                                         const std::vector<node_id>& node_of,
                                                                          routing_mode mode) {
-  std::map<std::pair<node_index, node_index>, link_count> out;
-  auto add = [&](node_index a, node_index b, const flow& f) {
+  std::map<std::pair<node_id, node_id>, link_count> out;
+  auto add = [&](node_id a, node_id b, const flow& f) {
     auto& c = out[{a, b}];
     c.messages += f.messages;
     c.bytes += f.bytes;
   };
   for (const auto& f : flows) {
-    node_index home = node_of[f.publisher];
+    node_id home = node_of[f.publisher];
     switch (mode) {
       case routing_mode::flat_p2p:
         for (auto t : f.targets)
           if (node_of[t] != home) add(home, node_of[t], f);
         break;
       case routing_mode::flat_node: {
-        std::set<node_index> nodes;
+        std::set<node_id> nodes;
         for (auto t : f.targets)
           if (node_of[t] != home) nodes.insert(node_of[t]);
         for (auto n : nodes) add(home, n, f);

@@ -18,7 +18,7 @@ namespace banyan::partitioner::detail {
 namespace {
 
 struct parts {
-  std::vector<vertex> root;        // root vertex of each part, top-down order
+  std::vector<vertex_id> root;     // root vertex of each part, top-down order
   std::vector<std::int32_t> of;    // part of each vertex
   std::vector<double> cpu, mem;    // load of each part
 };
@@ -30,9 +30,9 @@ parts form_parts(const problem& p, const children& ch, double cap_cpu, double ca
   std::vector<double> open_cpu(t.cpu), open_mem;
   if (mem) open_mem = t.memory;
   std::vector<char> cut(n, 0);
-  std::vector<std::pair<double, vertex>> order;
+  std::vector<std::pair<double, vertex_id>> order;
   for (std::size_t i = n; i-- > 0;) {
-    const auto v = static_cast<vertex>(i);
+    const auto v = static_cast<vertex_id>(i);
     double c = t.cpu[v], m = mem ? t.memory[v] : 0;
     for (auto it = ch.begin(v); it != ch.end(v); ++it) {
       c += open_cpu[*it];
@@ -62,7 +62,7 @@ parts form_parts(const problem& p, const children& ch, double cap_cpu, double ca
   for (std::size_t v = 0; v < n; ++v) {
     if (v == 0 || cut[v]) {
       ps.of[v] = static_cast<std::int32_t>(ps.root.size());
-      ps.root.push_back(static_cast<vertex>(v));
+      ps.root.push_back(static_cast<vertex_id>(v));
       ps.cpu.push_back(open_cpu[v]);
       ps.mem.push_back(mem ? open_mem[v] : 0);
     } else {
@@ -85,7 +85,7 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
     std::vector<std::int64_t> pos(first.begin(), first.end() - 1);
     for (std::size_t q = 1; q < np; ++q) kids[pos[ps.of[t.parent[ps.root[q]]]]++] = static_cast<std::int32_t>(q);
   }
-  std::vector<node_id> at(np, -1);
+  std::vector<node_id> at(np, no_node);
   room free(p);
   std::vector<double> cost(k);
   for (std::int32_t q : order) {
@@ -96,7 +96,7 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
     };
     if (q > 0) add(ps.of[t.parent[ps.root[q]]], t.weight[ps.root[q]]);
     for (auto i = first[q]; i < first[q + 1]; ++i) add(kids[i], t.weight[ps.root[kids[i]]]);
-    node_id best = -1;
+    node_id best = no_node;
     for (std::size_t j = 0; j < k; ++j) {
       const auto a = static_cast<node_id>(j);
       if (!free.fits(p, a, ps.cpu[q], ps.mem[q])) continue;
@@ -120,11 +120,11 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
 void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
   const auto& t = p.t;
   room free(p);
-  for (std::size_t v = 0; v < t.size(); ++v) free.take(m[v], t.cpu[v], mem_of(t, static_cast<vertex>(v)));
-  std::vector<vertex> members;
+  for (std::size_t v = 0; v < t.size(); ++v) free.take(m[v], t.cpu[v], mem_of(t, static_cast<vertex_id>(v)));
+  std::vector<vertex_id> members;
   const std::size_t kicks = 1 + r.below(3);
   for (std::size_t i = 0; i < kicks; ++i) {
-    const auto v = static_cast<vertex>(r.below(t.size()));
+    const auto v = static_cast<vertex_id>(r.below(t.size()));
     const node_id b = m[v];
     node_id j = static_cast<node_id>(r.below(p.k()));
     if (v > 0 && r.uniform() < 0.5) j = m[t.parent[v]];
@@ -139,7 +139,7 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
       }
     }
     if (!free.fits(p, j, c, mm)) continue;
-    for (vertex x : members) m[x] = j;
+    for (vertex_id x : members) m[x] = j;
     free.take(b, -c, -mm);
     free.take(j, c, mm);
   }

@@ -16,11 +16,11 @@ inline bool within(double load, double cap) { return load <= cap * (1 + 1e-9) + 
 // Children of every vertex in compressed form: children of v are kids[first[v] .. first[v+1]).
 struct children {
   std::vector<std::int64_t> first;
-  std::vector<vertex> kids;
+  std::vector<vertex_id> kids;
   explicit children(const tree& t);
-  auto begin(vertex v) const { return kids.begin() + first[v]; }
-  auto end(vertex v) const { return kids.begin() + first[v + 1]; }
-  std::size_t count(vertex v) const { return static_cast<std::size_t>(first[v + 1] - first[v]); }
+  auto begin(vertex_id v) const { return kids.begin() + first[v]; }
+  auto end(vertex_id v) const { return kids.begin() + first[v + 1]; }
+  std::size_t count(vertex_id v) const { return static_cast<std::size_t>(first[v + 1] - first[v]); }
 };
 
 // Per-node remaining capacity in both dimensions.
@@ -38,7 +38,7 @@ struct room {
   }
 };
 
-inline double mem_of(const tree& t, vertex v) { return t.has_memory() ? t.memory[v] : 0.0; }
+inline double mem_of(const tree& t, vertex_id v) { return t.has_memory() ? t.memory[v] : 0.0; }
 
 class stopwatch {
  public:

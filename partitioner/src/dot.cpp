@@ -43,7 +43,7 @@ void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_
   out << "  }\n";
   if (t.size() <= max_vertices) {
     for (std::size_t v = 0; v < t.size(); ++v) {
-      const auto x = static_cast<vertex>(v);
+      const auto x = static_cast<vertex_id>(v);
       std::string label = t.name(x);
       if (auto s = label.rfind('/'); s != std::string::npos && v > 0) label = label.substr(s + 1);
       out << "  v" << v << " [label=" << quote(label + "\\n" + num(t.cpu[v])) << ", fillcolor=\"" << colour(m[v]) << "\"];\n";
@@ -58,11 +58,11 @@ void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_
     // Fragments: maximal connected same-node pieces, drawn as one box each.
     std::vector<std::int32_t> frag(t.size());
     std::vector<double> load;
-    std::vector<vertex> top;
+    std::vector<vertex_id> top;
     for (std::size_t v = 0; v < t.size(); ++v) {
       if (v == 0 || m[v] != m[t.parent[v]]) {
         frag[v] = static_cast<std::int32_t>(top.size());
-        top.push_back(static_cast<vertex>(v));
+        top.push_back(static_cast<vertex_id>(v));
         load.push_back(0);
       } else {
         frag[v] = frag[t.parent[v]];

@@ -38,22 +38,22 @@ tree generate_tree(const generator_options& o) {
   detail::rng r(o.seed);
   tree t;
   t.parent.reserve(n);
-  t.parent.push_back(-1);
+  t.parent.push_back(no_vertex);
   std::vector<std::uint32_t> depth{0};
   std::vector<char> composite{1};
-  std::deque<vertex> open{0};
+  std::deque<vertex_id> open{0};
   while (t.parent.size() < n) {
     if (open.empty()) {
       // Everything so far is a leaf: turn the newest one into a composite and continue below it.
-      const auto last = static_cast<vertex>(t.parent.size() - 1);
+      const auto last = static_cast<vertex_id>(t.parent.size() - 1);
       composite[last] = 1;
       open.push_back(last);
     }
-    const vertex p = open.front();
+    const vertex_id p = open.front();
     open.pop_front();
     const std::size_t kids = 1 + geometric(r, o.fanout_mean - 1);
     for (std::size_t i = 0; i < kids && t.parent.size() < n; ++i) {
-      const auto v = static_cast<vertex>(t.parent.size());
+      const auto v = static_cast<vertex_id>(t.parent.size());
       t.parent.push_back(p);
       depth.push_back(depth[p] + 1);
       const bool leaf = r.uniform() < o.leaf_fraction_depth;
@@ -67,7 +67,7 @@ tree generate_tree(const generator_options& o) {
   if (o.memory) t.memory.resize(n);
   for (std::size_t v = 0; v < n; ++v) {
     const double draw = std::exp(o.load_sigma * normal(r));
-    const bool leaf = ch.count(static_cast<vertex>(v)) == 0;
+    const bool leaf = ch.count(static_cast<vertex_id>(v)) == 0;
     t.cpu[v] = std::round((leaf ? draw : draw / 20) * 1e6) / 1e9;  // CPU seconds, microsecond grain
     if (o.memory) t.memory[v] = std::round((leaf ? draw : 0.1) * 1048576);
   }
@@ -75,26 +75,26 @@ tree generate_tree(const generator_options& o) {
   const std::size_t flows = 3;
   const double per_flow = o.messages_per_leaf / flows;
   for (std::size_t v = 1; v < n; ++v) {
-    const auto x = static_cast<vertex>(v);
+    const auto x = static_cast<vertex_id>(v);
     if (ch.count(x) != 0) continue;
     for (std::size_t f = 0; f < flows; ++f) {
       const double msgs = std::floor(per_flow * (0.5 + r.uniform())) + 1;
       // Scope: the parent (local) or a random higher ancestor (long-range).
-      vertex scope = t.parent[x];
+      vertex_id scope = t.parent[x];
       if (r.uniform() >= o.locality && depth[scope] > 0) {
         const std::size_t up = 1 + r.below(depth[scope]);
         for (std::size_t i = 0; i < up; ++i) scope = t.parent[scope];
       }
       // Up from the publisher to the scope.
-      vertex from_side = x;
-      for (vertex u = x; u != scope; u = t.parent[u]) {
+      vertex_id from_side = x;
+      for (vertex_id u = x; u != scope; u = t.parent[u]) {
         t.weight[u] += msgs;
         from_side = u;
       }
       // Down: a random child of the scope (not the publisher's side if there is another), then a
       // random descent.
       const std::size_t nk = ch.count(scope);
-      vertex d = ch.kids[ch.first[scope] + r.below(nk)];
+      vertex_id d = ch.kids[ch.first[scope] + r.below(nk)];
       if (d == from_side && nk > 1) d = ch.kids[ch.first[scope] + (static_cast<std::size_t>(d - ch.kids[ch.first[scope]]) + 1) % nk];
       if (d == from_side) continue;  // only child: the message stays on the publisher's side
       t.weight[d] += msgs;
@@ -109,11 +109,11 @@ tree generate_tree(const generator_options& o) {
     std::vector<std::size_t> index_in_parent(n, 0);
     for (std::size_t p = 0; p < n; ++p) {
       std::size_t i = 0;
-      for (auto it = ch.begin(static_cast<vertex>(p)); it != ch.end(static_cast<vertex>(p)); ++it) index_in_parent[*it] = i++;
+      for (auto it = ch.begin(static_cast<vertex_id>(p)); it != ch.end(static_cast<vertex_id>(p)); ++it) index_in_parent[*it] = i++;
     }
     t.path[0] = "/" + o.root_name;
     for (std::size_t v = 1; v < n; ++v) {
-      const bool leaf = ch.count(static_cast<vertex>(v)) == 0;
+      const bool leaf = ch.count(static_cast<vertex_id>(v)) == 0;
       t.path[v] = t.path[t.parent[v]] + (leaf ? "/w" : "/g") + std::to_string(index_in_parent[v]);
     }
   }

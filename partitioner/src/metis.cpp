@@ -60,7 +60,7 @@ class metis_algorithm : public algorithm {
         adjncy.push_back(t.parent[v]);
         adjwgt.push_back(ew[v - 1]);
       }
-      for (auto it = ch.begin(static_cast<vertex>(v)); it != ch.end(static_cast<vertex>(v)); ++it) {
+      for (auto it = ch.begin(static_cast<vertex_id>(v)); it != ch.end(static_cast<vertex_id>(v)); ++it) {
         adjncy.push_back(*it);
         adjwgt.push_back(ew[*it - 1]);
       }

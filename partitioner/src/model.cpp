@@ -29,12 +29,12 @@ children::children(const tree& t) : first(t.size() + 1, 0), kids(t.size() > 0 ? 
   for (std::size_t v = 1; v < t.size(); ++v) ++first[t.parent[v] + 1];
   for (std::size_t v = 0; v < t.size(); ++v) first[v + 1] += first[v];
   std::vector<std::int64_t> pos(first.begin(), first.end() - 1);
-  for (std::size_t v = 1; v < t.size(); ++v) kids[pos[t.parent[v]]++] = static_cast<vertex>(v);
+  for (std::size_t v = 1; v < t.size(); ++v) kids[pos[t.parent[v]]++] = static_cast<vertex_id>(v);
 }
 
 }  // namespace detail
 
-std::string tree::name(vertex v) const {
+std::string tree::name(vertex_id v) const {
   if (static_cast<std::size_t>(v) < path.size()) return path[v];
   return "#" + std::to_string(v);
 }
@@ -51,7 +51,7 @@ node_id cluster::find(const std::string& name) const {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].name == name) return static_cast<node_id>(i);
   }
-  return -1;
+  return no_node;
 }
 
 result<void> validate(const tree& t) {
@@ -61,16 +61,16 @@ result<void> validate(const tree& t) {
       (!t.path.empty() && t.path.size() != n)) {
     return error{errc::invalid, "tree arrays differ in size"};
   }
-  if (t.parent[0] != -1) return error{errc::not_a_tree, "vertex 0 (" + t.name(0) + ") is not the root"};
+  if (t.parent[0] != no_vertex) return error{errc::not_a_tree, "vertex 0 (" + t.name(0) + ") is not the root"};
   for (std::size_t v = 1; v < n; ++v) {
     if (t.parent[v] < 0 || static_cast<std::size_t>(t.parent[v]) >= v) {
-      return error{errc::not_a_tree, "component " + t.name(static_cast<vertex>(v)) +
+      return error{errc::not_a_tree, "component " + t.name(static_cast<vertex_id>(v)) +
                                          ": parent index " + std::to_string(t.parent[v]) +
                                          " does not precede it"};
     }
   }
   for (std::size_t v = 0; v < n; ++v) {
-    const auto name = t.name(static_cast<vertex>(v));
+    const auto name = t.name(static_cast<vertex_id>(v));
     if (!nonneg_finite(t.cpu[v])) return error{errc::invalid, "component " + name + ": cpu load " + fmt(t.cpu[v]) + " is not a non-negative number"};
     if (!t.memory.empty() && !nonneg_finite(t.memory[v])) return error{errc::invalid, "component " + name + ": memory " + fmt(t.memory[v]) + " is not a non-negative number"};
     if (!nonneg_finite(t.weight[v])) return error{errc::invalid, "edge to " + name + ": traffic " + fmt(t.weight[v]) + " is not a non-negative number"};
@@ -150,7 +150,7 @@ result<problem> make_problem(tree t, cluster c) {
              (!mem_constrained || !t.has_memory() || t.memory[v] <= p.memory_capacity[i] * tol);
     }
     if (!fits) {
-      std::string what = "component " + t.name(static_cast<vertex>(v)) + " (cpu " + fmt(t.cpu[v]);
+      std::string what = "component " + t.name(static_cast<vertex_id>(v)) + " (cpu " + fmt(t.cpu[v]);
       if (t.has_memory()) what += ", memory " + fmt(t.memory[v]);
       return error{errc::over_capacity, what + ") is heavier than every node (largest cpu capacity " + fmt(max_cpu_node) +
                                             (mem_constrained ? ", largest memory capacity " + fmt(max_mem_node) : "") + ")"};

@@ -126,11 +126,11 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
   }
   // Breadth-first from the root; anything not reached lies on a cycle (or hangs below one).
   std::vector<std::size_t> order{root};
-  std::vector<vertex> renum(n, -1);
+  std::vector<vertex_id> renum(n, no_vertex);
   renum[root] = 0;
   for (std::size_t h = 0; h < order.size(); ++h) {
     for (std::size_t c : kids[order[h]]) {
-      renum[c] = static_cast<vertex>(order.size());
+      renum[c] = static_cast<vertex_id>(order.size());
       order.push_back(c);
     }
   }
@@ -152,7 +152,7 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
   for (std::size_t h = 0; h < n; ++h) {
     const std::size_t i = order[h];
     t.path[h] = path[i];
-    t.parent[h] = h == 0 ? -1 : renum[parent[i]];
+    t.parent[h] = h == 0 ? no_vertex : renum[parent[i]];
     t.cpu[h] = cpu[i];
     if (!t.memory.empty()) t.memory[h] = mem[i];
   }
@@ -195,7 +195,7 @@ void write_profile(std::ostream& out, const tree& t, const std::string& mode) {
   out << std::setprecision(9);
   const detail::children ch(t);
   for (std::size_t v = 0; v < t.size(); ++v) {
-    const auto x = static_cast<vertex>(v);
+    const auto x = static_cast<vertex_id>(v);
     out << "    {\"path\": " << q(t.name(x)) << ", \"parent\": " << (v == 0 ? "null" : q(t.name(t.parent[v])))
         << ", \"kind\": \"" << (ch.count(x) ? "composite" : "leaf") << "\", \"load\": {\"cpu\": " << t.cpu[v];
     if (t.has_memory()) out << ", \"memory\": " << t.memory[v];
@@ -205,7 +205,7 @@ void write_profile(std::ostream& out, const tree& t, const std::string& mode) {
   bool first = true;
   for (std::size_t v = 1; v < t.size(); ++v) {
     if (t.weight[v] == 0) continue;
-    out << (first ? "" : ",\n") << "    {\"parent\": " << q(t.name(t.parent[v])) << ", \"child\": " << q(t.name(static_cast<vertex>(v)))
+    out << (first ? "" : ",\n") << "    {\"parent\": " << q(t.name(t.parent[v])) << ", \"child\": " << q(t.name(static_cast<vertex_id>(v)))
         << ", \"messages\": " << t.weight[v] << "}";
     first = false;
   }

@@ -17,7 +17,7 @@ namespace {
 
 struct candidate {
   double delta;
-  vertex v;
+  vertex_id v;
   node_id to;
   bool single;  // vertex move rather than subtree move
 };
@@ -25,7 +25,7 @@ struct candidate {
 class refiner {
  public:
   refiner(const problem& p, mapping& m) : p_(p), t_(p.t), m_(m), ch_(p.t), free_(p) {
-    for (std::size_t v = 0; v < t_.size(); ++v) free_.take(m_[v], t_.cpu[v], mem_of(t_, static_cast<vertex>(v)));
+    for (std::size_t v = 0; v < t_.size(); ++v) free_.take(m_[v], t_.cpu[v], mem_of(t_, static_cast<vertex_id>(v)));
     eps_ = 1e-12 * std::max(1.0, max_possible_cost(p));
   }
 
@@ -46,7 +46,7 @@ class refiner {
 
   // Members of S(u) under the current mapping, into members_; returns (cpu, mem, delta to `to`).
   struct subtree_eval { double cpu = 0, mem = 0, delta = 0; };
-  subtree_eval eval_subtree(vertex u, node_id to) {
+  subtree_eval eval_subtree(vertex_id u, node_id to) {
     subtree_eval e;
     const node_id b = m_[u];
     members_.clear();
@@ -56,7 +56,7 @@ class refiner {
       e.delta += t_.weight[u] * (c(to, pa) - c(b, pa));
     }
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      const vertex x = members_[i];
+      const vertex_id x = members_[i];
       e.cpu += t_.cpu[x];
       e.mem += mem_of(t_, x);
       for (auto it = ch_.begin(x); it != ch_.end(x); ++it) {
@@ -67,7 +67,7 @@ class refiner {
     return e;
   }
 
-  double eval_single(vertex v, node_id to) const {
+  double eval_single(vertex_id v, node_id to) const {
     const node_id b = m_[v];
     double d = 0;
     if (v > 0) d += t_.weight[v] * (c(to, m_[t_.parent[v]]) - c(b, m_[t_.parent[v]]));
@@ -76,7 +76,7 @@ class refiner {
   }
 
   void move_members(node_id from, node_id to, double cpu, double mem) {
-    for (vertex x : members_) m_[x] = to;
+    for (vertex_id x : members_) m_[x] = to;
     free_.take(from, -cpu, -mem);
     free_.take(to, cpu, mem);
   }
@@ -91,10 +91,10 @@ class refiner {
     else sm_.assign(n, 0.0);
     below_.resize(n);
     for (std::size_t i = n; i-- > 0;) {
-      const auto v = static_cast<vertex>(i);
+      const auto v = static_cast<vertex_id>(i);
       const node_id b = m_[v];
       auto& L = below_[v];
-      const node_id pa = v > 0 ? m_[t_.parent[v]] : -1;
+      const node_id pa = v > 0 ? m_[t_.parent[v]] : no_node;
       auto subtree_delta = [&](node_id j) {
         double d = v > 0 ? t_.weight[v] * (c(j, pa) - c(b, pa)) : 0.0;
         for (const auto& [g, w] : L) d += w * (c(j, g) - c(b, g));
@@ -119,7 +119,7 @@ class refiner {
       }
       // Hand S(v)'s figures to the parent.
       if (v > 0) {
-        const vertex par = t_.parent[v];
+        const vertex_id par = t_.parent[v];
         if (pa == b) {
           sc_[par] += sc_[v];
           sm_[par] += sm_[v];
@@ -181,15 +181,15 @@ class refiner {
     if (blocked_.size() > 64) blocked_.resize(64);
     // Fragment tops per node: the roots of maximal same-node connected pieces, and their children
     // inside the piece (branches); these are the subtrees worth sending back.
-    std::vector<std::vector<vertex>> pool(p_.k());
+    std::vector<std::vector<vertex_id>> pool(p_.k());
     for (std::size_t v = 0; v < t_.size(); ++v) {
-      const auto x = static_cast<vertex>(v);
+      const auto x = static_cast<vertex_id>(v);
       const bool top = x == 0 || m_[t_.parent[x]] != m_[x];
       const bool branch = !top && (t_.parent[x] == 0 || m_[t_.parent[t_.parent[x]]] != m_[x]);
       if (top || branch) pool[m_[x]].push_back(x);
     }
     std::size_t moved = 0;
-    std::vector<vertex> saved;
+    std::vector<vertex_id> saved;
     for (const auto& cd : blocked_) {
       const node_id a = m_[cd.v], j = cd.to;
       if (a == j) continue;
@@ -198,11 +198,11 @@ class refiner {
       const double need_cpu = ev.cpu - free_.cpu[j];
       saved = members_;
       // Tentatively apply v -> j (capacity overshoot allowed for the moment), then find the best u.
-      for (vertex x : saved) m_[x] = j;
+      for (vertex_id x : saved) m_[x] = j;
       double best = 0;
-      vertex best_u = -1;
+      vertex_id best_u = no_vertex;
       std::size_t scanned = 0;
-      for (vertex u : pool[j]) {
+      for (vertex_id u : pool[j]) {
         if (m_[u] != j || scanned++ > 256) continue;
         if (std::find(saved.begin(), saved.end(), u) != saved.end()) continue;
         const auto eu = eval_subtree(u, a);
@@ -218,7 +218,7 @@ class refiner {
         }
       }
       if (best_u < 0) {
-        for (vertex x : saved) m_[x] = a;  // undo
+        for (vertex_id x : saved) m_[x] = a;  // undo
         continue;
       }
       free_.take(a, -ev.cpu, -ev.mem);
@@ -239,7 +239,7 @@ class refiner {
   std::vector<double> sc_, sm_;
   std::vector<std::vector<std::pair<node_id, double>>> below_;
   std::vector<candidate> cands_, blocked_;
-  std::vector<vertex> members_;
+  std::vector<vertex_id> members_;
 };
 
 }  // namespace

@@ -11,10 +11,10 @@ namespace {
 
 struct simulated {
   std::map<vertex_id, int> delivered;
-  std::map<std::pair<node_index, node_index>, std::uint64_t> crossings;
+  std::map<std::pair<node_id, node_id>, std::uint64_t> crossings;
 };
 
-simulated forward(const component_tree& tree, const route& r, const std::vector<node_index>& node_of, routing_mode mode) {
+simulated forward(const component_tree& tree, const route& r, const std::vector<node_id>& node_of, routing_mode mode) {
   simulated out;
   struct arrival { vertex_id entry, from; };
   std::vector<arrival> work{{r.publisher(), no_vertex}};
@@ -37,17 +37,17 @@ void run_case(std::uint64_t seed, routing_mode mode) {
   std::size_t n = 2 + rng() % 300;
   auto tree = std::make_shared<component_tree>("r");
   for (std::size_t v = 1; v < n; ++v) ASSERT_TRUE(tree->add(static_cast<vertex_id>(rng() % v), "c" + std::to_string(v)).has_value());
-  node_index nodes = static_cast<node_index>(1 + rng() % 4);
+  node_id nodes = static_cast<node_id>(1 + rng() % 4);
   // Subtree placement like a deployment: a vertex usually stays with its parent.
-  std::vector<node_index> node_of(n, 0);
+  std::vector<node_id> node_of(n, 0);
   for (std::size_t v = 1; v < n; ++v)
-    node_of[v] = rng() % 5 == 0 ? static_cast<node_index>(rng() % nodes) : node_of[tree->parent(static_cast<vertex_id>(v))];
+    node_of[v] = rng() % 5 == 0 ? static_cast<node_id>(rng() % nodes) : node_of[tree->parent(static_cast<vertex_id>(v))];
   routing_table table(tree, mode);
   for (std::size_t v = 0; v < n; ++v)
     if (rng() % 3 == 0) {
       ASSERT_TRUE(table.subscribe(static_cast<vertex_id>(v), rng() % 2 ? "t" : "#").has_value());
     }
-  std::map<std::pair<node_index, node_index>, std::uint64_t> all_publishes;
+  std::map<std::pair<node_id, node_id>, std::uint64_t> all_publishes;
   for (int p = 0; p < 40; ++p) {
     vertex_id pub = static_cast<vertex_id>(rng() % n);
     auto r = table.plan(pub, 0, *topic::parse("t"));
@@ -58,13 +58,13 @@ void run_case(std::uint64_t seed, routing_mode mode) {
     flow f{pub, {}, 1, 10};
     for (const auto& t : r->targets()) f.targets.push_back(t.component);
     auto predicted = predict_crossings(*tree, {f}, node_of, mode);
-    std::map<std::pair<node_index, node_index>, std::uint64_t> want;
+    std::map<std::pair<node_id, node_id>, std::uint64_t> want;
     for (const auto& [k, c] : predicted) want[k] = c.messages;
     ASSERT_EQ(sim.crossings, want) << "publisher " << tree->path(pub);
     for (const auto& [k, c] : want) all_publishes[k] += c;
   }
   // The table's accumulated flows predict the same crossings as the publishes one by one.
-  std::map<std::pair<node_index, node_index>, std::uint64_t> from_flows;
+  std::map<std::pair<node_id, node_id>, std::uint64_t> from_flows;
   for (const auto& [k, c] : predict_crossings(*tree, table.flows(), node_of, mode)) from_flows[k] = c.messages;
   EXPECT_EQ(from_flows, all_publishes);
 }
@@ -85,15 +85,15 @@ TEST(Placement, HierCrossesEachCutSteinerEdgeOnce) {
   auto tree = std::make_shared<component_tree>("r");
   vertex_id a = *tree->add(0, "a"), a1 = *tree->add(a, "a1"), a2 = *tree->add(a, "a2");
   vertex_id b = *tree->add(0, "b"), b1 = *tree->add(b, "b1");
-  std::vector<node_index> node_of{0, 1, 1, 1, 2, 2};
+  std::vector<node_id> node_of{0, 1, 1, 1, 2, 2};
   routing_table table(tree, routing_mode::hier);
   ASSERT_TRUE(table.subscribe(a2, "t").has_value());
   ASSERT_TRUE(table.subscribe(b1, "t").has_value());
   auto r = table.plan(a1, 0, *topic::parse("t"));
   auto sim = forward(*tree, *r, node_of, routing_mode::hier);
-  EXPECT_EQ(sim.crossings, (std::map<std::pair<node_index, node_index>, std::uint64_t>{{{1, 0}, 1}, {{0, 2}, 1}}));
+  EXPECT_EQ(sim.crossings, (std::map<std::pair<node_id, node_id>, std::uint64_t>{{{1, 0}, 1}, {{0, 2}, 1}}));
   auto direct = forward(*tree, *r, node_of, routing_mode::flat_node);
-  EXPECT_EQ(direct.crossings, (std::map<std::pair<node_index, node_index>, std::uint64_t>{{{1, 2}, 1}}));
+  EXPECT_EQ(direct.crossings, (std::map<std::pair<node_id, node_id>, std::uint64_t>{{{1, 2}, 1}}));
   EXPECT_EQ(node_of[b], 2);
 }
 

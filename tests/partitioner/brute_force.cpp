@@ -30,7 +30,7 @@ double naive_cost(const problem& p, const mapping& m) {
   double cost = 0;
   for (std::size_t u = 0; u < p.t.size(); ++u) {
     for (std::size_t v = 0; v < p.t.size(); ++v) {
-      if (p.t.parent[v] == static_cast<vertex>(u)) cost += p.t.weight[v] * link(p, m[u], m[v]);
+      if (p.t.parent[v] == static_cast<vertex_id>(u)) cost += p.t.weight[v] * link(p, m[u], m[v]);
     }
   }
   return cost;
@@ -87,7 +87,7 @@ std::optional<problem> tiny_problem(std::uint64_t seed, const tiny_options& o) {
   const std::size_t k = r.in(2, o.max_nodes);
   tree t;
   for (std::size_t v = 0; v < n; ++v) {
-    t.parent.push_back(v == 0 ? -1 : static_cast<vertex>(r.in(0, v - 1)));
+    t.parent.push_back(v == 0 ? -1 : static_cast<vertex_id>(r.in(0, v - 1)));
     t.cpu.push_back(static_cast<double>(r.in(0, 9)));
     t.weight.push_back(v == 0 ? 0 : static_cast<double>(r.in(0, 20)));
     t.path.push_back(v == 0 ? "/r" : "/r/c" + std::to_string(v));

@@ -17,12 +17,15 @@
 
 namespace banyan {
 
-using node_index = std::uint16_t;
+// A node's index in the deployment (the order of its `nodes` list). The partitioner's
+// partitioner::node_id names the same index (signed there, so that -1 can mean "none").
+using node_id = std::uint16_t;
+using node_index = node_id;  // TODO(#20): removed once sdk/ is switched
 
 // One copy to send to another node: it enters that node at `entry`, arriving over the tree edge from
 // `from` (no_vertex in the flat modes, which send straight from the publisher).
 struct hop {
-  node_index node;
+  node_id node;
   vertex_id entry;
   vertex_id from;
 };
@@ -34,7 +37,7 @@ struct region_plan {
 
 // The part of `r` that the node hosting `entry` handles when the message arrives at `entry` from
 // `from` (for the publishing node: entry = the publisher, from = no_vertex).
-region_plan plan_region(const component_tree& tree, const route& r, const std::vector<node_index>& node_of,
+region_plan plan_region(const component_tree& tree, const route& r, const std::vector<node_id>& node_of,
                         routing_mode mode, vertex_id entry, vertex_id from);
 
 // Messages that cross node links for `flows` on the placement `node_of`, per ordered node pair.
@@ -42,9 +45,9 @@ struct link_count {
   std::uint64_t messages = 0;
   std::uint64_t bytes = 0;
 };
-std::map<std::pair<node_index, node_index>, link_count> predict_crossings(const component_tree& tree,
+std::map<std::pair<node_id, node_id>, link_count> predict_crossings(const component_tree& tree,
                                                                          const std::vector<flow>& flows,
-                                                                         const std::vector<node_index>& node_of,
+                                                                         const std::vector<node_id>& node_of,
                                                                          routing_mode mode);
 
 }  // namespace banyan

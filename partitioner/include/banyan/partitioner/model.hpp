@@ -17,14 +17,19 @@
 
 namespace banyan::partitioner {
 
-using vertex = std::int32_t;  // index into a tree; the root is 0
-using node_id = std::int32_t;  // index into cluster::nodes
+// The same names as the broker's (banyan::vertex_id, banyan::node_id): a component's index in the
+// tree and a node's index in the cluster. Signed here so that the root's parent and "no node" are -1.
+using vertex_id = std::int32_t;  // index into a tree; the root is 0
+using node_id = std::int32_t;    // index into cluster::nodes
+inline constexpr vertex_id no_vertex = -1;
+inline constexpr node_id no_node = -1;
+using vertex = vertex_id;  // TODO(#20): removed once deployment_io.cpp is switched
 
-// Invariant (checked by `validate`): parent[0] == -1 and parent[v] < v for v > 0, so ascending index
+// Invariant (checked by `validate`): parent[0] == no_vertex and parent[v] < v for v > 0, so ascending index
 // is a top-down order and descending index a bottom-up (post) order. Readers renumber to ensure it.
 struct tree {
   std::vector<std::string> path;  // absolute component path; may be empty for generated trees
-  std::vector<vertex> parent;     // -1 for the root
+  std::vector<vertex_id> parent;  // no_vertex for the root
   std::vector<double> cpu;        // load, >= 0 (handler CPU seconds, or any unit shared with capacity)
   std::vector<double> memory;     // bytes, >= 0; empty when the profile has no memory figures
   std::vector<double> weight;     // traffic on the edge (v, parent[v]); weight[0] == 0
@@ -32,7 +37,7 @@ struct tree {
   std::size_t size() const { return parent.size(); }
   bool has_memory() const { return !memory.empty(); }
   // The path, or "#<v>" when the tree carries no paths.
-  std::string name(vertex v) const;
+  std::string name(vertex_id v) const;
 };
 
 // A capacity as written in a cluster file: an absolute amount, or a percentage of the tree's total.
@@ -61,7 +66,7 @@ struct cluster {
     return link_cost.empty() ? 1.0 : link_cost[static_cast<std::size_t>(a) * nodes.size() + b];
   }
   bool uniform_cost() const;
-  // Index of the node called `name`, or -1.
+  // Index of the node called `name`, or no_node.
   node_id find(const std::string& name) const;
 };
 
