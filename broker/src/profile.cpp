@@ -1,9 +1,12 @@
 #include "banyan/broker/profile.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 
 namespace banyan {
 
@@ -17,48 +20,49 @@ std::vector<component_load> load_meter::snapshot() const {
   return out;
 }
 
-nlohmann::json profile::to_json() const {
-  using nlohmann::json;
+namespace {
+
+using nlohmann::json;
+
+json profile_to_json(const profile& p) {
+  const component_tree& tree = *p.tree;
   json components = json::array();
   json edge_list = json::array();
-  for (vertex_id v = 0; v < tree->size(); ++v) {
-    const component_load load = v < loads.size() ? loads[v] : component_load{};
+  for (vertex_id v = 0; v < tree.size(); ++v) {
+    const component_load load = v < p.loads.size() ? p.loads[v] : component_load{};
     components.push_back({
-        {"path", tree->path(v)},
-        {"parent", v == 0 ? json(nullptr) : json(tree->path(tree->parent(v)))},
-        {"kind", v < composite.size() && composite[v] ? "composite" : "leaf"},
+        {"path", tree.path(v)},
+        {"parent", v == 0 ? json(nullptr) : json(tree.path(tree.parent(v)))},
+        {"kind", v < p.composite.size() && p.composite[v] ? "composite" : "leaf"},
         {"load", {{"cpu", load.cpu_seconds}, {"messages", load.messages}, {"memory", load.memory}}},
     });
-    if (v != 0 && v < edges.size() && (edges[v].messages || edges[v].bytes)) {
-      edge_list.push_back({{"parent", tree->path(tree->parent(v))},
-                           {"child", tree->path(v)},
-                           {"messages", edges[v].messages},
-                           {"bytes", edges[v].bytes}});
+    if (v != 0 && v < p.edges.size() && (p.edges[v].messages || p.edges[v].bytes)) {
+      edge_list.push_back({{"parent", tree.path(tree.parent(v))},
+                           {"child", tree.path(v)},
+                           {"messages", p.edges[v].messages},
+                           {"bytes", p.edges[v].bytes}});
     }
   }
   json flow_list = json::array();
-  for (const auto& f : flows) {
+  for (const auto& f : p.flows) {
     json targets = json::array();
-    for (auto t : f.targets) targets.push_back(tree->path(t));
-    flow_list.push_back({{"publisher", tree->path(f.publisher)}, {"targets", targets},
+    for (auto t : f.targets) targets.push_back(tree.path(t));
+    flow_list.push_back({{"publisher", tree.path(f.publisher)}, {"targets", targets},
                          {"messages", f.messages}, {"bytes", f.bytes}});
   }
   json link_list = json::array();
-  for (const auto& l : links)
+  for (const auto& l : p.links)
     link_list.push_back({{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}});
-  return {{"format", "banyan-profile"}, {"version", 1},    {"mode", to_string(mode)},
-          {"duration_s", duration_s},   {"components", components}, {"edges", edge_list},
+  return {{"format", "banyan-profile"}, {"version", 1},    {"mode", to_string(p.mode)},
+          {"duration_s", p.duration_s}, {"components", components}, {"edges", edge_list},
           {"flows", flow_list},         {"links", link_list}};
 }
 
-namespace {
 error bad(const std::string& name, const std::string& where, const std::string& what) {
-  return {broker::errc::invalid_argument, name + ": " + where + ": " + what};
+  return {broker::errc::invalid_profile, name + ": " + where + ": " + what};
 }
-}  // namespace
 
-result<profile> profile::from_json(const nlohmann::json& j, const std::string& name) {
-  using nlohmann::json;
+result<profile> profile_from_json(const json& j, const std::string& name) {
   if (!j.is_object() || !j.contains("components") || !j["components"].is_array())
     return bad(name, "top level", "expected an object with a `components` array");
   auto m = parse_routing_mode(j.value("mode", std::string("hier")));
@@ -132,22 +136,34 @@ result<profile> profile::from_json(const nlohmann::json& j, const std::string& n
   return p;
 }
 
+}  // namespace
+
+std::string profile::to_json_text() const { return profile_to_json(*this).dump(1); }
+
+result<profile> profile::from_json_text(std::string_view text, const std::string& name) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return error{broker::errc::invalid_profile, name + ": " + e.what()};
+  }
+  return profile_from_json(j, name);
+}
+
 result<profile> profile::load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return error{broker::errc::io, "profile `" + path + "`: cannot open"};
-  try {
-    return from_json(nlohmann::json::parse(in), path);
-  } catch (const nlohmann::json::parse_error& e) {
-    return error{broker::errc::invalid_argument, path + ": " + e.what()};
-  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return from_json_text(text.str(), path);
 }
 
 result<void> profile::merge(const profile& other) {
   if (other.tree->size() != tree->size())
-    return error{broker::errc::invalid_argument, "profiles of different trees cannot be merged"};
+    return error{broker::errc::invalid_profile, "profiles of different trees cannot be merged"};
   for (vertex_id v = 0; v < tree->size(); ++v) {
     auto w = other.tree->find(tree->path(v));
-    if (!w) return error{broker::errc::invalid_argument, "profiles differ: " + w.error().message};
+    if (!w) return error{broker::errc::invalid_profile, "profiles differ: " + w.error().message};
     loads[v].messages += other.loads[*w].messages;
     loads[v].cpu_seconds += other.loads[*w].cpu_seconds;
     loads[v].memory += other.loads[*w].memory;
@@ -180,7 +196,7 @@ result<void> profile::merge(const profile& other) {
 result<void> profile::write(const std::string& path) const {
   std::ofstream out(path);
   if (!out) return error{broker::errc::io, "profile `" + path + "`: cannot open for writing"};
-  out << to_json().dump(1) << "\n";
+  out << to_json_text() << "\n";
   if (!out) return error{broker::errc::io, "profile `" + path + "`: write failed"};
   return {};
 }

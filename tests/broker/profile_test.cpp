@@ -24,9 +24,9 @@ profile sample_profile() {
 
 TEST(Profile, JsonRoundTrip) {
   auto p = sample_profile();
-  auto q = profile::from_json(p.to_json(), "p.json");
+  auto q = profile::from_json_text(p.to_json_text(), "p.json");
   ASSERT_TRUE(q.has_value()) << q.error().what();
-  EXPECT_EQ(q->to_json(), p.to_json());
+  EXPECT_EQ(q->to_json_text(), p.to_json_text());
 }
 
 TEST(Profile, MergeSumsEverything) {
@@ -41,12 +41,29 @@ TEST(Profile, MergeSumsEverything) {
 }
 
 TEST(Profile, BadInputNamesTheFileAndPlace) {
-  auto r = profile::from_json(nlohmann::json::parse(R"({"components": [{"path": "/a/b", "parent": "/a"}]})"), "bad.json");
+  auto r = profile::from_json_text(R"({"components": [{"path": "/a/b", "parent": "/a"}]})", "bad.json");
   ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, broker::errc::invalid_profile);
   EXPECT_NE(r.error().message.find("bad.json"), std::string::npos);
-  auto s = profile::from_json(nlohmann::json::parse(R"({"components": [{"path": "/a"}, {"path": "/a/x/y"}]})"), "p.json");
+  auto s = profile::from_json_text(R"({"components": [{"path": "/a"}, {"path": "/a/x/y"}]})", "p.json");
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.error().message.find("/a/x/y"), std::string::npos) << s.error().message;
+}
+
+TEST(Profile, MalformedJsonNamesTheFile) {
+  auto r = profile::from_json_text(R"({"components": [)", "cut.json");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, broker::errc::invalid_profile);
+  EXPECT_NE(r.error().message.find("cut.json"), std::string::npos) << r.error().message;
+}
+
+TEST(Profile, ProfilesOfDifferentTreesDoNotMerge) {
+  auto p = sample_profile();
+  profile other;
+  other.tree = std::make_shared<component_tree>("chip");
+  auto r = p.merge(other);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code, broker::errc::invalid_profile);
 }
 
 }  // namespace

@@ -10,8 +10,9 @@ enum class errc {
   invalid_topic,      // a topic or topic filter that does not parse
   invalid_scope,      // a scope that is not an ancestor of the publisher
   no_such_component,  // a path or vertex that names no component
-  invalid_argument,   // any other malformed input (a tree, a profile)
+  invalid_argument,   // any other malformed input (a component name, a routing mode)
   io,                 // a file that cannot be read or written
+  invalid_profile,    // a profile that does not parse, is not a profile, or does not merge
 };
 
 const char* to_string(errc code);

@@ -1,15 +1,16 @@
 // The traffic profile of a run: the component tree with per-component load and per-edge traffic,
-// exported as JSON for `banyan partition` (schema: docs/formats.md).
+// exported as JSON for `banyan partition` (schema: docs/formats.md). The JSON travels as text: the
+// JSON library is private to the broker.
 #pragma once
 
 #include "banyan/broker/routing.hpp"
 #include "banyan/broker/tree.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banyan {
@@ -58,14 +59,19 @@ struct profile {
   std::vector<flow> flows;               // per publisher → target set
   std::vector<link_traffic> links;       // multi-node runs only
 
-  nlohmann::json to_json() const;
-  // Reads a profile written by to_json(); `name` (usually the file) prefixes every error.
-  static result<profile> from_json(const nlohmann::json& j, const std::string& name);
+  // The profile as JSON text (docs/formats.md), one space of indent per level. Deterministic: equal
+  // profiles give equal text.
+  std::string to_json_text() const;
+  // Reads JSON text written by to_json_text(); `name` (usually the file) prefixes every error.
+  // Malformed JSON and a document that is not a profile fail with broker::errc::invalid_profile.
+  static result<profile> from_json_text(std::string_view text, const std::string& name);
+  // from_json_text() of a file; broker::errc::io when it cannot be read.
   static result<profile> load(const std::string& path);
-  // Writes to_json() to `path`; an error names the file.
+  // Writes to_json_text() to `path`; an error (broker::errc::io) names the file.
   result<void> write(const std::string& path) const;
   // Adds another node's profile of the same app and run (same tree): loads, edges, flows and links
-  // are summed; the duration is the longest.
+  // are summed; the duration is the longest. Profiles of different trees fail with
+  // broker::errc::invalid_profile.
   result<void> merge(const profile& other);
   // A human-readable table of the edges that carried traffic, heaviest first.
   std::string traffic_table(std::size_t max_rows = 20) const;
