@@ -2,6 +2,8 @@
 // per-edge counters equal an independent brute-force computation of scopes and propagation paths.
 #include "banyan/broker/routing.hpp"
 
+#include "../support/topic_oracle.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -26,24 +28,8 @@ std::string random_topic(std::mt19937_64& rng, bool filter) {
   return out;
 }
 
-// Independent matcher: recursive on level lists, written from the MQTT rules.
-bool brute_match(const std::vector<std::string>& f, std::size_t i, const std::vector<std::string>& t, std::size_t j) {
-  if (i == f.size()) return j == t.size();
-  if (f[i] == "#") return true;
-  if (j == t.size()) return false;
-  return (f[i] == "+" || f[i] == t[j]) && brute_match(f, i + 1, t, j + 1);
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0, slash;
-  while ((slash = s.find('/', start)) != std::string::npos) {
-    out.push_back(s.substr(start, slash - start));
-    start = slash + 1;
-  }
-  out.push_back(s.substr(start));
-  return out;
-}
+using testing::brute_match;
+using testing::split;
 
 std::vector<vertex_id> ancestors_inclusive(const std::vector<vertex_id>& parent, vertex_id v) {
   std::vector<vertex_id> out{v};
@@ -93,7 +79,7 @@ void run_case(std::uint64_t seed, routing_mode mode) {
     for (const auto& s : subs) {
       auto up = ancestors_inclusive(parent, s.who);
       bool inside = std::find(up.begin(), up.end(), sc) != up.end();
-      if (inside && brute_match(s.filter, 0, levels, 0)) want.insert(s.who);
+      if (inside && brute_match(s.filter, levels)) want.insert(s.who);
     }
     std::map<vertex_id, std::uint64_t> copies;
     std::set<vertex_id> steiner;

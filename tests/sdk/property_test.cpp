@@ -2,6 +2,7 @@
 // random subscriptions and random scoped publishes. Delivered messages must equal a brute-force
 // computation, and every edge counter must equal an independent computation of propagation paths.
 #include "test_support.hpp"
+#include "../support/topic_oracle.hpp"
 
 #include <gtest/gtest.h>
 
@@ -71,23 +72,8 @@ class prop_leaf : public leaf {
   vertex_id v_;
 };
 
-bool brute_match(const std::vector<std::string>& f, std::size_t i, const std::vector<std::string>& t, std::size_t j) {
-  if (i == f.size()) return j == t.size();
-  if (f[i] == "#") return true;
-  if (j == t.size()) return false;
-  return (f[i] == "+" || f[i] == t[j]) && brute_match(f, i + 1, t, j + 1);
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0, slash;
-  while ((slash = s.find('/', start)) != std::string::npos) {
-    out.push_back(s.substr(start, slash - start));
-    start = slash + 1;
-  }
-  out.push_back(s.substr(start));
-  return out;
-}
+using testing::brute_match;
+using testing::split;
 
 void run_case(std::uint64_t seed, std::size_t max_n, routing_mode mode) {
   SCOPED_TRACE("seed " + std::to_string(seed) + " mode " + to_string(mode));
@@ -158,7 +144,7 @@ void run_case(std::uint64_t seed, std::size_t max_n, routing_mode mode) {
         auto up = ancestors(static_cast<vertex_id>(q));
         if (std::find(up.begin(), up.end(), sc) == up.end()) continue;
         for (const auto& f : s->filters[q]) {
-          if (!brute_match(split(f), 0, levels, 0)) continue;
+          if (!brute_match(split(f), levels)) continue;
           want.insert(paths[q] + "|" + f + "|" + step.topic + "|" + paths[p] + "|" + std::to_string(seq));
           targets.insert(static_cast<vertex_id>(q));
         }
