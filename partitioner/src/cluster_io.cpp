@@ -1,12 +1,12 @@
 // Cluster and deployment YAML (docs/formats.md). Errors carry file:line:col from yaml-cpp marks.
 #include "banyan/partitioner/io.hpp"
 
+#include "detail.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 namespace banyan::partitioner {
 namespace {
@@ -50,11 +50,16 @@ struct yreader {
   }
 };
 
+// A YAML syntax error, or a value yaml-cpp could not convert, as `name:line:col: what`.
+error yaml_error(const std::string& name, const YAML::Exception& e) {
+  return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+}
+
 result<YAML::Node> parse_yaml(const std::string& text, const std::string& name) {
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+    return yaml_error(name, e);
   }
 }
 
@@ -137,14 +142,6 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
   return c;
 }
 
-result<std::string> slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error{errc::io, path + ": cannot open for reading"};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 result<cluster> parse_cluster(const std::string& text, const std::string& name) {
@@ -153,12 +150,12 @@ result<cluster> parse_cluster(const std::string& text, const std::string& name) 
   try {
     return read_cluster(*doc, name);
   } catch (const YAML::Exception& e) {
-    return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+    return yaml_error(name, e);
   }
 }
 
 result<cluster> load_cluster(const std::string& path) {
-  auto text = slurp(path);
+  auto text = detail::read_file(path);
   if (!text) return text.error();
   return parse_cluster(*text, path);
 }
@@ -194,12 +191,12 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
     }
     return d;
   } catch (const YAML::Exception& e) {
-    return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+    return yaml_error(name, e);
   }
 }
 
 result<deployment> load_deployment(const std::string& path) {
-  auto text = slurp(path);
+  auto text = detail::read_file(path);
   if (!text) return text.error();
   return parse_deployment(*text, path);
 }

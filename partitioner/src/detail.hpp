@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace banyan::partitioner::detail {
@@ -39,6 +40,11 @@ struct room {
 };
 
 inline double mem_of(const tree& t, vertex_id v) { return t.has_memory() ? t.memory[v] : 0.0; }
+
+// The whole file at `path` (text.cpp); errc::io naming the path when it cannot be read.
+result<std::string> read_file(const std::string& path);
+// `x` with at most `digits` significant digits, as ostream writes it (text.cpp).
+std::string format_number(double x, int digits);
 
 class stopwatch {
  public:

@@ -4,7 +4,6 @@
 #include "detail.hpp"
 
 #include <ostream>
-#include <sstream>
 
 namespace banyan::partitioner {
 namespace {
@@ -24,12 +23,7 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-std::string num(double x) {
-  std::ostringstream s;
-  s.precision(4);
-  s << x;
-  return s.str();
-}
+std::string num(double x) { return detail::format_number(x, 4); }
 
 }  // namespace
 

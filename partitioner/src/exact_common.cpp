@@ -69,6 +69,18 @@ integer_weights scale_weights(const problem& p, double max_total) {
   return r;
 }
 
+void fall_back_to_warm_start(const problem& p, const solve_options& o, solution& s) {
+  if (!o.warm_start || s.status == solve_status::optimal) return;
+  const evaluation warm = evaluate(p, *o.warm_start);
+  if (!warm.feasible) return;
+  if (!s.map.empty()) {
+    const evaluation own = evaluate(p, s.map);
+    if (own.feasible && own.cost <= warm.cost) return;
+  }
+  s.map = *o.warm_start;
+  s.status = solve_status::feasible;
+}
+
 std::vector<std::vector<node_id>> interchangeable_nodes(const problem& p) {
   const auto k = static_cast<node_id>(p.k());
   auto same = [&](node_id a, node_id b) {

@@ -156,11 +156,7 @@ class mip_algorithm : public algorithm {
       if (std::isfinite(bound) && bound > 0 && bound < 1e300) s.lower_bound = bound;
     }
     Cbc_deleteModel(model);
-    if (o.warm_start && s.status != solve_status::optimal && evaluate(p, *o.warm_start).feasible &&
-        (s.map.empty() || evaluate(p, s.map).cost > evaluate(p, *o.warm_start).cost)) {
-      s.map = *o.warm_start;
-      s.status = solve_status::feasible;
-    }
+    fall_back_to_warm_start(p, o, s);
     return s;
   }
 };

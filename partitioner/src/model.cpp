@@ -6,18 +6,12 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <unordered_set>
 
 namespace banyan::partitioner {
 namespace {
 
-std::string fmt(double x) {
-  std::ostringstream s;
-  s.precision(6);
-  s << x;
-  return s.str();
-}
+std::string fmt(double x) { return detail::format_number(x, 6); }
 
 bool nonneg_finite(double x) { return std::isfinite(x) && x >= 0; }
 
@@ -204,22 +198,6 @@ double max_possible_cost(const problem& p) {
   for (double x : p.t.weight) w += x;
   for (double x : p.c.link_cost) c = std::max(c, x);
   return w * c;
-}
-
-}  // namespace banyan::partitioner
-
-namespace banyan::partitioner {
-
-const char* to_string(errc code) {
-  switch (code) {
-    case errc::io: return "i/o error";
-    case errc::parse: return "parse error";
-    case errc::invalid: return "invalid input";
-    case errc::not_a_tree: return "not a tree";
-    case errc::over_capacity: return "over capacity";
-    case errc::unknown_algorithm: return "unknown algorithm";
-  }
-  return "unknown";
 }
 
 }  // namespace banyan::partitioner

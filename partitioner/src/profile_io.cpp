@@ -8,9 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 #include <iomanip>
-#include <sstream>
 #include <unordered_map>
 
 namespace banyan::partitioner {
@@ -181,11 +179,9 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
 }
 
 result<tree> load_profile(const std::string& path, const profile_options& o) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error{errc::io, path + ": cannot open for reading"};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_profile(ss.str(), path, o);
+  auto text = detail::read_file(path);
+  if (!text) return text.error();
+  return parse_profile(*text, path, o);
 }
 
 void write_profile(std::ostream& out, const tree& t, const std::string& mode) {

@@ -219,12 +219,7 @@ class smt_algorithm : public algorithm {
         }
       }
     }
-    // Keep the warm start when it is better than what Z3 returned (or Z3 returned nothing).
-    if (o.warm_start && std::isfinite(warm_cost) && s.status != solve_status::optimal &&
-        (s.map.empty() || evaluate(p, s.map).cost > warm_cost || !evaluate(p, s.map).feasible)) {
-      s.map = *o.warm_start;
-      s.status = solve_status::feasible;
-    }
+    fall_back_to_warm_start(p, o, s);
     if (!any_soft && s.status == solve_status::feasible && exact) s.status = solve_status::optimal;
     return s;
   }
