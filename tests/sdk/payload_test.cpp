@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <memory>
+#include <vector>
+
 namespace banyan {
 namespace {
 
@@ -55,6 +59,36 @@ TEST(Payload, TruncatedMessageFailsValidation) {
   auto r = read_as<Sample>(cut, "topic `t`", [](Sample::Reader r) { (void)r.getText(); });
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, sdk::errc::invalid_payload);
+}
+
+// What a node does with a payload that arrived in a batch frame: read it in place when Cap'n Proto
+// can (aligned whole words), copy it once when it cannot.
+TEST(Payload, ViewOfAlignedWordsSharesTheFrameAndReadsInPlace) {
+  auto message = payload::build<Sample>([](Sample::Builder b) {
+    b.setValue(7);
+    b.setText("in place");
+  });
+  // A "frame" holding an odd-sized raw payload, then the message at a word-aligned offset.
+  auto frame = std::make_shared<std::vector<capnp::word>>(1 + message.words().size());
+  auto* base = reinterpret_cast<std::byte*>(frame->data());
+  std::memcpy(base + 8, message.bytes().data(), message.size());
+  auto view = payload::view_of(frame, base + 8, message.size());
+  EXPECT_EQ(view.bytes().data(), base + 8);  // no copy
+  EXPECT_EQ(view.owner(), frame);
+  EXPECT_TRUE(view.same_buffer(payload(view)));
+  std::uint64_t value = 0;
+  auto ok = read_as<Sample>(view, "topic `t`", [&](Sample::Reader r) { value = r.getValue(); });
+  ASSERT_TRUE(ok.has_value()) << ok.error().what();
+  EXPECT_EQ(value, 7u);
+
+  auto unaligned = payload::view_of(frame, base + 3, 8);
+  EXPECT_NE(unaligned.bytes().data(), base + 3);  // copied into its own aligned buffer
+  EXPECT_EQ(std::memcmp(unaligned.bytes().data(), base + 3, 8), 0);
+  auto odd = payload::view_of(frame, base + 8, 5);
+  EXPECT_NE(odd.bytes().data(), base + 8);  // not whole words: copied and zero-padded
+  EXPECT_EQ(odd.size(), 5u);
+  EXPECT_EQ(odd.words().size(), 1u);
+  EXPECT_TRUE(payload::view_of(frame, base, 0).empty());
 }
 
 TEST(Payload, EmptyPayloadFailsValidation) {

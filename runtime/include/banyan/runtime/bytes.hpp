@@ -1,8 +1,10 @@
 // Immutable, shared payload bytes: what an envelope carries across a link unchanged.
 //
 // A value: copies share one buffer (no byte copy), and the bytes never change after construction,
-// so any number of threads may read them. The owner keeps the buffer alive; on the receiving side it
-// is the ZeroMQ frame that carried a whole batch, so delivery copies nothing.
+// so any number of threads may read them. The owner keeps the buffer alive. Sending copies each
+// payload once, into the one ZeroMQ frame that carries its batch; on the receiving side the owner is
+// that frame, so receiving and delivering copy nothing (the SDK hands subscribers a view of it
+// when the bytes are word-aligned, see banyan::payload::view_of).
 #pragma once
 
 #include <cstddef>
@@ -27,6 +29,8 @@ class shared_bytes {
   std::span<const std::byte> span() const { return {data_, size_}; }
   std::string_view text() const { return {reinterpret_cast<const char*>(data_), size_}; }
   const std::byte* data() const { return data_; }
+  // Whoever keeps the bytes alive (to share them further without a copy).
+  const std::shared_ptr<const void>& owner() const { return owner_; }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
 
