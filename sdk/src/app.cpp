@@ -1,6 +1,7 @@
 #include "banyan/sdk/app.hpp"
 
 #include "component_actor.hpp"
+#include "deployment.hpp"
 #include "node.hpp"
 #include "run_state.hpp"
 
@@ -43,7 +44,7 @@ extern "C" void on_quit_signal(int sig) {
 
 class signal_guard {
  public:
-  explicit signal_guard(detail::run_state& state) : fd_(::eventfd(0, EFD_CLOEXEC)) {
+  explicit signal_guard(detail::completion& done) : fd_(::eventfd(0, EFD_CLOEXEC)) {
     if (fd_ < 0) throw std::runtime_error("eventfd failed");
     caught_signal = 0;
     signal_fd = fd_;
@@ -52,11 +53,11 @@ class signal_guard {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
-    watcher_ = std::thread([this, &state] {
+    watcher_ = std::thread([this, &done] {
       std::uint64_t v;
       while (::read(fd_, &v, sizeof v) == sizeof v || errno == EINTR) {
         if (done_.load()) return;
-        if (int sig = caught_signal.exchange(0)) state.request_quit(128 + sig, /*urgent=*/true);
+        if (int sig = caught_signal.exchange(0)) done.request_quit(128 + sig, /*urgent=*/true);
       }
     });
   }
@@ -90,14 +91,15 @@ run_result run(app& application, const run_options& options) {
   };
   std::unique_ptr<detail::node_runtime> node;
   if (!options.deployment.empty()) {
-    auto where = detail::load_placement(options.deployment, options.node, state->tree());
-    if (!where) return fail(where.error());
-    node = std::make_unique<detail::node_runtime>(*state, std::move(*where));
-    state->set_node(node.get(), node->where().node_of, node->where().self);
+    auto d = detail::resolve_deployment(options.deployment, options.node, state->tree());
+    if (!d) return fail(d.error());
+    node = std::make_unique<detail::node_runtime>(*state, std::move(*d));
+    state->set_node(node.get(), detail::locality(node->deployment().node_of, node->deployment().self));
   }
   auto started = std::chrono::steady_clock::now();
   {
-    signal_guard signals(*state);
+    auto& done = state->done();
+    signal_guard signals(done);
     caf::actor_system_config cfg;
     unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
     cfg.set("scheduler.max-threads", static_cast<std::size_t>(threads));
@@ -112,42 +114,42 @@ run_result run(app& application, const run_options& options) {
         return fail(r.error());
       }
     }
-    auto roots = state->local_roots();
-    state->set_roots_alive(roots.size());
+    auto roots = state->where().roots(state->tree());
+    done.set_roots_alive(roots.size());
     std::vector<caf::actor> root_actors;
     for (auto v : roots) {
       auto a = system.spawn<detail::component_actor>(state, v, caf::actor_addr{});
       state->set_actor(v, a);
       a->attach_functor([state](const caf::error& reason) {
-        state->root_down(reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown);
+        state->done().root_down(reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown);
       });
       root_actors.push_back(a);
     }
     std::thread announcer;
     if (node) {
       announcer = std::thread([&] {
-        state->wait_local_started();
-        if (!state->ending()) node->announce_ready();
+        state->done().wait_started(roots.size());
+        if (!state->done().ending()) node->announce_ready();
       });
     }
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (options.max_runtime.count() > 0) deadline = started + options.max_runtime;
     while (true) {
-      auto w = state->wait(deadline, std::chrono::milliseconds(200));
-      if (w == detail::run_state::wake::idle) continue;
+      auto w = done.wait(deadline, std::chrono::milliseconds(200));
+      if (w == detail::completion::wake::idle) continue;
       if (node) {
-        node->broadcast_quit(state->exit_code(), state->urgent_stop());  // one node's quit ends the whole app
+        node->broadcast_quit(done.exit_code(), done.urgent());  // one node's quit ends the whole app
         node->release_publishers();                // a paused publisher must not hold up the stop
       }
       // quit(): a graceful stop (what was sent before is delivered first). A signal: stop now, ahead
       // of queued messages, so a backlog cannot hold the process.
       for (const auto& a : root_actors) {
-        if (state->urgent_stop()) caf::anon_send<caf::message_priority::high>(a, detail::shutdown_atom::value, true);
+        if (done.urgent()) caf::anon_send<caf::message_priority::high>(a, detail::shutdown_atom::value, true);
         else caf::anon_send(a, detail::shutdown_atom::value, false);
       }
       break;
     }
-    state->wait_root_down();
+    done.wait_roots_down();
     root_actors.clear();
     if (announcer.joinable()) announcer.join();
     if (node) {
@@ -156,7 +158,7 @@ run_result run(app& application, const run_options& options) {
     }
     system.await_all_actors_done();
   }
-  out.exit_code = state->exit_code();
+  out.exit_code = state->done().exit_code();
   out.traffic.tree = state->shared_tree();
   out.traffic.mode = options.mode;
   out.traffic.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -2,6 +2,8 @@
 
 #include "node.hpp"
 
+#include "banyan/base/log.hpp"
+
 #include <algorithm>
 
 namespace banyan::detail {
@@ -44,8 +46,8 @@ class actor_context final : public context {
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
     self_.post_after(delay, std::move(fn));
   }
-  void quit(int exit_code) override { self_.state().request_quit(exit_code); }
-  void log(std::string_view line) override { self_.state().log(path(), line); }
+  void quit(int exit_code) override { self_.state().done().request_quit(exit_code); }
+  void log(std::string_view line) override { log::info(path(), line); }
   void report_memory(std::uint64_t bytes) override { self_.state().loads().set_memory(self_.vertex(), bytes); }
 
  private:
@@ -56,7 +58,11 @@ class actor_context final : public context {
 
 component_actor::component_actor(caf::actor_config& cfg, std::shared_ptr<run_state> state, vertex_id v,
                                  caf::actor_addr parent)
-    : caf::event_based_actor(cfg), state_(std::move(state)), vertex_(v), parent_(std::move(parent)) {}
+    : caf::event_based_actor(cfg),
+      state_(std::move(state)),
+      vertex_(v),
+      parent_(std::move(parent)),
+      routes_(state_->front()) {}
 
 component_actor::~component_actor() = default;
 
@@ -71,19 +77,19 @@ void component_actor::timed(F&& f) {
 caf::behavior component_actor::make_behavior() {
   set_exception_handler([this](caf::scheduled_actor*, std::exception_ptr& eptr) -> caf::error {
     std::string what = describe(eptr);
-    state_->log(state_->tree().path(vertex_), "failed: " + what);
+    log::error(state_->tree().path(vertex_), "failed: " + what);
     return caf::make_error(caf::sec::runtime_error, what);
   });
   set_exit_handler([this](caf::exit_msg& msg) { on_exit_message(msg); });
   // The supervisor registered us in the directory when it spawned us (before any later sibling
   // starts); unregister when this incarnation ends, unless a new one replaced it already.
   attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error&) {
-    if (state->actor_of(v).address() == self) state->set_actor(v, caf::actor{});
+    if (state->actors().get(v).address() == self) state->set_actor(v, caf::actor{});
   });
   start();
   behavior_ready_ = true;
   main_ = caf::message_handler{
-      [this](deliver_atom, const std::shared_ptr<const envelope>& env, std::uint32_t index) { deliver(*env, index); },
+      [this](deliver_atom, const std::shared_ptr<const routed_message>& m, std::uint32_t index) { deliver(*m, index); },
       [](resume_atom) {},  // a late wake-up (the pause already ended)
       [this](post_atom, const task& t) { timed(t.fn); },
       [this](request_atom, const std::string& method, const payload& data) -> caf::result<std::string, payload> {
@@ -108,7 +114,7 @@ caf::behavior component_actor::make_behavior() {
       },
       [this](ready_atom) { flush_held(); },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
-        state_->log(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
+        log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
       },
       [this](shutdown_atom, bool urgent) { begin_shutdown(urgent); },
@@ -125,17 +131,17 @@ caf::behavior component_actor::make_behavior() {
   return main_;
 }
 
-void component_actor::deliver(const envelope& env, std::uint32_t index) {
-  const route_info& info = *env.info;
+void component_actor::deliver(const routed_message& message, std::uint32_t index) {
+  const route_info& info = *message.info;
   const auto& target = info.plan->targets()[index];
-  delivery d(info.topic, state_->tree().path(info.publisher), env.data, env.sequence);
-  in_remote_delivery_ = env.receipt != nullptr;
+  delivery d(info.topic, state_->tree().path(info.publisher), message.data, message.sequence);
+  in_remote_delivery_ = message.receipt != nullptr;
   for (auto id : target.subscriptions) {
     auto it = handlers_.find(id);
     if (it != handlers_.end()) timed([&] { it->second(d); });
   }
   in_remote_delivery_ = false;
-  state_->handled(vertex_);
+  state_->flow().handled(vertex_);
 }
 
 void component_actor::begin_shutdown(bool urgent) {
@@ -201,7 +207,7 @@ void component_actor::spawn_next() {
     if (!reported_started_) {
       reported_started_ = true;
       if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
-      else state_->local_root_started();
+      else state_->done().root_started();
     }
     return;
   }
@@ -250,7 +256,7 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
     std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) + " times within " +
                       std::to_string(policy.within.count()) + " ms (limit " + std::to_string(policy.max_restarts) +
                       "); giving up and escalating";
-    state_->log(tree.path(vertex_), why);
+    log::error(tree.path(vertex_), why);
     quit(caf::make_error(caf::sec::runtime_error, why));
     return;
   }
@@ -260,7 +266,7 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
     case restart_strategy::one_for_all: first = 0; last = children_.size(); break;
     case restart_strategy::rest_for_one: last = children_.size(); break;
   }
-  state_->log(tree.path(vertex_), "restarting `" + child_path + "`" +
+  log::warning(tree.path(vertex_), "restarting `" + child_path + "`" +
                                       (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : ""));
   // Stop the others in reverse start order, forget everything the old incarnations subscribed, then
   // start the new incarnations in order.
@@ -317,44 +323,6 @@ bool component_actor::unsubscribe(subscription_id id) {
   return true;
 }
 
-std::shared_ptr<const route_info> component_actor::route_for(std::string_view topic_text, vertex_id scope_vertex,
-                                                             result<void>& status) {
-  auto routing_version = state_->routing().version();
-  auto directory_version = state_->directory_version();
-  auto it = routes_.find(topic_text);
-  if (it != routes_.end()) {
-    for (auto& info : it->second) {
-      if (info->scope != scope_vertex) continue;
-      if (info->routing_version == routing_version && info->directory_version == directory_version) return info;
-    }
-  }
-  auto t = topic::parse(topic_text);
-  if (!t) {
-    status = t.error();
-    return nullptr;
-  }
-  auto info = std::make_shared<route_info>();
-  info->topic = t->str();
-  info->publisher = vertex_;
-  info->scope = scope_vertex;
-  info->routing_version = routing_version;
-  info->directory_version = directory_version;
-  info->plan = state_->routing().plan(vertex_, scope_vertex, *t);
-  info->targets.reserve(info->plan->targets().size());
-  for (const auto& target : info->plan->targets()) info->targets.push_back(state_->actor_of(target.component));
-  if (state_->node()) {
-    auto region = plan_region(state_->tree(), *info->plan, state_->node_of(), state_->options().mode, vertex_, no_vertex);
-    info->local = std::move(region.local_targets);
-    info->hops = std::move(region.hops);
-  } else {
-    for (std::uint32_t i = 0; i < info->targets.size(); ++i) info->local.push_back(i);
-  }
-  auto& slot = routes_[info->topic];
-  std::erase_if(slot, [&](const auto& old) { return old->scope == scope_vertex; });
-  slot.push_back(info);
-  return info;
-}
-
 result<void> component_actor::publish(std::string_view topic_text, const payload& data, const scope& where) {
   auto scope_vertex = where.resolve(state_->tree(), vertex_);
   if (!scope_vertex) return scope_vertex.error();
@@ -366,26 +334,25 @@ result<void> component_actor::publish(std::string_view topic_text, const payload
     return {};
   }
   if (!held_.empty()) flush_held();
-  result<void> status;
-  auto info = route_for(topic_text, *scope_vertex, status);
-  if (!info) return status;
-  send_on(info, data);
+  auto info = routes_.get(topic_text, vertex_, *scope_vertex, vertex_, no_vertex);
+  if (!info) return info.error();
+  send_on(*info, data);
   return {};
 }
 
 void component_actor::send_on(const std::shared_ptr<const route_info>& info, const payload& data) {
   std::uint64_t sequence = ++sequence_;
   if (!info->local.empty()) {
-    auto env = std::make_shared<const envelope>(envelope{info, data, sequence});
+    auto message = std::make_shared<const routed_message>(routed_message{info, data, sequence, nullptr});
     for (auto i : info->local) {
       if (!info->targets[i]) continue;
-      state_->queued(info->plan->targets()[i].component);
-      send(info->targets[i], deliver_atom::value, env, i);
+      state_->flow().queued(info->plan->targets()[i].component);
+      send(info->targets[i], deliver_atom::value, message, i);
     }
     for (auto i : info->local) {
       const vertex_id target = info->plan->targets()[i].component;
-      if (target != vertex_ && state_->congested(target)) {
-        if (pause()) state_->resume_when_drained(target, caf::actor_cast<caf::actor>(this));
+      if (target != vertex_ && state_->flow().congested(target)) {
+        if (pause()) state_->flow().resume_when_drained(target, caf::actor_cast<caf::actor>(this));
         break;
       }
     }
@@ -411,8 +378,7 @@ void component_actor::flush_held() {
   while (!held_.empty()) {
     auto h = std::move(held_.front());
     held_.pop_front();
-    result<void> status;
-    if (auto info = route_for(h.topic, h.scope, status)) send_on(info, h.data);
+    if (auto info = routes_.get(h.topic, vertex_, h.scope, vertex_, no_vertex)) send_on(*info, h.data);
   }
 }
 
@@ -428,7 +394,7 @@ void component_actor::send_request(std::string_view path, std::string method, co
   auto v = state_->tree().find(path);
   if (!v) return fail(v.error());
   if (!state_->is_local(*v)) return send_remote_request(*v, std::move(method), data, timeout, std::move(on_reply));
-  auto target = state_->actor_of(*v);
+  auto target = state_->actors().get(*v);
   if (!target) return fail(error{sdk::errc::request_failed, "`" + std::string(path) + "` is not running"});
   std::string what = "request `" + method + "` to `" + std::string(path) + "`";
   request(target, caf::duration{timeout}, request_atom::value, std::move(method), data)

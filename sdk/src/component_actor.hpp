@@ -2,6 +2,8 @@
 // dispatches deliveries, requests and posted work to it, and supervises its children.
 #pragma once
 
+#include "actor_protocol.hpp"
+#include "route_front.hpp"
 #include "run_state.hpp"
 
 #include <caf/all.hpp>
@@ -41,10 +43,6 @@ class component_actor final : public caf::event_based_actor {
     caf::actor actor;
     bool stopping = false;  // stopped on purpose: its exit is not a failure
   };
-  struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
 
   template <class F>
   void timed(F&& f);
@@ -55,11 +53,9 @@ class component_actor final : public caf::event_based_actor {
   void supervise(std::size_t i, const std::string& reason);
   void forget_subtree(vertex_id v);
   void shutdown_next();
-  std::shared_ptr<const route_info> route_for(std::string_view topic, vertex_id scope_vertex,
-                                              result<void>& status);
   void send_on(const std::shared_ptr<const route_info>& info, const payload& data);
   void flush_held();
-  void deliver(const envelope& env, std::uint32_t index);
+  void deliver(const routed_message& message, std::uint32_t index);
   void send_remote_request(vertex_id target, std::string method, const payload& data,
                            std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
   void finish_remote_request(std::uint64_t id, result<payload> outcome);
@@ -96,7 +92,7 @@ class component_actor final : public caf::event_based_actor {
   std::unordered_map<std::uint64_t, remote_request> remote_requests_;
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<std::string, banyan::context::service> services_;
-  std::unordered_map<std::string, std::vector<std::shared_ptr<const route_info>>, string_hash, std::equal_to<>> routes_;
+  route_cache routes_;  // this component's publishes
   std::uint64_t sequence_ = 0;
   // Publishes made before every node of a deployment was ready, in order (multi-node runs only).
   struct held_publish {

@@ -1,9 +1,16 @@
-// Multi-node mode of banyan::run: this process is one node of a deployment. It hosts the components
-// assigned to it, replicates subscriptions to and from its peers, and carries messages across node
-// links along the propagation path (see broker/placement.hpp). Private to the SDK.
+// Multi-node mode of banyan::run: this process is one node of a deployment. node_runtime owns the
+// node's links (the transport) and everything outbound: data hops, subscriptions, `ready`, `quit`,
+// requests and replies; flow control on links (paused publishers waiting for credit); the table of
+// requests awaiting a reply; per-link counters. What arrives is the gateway's (gateway.hpp); the
+// wire use of envelopes is node_wire.hpp. Private to the SDK.
+//
+// Thread-safety: every public member may be called from any thread (component actors, the gateway,
+// the transport's I/O thread, banyan::run's threads) except where a comment says otherwise; the
+// requests table and the ready set have their own mutexes, counters are atomics.
 #pragma once
 
-#include "run_state.hpp"
+#include "deployment.hpp"
+#include "resume_list.hpp"
 
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
@@ -25,26 +32,9 @@ namespace banyan::detail {
 
 class run_state;
 
-// Envelope kinds on node links.
-enum class wire_kind : std::uint16_t {
-  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7
-};
-
-// Which node hosts each component: read from the deployment and checked against the app's tree.
-struct placement {
-  std::vector<std::string> names;       // node names, deployment order
-  std::vector<std::string> endpoints;
-  std::vector<std::string> curve_public, curve_secret;  // per node, Z85 (empty: no CURVE)
-  std::vector<node_index> node_of;      // per vertex
-  node_index self = 0;
-};
-
-// Reads `path` and places `tree`'s components; errors name the file and line.
-result<placement> load_placement(const std::string& path, const std::string& self, const component_tree& tree);
-
 class node_runtime {
  public:
-  node_runtime(run_state& state, placement p);
+  node_runtime(run_state& state, resolved_deployment d);
   ~node_runtime();
 
   // Starts the transport and the gateway actor (which handles everything that arrives).
@@ -54,8 +44,9 @@ class node_runtime {
   void announce_ready();
   void stop();
 
-  const placement& where() const { return placement_; }
-  bool is_local(vertex_id v) const { return placement_.node_of[v] == placement_.self; }
+  const resolved_deployment& deployment() const { return deployment_; }
+  const std::string& self_name() const { return deployment_.names[deployment_.self]; }
+  bool is_local(vertex_id v) const { return deployment_.node_of[v] == deployment_.self; }
 
   // Sends a data envelope for a hop of a route (from the publisher's or the gateway's actor).
   // `receipt` is the delivery receipt of the message being forwarded (kept until `h.node` has
@@ -71,13 +62,19 @@ class node_runtime {
                             std::chrono::milliseconds timeout, std::uint64_t id, caf::actor reply_to,
                             std::size_t block_at);
   void forget_request(std::uint64_t id);
+  // A `reply` envelope back to the requesting node (from the gateway). `code`: "" on success,
+  // "timeout" or "failed" (then `text` says why).
+  void send_reply(const std::string& peer, const std::string& id, std::string code, std::string text,
+                  const payload& data);
+  // Hands a `reply` envelope to the requester that is still waiting for it (from the gateway).
+  void take_reply(runtime::envelope& e);
   std::uint64_t next_request_id() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
 
   // Flow control for publishers (see component_actor::pause): whether a send to `node` would wait
   // for credit, and a `resume` message to `who` once it would not (or the node is lost, or the run
   // ends).
-  bool link_full(node_index node) const;
-  void resume_when_credit(node_index node, caf::actor who);
+  bool link_full(node_id node) const;
+  void resume_when_credit(node_id node, caf::actor who);
   // A publisher blocks its thread only past this many envelopes outstanding on a link.
   static constexpr std::size_t credit_window = 1024, publisher_block_at = 8 * credit_window;
   // Wakes every waiting publisher, now and from now on (the run is ending).
@@ -99,17 +96,13 @@ class node_runtime {
   void on_peer_up(const std::string& peer);
   void on_peer_down(const std::string& peer, const std::string& reason);
   void on_credit(const std::string& peer);
-  friend class gateway_actor;
-  void dispatch(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e);
-  void serve_request(caf::event_based_actor* gateway, const std::string& peer, runtime::envelope& e);
-  void take_reply(runtime::envelope& e);
-  void fail_requests_to(node_index node, const std::string& why);
-  node_index index_of(const std::string& peer) const;
+  void fail_requests_to(node_id node, const std::string& why);
+  node_id index_of(const std::string& peer) const;
   void send_to_all(const runtime::envelope& e);
   void log_summary();
 
   run_state& state_;
-  placement placement_;
+  resolved_deployment deployment_;
   std::unique_ptr<runtime::transport> transport_;
   caf::actor gateway_;
   std::atomic<bool> announced_{false};
@@ -121,7 +114,7 @@ class node_runtime {
   std::atomic<std::uint64_t> pauses_{0};
   struct pending_request {
     caf::actor reply_to;
-    node_index node;
+    node_id node;
   };
   std::mutex requests_mutex_;
   std::unordered_map<std::uint64_t, pending_request> requests_;  // sent, no reply yet

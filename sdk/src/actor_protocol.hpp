@@ -1,0 +1,36 @@
+// What the SDK's actors say to each other: component actors, the gateway (multi-node runs) and
+// banyan::run's main thread. Private to the SDK.
+//
+// Every message is a CAF atom followed by its arguments; the handler of each lives in
+// component_actor.cpp (components) or gateway.cpp (the gateway). A `deliver` carries a
+// routed_message (route_front.hpp).
+#pragma once
+
+#include "banyan/sdk/payload.hpp"
+
+#include <caf/all.hpp>
+
+#include <functional>
+
+namespace banyan::detail {
+
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;    // routed_message, target index
+using post_atom = caf::atom_constant<caf::atom("post")>;          // task: the component's own work
+using request_atom = caf::atom_constant<caf::atom("request")>;    // method, payload -> error text, reply
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  // urgent: stop ahead of queued messages
+using started_atom = caf::atom_constant<caf::atom("started")>;    // a child's subtree has started
+using ready_atom = caf::atom_constant<caf::atom("ready")>;        // every node is ready: flush held publishes
+using lost_atom = caf::atom_constant<caf::atom("lost")>;          // a child on another node was lost
+using resume_atom = caf::atom_constant<caf::atom("resume")>;      // a paused publisher may go on
+using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
+using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
+
+// Work a component posted to itself (ctx.post / ctx.after).
+struct task {
+  std::function<void()> fn;
+};
+
+}  // namespace banyan::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::detail::task)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::payload)

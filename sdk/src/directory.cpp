@@ -1,0 +1,24 @@
+#include "directory.hpp"
+
+namespace banyan::detail {
+
+void directory::set(vertex_id v, caf::actor a) {
+  std::lock_guard lock(mutex_);
+  actors_[v] = std::move(a);
+  version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+caf::actor directory::get(vertex_id v) const {
+  std::lock_guard lock(mutex_);
+  return actors_[v];
+}
+
+std::vector<caf::actor> directory::running() const {
+  std::vector<caf::actor> out;
+  std::lock_guard lock(mutex_);
+  for (const auto& a : actors_)
+    if (a) out.push_back(a);
+  return out;
+}
+
+}  // namespace banyan::detail

@@ -1,0 +1,123 @@
+#include "gateway.hpp"
+
+#include "actor_protocol.hpp"
+#include "node.hpp"
+#include "node_wire.hpp"
+#include "run_state.hpp"
+
+#include "banyan/base/log.hpp"
+
+namespace banyan::detail {
+
+gateway_actor::gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node)
+    : caf::event_based_actor(cfg), state_(state), node_(node), routes_(state->front()) {}
+
+caf::behavior gateway_actor::make_behavior() {
+  return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) { dispatch(peer, *e); }};
+}
+
+void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
+  try {
+    switch (static_cast<wire_kind>(e.kind)) {
+      case wire_kind::ready: return on_ready(peer);
+      case wire_kind::quit:
+        return node_->peer_quit(static_cast<int>(number_at(e.extra, 0)), e.extra.size() > 1 && e.extra[1] == "urgent");
+      case wire_kind::subscribe:
+      case wire_kind::unsubscribe: return on_subscription(peer, e);
+      case wire_kind::data:
+        if (!state_->cluster_ready()) {
+          // Our replica of every node's subscriptions is not complete yet: route it later.
+          early_data_.emplace_back(peer, std::move(e));
+          return;
+        }
+        return on_data(peer, e);
+      case wire_kind::request: return serve_request(peer, e);
+      case wire_kind::reply: return node_->take_reply(e);
+    }
+  } catch (const std::exception& ex) {
+    log_dropped(peer, std::string("malformed envelope: ") + ex.what());
+  }
+}
+
+void gateway_actor::log_dropped(const std::string& peer, const std::string& why) {
+  log::warning(node_->self_name(), "envelope from `" + log::escape(peer) + "` dropped: " + why);
+}
+
+void gateway_actor::on_ready(const std::string& peer) {
+  node_->peer_ready(peer);
+  if (!state_->cluster_ready()) return;
+  auto waiting = std::move(early_data_);
+  early_data_.clear();
+  for (auto& [from_peer, envelope] : waiting) dispatch(from_peer, envelope);
+}
+
+void gateway_actor::on_subscription(const std::string& peer, runtime::envelope& e) {
+  if (static_cast<wire_kind>(e.kind) == wire_kind::unsubscribe) {
+    state_->routing().unsubscribe(number_at(e.extra, 0));
+    return;
+  }
+  auto who = state_->tree().find(e.sender);
+  if (!who) return log_dropped(peer, "subscription: " + log::escape(who.error().message));
+  auto r = state_->routing().add_replica(number_at(e.extra, 0), *who, e.topic);
+  if (!r) log_dropped(peer, "replicated subscription: " + log::escape(r.error().what()));
+}
+
+void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
+  const auto& tree = state_->tree();
+  auto who = tree.find(e.sender);
+  if (!who) return log_dropped(peer, "data: " + log::escape(who.error().message));
+  auto scope_vertex = tree.find(e.scope);
+  if (!scope_vertex) return log_dropped(peer, "data: " + log::escape(scope_vertex.error().message));
+  const auto entry = static_cast<vertex_id>(number_at(e.extra, 0));
+  const vertex_id from = e.extra.size() > 1 && !e.extra[1].empty() ? static_cast<vertex_id>(number_at(e.extra, 1)) : no_vertex;
+  if (entry >= tree.size() || !state_->is_local(entry)) return log_dropped(peer, "data for a component not on this node");
+  auto route = routes_.get(e.topic, *who, *scope_vertex, entry, from);
+  if (!route) return log_dropped(peer, "data: " + log::escape(route.error().what()));
+  const route_info& info = **route;
+  auto data = payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size());
+  const std::uint64_t sequence = number_at(e.extra, 2);
+  // The link's credit comes back when the local targets have handled the message and the nodes it
+  // is forwarded to have delivered it (the receipt rides along; forwards never wait: they are
+  // bounded by the credit they hold).
+  if (!info.local.empty()) {
+    auto message = std::make_shared<const routed_message>(routed_message{*route, data, sequence, e.receipt});
+    for (auto i : info.local) {
+      if (!info.targets[i]) continue;
+      state_->flow().queued(info.plan->targets()[i].component);
+      caf::anon_send(info.targets[i], deliver_atom::value, message, i);
+    }
+  }
+  for (const auto& h : info.hops)
+    (void)node_->forward(h, info.topic, *who, *scope_vertex, sequence, data, e.receipt, runtime::never_block);
+}
+
+// The target's gateway asks the target actor as a local requester would and sends a `reply`
+// envelope back (node_wire.hpp).
+void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e) {
+  if (e.extra.size() != 3) return log_dropped(peer, "malformed request");
+  auto reply = [node = node_, peer, id = e.extra[1]](std::string code, std::string text, const payload& data) {
+    node->send_reply(peer, id, std::move(code), std::move(text), data);
+  };
+  const std::string& path = e.extra[0];
+  auto target = state_->tree().find(path);
+  if (!target) return reply("failed", target.error().message, {});
+  if (!state_->is_local(*target)) return reply("failed", "`" + path + "` is not on node `" + node_->self_name() + "`", {});
+  auto actor = state_->actors().get(*target);
+  if (!actor) return reply("failed", "`" + path + "` is not running", {});
+  std::chrono::milliseconds timeout{0};
+  try {
+    timeout = std::chrono::milliseconds(std::stoll(e.extra[2]));
+  } catch (const std::exception&) {
+    return reply("failed", "malformed timeout `" + e.extra[2] + "`", {});
+  }
+  request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()))
+      .then([reply](std::string& err, payload& data) { err.empty() ? reply("", "", data) : reply("failed", err, {}); },
+            [reply, timeout](caf::error& err) {
+              if (err == caf::sec::request_timeout)
+                reply("timeout", "no reply within " + std::to_string(timeout.count()) + " ms", {});
+              else
+                reply("failed", to_string(err), {});
+            });
+}
+
+}  // namespace banyan::detail

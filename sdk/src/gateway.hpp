@@ -1,0 +1,56 @@
+// The gateway: the one actor that handles everything arriving from other nodes, in arrival order
+// (a peer's `ready` must not overtake the subscriptions sent before it, nor `quit` the data).
+// Private to the SDK; node_runtime starts it (node.hpp), docs/runtime.md "How a node works".
+//
+// It owns the inbound side of a node: it replicates peers' subscriptions into the routing table,
+// routes data envelopes through the routing front (route_front.hpp) to local targets and on to
+// further nodes, holds data that arrives before this node is cluster-ready (early data) until the
+// last peer's `ready`, serves requests for local components and hands replies to node_runtime.
+//
+// Thread-safety: all of its state (route cache, early data) belongs to the gateway actor;
+// node_runtime's transport callback (the I/O thread) only enqueues envelopes to it (remote_atom).
+#pragma once
+
+#include "route_front.hpp"
+
+#include "banyan/runtime/transport.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace banyan::detail {
+
+class node_runtime;
+class run_state;
+
+using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
+
+// A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
+// argument tuple, which UBSan reports.
+class gateway_actor final : public caf::event_based_actor {
+ public:
+  gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node);
+  caf::behavior make_behavior() override;
+  const char* name() const override { return "banyan.gateway"; }
+
+ private:
+  void dispatch(const std::string& peer, runtime::envelope& e);
+  void on_ready(const std::string& peer);
+  void on_subscription(const std::string& peer, runtime::envelope& e);
+  void on_data(const std::string& peer, runtime::envelope& e);
+  void serve_request(const std::string& peer, runtime::envelope& e);
+  void log_dropped(const std::string& peer, const std::string& why);
+
+  run_state* state_;
+  node_runtime* node_;
+  route_cache routes_;  // by topic, publisher, scope, entry, from
+  std::vector<std::pair<std::string, runtime::envelope>> early_data_;  // before cluster-ready, in order
+};
+
+}  // namespace banyan::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<banyan::runtime::envelope>)

@@ -1,0 +1,117 @@
+// The routing front: what one message means for this process — which local actors get it and which
+// copies go to other nodes. The one place a route_info is built, for a local publish and for a
+// message that arrives from another node alike. Private to the SDK.
+//
+// A route_info is immutable once built and shared by every delivery of the messages that use it.
+// It snapshots the routing table's plan and the directory's actors, and records both versions:
+// a route is current while neither moved (route_front::current), so a subscribe, an unsubscribe or
+// a component (re)start applies to every message routed after it returns.
+//
+// Where a message enters this process: a local publish enters at its publisher; a message from
+// another node at the `entry` vertex of its hop, over the tree edge from `from` (broker/placement.hpp).
+// In a single process every target is local and there are no hops.
+//
+// Thread-safety: route_front only reads thread-safe parts and may be used from any thread; a
+// route_cache belongs to one actor (a component actor caches its own publishes, the gateway what
+// arrives from other nodes). Cost of a cache hit: one hash lookup, two atomic loads; of a miss:
+// topic parsing, routing_table::plan, one directory lookup per target and (multi-node) plan_region.
+#pragma once
+
+#include "directory.hpp"
+#include "locality.hpp"
+
+#include "banyan/broker/placement.hpp"
+#include "banyan/broker/routing.hpp"
+#include "banyan/sdk/payload.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace banyan::detail {
+
+struct route_info {
+  std::string topic;
+  vertex_id publisher;
+  vertex_id scope;
+  std::shared_ptr<const route> plan;
+  std::vector<caf::actor> targets;   // parallel to plan->targets(); invalid where not running here
+  std::vector<std::uint32_t> local;  // indices of the targets this process delivers to
+  std::vector<hop> hops;             // copies for other nodes (multi-node runs only)
+  std::uint64_t routing_version;
+  std::uint64_t directory_version;
+};
+
+// One message on its way to its local targets, shared by all of them (the payload is not copied).
+struct routed_message {
+  std::shared_ptr<const route_info> info;
+  payload data;
+  std::uint64_t sequence;  // per publisher, from 1
+  // Set for a message from another node: its link's delivery receipt, released (credit to the
+  // sending node) when every local target has handled the message and every forward was delivered.
+  std::shared_ptr<const void> receipt;
+};
+
+class route_front {
+ public:
+  route_front(routing_table& routing, const directory& actors, const locality& where)
+      : routing_(routing), actors_(actors), where_(where) {}
+
+  // The route of `t` published by `publisher` into `scope`, entering this process at `entry` from
+  // `from` (a local publish: entry = publisher, from = no_vertex).
+  std::shared_ptr<const route_info> make(const topic& t, vertex_id publisher, vertex_id scope, vertex_id entry,
+                                         vertex_id from) const;
+  bool current(const route_info& r) const {
+    return r.routing_version == routing_.version() && r.directory_version == actors_.version();
+  }
+
+ private:
+  routing_table& routing_;
+  const directory& actors_;
+  const locality& where_;
+};
+
+// Routes kept by one actor, by (topic text, publisher, scope, entry, from); a stale route is rebuilt.
+class route_cache {
+ public:
+  explicit route_cache(const route_front& front) : front_(&front) {}
+
+  // The current route; an invalid topic is an error (errc::invalid_topic, naming the topic).
+  result<std::shared_ptr<const route_info>> get(std::string_view topic, vertex_id publisher, vertex_id scope,
+                                                vertex_id entry, vertex_id from);
+  void clear() { routes_.clear(); }
+
+ private:
+  struct key_view {
+    std::string_view topic;
+    vertex_id publisher, scope, entry, from;
+  };
+  struct key {
+    std::string topic;
+    vertex_id publisher, scope, entry, from;
+    operator key_view() const { return {topic, publisher, scope, entry, from}; }
+  };
+  struct hash {
+    using is_transparent = void;
+    std::size_t operator()(const key_view& k) const;
+    std::size_t operator()(const key& k) const { return (*this)(key_view(k)); }
+  };
+  struct equal {
+    using is_transparent = void;
+    bool operator()(const key_view& a, const key_view& b) const {
+      return a.publisher == b.publisher && a.scope == b.scope && a.entry == b.entry && a.from == b.from &&
+             a.topic == b.topic;
+    }
+  };
+
+  const route_front* front_;
+  std::unordered_map<key, std::shared_ptr<const route_info>, hash, equal> routes_;
+};
+
+}  // namespace banyan::detail
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const banyan::detail::routed_message>)
