@@ -2,6 +2,7 @@
 // docs/runtime.md for the protocol).
 #include "banyan/runtime/transport.hpp"
 
+#include "banyan/base/log.hpp"
 #include "banyan/runtime/curve.hpp"
 #include "wire.hpp"
 
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -101,8 +101,12 @@ class transport_impl final : public transport {
     lost_after_ = opt_.heartbeat_timeout * 4 / 5;
     check_every_ = std::max<steady::duration>(opt_.heartbeat_timeout / 20, std::chrono::milliseconds(1));
     if (!cb_.on_log) {
-      cb_.on_log = [self = opt_.self](log_level, const std::string& line) {
-        std::fprintf(stderr, "[%s] %s\n", self.c_str(), line.c_str());
+      cb_.on_log = [self = opt_.self](log_level l, const std::string& line) {
+        switch (l) {
+          case log_level::info: return banyan::log::info(self, line);
+          case log_level::warning: return banyan::log::warning(self, line);
+          case log_level::error: return banyan::log::error(self, line);
+        }
       };
     }
   }
@@ -500,8 +504,9 @@ void transport_impl::reject_counted(std::uint64_t& counter, const std::string& r
     if (x % 10 != 0) { pow10 = false; break; }
   }
   if (n <= 10 || pow10) {
-    log(log_level::warning, "node `" + opt_.self + "`: rejected " + reason + " frame from `" + from + "`: " + why +
-                                " (" + std::to_string(n) + " so far)");
+    // `from` and `why` may quote what a stranger sent: escaped, so they cannot forge log lines.
+    log(log_level::warning, "node `" + opt_.self + "`: rejected " + reason + " frame from `" + banyan::log::escape(from) +
+                                "`: " + banyan::log::escape(why) + " (" + std::to_string(n) + " so far)");
   }
 }
 
@@ -578,7 +583,7 @@ void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
         std::lock_guard lk(mu_);
         ++p->stats.sequence_gaps;
       }
-      log(log_level::error, "link `" + from + "` -> `" + opt_.self + "`: sequence " + std::to_string(e.sequence) +
+      log(log_level::error, "link `" + banyan::log::escape(from) + "` -> `" + opt_.self + "`: sequence " + std::to_string(e.sequence) +
                                 ", expected " + std::to_string(p->recv_expected));
     }
     p->recv_expected = e.sequence + 1;

@@ -84,7 +84,9 @@ struct callbacks {
   std::function<void(const std::string& peer, envelope&& e)> on_envelope;
   std::function<void(const std::string& peer)> on_peer_up;
   std::function<void(const std::string& peer, const std::string& reason)> on_peer_down;
-  std::function<void(log_level, const std::string& line)> on_log;  // default: stderr
+  // Default: banyan::log (banyan/base/log.hpp) with this node's name as the component. Strings a
+  // peer sent (routing ids, frame details) are already escaped in `line`.
+  std::function<void(log_level, const std::string& line)> on_log;
   // The peer delivered more of our envelopes (window_full() may have turned false).
   std::function<void(const std::string& peer)> on_credit;
 };
