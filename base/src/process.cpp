@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 extern char** environ;
 
@@ -18,11 +19,11 @@ namespace banyan {
 
 const char* to_string(process_errc code) {
   switch (code) {
-    case process_errc::not_found: return "not_found";
-    case process_errc::cannot_execute: return "cannot_execute";
-    case process_errc::bad_working_dir: return "bad_working_dir";
-    case process_errc::system: return "system";
-    case process_errc::timeout: return "timeout";
+    case process_errc::not_found: return "program not found";
+    case process_errc::cannot_execute: return "cannot execute";
+    case process_errc::bad_working_dir: return "bad working directory";
+    case process_errc::system: return "system call failed";
+    case process_errc::timeout: return "timed out";
   }
   return "unknown";
 }
@@ -280,10 +281,10 @@ bool process::wait_any(std::span<process* const> ps, milliseconds limit) {
   }
   if (fds.empty() && !without_pidfd) return false;
   // Without pidfds (old kernels), exits are noticed by polling every 10 ms.
-  const int wait_ms = static_cast<int>(without_pidfd ? std::min<milliseconds::rep>(limit.count(), 10) : limit.count());
-  int ready;
-  while ((ready = ::poll(fds.data(), fds.size(), std::max(wait_ms, 0))) < 0 && errno == EINTR) {
-  }
+  const auto cap = without_pidfd ? milliseconds::rep{10} : milliseconds::rep{std::numeric_limits<int>::max()};
+  const int wait_ms = static_cast<int>(std::min(limit.count(), cap));
+  // A signal caught meanwhile ends the wait early (EINTR), so callers can look at their flags.
+  const int ready = ::poll(fds.data(), fds.size(), std::max(wait_ms, 0));
   bool happened = ready > 0;
   for (process* p : ps) {
     const bool had_out = p->out_.fd >= 0, had_err = p->err_.fd >= 0;

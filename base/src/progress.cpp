@@ -92,7 +92,9 @@ void progress::event(std::string_view line) {
 void progress::finish(std::string_view summary) {
   if (finished_) return;
   finished_ = true;
-  const std::string line = format(done_, elapsed_seconds(), summary, true);
+  const double seconds = elapsed_seconds();
+  if (seconds < std::chrono::duration<double>(options_.summary_after).count()) return clear();
+  const std::string line = format(done_, seconds, summary, true);
   std::FILE* f = out(options_);
   std::fprintf(f, "%s%s\n", drawn_ ? "\r\033[K" : "", line.c_str());
   drawn_ = false;

@@ -87,6 +87,16 @@ TEST(Progress, FinalOnlyWritesNothingButTheSummary) {
   EXPECT_NE(text.find("loss 1.0\n"), std::string::npos) << text;
 }
 
+TEST(Progress, QuickRunsCanSkipTheSummary) {
+  capture_file out;
+  {
+    progress p("x", 1, {.summary_after = std::chrono::hours(1), .stream = out.f});
+    p.update(1);
+    p.finish("done");
+  }
+  EXPECT_EQ(out.text(), "");
+}
+
 TEST(Progress, ClearWritesNothingWhenNoBarIsShown) {
   capture_file out;
   {

@@ -104,7 +104,8 @@ class process {
   bool closed(stream s = stream::out) const { return (s == stream::out ? out_ : err_).fd < 0; }
 
   // Waits until output arrives, a pipe closes or the child exits, at most `limit`; false when nothing
-  // happened in that time or nothing is left to wait for.
+  // happened in that time or nothing is left to wait for. A signal handled meanwhile (EINTR) ends
+  // the wait early, so a caller with a signal handler can look at its flag.
   bool read(std::chrono::milliseconds limit);
   // The same over several processes at once.
   static bool wait_any(std::span<process* const> processes, std::chrono::milliseconds limit);

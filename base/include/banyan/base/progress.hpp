@@ -37,6 +37,7 @@ struct progress_options {
   int rate_decimals = 1;                          // digits of the rate
   std::chrono::milliseconds tty_period{200};      // redraws on a terminal at most this often
   std::chrono::milliseconds log_period{5000};     // plain lines otherwise (display::always)
+  std::chrono::milliseconds summary_after{0};     // finish() is silent for runs shorter than this
   std::FILE* stream = nullptr;                    // where to write; nullptr: stderr (tests pass a file)
 };
 
@@ -55,7 +56,8 @@ class progress {
   // One line of its own ("step 200: val loss 2.0") that replaces the bar on a terminal.
   void event(std::string_view line);
   // The final line: the last count given to update(), the average rate, the elapsed time and
-  // `summary`. Once; later calls do nothing.
+  // `summary` (nothing, as clear(), when the run took less than `summary_after`). Once; later calls
+  // do nothing.
   void finish(std::string_view summary = {});
   // Removes the bar from the terminal without a final line (for callers with their own summary).
   void clear();
