@@ -91,8 +91,10 @@ function(banyan_test name)
 endfunction()
 
 # banyan_cli_command(<name> SOURCES <files...> DEPS <targets...>)
-# Adds subcommand sources to the `banyan` CLI (tools/banyan). Each source registers itself with
-# banyan::cli::register_command. Skipped when a dependency target is not part of this build.
+# Adds a group of subcommand sources to the `banyan` CLI (tools/banyan): each defines the setup
+# function of a command listed in tools/banyan/main.cpp, which includes the group when the executable
+# is compiled with BANYAN_CLI_<NAME>. Skipped (no sources, no definition) when a dependency target is
+# not part of this build.
 function(banyan_cli_command name)
   cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
   foreach(dep IN LISTS arg_DEPS)

@@ -1,9 +1,11 @@
-// `banyan partition PROFILE.json --cluster CLUSTER.yaml --algo NAME|all|a,b`: maps a traffic
+// `banyan partition PROFILE.json --cluster CLUSTER.yaml --algorithm NAME|all|a,b`: maps a traffic
 // profile onto a cluster, prints one row per algorithm (cost, cost / best lower bound, max load /
 // capacity, cut edges, time, status), and writes the cheapest feasible mapping as a deployment.
-#include "banyan/command.hpp"
-#include "banyan/progress.hpp"
+#include "banyan/cli.hpp"
+#include "banyan/commands.hpp"
 
+#include "banyan/base/process.hpp"
+#include "banyan/base/progress.hpp"
 #include "banyan/partitioner/algorithm.hpp"
 #include "banyan/partitioner/io.hpp"
 
@@ -12,7 +14,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -23,47 +24,51 @@ namespace {
 
 namespace bp = banyan::partitioner;
 
+constexpr const char* tool = "banyan partition";
+
 struct options {
-  std::string profile, cluster, algo = "bottom-up", out, report, dot, unit = "messages";
-  double timeout = 10;
+  std::string profile, cluster, algo = "bottom-up", out, results, dot, unit = "messages";
+  std::chrono::milliseconds time_limit{10000};
   std::uint64_t seed = 1;
   bool json = false;
 };
 
-int fail(const std::string& what) {
-  std::fprintf(stderr, "banyan partition: %s\n", what.c_str());
-  return 1;
-}
+int fail(const std::string& what, int code = exit_failed) { return cli::fail(tool, what, code); }
+int bad_input(const std::string& what) { return fail(what, exit_bad_arguments); }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
+// Renders `dot` as SVG next to it when Graphviz is installed; the SVG's name, or empty.
+std::string render_svg(const std::string& dot) {
+  std::string svg = dot;
+  if (svg.size() > 4 && svg.substr(svg.size() - 4) == ".dot") svg.resize(svg.size() - 4);
+  svg += ".svg";
+  auto r = banyan::run_process({"dot", "-Tsvg", dot, "-o", svg});
+  return r && r->status.success() ? svg : std::string();
 }
 
 // Runs one algorithm on a worker thread while the calling thread shows progress.
 bp::solution run_one(const std::string& name, const bp::problem& p, const bp::solve_options& o) {
   auto fut = std::async(std::launch::async, [&] { return *bp::solve(name, p, o); });
   const bool exact = name == "smt" || name == "mip";
-  progress bar(name, exact ? static_cast<std::uint64_t>(o.timeout_s * 10) : 0);
+  banyan::progress bar(name, exact ? static_cast<std::uint64_t>(o.timeout_s * 10) : 0,
+                       {.summary_after = std::chrono::seconds(1)});
   while (fut.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
     bar.update(static_cast<std::uint64_t>(bar.elapsed_seconds() * 10), exact ? "(tenths of the time limit)" : "solving");
   }
   bp::solution s = fut.get();
-  if (bar.elapsed_seconds() > 1) bar.finish(bp::to_string(s.status));
+  bar.finish(bp::to_string(s.status));
   return s;
 }
 
 int run(const options& o) {
   bp::profile_options po;
   if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
-  else if (o.unit != "messages") return fail("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
+  else if (o.unit != "messages") return bad_input("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
   auto t = bp::load_profile(o.profile, po);
-  if (!t) return fail(t.error().message);
+  if (!t) return bad_input(t.error().message);
   auto c = bp::load_cluster(o.cluster);
-  if (!c) return fail(c.error().message);
+  if (!c) return bad_input(c.error().message);
   auto pr = bp::make_problem(std::move(*t), std::move(*c));
-  if (!pr) return fail(o.profile + " on " + o.cluster + ": " + pr.error().message);
+  if (!pr) return bad_input(o.profile + " on " + o.cluster + ": " + pr.error().message);
   const bp::problem& p = *pr;
 
   std::vector<std::string> names;
@@ -72,7 +77,7 @@ int run(const options& o) {
   } else {
     std::stringstream ss(o.algo);
     for (std::string a; std::getline(ss, a, ',');) {
-      if (auto ok = bp::make_algorithm(a); !ok) return fail(ok.error().message);
+      if (auto ok = bp::make_algorithm(a); !ok) return bad_input(ok.error().message);
       names.push_back(a);
     }
   }
@@ -85,7 +90,8 @@ int run(const options& o) {
   sols.reserve(names.size());  // `warm` points into it
   const bp::mapping* warm = nullptr;
   for (const auto& a : names) {
-    bp::solve_options so{.timeout_s = o.timeout, .seed = o.seed, .warm_start = warm};
+    bp::solve_options so{.timeout_s = std::chrono::duration<double>(o.time_limit).count(), .seed = o.seed,
+                         .warm_start = warm};
     sols.push_back(run_one(a, p, so));
     if (a == "bottom-up" && sols.back().status == bp::solve_status::feasible) warm = &sols.back().map;
   }
@@ -132,16 +138,11 @@ int run(const options& o) {
     bp::write_dot(f, p, best->map);
     f.close();
     summary["dot"] = o.dot;
-    if (std::system("command -v dot >/dev/null 2>&1") == 0) {
-      std::string svg = o.dot;
-      if (svg.size() > 4 && svg.substr(svg.size() - 4) == ".dot") svg.resize(svg.size() - 4);
-      svg += ".svg";
-      if (std::system(("dot -Tsvg " + shell_quote(o.dot) + " -o " + shell_quote(svg)).c_str()) == 0) summary["svg"] = svg;
-    }
+    if (const std::string svg = render_svg(o.dot); !svg.empty()) summary["svg"] = svg;
   }
-  if (!o.report.empty()) {
-    std::ofstream f(o.report);
-    if (!f) return fail(o.report + ": cannot open for writing");
+  if (!o.results.empty()) {
+    std::ofstream f(o.results);
+    if (!f) return fail(o.results + ": cannot open for writing");
     f << summary.dump(2) << "\n";
   }
 
@@ -174,22 +175,24 @@ int run(const options& o) {
   return best ? 0 : 1;
 }
 
-const bool registered = register_command({
-    "partition", "Map a traffic profile onto a cluster and write a deployment",
-    [](CLI::App& sub) {
-      auto o = std::make_shared<options>();
-      sub.add_option("profile", o->profile, "profile JSON (docs/formats.md)")->required();
-      sub.add_option("--cluster", o->cluster, "cluster or deployment YAML (docs/formats.md)")->required();
-      sub.add_option("--algo", o->algo, "bottom-up | smt | mip | metis | greedy | round-robin | hash | random | all, or a comma list")->capture_default_str();
-      sub.add_option("--timeout", o->timeout, "seconds for each exact solver (smt, mip)")->capture_default_str();
-      sub.add_option("--out", o->out, "write the cheapest feasible mapping as a deployment YAML");
-      sub.add_option("--report", o->report, "write every algorithm's result as JSON");
-      sub.add_option("--dot", o->dot, "write a Graphviz rendering coloured by node (and .svg when `dot` is installed)");
-      sub.add_option("--weight", o->unit, "edge traffic unit: messages | bytes")->capture_default_str();
-      sub.add_option("--seed", o->seed, "seed for randomised algorithms")->capture_default_str();
-      sub.add_flag("--json", o->json, "print the summary as JSON on stdout");
-      return [o] { return run(*o); };
-    }});
-
 }  // namespace
+
+action setup_partition(CLI::App& sub) {
+  auto o = std::make_shared<options>();
+  sub.add_option("profile", o->profile, "profile JSON (docs/formats.md)")->required();
+  sub.add_option("--cluster", o->cluster, "cluster or deployment YAML (docs/formats.md)")->required();
+  auto* algorithm = sub.add_option("--algorithm", o->algo, "bottom-up | smt | mip | metis | greedy | round-robin | hash | random | all, or a comma list")->capture_default_str();
+  auto* time_limit = add_duration_option(sub, "--time-limit", o->time_limit, "time for each exact solver (smt, mip)");
+  sub.add_option("--out,-o", o->out, "write the cheapest feasible mapping as a deployment YAML");
+  auto* results = sub.add_option("--results", o->results, "write every algorithm's result as JSON");
+  sub.add_option("--dot", o->dot, "write a Graphviz rendering coloured by node (and .svg when `dot` is installed)");
+  sub.add_option("--weight", o->unit, "edge traffic unit: messages | bytes")->capture_default_str();
+  sub.add_option("--seed", o->seed, "seed for randomised algorithms")->capture_default_str();
+  sub.add_flag("--json", o->json, "print the summary as JSON on stdout");
+  add_deprecated_alias(sub, algorithm, "--algo", tool);
+  add_deprecated_alias(sub, time_limit, "--timeout", tool);
+  add_deprecated_alias(sub, results, "--report", tool);
+  return [o] { return run(*o); };
+}
+
 }  // namespace banyan::cli

@@ -5,8 +5,10 @@
 //   banyan pipeline validate my.csv                      # first violation with rank and step
 //   banyan pipeline simulate zb-h1 -p 4 -m 8 --costs c.json --trace t.json --svg g.svg
 //   banyan pipeline search -p 4 -m 16 --costs c.json --cap 6 --out-dsl best.pipe --out-csv best.csv
-#include "banyan/command.hpp"
-#include "banyan/progress.hpp"
+#include "banyan/cli.hpp"
+#include "banyan/commands.hpp"
+
+#include <banyan/base/progress.hpp>
 
 #include <banyan/pipeline/csv.hpp>
 #include <banyan/pipeline/dsl.hpp>
@@ -28,21 +30,22 @@ namespace {
 
 namespace pl = banyan::pipeline;
 
+constexpr const char* tool = "banyan pipeline";
+
 struct options {
   std::string schedule, costs_file, trace, svg, out_csv, out_dsl;
   int p = 4, m = 8, v = 1;
-  double tf = 1, ti = 1, tw = 1, mem = 1, latency = 0, bandwidth = 0;
-  double cap = 0, time_limit = 30;
-  std::vector<int> chunks{1, 2};
+  double forward_time = 1, input_grad_time = 1, weight_grad_time = 1, memory = 1, latency = 0, bandwidth = 0;
+  double cap = 0;
+  std::chrono::milliseconds time_limit{30000};
+  std::vector<int> chunk_counts{1, 2};
   int generations = 200;
   std::uint64_t seed = 1;
   bool json = false, lower = false, list = false;
 };
 
-int fail(const std::string& what) {
-  std::fprintf(stderr, "banyan pipeline: %s\n", what.c_str());
-  return 1;
-}
+int fail(const std::string& what, int code = exit_failed) { return cli::fail(tool, what, code); }
+int bad_input(const std::string& what) { return fail(what, exit_bad_arguments); }
 
 banyan::result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -104,7 +107,7 @@ banyan::result<pl::costs> load_costs(const options& o, int stages_hint) {
     if (!text) return text.error();
     return pl::parse_costs(*text, o.costs_file);
   }
-  pl::costs c = pl::uniform_costs(stages_hint, o.tf, o.ti, o.tw, o.mem);
+  pl::costs c = pl::uniform_costs(stages_hint, o.forward_time, o.input_grad_time, o.weight_grad_time, o.memory);
   c.latency = o.latency, c.bandwidth = o.bandwidth;
   return c;
 }
@@ -132,10 +135,18 @@ void add_shape_options(CLI::App& sub, options& o) {
 
 void add_cost_options(CLI::App& sub, options& o) {
   sub.add_option("--costs", o.costs_file, "costs JSON (per stage or per layer; see docs/pipeline.md)");
-  sub.add_option("--tf", o.tf, "uniform forward time per stage (without --costs)")->check(CLI::NonNegativeNumber);
-  sub.add_option("--ti", o.ti, "uniform backward-input time")->check(CLI::NonNegativeNumber);
-  sub.add_option("--tw", o.tw, "uniform backward-weight time")->check(CLI::NonNegativeNumber);
-  sub.add_option("--mem", o.mem, "uniform activation memory per microbatch and stage")->check(CLI::NonNegativeNumber);
+  auto* forward = sub.add_option("--forward-time", o.forward_time, "uniform forward time per stage (without --costs)")
+                      ->check(CLI::NonNegativeNumber);
+  auto* input_grad = sub.add_option("--input-grad-time", o.input_grad_time, "uniform backward-input time")
+                         ->check(CLI::NonNegativeNumber);
+  auto* weight_grad = sub.add_option("--weight-grad-time", o.weight_grad_time, "uniform backward-weight time")
+                          ->check(CLI::NonNegativeNumber);
+  auto* memory = sub.add_option("--memory", o.memory, "uniform activation memory per microbatch and stage")
+                     ->check(CLI::NonNegativeNumber);
+  add_deprecated_alias(sub, forward, "--tf", tool);
+  add_deprecated_alias(sub, input_grad, "--ti", tool);
+  add_deprecated_alias(sub, weight_grad, "--tw", tool);
+  add_deprecated_alias(sub, memory, "--mem", tool);
   sub.add_option("--latency", o.latency, "message latency")->check(CLI::NonNegativeNumber);
   sub.add_option("--bandwidth", o.bandwidth, "link bandwidth, bytes per time unit (0 = infinite)")->check(CLI::NonNegativeNumber);
 }
@@ -151,9 +162,9 @@ int run_show(const options& o) {
     if (o.json) std::cout << list.dump(2) << "\n";
     return 0;
   }
-  if (o.schedule.empty()) return fail("show: give a schedule (shipped name, .pipe or .csv) or --list");
+  if (o.schedule.empty()) return bad_input("show: give a schedule (shipped name, .pipe or .csv) or --list");
   auto l = load_schedule(o);
-  if (!l) return fail(l.error().message);
+  if (!l) return bad_input(l.error().message);
   pl::table t = o.lower ? pl::lower_comms(l->t) : l->t;
   if (!o.out_csv.empty() && !write_file(o.out_csv, pl::write_csv(t))) return fail(o.out_csv + ": cannot write");
   if (o.json) {
@@ -169,7 +180,7 @@ int run_show(const options& o) {
 
 int run_validate(const options& o) {
   auto l = load_schedule(o);
-  if (!l) return fail(l.error().message);
+  if (!l) return bad_input(l.error().message);
   auto v = pl::validate(l->t);
   if (o.json) {
     nlohmann::json j{{"schedule", l->name}, {"valid", !v}};
@@ -186,11 +197,11 @@ int run_validate(const options& o) {
 
 int run_simulate(const options& o) {
   auto l = load_schedule(o);
-  if (!l) return fail(l.error().message);
+  if (!l) return bad_input(l.error().message);
   auto c = load_costs(o, l->t.num_ranks());
-  if (!c) return fail(c.error().message);
+  if (!c) return bad_input(c.error().message);
   auto stages = pl::stage_costs(*c, l->t.stages);
-  if (!stages) return fail((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.error().message);
+  if (!stages) return bad_input((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.error().message);
   pl::sim_options so;
   so.record_events = !o.trace.empty() || !o.svg.empty();
   auto s = pl::simulate(l->t, *stages, {c->latency, c->bandwidth}, so);
@@ -215,13 +226,13 @@ int run_simulate(const options& o) {
 
 int run_search(const options& o) {
   auto c = load_costs(o, o.p);
-  if (!c) return fail(c.error().message);
+  if (!c) return bad_input(c.error().message);
   pl::search_options so;
-  so.p = o.p, so.m = o.m, so.mem_cap = o.cap, so.chunk_options = o.chunks;
-  so.time_limit_s = o.time_limit, so.generations = o.generations, so.seed = o.seed;
+  so.p = o.p, so.m = o.m, so.mem_cap = o.cap, so.chunk_options = o.chunk_counts;
+  so.time_limit_s = std::chrono::duration<double>(o.time_limit).count(), so.generations = o.generations, so.seed = o.seed;
   so.local_steps = 1000000;  // the time limit ends it
-  const auto budget = static_cast<std::uint64_t>(o.time_limit * 10);
-  progress bar("pipeline search", budget);
+  const auto budget = static_cast<std::uint64_t>(o.time_limit.count() / 100);  // tenths of a second
+  banyan::progress bar("pipeline search", budget);
   so.progress = [&](const pl::search_progress& pr) {
     char detail[160];
     std::snprintf(detail, sizeof detail, "%s %d/%d  best makespan %.4g  %d schedules tried", pr.phase.c_str(), pr.step, pr.steps,
@@ -259,46 +270,48 @@ int run_search(const options& o) {
   return 0;
 }
 
-const bool registered = register_command({
-    "pipeline", "Pipeline schedules: show, validate, simulate and search (DSL programs and torch CSV tables)",
-    [](CLI::App& app) -> action {
-      auto o = std::make_shared<options>();
-      app.require_subcommand(1);
-      auto* show = app.add_subcommand("show", "Print the action table of a program or CSV (or --list the shipped programs)");
-      show->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table");
-      show->add_flag("--list", o->list, "list the shipped programs");
-      show->add_flag("--lower", o->lower, "include the lowered SEND/RECV actions");
-      show->add_option("--out-csv", o->out_csv, "write the table as torch CSV");
-      add_shape_options(*show, *o);
-      auto* validate = app.add_subcommand("validate", "Check a schedule; prints the first violation with rank and step");
-      validate->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table")->required();
-      add_shape_options(*validate, *o);
-      auto* simulate = app.add_subcommand("simulate", "Predict makespan, bubble and peak memory; render trace and Gantt");
-      simulate->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table")->required();
-      add_shape_options(*simulate, *o);
-      add_cost_options(*simulate, *o);
-      simulate->add_option("--trace", o->trace, "write a Chrome trace (chrome://tracing, Perfetto)");
-      simulate->add_option("--svg", o->svg, "write an SVG Gantt chart");
-      auto* search = app.add_subcommand("search", "Search for a faster schedule within a per-rank memory cap");
-      search->add_option("-p,--ranks", o->p, "ranks")->check(CLI::Range(1, 1024));
-      search->add_option("-m,--microbatches", o->m, "microbatches")->check(CLI::Range(1, 100000));
-      add_cost_options(*search, *o);
-      search->add_option("--cap", o->cap, "per-rank memory cap in the costs' memory unit (0 = none)")->check(CLI::NonNegativeNumber);
-      search->add_option("--chunks", o->chunks, "chunks per rank to consider (v)")->delimiter(',')->check(CLI::Range(1, 16));
-      search->add_option("--time-limit", o->time_limit, "seconds")->check(CLI::Range(0.1, 3600.0));
-      search->add_option("--generations", o->generations, "genetic generations at most")->check(CLI::Range(0, 100000));
-      search->add_option("--seed", o->seed, "random seed");
-      search->add_option("--out-dsl", o->out_dsl, "write the best schedule as a DSL program");
-      search->add_option("--out-csv", o->out_csv, "write the best schedule as torch CSV");
-      for (auto* sub : {show, validate, simulate, search}) sub->add_flag("--json", o->json, "print JSON on stdout");
-      return [o, show, validate, simulate, search]() -> int {
-        if (show->parsed()) return run_show(*o);
-        if (validate->parsed()) return run_validate(*o);
-        if (simulate->parsed()) return run_simulate(*o);
-        if (search->parsed()) return run_search(*o);
-        return 2;
-      };
-    }});
-
 }  // namespace
+
+action setup_pipeline(CLI::App& app) {
+  auto o = std::make_shared<options>();
+  app.require_subcommand(1);
+  auto* show = app.add_subcommand("show", "Print the action table of a program or CSV (or --list the shipped programs)");
+  show->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table");
+  show->add_flag("--list", o->list, "list the shipped programs");
+  show->add_flag("--lower", o->lower, "include the lowered SEND/RECV actions");
+  show->add_option("--out-csv", o->out_csv, "write the table as torch CSV");
+  add_shape_options(*show, *o);
+  auto* validate = app.add_subcommand("validate", "Check a schedule; prints the first violation with rank and step");
+  validate->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table")->required();
+  add_shape_options(*validate, *o);
+  auto* simulate = app.add_subcommand("simulate", "Predict makespan, bubble and peak memory; render trace and Gantt");
+  simulate->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table")->required();
+  add_shape_options(*simulate, *o);
+  add_cost_options(*simulate, *o);
+  simulate->add_option("--trace", o->trace, "write a Chrome trace (chrome://tracing, Perfetto)");
+  simulate->add_option("--svg", o->svg, "write an SVG Gantt chart");
+  auto* search = app.add_subcommand("search", "Search for a faster schedule within a per-rank memory cap");
+  search->add_option("-p,--ranks", o->p, "ranks")->check(CLI::Range(1, 1024));
+  search->add_option("-m,--microbatches", o->m, "microbatches")->check(CLI::Range(1, 100000));
+  add_cost_options(*search, *o);
+  search->add_option("--cap", o->cap, "per-rank memory cap in the costs' memory unit (0 = none)")->check(CLI::NonNegativeNumber);
+  auto* chunk_counts = search->add_option("--chunk-counts", o->chunk_counts, "chunks per rank to consider (v), a comma list")
+                           ->delimiter(',')->check(CLI::Range(1, 16));
+  add_deprecated_alias(*search, chunk_counts, "--chunks", tool);
+  add_duration_option(*search, "--time-limit", o->time_limit, "time the search may take", std::chrono::milliseconds(100),
+                      std::chrono::hours(1));
+  search->add_option("--generations", o->generations, "genetic generations at most")->check(CLI::Range(0, 100000));
+  search->add_option("--seed", o->seed, "random seed");
+  search->add_option("--out-dsl", o->out_dsl, "write the best schedule as a DSL program");
+  search->add_option("--out-csv", o->out_csv, "write the best schedule as torch CSV");
+  for (auto* sub : {show, validate, simulate, search}) sub->add_flag("--json", o->json, "print JSON on stdout");
+  return [o, show, validate, simulate, search]() -> int {
+    if (show->parsed()) return run_show(*o);
+    if (validate->parsed()) return run_validate(*o);
+    if (simulate->parsed()) return run_simulate(*o);
+    if (search->parsed()) return run_search(*o);
+    return exit_bad_arguments;
+  };
+}
+
 }  // namespace banyan::cli
