@@ -29,11 +29,11 @@ EOF
 
 for algo in bottom-up metis; do
   step "2/5 partition with $algo onto 3 nodes"
-  $banyan partition "$work/profile.json" --cluster "$work/cluster.yaml" --algo "$algo" --weight bytes \
+  $banyan partition "$work/profile.json" --cluster "$work/cluster.yaml" --algorithm "$algo" --weight bytes \
     --out "$work/$algo.yaml" >&2
   for mode in hier flat-p2p flat-node; do
     step "3/5 simulate on 3 local nodes: $algo, $mode (with --check against Icarus)"
-    $banyan launch "$work/$algo.yaml" --profile "$work/$algo-$mode.json" --timeout 600 -- \
+    $banyan launch "$work/$algo.yaml" --profile "$work/$algo-$mode.json" --run-for 10m -- \
       "$(realpath "$sim")" --top soc $(for f in $files; do realpath "$f"; done) --cycles "$cycles" \
       --components --mode "$mode" --check --json > "$work/$algo-$mode.out"
   done

@@ -2,7 +2,8 @@
 //
 //   eda_sim --top cpu designs/cpu/*.v --cycles 1000 --seed 1 --check --vcd out.vcd [--json]
 //
-// Exit status: 0 success, 1 the design/run failed or --check found a mismatch, 2 bad usage.
+// Exit status (docs/cli.md): 0 success, 1 the design or run failed or --check found a mismatch, 2 bad
+// arguments, including a --netlist or --stimulus file that cannot be read or is malformed.
 #include <banyan/eda_sim/design.hpp>
 #include <banyan/eda_sim/netlist.hpp>
 #include <banyan/eda_sim/reference.hpp>
@@ -13,10 +14,10 @@
 #include <banyan/eda_sim/components.hpp>
 #endif
 
+#include <banyan/base/progress.hpp>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -41,36 +42,12 @@ struct options {
   unsigned threads = 0;
 };
 
-int fail(const std::string& what) {
+// The error a run ends with, on stderr; returns the exit code (1: the work failed, 2: bad arguments).
+int fail(const std::string& what, int code = 1) {
   std::cerr << "eda_sim: " << what << "\n";
-  return 1;
+  return code;
 }
-
-// A progress line on stderr: rewritten in place on a terminal, every 2 s otherwise.
-class progress_line {
- public:
-  progress_line(std::string label, std::uint64_t total) : label_(std::move(label)), total_(total), tty_(isatty(2)) {}
-  void update(std::uint64_t done) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_ < std::chrono::milliseconds(tty_ ? 200 : 2000)) return;
-    last_ = now;
-    const double s = std::chrono::duration<double>(now - start_).count();
-    const double rate = s > 0 ? done / s : 0;
-    std::fprintf(stderr, "%s%s %llu/%llu cycles  %.0f cycles/s  ETA %.0fs%s", tty_ ? "\r" : "", label_.c_str(),
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_), rate,
-                 rate > 0 ? (total_ - done) / rate : 0.0, tty_ ? "   " : "\n");
-    shown_ = true;
-  }
-  void finish() {
-    if (shown_ && tty_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  std::string label_;
-  std::uint64_t total_;
-  bool tty_, shown_ = false;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
-};
+int bad_arguments(const std::string& what) { return fail(what, 2); }
 
 json tree_json(const eda::design& d) {
   json j;
@@ -92,20 +69,20 @@ json tree_json(const eda::design& d) {
 
 int run(const options& o) {
   // 1. Netlist: from Verilog through yosys, or a yosys JSON given directly.
-  eda::result<eda::netlist> n = eda::error{eda::errc::io, ""};
+  banyan::result<eda::netlist> n = banyan::error{eda::errc::io, ""};
   if (!o.netlist_json.empty()) {
     std::ifstream in(o.netlist_json);
-    if (!in) return fail(o.netlist_json + ": cannot open");
+    if (!in) return bad_arguments(o.netlist_json + ": cannot open");
     std::stringstream ss;
     ss << in.rdbuf();
     n = eda::read_yosys_json(ss.str(), o.netlist_json);
   } else {
-    if (o.files.empty()) return fail("no Verilog files given (see --help)");
+    if (o.files.empty()) return bad_arguments("no Verilog files given (see --help)");
     n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys"});
   }
-  if (!n) return fail(n.err().message);
+  if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n, {o.clock});
-  if (!d) return fail(d.err().message);
+  if (!d) return fail(d.error().message);
   if (!o.json_out)
     std::fprintf(stderr, "eda_sim: %s: %zu instances, %zu gates, %zu flip-flops, %zu leaves, %zu topics%s%s\n",
                  d->top.c_str(), d->instances.size(), d->gates, d->flops, d->leaves.size(), d->groups.size(),
@@ -116,22 +93,22 @@ int run(const options& o) {
   }
 
   // 2. Stimulus.
-  eda::result<std::unique_ptr<eda::stimulus>> stim = eda::error{eda::errc::io, ""};
+  banyan::result<std::unique_ptr<eda::stimulus>> stim = banyan::error{eda::errc::io, ""};
   std::uint64_t cycles = o.cycles;
   if (!o.stimulus_file.empty()) {
     stim = eda::file_stimulus(*d, o.stimulus_file);
-    if (!stim) return fail(stim.err().message);
+    if (!stim) return bad_arguments(stim.error().message);
     const auto len = *(*stim)->length();
     if (cycles == 0) cycles = len;
     if (cycles > len)
-      return fail(o.stimulus_file + ": " + std::to_string(cycles) + " cycles requested but the file has " +
+      return bad_arguments(o.stimulus_file + ": " + std::to_string(cycles) + " cycles requested but the file has " +
                   std::to_string(len));
   } else {
     eda::random_options ro{o.seed, o.reset, std::nullopt, o.reset_cycles};
     if (o.reset_low) ro.reset_active_low = true;
     if (o.reset_high) ro.reset_active_low = false;
     stim = eda::random_stimulus(*d, ro);
-    if (!stim) return fail(stim.err().message);
+    if (!stim) return bad_arguments(stim.error().message);
     if (cycles == 0) cycles = 1000;
   }
 
@@ -140,21 +117,22 @@ int run(const options& o) {
   int rc_components = 0;
   bool skip_check = false;  // a node of a deployment that does not host the io leaf has nothing to check
   std::unique_ptr<eda::vcd_writer> vcd;
+  std::string report_table;  // --report: printed on stdout at the end
   if (!o.vcd.empty()) {
     auto w = eda::vcd_writer::open(o.vcd, *d);
-    if (!w) return fail(w.err().message);
+    if (!w) return fail(w.error().message);
     vcd = std::move(*w);
   }
   eda::simulator sim(*d);
-  progress_line bar("simulate", cycles);
-  eda::run_options ro;
+  banyan::progress bar("simulate", cycles, {.unit = "cycles", .rate_decimals = 0});
+  eda::sim_options ro;
   ro.cycles = cycles;
   ro.lanes = o.lanes;
   ro.trace_lanes = o.check ? std::min(o.check_lanes, o.lanes) : 0;
   ro.vcd = vcd.get();
   ro.on_progress = [&](std::uint64_t done) { bar.update(done); };
   auto r = eda::simulate(sim, **stim, ro);
-  bar.finish();
+  bar.clear();  // the summary below says more
 
   std::uint64_t messages = 0, bytes = 0;
   for (std::size_t g = 0; g < d->groups.size(); ++g) {
@@ -192,7 +170,7 @@ int run(const options& o) {
     auto cr = std::make_shared<eda::component_run>();
     cr->d = std::make_shared<const eda::design>(*d);
     cr->stim = std::shared_ptr<const eda::stimulus>(std::move(*stim));
-    stim = eda::error{eda::errc::io, "moved"};
+    stim = banyan::error{eda::errc::io, "moved"};
     cr->cycles = cycles;
     cr->lanes = o.lanes;
     cr->trace_lanes = ro.trace_lanes;
@@ -205,7 +183,7 @@ int run(const options& o) {
     auto br = banyan::run(*app, bo);
     if (!br.error.empty()) return fail(br.error);
     if (br.exit_code != 0) return fail("the component run ended with exit code " + std::to_string(br.exit_code));
-    if (o.report) std::cerr << br.traffic.traffic_table();
+    if (o.report) report_table = br.traffic.traffic_table();
     if (!o.profile.empty()) {
       auto w = br.traffic.write(o.profile);
       if (!w) return fail(w.error().what());
@@ -237,12 +215,12 @@ int run(const options& o) {
   // 4. Reference check.
   int rc = rc_components;
   if (o.check && !skip_check) {
-    if (o.files.empty()) return fail("--check needs the Verilog files (the RTL Icarus runs)");
+    if (o.files.empty()) return bad_arguments("--check needs the Verilog files (the RTL Icarus runs)");
     eda::reference_options ref{o.files, d->top, cycles, std::min(o.check_lanes, o.lanes), "iverilog", "vvp",
                                o.work_dir.empty() ? "" : o.work_dir + "/icarus"};
     const eda::stimulus& st = stim_shared ? *stim_shared : **stim;
     auto icarus = eda::run_icarus(*d, st, ref);
-    if (!icarus) return fail(icarus.err().message);
+    if (!icarus) return fail(icarus.error().message);
     auto c = eda::compare(*d, icarus->samples, r.samples);
     json jc = {{"passed", c.passed()},
                {"lanes", ref.lanes},
@@ -268,6 +246,7 @@ int run(const options& o) {
     if (!c.passed()) rc = 1;
   }
   if (o.json_out) std::cout << summary.dump(2) << "\n";
+  std::cout << report_table;
   return rc;
 }
 
@@ -305,7 +284,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))->capture_default_str();
   app.add_option("--threads", o.threads, "CAF scheduler threads for --components (default: cores)");
   app.add_option("--profile", o.profile, "Write the component run's traffic profile (JSON) here");
-  app.add_flag("--report", o.report, "Print the component run's per-edge traffic table");
+  app.add_flag("--report", o.report, "Print the component run's per-edge traffic table on stdout at the end");
   app.add_option("--deployment", o.deployment, "Run the components as one node of this deployment (YAML)");
   app.add_option("--node", o.node, "This node's name in the deployment")->needs("--deployment");
 #endif

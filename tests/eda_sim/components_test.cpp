@@ -45,12 +45,12 @@ TEST_P(Components, OutputsAreIdenticalToTheEngineInHierAndFlatModes) {
   const std::uint64_t seed = 7;
   SCOPED_TRACE("design " + top + ", seed " + std::to_string(seed));
   auto d = build(design_files(top), top);
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   auto s = random_stimulus(*d, {seed});
   ASSERT_TRUE(s);
   std::shared_ptr<const stimulus> stim(std::move(*s));
   simulator sim(*d);
-  run_options ro;
+  sim_options ro;
   ro.cycles = 150;
   ro.lanes = 8;
   ro.trace_lanes = 8;

@@ -30,17 +30,17 @@ TEST_P(Design, MatchesIcarusForThousandCyclesInFourLanes) {
   SCOPED_TRACE(std::string("design ") + top + ", seed " + std::to_string(seed));
   const auto files = design_files(top);
   auto d = build(files, top);
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   auto stim = random_stimulus(*d, {seed});
-  ASSERT_TRUE(stim) << stim.err().message;
+  ASSERT_TRUE(stim) << stim.error().message;
   simulator sim(*d);
-  run_options ro;
+  sim_options ro;
   ro.cycles = 1000;
   ro.lanes = 4;
   ro.trace_lanes = 4;
   auto ours = simulate(sim, **stim, ro);
   auto ref = run_icarus(*d, **stim, {files, top, ro.cycles, 4});
-  ASSERT_TRUE(ref) << ref.err().message;
+  ASSERT_TRUE(ref) << ref.error().message;
   auto c = compare(*d, ref->samples, ours.samples);
   EXPECT_TRUE(c.passed()) << "first mismatch: cycle " << c.first->cycle << ", lane " << c.first->lane << ", "
                           << c.first->signal << ": expected " << c.first->expected << ", got " << c.first->got;
@@ -56,7 +56,7 @@ INSTANTIATE_TEST_SUITE_P(All, Design,
 
 TEST(Tree, InstancesAreCompositesAndTopicsAreScopedAtTheLowestCommonAncestor) {
   auto d = build(design_files("adders"), "adders");
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   // /adders, ripple, 16 full adders, cla, 4 cla4 blocks.
   EXPECT_EQ(d->instances.size(), 23u);
   EXPECT_EQ(d->instances[0].path, "/adders");
@@ -89,14 +89,14 @@ TEST(Tree, InstancesAreCompositesAndTopicsAreScopedAtTheLowestCommonAncestor) {
 
 TEST(Lanes, LaneZeroIsTheSameWhateverTheLaneCount) {
   auto d = build(design_files("cpu"), "cpu");
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   auto stim = random_stimulus(*d, {11});
   ASSERT_TRUE(stim);
-  run_options one;
+  sim_options one;
   one.cycles = 300;
   one.lanes = 1;
   one.trace_lanes = 1;
-  run_options many = one;
+  sim_options many = one;
   many.lanes = 64;
   simulator s1(*d), s64(*d);
   auto a = simulate(s1, **stim, one);
@@ -104,7 +104,7 @@ TEST(Lanes, LaneZeroIsTheSameWhateverTheLaneCount) {
   ASSERT_EQ(a.samples.bits, b.samples.bits);
   EXPECT_EQ(a.samples.samples, b.samples.samples);
   // And lanes really differ from each other.
-  run_options two = one;
+  sim_options two = one;
   two.lanes = 2;
   two.trace_lanes = 2;
   simulator s2(*d);
@@ -119,11 +119,11 @@ TEST(Check, ReportsTheFirstMismatchWithCycleSignalAndValues) {
   // The reference is the same design with one output inverted from cycle 7's value on: compare must
   // name that cycle and signal.
   auto d = build(design_files("lfsr_counter"), "lfsr_counter");
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   auto stim = random_stimulus(*d, {3});
   ASSERT_TRUE(stim);
   simulator sim(*d);
-  run_options ro;
+  sim_options ro;
   ro.cycles = 20;
   ro.trace_lanes = 1;
   auto ours = simulate(sim, **stim, ro);
@@ -144,13 +144,13 @@ TEST(Check, ReportsTheFirstMismatchWithCycleSignalAndValues) {
 TEST(Vcd, WaveformHasScopesAndChangesPerCycle) {
   temp_dir t;
   auto d = build(design_files("fifo"), "fifo");
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   auto stim = random_stimulus(*d, {5});
   ASSERT_TRUE(stim);
   auto w = vcd_writer::open(t.path("f.vcd"), *d);
   ASSERT_TRUE(w);
   simulator sim(*d);
-  run_options ro;
+  sim_options ro;
   ro.cycles = 50;
   ro.vcd = w->get();
   simulate(sim, **stim, ro);
@@ -170,21 +170,21 @@ TEST(Check, StimulusFileRunsThroughBothSimulators) {
   temp_dir t;
   auto files = design_files("alu_regfile");
   auto d = build(files, "alu_regfile");
-  ASSERT_TRUE(d) << d.err().message;
+  ASSERT_TRUE(d) << d.error().message;
   // inputs: rst we use_imm op rd rs1 rs2 imm
   std::string text = "rst we use_imm op rd rs1 rs2 imm\n1 0 0 0 0 0 0 0\n";
   for (int i = 0; i < 40; ++i)
     text += "0 1 " + std::to_string(i % 2) + " " + std::to_string(i % 8) + " " + std::to_string((i * 3) % 8) + " " +
             std::to_string(i % 8) + " " + std::to_string((i + 5) % 8) + " 0x" + std::to_string(1000 + i * 37) + "\n";
   auto stim = file_stimulus(*d, t.file("alu.stim", text));
-  ASSERT_TRUE(stim) << stim.err().message;
+  ASSERT_TRUE(stim) << stim.error().message;
   simulator sim(*d);
-  run_options ro;
+  sim_options ro;
   ro.cycles = *(*stim)->length();
   ro.trace_lanes = 1;
   auto ours = simulate(sim, **stim, ro);
   auto ref = run_icarus(*d, **stim, {files, "alu_regfile", ro.cycles, 1});
-  ASSERT_TRUE(ref) << ref.err().message;
+  ASSERT_TRUE(ref) << ref.error().message;
   auto c = compare(*d, ref->samples, ours.samples);
   EXPECT_TRUE(c.passed()) << c.first->signal << " at cycle " << c.first->cycle;
   EXPECT_GT(c.compared_bits, 0u);

@@ -14,20 +14,20 @@ using testing::temp_dir;
 TEST(YosysJson, NotJsonNamesTheSource) {
   auto n = read_yosys_json("{ nope", "in.json");
   ASSERT_FALSE(n);
-  EXPECT_EQ(n.err().code, errc::bad_netlist);
-  EXPECT_NE(n.err().message.find("in.json"), std::string::npos);
+  EXPECT_EQ(n.error().code, errc::bad_netlist);
+  EXPECT_NE(n.error().message.find("in.json"), std::string::npos);
 }
 
 TEST(YosysJson, BadBitNamesModuleAndPort) {
   auto n = read_yosys_json(R"({"modules":{"m":{"attributes":{"top":1},"ports":{"a":{"direction":"input","bits":["q"]}}}}})", "x.json");
   ASSERT_FALSE(n);
-  EXPECT_NE(n.err().message.find("module m, port a"), std::string::npos) << n.err().message;
+  EXPECT_NE(n.error().message.find("module m, port a"), std::string::npos) << n.error().message;
 }
 
 TEST(YosysJson, MissingTopIsReported) {
   auto n = read_yosys_json(R"({"modules":{"m":{}}})", "x.json");
   ASSERT_FALSE(n);
-  EXPECT_NE(n.err().message.find("top"), std::string::npos);
+  EXPECT_NE(n.error().message.find("top"), std::string::npos);
 }
 
 TEST(Flow, SyntaxErrorCarriesYosysMessage) {
@@ -35,8 +35,8 @@ TEST(Flow, SyntaxErrorCarriesYosysMessage) {
   auto f = t.file("bad.v", "module x(input a, output b);\n  assign b = a +;\nendmodule\n");
   auto d = build({f}, "x");
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.err().code, errc::yosys_failed);
-  EXPECT_NE(d.err().message.find("bad.v:2: ERROR: syntax error"), std::string::npos) << d.err().message;
+  EXPECT_EQ(d.error().code, errc::yosys_failed);
+  EXPECT_NE(d.error().message.find("bad.v:2: ERROR: syntax error"), std::string::npos) << d.error().message;
 }
 
 TEST(Flow, UnknownTopIsYosysError) {
@@ -44,13 +44,13 @@ TEST(Flow, UnknownTopIsYosysError) {
   auto f = t.file("a.v", "module a(input x, output y); assign y = x; endmodule\n");
   auto d = build({f}, "nosuch");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.err().message.find("nosuch"), std::string::npos) << d.err().message;
+  EXPECT_NE(d.error().message.find("nosuch"), std::string::npos) << d.error().message;
 }
 
 TEST(Flow, MissingFileIsNamed) {
   auto d = build({"/nonexistent/file.v"}, "x");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.err().message.find("/nonexistent/file.v"), std::string::npos);
+  EXPECT_NE(d.error().message.find("/nonexistent/file.v"), std::string::npos);
 }
 
 TEST(Elaborate, LatchNamesCellAndModule) {
@@ -59,10 +59,10 @@ TEST(Elaborate, LatchNamesCellAndModule) {
                          "module top(input en, input d, output q); lat u(.en(en), .d(d), .q(q)); endmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.err().code, errc::unsupported);
-  EXPECT_NE(d.err().message.find("module lat"), std::string::npos) << d.err().message;
-  EXPECT_NE(d.err().message.find("$_DLATCH_P_"), std::string::npos) << d.err().message;
-  EXPECT_NE(d.err().message.find("latch"), std::string::npos) << d.err().message;
+  EXPECT_EQ(d.error().code, errc::unsupported);
+  EXPECT_NE(d.error().message.find("module lat"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("$_DLATCH_P_"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("latch"), std::string::npos) << d.error().message;
 }
 
 TEST(Elaborate, SecondClockNamesCellAndBothClocks) {
@@ -71,10 +71,10 @@ TEST(Elaborate, SecondClockNamesCellAndBothClocks) {
                          "  always @(posedge clk) q1 <= d;\n  always @(posedge clk2) q2 <= d;\nendmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.err().code, errc::unsupported);
-  EXPECT_NE(d.err().message.find("second clock"), std::string::npos) << d.err().message;
-  EXPECT_NE(d.err().message.find("clk2"), std::string::npos) << d.err().message;
-  EXPECT_NE(d.err().message.find("module top, cell"), std::string::npos) << d.err().message;
+  EXPECT_EQ(d.error().code, errc::unsupported);
+  EXPECT_NE(d.error().message.find("second clock"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("clk2"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("module top, cell"), std::string::npos) << d.error().message;
 }
 
 TEST(Elaborate, NegedgeFlipFlopIsNamed) {
@@ -82,8 +82,8 @@ TEST(Elaborate, NegedgeFlipFlopIsNamed) {
   auto f = t.file("n.v", "module top(input clk, input d, output reg q); always @(negedge clk) q <= d; endmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.err().message.find("$_DFF_N_"), std::string::npos) << d.err().message;
-  EXPECT_NE(d.err().message.find("posedge"), std::string::npos) << d.err().message;
+  EXPECT_NE(d.error().message.find("$_DFF_N_"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("posedge"), std::string::npos) << d.error().message;
 }
 
 TEST(Elaborate, ClockUsedAsDataIsRejected) {
@@ -92,7 +92,7 @@ TEST(Elaborate, ClockUsedAsDataIsRejected) {
                          "  always @(posedge clk) q <= d;\n  assign y = d & clk;\nendmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.err().message.find("clock clk is also used as data"), std::string::npos) << d.err().message;
+  EXPECT_NE(d.error().message.find("clock clk is also used as data"), std::string::npos) << d.error().message;
 }
 
 TEST(Elaborate, CombinationalLoopAcrossInstancesIsFound) {
@@ -104,8 +104,8 @@ TEST(Elaborate, CombinationalLoopAcrossInstancesIsFound) {
                             "  inv i0(.a(y), .y(w)); buf_ b0(.a(w), .e(e), .y(y));\nendmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.err().code, errc::combinational_loop) << d.err().message;
-  EXPECT_NE(d.err().message.find("/top/"), std::string::npos) << d.err().message;
+  EXPECT_EQ(d.error().code, errc::combinational_loop) << d.error().message;
+  EXPECT_NE(d.error().message.find("/top/"), std::string::npos) << d.error().message;
 }
 
 class StimulusFile : public ::testing::Test {
@@ -114,7 +114,7 @@ class StimulusFile : public ::testing::Test {
     auto f = t.file("s.v", "module top(input clk, input rst, input [3:0] a, output reg [3:0] q);\n"
                            "  always @(posedge clk) q <= rst ? 4'd0 : a; endmodule\n");
     auto r = build({f}, "top");
-    ASSERT_TRUE(r) << r.err().message;
+    ASSERT_TRUE(r) << r.error().message;
     d = std::move(*r);
   }
   temp_dir t;
@@ -124,27 +124,27 @@ class StimulusFile : public ::testing::Test {
 TEST_F(StimulusFile, BadValueNamesFileLineAndColumn) {
   auto s = file_stimulus(d, t.file("st.txt", "# comment\nrst a\n1 0x0\n0 0x1g\n"));
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("st.txt:4, column 2 (a)"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("st.txt:4, column 2 (a)"), std::string::npos) << s.error().message;
 }
 
 TEST_F(StimulusFile, TooWideValueIsRejected) {
   auto s = file_stimulus(d, t.file("st.txt", "rst a\n0 17\n"));
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("does not fit in 4 bits"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("does not fit in 4 bits"), std::string::npos) << s.error().message;
 }
 
 TEST_F(StimulusFile, HeaderMustNameEveryInput) {
   auto s = file_stimulus(d, t.file("st.txt", "a\n1\n"));
   ASSERT_FALSE(s);
-  EXPECT_NE(s.err().message.find("lacks input 'rst'"), std::string::npos) << s.err().message;
+  EXPECT_NE(s.error().message.find("lacks input 'rst'"), std::string::npos) << s.error().message;
   auto s2 = file_stimulus(d, t.file("st2.txt", "rst a b\n"));
   ASSERT_FALSE(s2);
-  EXPECT_NE(s2.err().message.find("st2.txt:1: header names 'b'"), std::string::npos) << s2.err().message;
+  EXPECT_NE(s2.error().message.find("st2.txt:1: header names 'b'"), std::string::npos) << s2.error().message;
 }
 
 TEST_F(StimulusFile, ValuesReachEveryLane) {
   auto s = file_stimulus(d, t.file("st.txt", "a rst\n0b1x01 1\n5 0\n"));
-  ASSERT_TRUE(s) << s.err().message;
+  ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(*(*s)->length(), 2u);
   std::vector<lanes> v(input_bits(d));
   (*s)->fill(0, v);
@@ -166,7 +166,7 @@ TEST_F(StimulusFile, RandomResetIsAssertedThenReleasedAndLanesDoNotDependOnLaneC
   }
   auto bad = random_stimulus(d, {1, "nosuch"});
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.err().message.find("--reset nosuch"), std::string::npos);
+  EXPECT_NE(bad.error().message.find("--reset nosuch"), std::string::npos);
 }
 
 }  // namespace

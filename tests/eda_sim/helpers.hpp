@@ -48,7 +48,7 @@ inline std::vector<std::string> design_files(const std::string& name) {
 
 inline result<design> build(const std::vector<std::string>& files, const std::string& top) {
   auto n = synthesize({files, top});
-  if (!n) return n.err();
+  if (!n) return n.error();
   return elaborate(*n);
 }
 

@@ -110,10 +110,10 @@ class builder {
     return it->second;
   }
 
-  status instantiate(const module& m, const std::string& path, int parent, int depth);
-  status collect_cells();
-  status build_ops();
-  status levelise();
+  result<void> instantiate(const module& m, const std::string& path, int parent, int depth);
+  result<void> collect_cells();
+  result<void> build_ops();
+  result<void> levelise();
   void build_groups();
   void build_probes();
 
@@ -146,7 +146,7 @@ class builder {
   int clock_gid_ = -1;
 };
 
-status builder::instantiate(const module& m, const std::string& path, int parent, int depth) {
+result<void> builder::instantiate(const module& m, const std::string& path, int parent, int depth) {
   if (depth > 64) return error{errc::bad_netlist, "instance " + path + ": hierarchy deeper than 64 levels"};
   const int idx = static_cast<int>(d_.instances.size());
   d_.instances.push_back({path, m.name, parent, {}, -1});
@@ -173,7 +173,7 @@ status builder::instantiate(const module& m, const std::string& path, int parent
       for (std::size_t i = 0; i < p.bits.size(); ++i) unite(gid(child, p.bits[i]), gid(idx, conn->second[i]));
     }
   }
-  return ok();
+  return {};
 }
 
 std::uint32_t builder::slot(int leaf, int g) {
@@ -189,7 +189,7 @@ std::uint32_t builder::slot(int leaf, int g) {
   return it->second;
 }
 
-status builder::collect_cells() {
+result<void> builder::collect_cells() {
   // Clock: every flip-flop's C pin must be the same top-level input.
   const cell* first_flop = nullptr;
   int first_inst = 0;
@@ -242,10 +242,10 @@ status builder::collect_cells() {
     clock_gid_ = named_clock;
   }
   d_.clock = clock_gid_ >= 0 ? clock_name : "";
-  return ok();
+  return {};
 }
 
-status builder::build_ops() {
+result<void> builder::build_ops() {
   // Leaves: one per instance with primitive cells, then the io leaf.
   inst_leaf_.assign(d_.instances.size(), -1);
   for (const auto& p : prims_) {
@@ -268,14 +268,14 @@ status builder::build_ops() {
   slot_gid_.resize(d_.leaves.size());
   const int io = d_.io_leaf();
 
-  auto drive = [&](int g, int leaf, const std::string& who) -> status {
+  auto drive = [&](int g, int leaf, const std::string& who) -> result<void> {
     if (g < first_gid) return error{errc::bad_netlist, who + ": drives a constant"};
     auto [it, fresh] = driver_.try_emplace(g, leaf);
     if (!fresh)
       return unsupported("net " + net_name(g) + " has two drivers: " + driver_cell_[g] + " and " + who +
                          " (tri-state and wired logic are not supported)");
     driver_cell_[g] = who;
-    return ok();
+    return {};
   };
 
   // Top ports first so that their slots in the io leaf are stable.
@@ -379,10 +379,10 @@ status builder::build_ops() {
     if (g == clock_gid_)
       return unsupported("clock " + d_.clock + " is also used as data (by a cell in " +
                          d_.leaves[leaves.front()].path + "); only flip-flop clock pins may read it");
-  return ok();
+  return {};
 }
 
-status builder::levelise() {
+result<void> builder::levelise() {
   // Kahn over ops; a key's producer is the op writing it (keys of inputs, FF state: no producer).
   std::unordered_map<long, int> producer;
   for (std::size_t i = 0; i < ops_.size(); ++i) producer[ops_[i].out_key] = static_cast<int>(i);
@@ -442,7 +442,7 @@ status builder::levelise() {
     return depth[x] != depth[y] ? depth[x] < depth[y] : ops_[x].o.code < ops_[y].o.code;
   });
   for (int i : order) d_.leaves[ops_[i].leaf].program.push_back(ops_[i].o);
-  return ok();
+  return {};
 }
 
 void builder::build_groups() {
@@ -519,7 +519,7 @@ result<design> builder::run() {
   if (top == n_.modules.end()) return error{errc::bad_netlist, "top module " + n_.top + " is not in the netlist"};
   d_.top = n_.top;
   auto st = instantiate(top->second, "/" + level(n_.top), -1, 0);
-  if (!st) return st.err();
+  if (!st) return st.error();
   // Names: the shallowest public name of each net (instances are numbered parents first).
   for (std::size_t i = 0; i < recs_.size(); ++i) {
     const std::string prefix = d_.instances[i].path.substr(d_.instances[0].path.size());
@@ -536,9 +536,9 @@ result<design> builder::run() {
       }
     }
   }
-  if (st = collect_cells(); !st) return st.err();
-  if (st = build_ops(); !st) return st.err();
-  if (st = levelise(); !st) return st.err();
+  if (st = collect_cells(); !st) return st.error();
+  if (st = build_ops(); !st) return st.error();
+  if (st = levelise(); !st) return st.error();
   build_groups();
   build_probes();
   return std::move(d_);

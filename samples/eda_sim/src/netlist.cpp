@@ -1,6 +1,6 @@
 #include <banyan/eda_sim/netlist.hpp>
 
-#include "process.hpp"
+#include "tool.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -62,7 +62,7 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
       else if (dir == "inout") p.dir = port_dir::inout;
       else if (dir != "input") return bad(source, pw, "unknown direction '" + dir + "'");
       auto bits = read_bits(jp["bits"], source, pw);
-      if (!bits) return bits.err();
+      if (!bits) return bits.error();
       p.bits = std::move(*bits);
       m.ports.push_back(std::move(p));
     }
@@ -75,7 +75,7 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
       if (jc.contains("connections")) {
         for (const auto& [pin, jb] : jc["connections"].items()) {
           auto bits = read_bits(jb, source, cw + ", pin " + pin);
-          if (!bits) return bits.err();
+          if (!bits) return bits.error();
           c.connections.emplace(pin, std::move(*bits));
         }
       }
@@ -86,7 +86,7 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
     for (const auto& [nname, jn] : jm["netnames"].items()) {
       if (!jn.contains("bits")) return bad(source, where + ", net " + nname, "needs bits");
       auto bits = read_bits(jn["bits"], source, where + ", net " + nname);
-      if (!bits) return bits.err();
+      if (!bits) return bits.error();
       const bool hidden = jn.contains("hide_name") && jn["hide_name"].is_number() && jn["hide_name"].get<int>() != 0;
       m.nets.push_back({nname, std::move(*bits), hidden});
     }
@@ -104,7 +104,7 @@ std::string quote(const std::string& s) {
 }
 
 // The flow shared by synthesize() and write_gate_verilog(); `tail` is the write command.
-status run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
+result<void> run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
   if (opts.files.empty()) return error{errc::yosys_failed, "no Verilog files given"};
   if (opts.top.empty()) return error{errc::yosys_failed, "no top module given (--top)"};
   std::ostringstream script;
@@ -128,12 +128,11 @@ status run_flow(const yosys_options& opts, const std::string& dir, const std::st
     out << script.str();
     if (!out) return error{errc::io, script_path + ": cannot write the yosys script"};
   }
-  auto r = detail::run_process({opts.yosys, "-q", "-s", script_path}, dir);
-  if (r.exit_code == 127 || r.exit_code == -1)
-    return error{errc::yosys_failed, "cannot run '" + opts.yosys + "' (is yosys installed? tools/setup)"};
-  if (r.exit_code != 0)
-    return error{errc::yosys_failed, "yosys rejected the design:\n" + detail::excerpt(r.output, "ERROR")};
-  return ok();
+  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, dir);
+  if (!r) return error{errc::yosys_failed, r.error().message + " (is yosys installed? tools/setup)"};
+  if (!r->status.success())
+    return error{errc::yosys_failed, "yosys rejected the design:\n" + detail::excerpt(r->out, "ERROR")};
+  return {};
 }
 
 std::string work_dir(const yosys_options& opts) {
@@ -159,7 +158,7 @@ result<netlist> read_yosys_json(const std::string& text, const std::string& sour
   try {
     for (const auto& [name, jm] : j["modules"].items()) {
       auto m = read_module(name, jm, source);
-      if (!m) return m.err();
+      if (!m) return m.error();
       if (jm.contains("attributes") && jm["attributes"].contains("top")) n.top = name;
       n.modules.emplace(name, std::move(*m));
     }
@@ -174,7 +173,7 @@ result<netlist> synthesize(const yosys_options& opts) {
   const std::string dir = work_dir(opts);
   if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
   auto st = run_flow(opts, dir, "write_json netlist.json");
-  if (!st) return st.err();
+  if (!st) return st.error();
   std::ifstream in(dir + "/netlist.json");
   std::stringstream ss;
   ss << in.rdbuf();
@@ -183,7 +182,7 @@ result<netlist> synthesize(const yosys_options& opts) {
   return n;
 }
 
-status write_gate_verilog(const yosys_options& opts, const std::string& out_path) {
+result<void> write_gate_verilog(const yosys_options& opts, const std::string& out_path) {
   const std::string dir = work_dir(opts);
   if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
   auto st = run_flow(opts, dir, "write_verilog -noattr -noexpr " + quote(std::filesystem::absolute(out_path).string()));

@@ -1,6 +1,6 @@
 #include <banyan/eda_sim/reference.hpp>
 
-#include "process.hpp"
+#include "tool.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -34,7 +34,7 @@ double since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-status write_testbench(const design& d, const stimulus& stim, const reference_options& o,
+result<void> write_testbench(const design& d, const stimulus& stim, const reference_options& o,
                        const std::string& tb_path, const std::string& stim_file, const std::string& out_file) {
   const std::size_t in_bits = input_bits(d);
   const unsigned n_lanes = o.lanes ? o.lanes : 1;
@@ -89,7 +89,7 @@ status write_testbench(const design& d, const stimulus& stim, const reference_op
   tb << "      clk = 1'b1;\n      #5;\n      clk = 1'b0;\n      #1;\n    end\n"
      << "    $fclose(f);\n    $finish;\n  end\nendmodule\n";
   if (!tb) return error{errc::io, tb_path + ": write failed"};
-  return ok();
+  return {};
 }
 
 result<reference_run> run_icarus(const design& d, const stimulus& stim, const reference_options& o) {
@@ -102,24 +102,26 @@ result<reference_run> run_icarus(const design& d, const stimulus& stim, const re
     if (o.work_dir.empty()) fs::remove_all(dir);
   };
   auto st = write_testbench(d, stim, o, dir + "/tb.v", dir + "/stim.mem", dir + "/out.txt");
-  if (!st) return cleanup(), st.err();
+  if (!st) return cleanup(), st.error();
   std::vector<std::string> cmd = {o.iverilog, "-g2012", "-o", dir + "/sim.vvp", "-s", "banyan_tb", dir + "/tb.v"};
   for (const auto& f : o.files) cmd.push_back(fs::absolute(f).string());
   reference_run run;
   auto t0 = std::chrono::steady_clock::now();
-  auto r = detail::run_process(cmd, dir);
+  auto r = detail::run_tool(cmd, dir);
   run.compile_seconds = since(t0);
-  if (r.exit_code != 0) {
+  if (!r) return cleanup(), error{errc::reference_failed, r.error().message + " (is Icarus Verilog installed? tools/setup)"};
+  if (!r->status.success()) {
     cleanup();
-    return error{errc::reference_failed, "iverilog failed (exit " + std::to_string(r.exit_code) + "):\n" +
-                                             detail::excerpt(r.output, "error")};
+    return error{errc::reference_failed, "iverilog failed (exit " + std::to_string(r->status.shell_code()) + "):\n" +
+                                             detail::excerpt(r->out, "error")};
   }
   t0 = std::chrono::steady_clock::now();
-  r = detail::run_process({o.vvp, "-n", dir + "/sim.vvp"}, dir);
+  r = detail::run_tool({o.vvp, "-n", dir + "/sim.vvp"}, dir);
   run.run_seconds = since(t0);
-  if (r.exit_code != 0) {
+  if (!r) return cleanup(), error{errc::reference_failed, r.error().message + " (is Icarus Verilog installed? tools/setup)"};
+  if (!r->status.success()) {
     cleanup();
-    return error{errc::reference_failed, "vvp failed (exit " + std::to_string(r.exit_code) + "):\n" + detail::excerpt(r.output, "")};
+    return error{errc::reference_failed, "vvp failed (exit " + std::to_string(r->status.shell_code()) + "):\n" + detail::excerpt(r->out, "")};
   }
   std::ifstream in(dir + "/out.txt");
   std::size_t bits = 0;

@@ -5,9 +5,9 @@
 
 namespace banyan::eda {
 
-run_result simulate(simulator& sim, const stimulus& stim, const run_options& opts) {
+sim_result simulate(simulator& sim, const stimulus& stim, const sim_options& opts) {
   const design& d = sim.spec();
-  run_result r;
+  sim_result r;
   const unsigned lanes_used = opts.lanes == 0 ? 1 : (opts.lanes > 64 ? 64 : opts.lanes);
   const std::uint64_t lane_mask = lanes_used == 64 ? ~0ull : (1ull << lanes_used) - 1;
   std::vector<lanes> in(input_bits(d)), out;

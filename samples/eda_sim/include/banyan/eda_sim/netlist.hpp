@@ -7,7 +7,7 @@
 // can name the cell and the module.
 #pragma once
 
-#include <banyan/eda_sim/result.hpp>
+#include <banyan/eda_sim/error.hpp>
 
 #include <cstdint>
 #include <map>
@@ -68,6 +68,6 @@ struct yosys_options {
 result<netlist> synthesize(const yosys_options& opts);
 
 // Writes the flow's gate-level netlist as Verilog (for the Icarus/Verilator gate-level anchors).
-status write_gate_verilog(const yosys_options& opts, const std::string& out_path);
+result<void> write_gate_verilog(const yosys_options& opts, const std::string& out_path);
 
 }  // namespace banyan::eda

@@ -52,7 +52,7 @@ comparison compare(const design& d, const trace& expected, const trace& got);
 
 // Writes only the testbench (used by run_icarus and by the benchmarks); `stim_file` is its $readmemb
 // input, `out_file` what it prints.
-status write_testbench(const design& d, const stimulus& stim, const reference_options& opts,
+result<void> write_testbench(const design& d, const stimulus& stim, const reference_options& opts,
                        const std::string& tb_path, const std::string& stim_file, const std::string& out_file);
 
 }  // namespace banyan::eda

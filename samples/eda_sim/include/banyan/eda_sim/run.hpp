@@ -17,7 +17,7 @@ namespace banyan::eda {
 
 class vcd_writer;
 
-struct run_options {
+struct sim_options {
   std::uint64_t cycles = 1000;
   unsigned lanes = 1;            // 1..64 independent stimulus lanes
   unsigned trace_lanes = 0;      // lanes whose samples are kept (<= lanes)
@@ -34,13 +34,13 @@ struct trace {
   }
 };
 
-struct run_result {
+struct sim_result {
   trace samples;
   std::uint64_t signature = 0xcbf29ce484222325ull;  // hash of every sample of every lane
   sim_stats stats;
   double seconds = 0;                    // wall time of the cycle loop
 };
 
-run_result simulate(simulator& sim, const stimulus& stim, const run_options& opts);
+sim_result simulate(simulator& sim, const stimulus& stim, const sim_options& opts);
 
 }  // namespace banyan::eda

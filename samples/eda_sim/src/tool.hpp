@@ -1,0 +1,21 @@
+// External tools of the flow (yosys, iverilog, vvp) and their scratch space.
+#pragma once
+
+#include <banyan/base/process.hpp>
+
+#include <string>
+#include <vector>
+
+namespace banyan::eda::detail {
+
+// Runs argv[0] (looked up on PATH) with the arguments in `dir`, stdout and stderr merged into
+// `out`. No shell is involved, so arguments need no quoting. An error when the tool cannot start.
+result<run_output> run_tool(const std::vector<std::string>& argv, const std::string& dir);
+
+// A fresh directory under $TMPDIR (or /tmp) named banyan-eda-XXXXXX.
+std::string make_temp_dir();
+
+// The last lines of `text` that contain `needle`, or the last `n` lines when none does.
+std::string excerpt(const std::string& text, const std::string& needle, int n = 6);
+
+}  // namespace banyan::eda::detail
