@@ -1,5 +1,6 @@
 // Multi-node integration tests: several node processes on loopback (ipc:// endpoints in a fresh
-// temporary folder), each run bounded by `timeout` and by banyan launch's own --timeout.
+// temporary folder), each run bounded by a time limit and by banyan launch's own --run-for.
+#include "banyan/base/process.hpp"
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
 #include "banyan/partitioner/io.hpp"
@@ -7,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -17,8 +17,6 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <poll.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -42,15 +40,18 @@ struct outcome {
   std::string output;
 };
 
-outcome run_command(const std::string& cmd) {
-  outcome o{-1, {}};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return o;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p)) o.output += buf.data();
-  int status = pclose(p);
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
+// Runs `cmd` through sh, stdout and stderr merged; after `limit` its whole process group is killed.
+// The exit code is -1 when it was killed.
+outcome run_command(const std::string& cmd, std::chrono::seconds limit) {
+  auto p = process::spawn({"sh", "-c", cmd}, {.out = output_mode::capture, .err = output_mode::merge,
+                                               .own_process_group = true});
+  if (!p) return {-1, p.error().what()};
+  auto st = p->wait(limit);
+  if (!st) {
+    p->kill();
+    return {-1, p->output() + "\n" + st.error().what()};
+  }
+  return {st->signal != 0 ? -1 : st->code, p->output()};
 }
 
 // Three nodes; zone0 and the checker with the root on n0, zone1 on n1, zone2 and zone1/slow on n2.
@@ -73,8 +74,9 @@ std::multiset<std::string> digests(const std::string& output) {
   return out;
 }
 
+// Run with a 300 s limit.
 std::string launch(const fs::path& deployment, const std::string& args, const fs::path& profile = {}) {
-  std::string cmd = std::string("timeout 300 ") + BANYAN_CLI + " launch " + deployment.string() + " --timeout 240";
+  std::string cmd = std::string(BANYAN_CLI) + " launch " + deployment.string() + " --run-for 240s";
   if (!profile.empty()) cmd += " --profile " + profile.string();
   return cmd + " -- " + MESH_APP + " " + args;
 }
@@ -82,7 +84,7 @@ std::string launch(const fs::path& deployment, const std::string& args, const fs
 TEST(MultiNode, InvalidDeploymentsAreClearErrors) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  auto node_missing = run_command(std::string("timeout 60 ") + MESH_APP + " --deployment " + d.string() + " --node n9");
+  auto node_missing = run_command(std::string(MESH_APP) + " --deployment " + d.string() + " --node n9", 60s);
   EXPECT_EQ(node_missing.exit_code, 2);
   EXPECT_NE(node_missing.output.find("--node `n9` is not in the deployment (nodes: n0, n1, n2)"), std::string::npos)
       << node_missing.output;
@@ -93,11 +95,11 @@ TEST(MultiNode, InvalidDeploymentsAreClearErrors) {
     text << in.rdbuf();
     std::ofstream(bad) << text.str() << "  /mesh/zone7: n1\n";
   }
-  auto path_missing = run_command(std::string("timeout 60 ") + MESH_APP + " --deployment " + bad.string() + " --node n0");
+  auto path_missing = run_command(std::string(MESH_APP) + " --deployment " + bad.string() + " --node n0", 60s);
   EXPECT_EQ(path_missing.exit_code, 2);
   EXPECT_NE(path_missing.output.find("bad.yaml:11: assignment `/mesh/zone7` names no component of this app"),
             std::string::npos) << path_missing.output;
-  auto no_node = run_command(std::string("timeout 60 ") + MESH_APP + " --deployment " + d.string());
+  auto no_node = run_command(std::string(MESH_APP) + " --deployment " + d.string(), 60s);
   EXPECT_EQ(no_node.exit_code, 2);
   EXPECT_NE(no_node.output.find("--node"), std::string::npos) << no_node.output;
 }
@@ -106,7 +108,7 @@ TEST(MultiNode, ThreeNodesDeliverAMillionMessagesInOrderWithoutLoss) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
   // 3 publishers x 333,334 messages (plus every tenth again zone-locally), each to 6 subscribers.
-  auto r = run_command(launch(d, "--messages 333334 --payload 16"));
+  auto r = run_command(launch(d, "--messages 333334 --payload 16"), 300s);
   ASSERT_EQ(r.exit_code, 0) << r.output.substr(r.output.size() > 4000 ? r.output.size() - 4000 : 0);
   EXPECT_NE(r.output.find("every subscriber got everything"), std::string::npos);
   auto got = digests(r.output);
@@ -117,12 +119,12 @@ TEST(MultiNode, ThreeNodesDeliverAMillionMessagesInOrderWithoutLoss) {
 TEST(MultiNode, ThreeNodeRunDeliversWhatOneProcessDelivers) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  auto single = run_command(std::string("timeout 120 ") + MESH_APP + " --messages 3000");
+  auto single = run_command(std::string(MESH_APP) + " --messages 3000", 120s);
   ASSERT_EQ(single.exit_code, 0) << single.output;
   auto want = digests(single.output);
   ASSERT_EQ(want.size(), 6u);
   for (const char* mode : {"hier", "flat-p2p", "flat-node"}) {
-    auto multi = run_command(launch(d, std::string("--messages 3000 --mode ") + mode));
+    auto multi = run_command(launch(d, std::string("--messages 3000 --mode ") + mode), 300s);
     ASSERT_EQ(multi.exit_code, 0) << mode << "\n" << multi.output;
     EXPECT_EQ(digests(multi.output), want) << mode;
   }
@@ -141,9 +143,9 @@ std::vector<std::string> request_lines(const std::string& output) {
 TEST(MultiNode, RequestsAcrossNodesAnswerAsInOneProcess) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  auto single = run_command(std::string("timeout 120 ") + MESH_APP + " --messages 200 --requests");
+  auto single = run_command(std::string(MESH_APP) + " --messages 200 --requests", 120s);
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  auto multi = run_command(launch(d, "--messages 200 --requests"));
+  auto multi = run_command(launch(d, "--messages 200 --requests"), 300s);
   ASSERT_EQ(multi.exit_code, 0) << multi.output;
   const std::vector<std::string> want{
       "REQUEST 1 ok hello from /mesh/zone1/pub",
@@ -174,7 +176,7 @@ TEST(MultiNode, MeasuredCrossNodeMessagesEqualTheCostModelExactly) {
   for (const char* mode : {"hier", "flat-p2p", "flat-node"}) {
     SCOPED_TRACE(mode);
     auto prof = dir.path / (std::string(mode) + ".json");
-    auto r = run_command(launch(d, std::string("--messages 2000 --mode ") + mode, prof));
+    auto r = run_command(launch(d, std::string("--messages 2000 --mode ") + mode, prof), 300s);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     auto p = profile::load(prof.string());
     ASSERT_TRUE(p.has_value()) << p.error().what();
@@ -211,7 +213,7 @@ std::size_t occurrences(const std::string& text, const std::string& needle) {
 }
 
 // Node processes started by the test itself, their output read through pipes (no files, no sleeps:
-// poll() with the time left).
+// one poll over every node with the time left). Nodes still running at the end are killed and reaped.
 class node_group {
  public:
   node_group(const fs::path& deployment, int nodes, const std::vector<std::string>& app_args)
@@ -219,99 +221,52 @@ class node_group {
     for (int i = 0; i < nodes; ++i) procs_.push_back(spawn(i));
   }
   // Starts node i again (after kill_now): a new process, a new log.
-  void restart(int i) {
-    close(procs_[i].fd);
-    procs_[i] = spawn(i);
-  }
-  ~node_group() {
-    for (auto& p : procs_) {
-      if (p.pid > 0) {
-        kill(p.pid, SIGKILL);
-        waitpid(p.pid, nullptr, 0);
-      }
-      if (p.fd >= 0) close(p.fd);
-    }
-  }
-  const std::string& log(int i) const { return procs_[i].log; }
+  void restart(int i) { procs_[i] = spawn(i); }
+  const std::string& log(int i) const { return procs_[i].output(); }
   // Reads every node's output until `i`'s contains `text` (true) or `limit` passes (false).
   bool wait_for(int i, const std::string& text, std::chrono::milliseconds limit) {
-    return read_until([&] { return procs_[i].log.find(text) != std::string::npos; }, limit);
+    return read_until([&] { return log(i).find(text) != std::string::npos; }, limit);
   }
   // The same until `text` has appeared `times` times.
   bool wait_for(int i, const std::string& text, std::size_t times, std::chrono::milliseconds limit) {
-    return read_until([&] { return occurrences(procs_[i].log, text) >= times; }, limit);
+    return read_until([&] { return occurrences(log(i), text) >= times; }, limit);
   }
-  void signal(int i, int sig) { kill(procs_[i].pid, sig); }
+  void signal(int i, int sig) { procs_[i].signal(sig); }
   // SIGKILLs node i and reaps it.
-  void kill_now(int i) {
-    kill(procs_[i].pid, SIGKILL);
-    waitpid(procs_[i].pid, nullptr, 0);
-    procs_[i].pid = -1;
-  }
-  // Waits until node i has closed its output (exited), then reaps it: its exit code, or -1 if it
-  // did not exit within `limit` or died of a signal.
+  void kill_now(int i) { procs_[i].kill(); }
+  // Waits until node i has closed its output and exited: its exit code, or -1 if it did not exit
+  // within `limit` or died of a signal.
   int wait_exit(int i, std::chrono::milliseconds limit) {
-    if (!read_until([&] { return procs_[i].eof; }, limit)) return -1;
-    int status = 0;
-    waitpid(procs_[i].pid, &status, 0);
-    procs_[i].pid = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (!read_until([&] { return procs_[i].closed() && procs_[i].status(); }, limit)) return -1;
+    return procs_[i].status()->signal != 0 ? -1 : procs_[i].status()->code;
   }
 
  private:
-  struct proc {
-    pid_t pid;
-    int fd;
-    std::string log;
-    bool eof;
-  };
-  proc spawn(int i) {
-    int fds[2];
-    if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-    std::string name = "n" + std::to_string(i);
-    pid_t pid = fork();
-    if (pid == 0) {
-      dup2(fds[1], STDOUT_FILENO);
-      dup2(fds[1], STDERR_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      std::vector<std::string> args{MESH_APP};
-      args.insert(args.end(), args_.begin(), args_.end());
-      for (std::string extra : {"--deployment", deployment_.c_str(), "--node", name.c_str()}) args.push_back(extra);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(MESH_APP, argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    return {pid, fds[0], {}, false};
+  process spawn(int i) {
+    std::vector<std::string> args{MESH_APP};
+    args.insert(args.end(), args_.begin(), args_.end());
+    args.insert(args.end(), {"--deployment", deployment_.string(), "--node", "n" + std::to_string(i)});
+    auto p = process::spawn(args, {.out = output_mode::capture, .err = output_mode::merge});
+    if (!p) throw std::runtime_error(p.error().what());
+    return std::move(*p);
   }
-  fs::path deployment_;
-  std::vector<std::string> args_;
   template <class Pred>
   bool read_until(Pred done, std::chrono::milliseconds limit) {
     const auto until = std::chrono::steady_clock::now() + limit;
+    std::vector<process*> all;
+    for (auto& p : procs_) all.push_back(&p);
     while (!done()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
-      std::vector<pollfd> fds;
-      for (auto& p : procs_)
-        if (!p.eof) fds.push_back({p.fd, POLLIN, 0});
-      if (fds.empty()) return done();
-      if (poll(fds.data(), fds.size(), static_cast<int>(left.count())) <= 0) continue;
-      for (auto& f : fds) {
-        if (!(f.revents & (POLLIN | POLLHUP))) continue;
-        auto& p = *std::find_if(procs_.begin(), procs_.end(), [&](const proc& q) { return q.fd == f.fd; });
-        char buf[4096];
-        auto n = read(p.fd, buf, sizeof buf);
-        if (n > 0) p.log.append(buf, static_cast<std::size_t>(n));
-        else p.eof = true;
-      }
+      const bool alive = std::any_of(procs_.begin(), procs_.end(), [](const process& p) { return !p.closed() || !p.status(); });
+      if (!alive) return done();
+      process::wait_any(all, left);
     }
     return true;
   }
-  std::vector<proc> procs_;
+  fs::path deployment_;
+  std::vector<std::string> args_;
+  std::vector<process> procs_;
 };
 
 TEST(MultiNode, KilledNodeIsReportedQuicklyAndTheOthersStillStopCleanly) {
@@ -373,7 +328,8 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
   }
   constexpr std::uint64_t messages = 20000, payload = 4096;
   auto r = run_command(launch(d, "--messages " + std::to_string(messages) + " --payload " + std::to_string(payload) +
-                                     " --slow-us 20"));
+                                     " --slow-us 20"),
+                       300s);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("every subscriber got everything"), std::string::npos);
   auto got = digests(r.output);

@@ -2,34 +2,26 @@
 // and nothing hangs. The child is always reaped, also when an assertion fails.
 #include "helpers.hpp"
 
+#include "banyan/base/process.hpp"
+
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace banyan::runtime::test {
 namespace {
 
-struct child_process {
-  pid_t pid = -1;
-  ~child_process() {
-    if (pid > 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
+// Runs node `b` in a forked child that streams envelopes to every peer until it is killed (the
+// process's destructor kills and reaps it, also when an assertion fails). Forked before this test
+// starts any thread.
+banyan::result<banyan::process> fork_streaming_node(const transport_options& o) {
+  return banyan::process::spawn_function("node b", [o]() -> int {
+    auto t = transport::start(o, callbacks{.on_log = [](log_level, const std::string&) {}});
+    if (!t.has_value()) return 3;
+    for (std::uint64_t i = 0;; ++i) {
+      for (const auto& p : o.peers) {
+        if (!(*t)->send(p.name, make_envelope(i, 64)).has_value()) (void)(*t)->wait_until_up(p.name, 100ms);
+      }
     }
-  }
-};
-
-// Runs node `b` in a forked child that streams envelopes to every peer until it is killed.
-pid_t fork_streaming_node(const transport_options& o) {
-  const pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  auto t = transport::start(o, callbacks{.on_log = [](log_level, const std::string&) {}});
-  if (!t.has_value()) ::_exit(3);
-  for (std::uint64_t i = 0;; ++i) {
-    for (const auto& p : o.peers) {
-      if (!(*t)->send(p.name, make_envelope(i, 64)).has_value()) (void)(*t)->wait_until_up(p.name, 100ms);
-    }
-  }
+  });
 }
 
 TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
@@ -44,9 +36,8 @@ TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
     o.heartbeat_timeout = 1000ms;
     return o;
   };
-  child_process child;
-  child.pid = fork_streaming_node(options("b"));
-  ASSERT_GT(child.pid, 0);
+  auto child = fork_streaming_node(options("b"));
+  ASSERT_TRUE(child.has_value()) << child.error().what();
   recorder ra, rc;
   ra.keep = rc.keep = false;
   auto a = transport::start(options("a"), ra.make());
@@ -58,7 +49,7 @@ TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
   ASSERT_TRUE(rc.wait([&] { return rc.count["b"] >= 1000; }));
 
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(::kill(child.pid, SIGKILL), 0);
+  child->signal(SIGKILL);
   ASSERT_TRUE(ra.wait([&] { return ra.downs["b"] == 1; }, 5s));
   const auto a_took = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(rc.wait([&] { return rc.downs["b"] == 1; }, 5s));
@@ -72,10 +63,9 @@ TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
   EXPECT_FALSE((*a)->send("b", make_envelope(0)).has_value());
   ASSERT_TRUE((*a)->send("c", make_envelope(7)).has_value());
   ASSERT_TRUE(rc.wait([&] { return rc.count["a"] == 1; }));
-  int status = 0;
-  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
-  child.pid = -1;
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  auto status = child->wait(10s);
+  ASSERT_TRUE(status.has_value()) << status.error().what();
+  EXPECT_EQ(status->signal, SIGKILL);
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // Every simulator's outputs are compared with ours (Verilator is 2-state: from the end of reset on).
 //
 //   eda_bench --top soc samples/eda_sim/designs/{soc/soc,cpu/cpu,multiplier/multiplier,alu_regfile/alu_regfile,fifo/fifo}.v
-//             --cycles 2000 [--json out.json] [--no-verilator]
+//             --cycles 2000 [--results out.json] [--json] [--no-verilator]
+//
+// Prints a table on stdout (the results as JSON with --json); --results also writes them to a file.
 //
 // Icarus's time is vvp's wall time for the whole testbench (it includes reading the stimulus and
 // writing samples, as our timed loop includes generating stimulus and keeping samples).
@@ -15,11 +17,11 @@
 #include <banyan/eda_sim/reference.hpp>
 #include <banyan/eda_sim/run.hpp>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include "banyan/base/log.hpp"
+#include "banyan/base/process.hpp"
+#include "banyan/cli.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -34,29 +36,18 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-int run_cmd(const std::vector<std::string>& argv, const std::string& cwd, std::string& output) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    if (chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
+constexpr const char* tool = "eda_bench";
+
+// Runs a build or simulation step in `dir`; its merged output, and whether it succeeded.
+bool run_step(const std::vector<std::string>& argv, const std::string& dir, std::string& output) {
+  auto r = banyan::run_process(argv, {.working_dir = dir, .out = banyan::output_mode::capture,
+                                      .err = banyan::output_mode::merge});
+  if (!r) {
+    output += r.error().message + "\n";
+    return false;
   }
-  close(fds[1]);
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) output.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  output += r->out;
+  return r->status.success();
 }
 
 // A C++ harness for Verilator: reads the testbench's stimulus file, runs the cycles, times the loop,
@@ -94,36 +85,45 @@ std::string harness(const eda::design& d, std::uint64_t cycles) {
 int main(int argc, char** argv) {
   CLI::App app{"eda_bench: eda_sim's engine vs Icarus (RTL and gate level) and Verilator, same design and stimulus"};
   std::vector<std::string> files;
-  std::string top = "soc", json_path, work = "eda_bench_work";
+  std::string top = "soc", results_path, work = "eda_bench_work";
   std::uint64_t cycles = 2000, seed = 1;
-  bool no_verilator = false;
+  bool no_verilator = false, json_out = false;
   app.add_option("files", files, "Verilog files")->required();
   app.add_option("--top", top, "Top module")->capture_default_str();
   app.add_option("--cycles", cycles, "Cycles for every simulator")->capture_default_str();
   app.add_option("--seed", seed, "Stimulus seed")->capture_default_str();
-  app.add_option("--json", json_path, "Write the results as JSON here");
+  app.add_option("--results", results_path, "Also write the results as JSON to this file");
+  // --json is a flag (docs/cli.md); `--json FILE.json`, its old spelling, still works as --results.
+  std::string json_file;
+  app.add_option("--json", json_file, "Print the results as JSON on stdout instead of the table")->expected(0, 1);
   app.add_option("--work-dir", work, "Scratch directory")->capture_default_str();
   app.add_flag("--no-verilator", no_verilator, "Skip Verilator (its C++ build takes minutes on 2 cores)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
+  json_out = app.count("--json") > 0;
+  if (json_file.size() > 5 && json_file.ends_with(".json")) {
+    banyan::log::warning(tool, "--json FILE is deprecated; use --results FILE");
+    results_path = json_file;
+    json_out = false;
+  } else if (!json_file.empty()) {
+    files.insert(files.begin(), json_file);  // `--json a.v b.v`: the flag, then the files
+  }
 
   fs::create_directories(work);
   work = fs::absolute(work).string();
-  auto fail = [](const std::string& m) {
-    std::cerr << "eda_bench: " << m << "\n";
-    return 1;
-  };
-  std::fprintf(stderr, "[1/6] yosys + elaborate %s\n", top.c_str());
+  auto fail = [](const std::string& m) { return banyan::cli::fail(tool, m); };
+  auto step = [](const std::string& what) { banyan::log::info(tool, what); };
+  step("1/6 yosys + elaborate " + top);
   auto n = eda::synthesize({files, top});
-  if (!n) return fail(n.err().message);
+  if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n);
-  if (!d) return fail(d.err().message);
+  if (!d) return fail(d.error().message);
   auto stim = eda::random_stimulus(*d, {seed});
-  if (!stim) return fail(stim.err().message);
+  if (!stim) return fail(stim.error().message);
   json out = {{"design", top}, {"gates", d->gates}, {"flip_flops", d->flops}, {"leaves", d->leaves.size()},
               {"cycles", cycles}};
 
-  std::fprintf(stderr, "[2/6] eda_sim engine, 1 lane and 64 lanes\n");
-  eda::run_options ro;
+  step("2/6 eda_sim engine, 1 lane and 64 lanes");
+  eda::sim_options ro;
   ro.cycles = cycles;
   ro.lanes = 1;
   ro.trace_lanes = 1;
@@ -141,39 +141,40 @@ int main(int argc, char** argv) {
   auto icarus = [&](const std::string& name, const std::vector<std::string>& f) -> std::optional<double> {
     auto r = eda::run_icarus(*d, **stim, {f, top, cycles, 1, "iverilog", "vvp", work + "/" + name});
     if (!r) {
-      std::cerr << "eda_bench: " << name << ": " << r.err().message << "\n";
+      banyan::log::error(tool, name + ": " + r.error().message);
       return std::nullopt;
     }
     auto c = eda::compare(*d, r->samples, ours1.samples);
     out[name + "_matches_ours"] = c.passed();
     return cycles / r->run_seconds;
   };
-  std::fprintf(stderr, "[3/6] Icarus on the RTL\n");
+  step("3/6 Icarus on the RTL");
   auto rtl = icarus("icarus_rtl", files);
-  std::fprintf(stderr, "[4/6] Icarus on the gate-level netlist\n");
+  step("4/6 Icarus on the gate-level netlist");
   const std::string gl = work + "/gate_level.v";
-  if (auto st = eda::write_gate_verilog({files, top}, gl); !st) return fail(st.err().message);
+  if (auto st = eda::write_gate_verilog({files, top}, gl); !st) return fail(st.error().message);
   std::string simcells = "/usr/share/yosys/simcells.v";
   auto gate = icarus("icarus_gate", {gl, simcells});
   if (rtl) out["icarus_rtl_cycles_per_s"] = *rtl, out["ratio_vs_icarus_rtl"] = ours_cps / *rtl;
   if (gate) out["icarus_gate_cycles_per_s"] = *gate, out["ratio_vs_icarus_gate"] = ours_cps / *gate;
 
   if (!no_verilator) {
-    std::fprintf(stderr, "[5/6] Verilator build (minutes)\n");
+    step("5/6 Verilator build (minutes)");
     const std::string vdir = work + "/verilator";
     fs::create_directories(vdir);
     std::ofstream(vdir + "/harness.cpp") << harness(*d, cycles);
     auto st = eda::write_testbench(*d, **stim, {files, top, cycles, 1}, vdir + "/tb_unused.v", vdir + "/stim.mem",
                                    vdir + "/unused.txt");
-    if (!st) return fail(st.err().message);
+    if (!st) return fail(st.error().message);
     std::string log;
-    const int rc = run_cmd({"verilator", "--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-                            "--top-module", top, "-Mdir", vdir + "/obj", gl, simcells, vdir + "/harness.cpp",
-                            "-j", "2", "-CFLAGS", "-O2"},
-                           vdir, log);
-    std::fprintf(stderr, "[6/6] Verilator run\n");
+    const bool built = run_step({"verilator", "--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+                                 "--top-module", top, "-Mdir", vdir + "/obj", gl, simcells, vdir + "/harness.cpp",
+                                 "-j", "2", "-CFLAGS", "-O2"},
+                                vdir, log);
+    step("6/6 Verilator run");
     std::string run_log;
-    if (rc != 0 || run_cmd({vdir + "/obj/V" + top}, vdir, run_log) != 0) {
+    if (!built || !run_step({vdir + "/obj/V" + top}, vdir, run_log)) {
+      // Another program's output, shown as it is (a log line would escape its newlines).
       std::cerr << "eda_bench: verilator failed:\n" << log.substr(log.size() > 2000 ? log.size() - 2000 : 0) << run_log;
     } else {
       double secs = 0;
@@ -195,6 +196,11 @@ int main(int argc, char** argv) {
       out["verilator_mismatched_bits_after_reset"] = bad;
     }
   }
+  if (!results_path.empty()) std::ofstream(results_path) << out.dump(2) << "\n";
+  if (json_out) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
   std::printf("%-34s %12s %10s\n", "simulator", "cycles/s", "ours/it");
   auto row = [&](const char* name, const char* key, double ratio_base) {
     if (!out.contains(key)) return;
@@ -206,7 +212,5 @@ int main(int argc, char** argv) {
   row("Icarus, RTL", "icarus_rtl_cycles_per_s", ours_cps);
   row("Icarus, gate level + simcells.v", "icarus_gate_cycles_per_s", ours_cps);
   row("Verilator -O3, gate level", "verilator_cycles_per_s", ours_cps);
-  if (!json_path.empty()) std::ofstream(json_path) << out.dump(2) << "\n";
-  std::cout << out.dump(2) << "\n";
   return 0;
 }

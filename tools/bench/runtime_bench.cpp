@@ -2,17 +2,17 @@
 // processes over tcp loopback, for banyan's transport and, in the same run, raw ZeroMQ with the same
 // socket types (DEALER -> ROUTER each way) and payload sizes. Results: docs/benchmarks.md, "Runtime".
 //
-// Each case forks a receiver process `b`; the parent `a` sends. Throughput: a sends N messages, b
+// Each case forks a receiver process `b` (banyan::process::spawn_function); the parent `a` sends. Throughput: a sends N messages, b
 // answers "done" after the N-th. Latency: a sends one ping at a time, b stamps the one-way delay from
 // the CLOCK_MONOTONIC time in the payload (same machine, same clock) and echoes it; b reports p50/p99.
+#include "banyan/base/log.hpp"
+#include "banyan/base/process.hpp"
+#include "banyan/cli.hpp"
 #include "banyan/runtime/transport.hpp"
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <zmq.h>
 
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -228,7 +228,7 @@ rt::envelope make(char type, std::size_t size, std::int64_t stamp = 0) {
   };
   auto t = rt::transport::start(options("b", p.ep_b, "a", p.ep_a), cb);
   if (!t) {
-    std::fprintf(stderr, "runtime_bench: receiver: %s\n", t.error().what().c_str());
+    banyan::log::error("runtime_bench", "receiver: " + t.error().what());
     ::_exit(1);
   }
   self = t->get();
@@ -298,21 +298,14 @@ result_row banyan_sender(const params& p) {
 result_row run_case(bool raw, params p) {
   p.ep_a = free_endpoint();
   p.ep_b = free_endpoint();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
+  // The receiver never returns; it is killed (SIGKILL, by the destructor too) once the sender is done.
+  auto receiver = banyan::process::spawn_function("receiver", [raw, p]() -> int {
     if (raw) raw_receiver(p);
     banyan_receiver(p);
-  }
-  result_row r;
-  try {
-    r = raw ? raw_sender(p) : banyan_sender(p);
-  } catch (const std::exception& e) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    throw;
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
+  });
+  if (!receiver) throw std::runtime_error(receiver.error().what());
+  result_row r = raw ? raw_sender(p) : banyan_sender(p);
+  receiver->kill();
   return r;
 }
 
@@ -328,11 +321,10 @@ int main(int argc, char** argv) {
   app.add_option("--pings", pings, "ping-pong round trips for latency")->capture_default_str();
   app.add_option("--repeats", repeats, "runs per case; the best rate and the median latencies are kept")->capture_default_str();
   app.add_flag("--json", json, "print the results as JSON on stdout");
-  CLI11_PARSE(app, argc, argv);
-  if (repeats < 1 || small < 1 || large < 1 || pings < 1) {
-    std::fprintf(stderr, "runtime_bench: --repeats, --messages-* and --pings must be at least 1\n");
-    return 2;
-  }
+  if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
+  if (repeats < 1 || small < 1 || large < 1 || pings < 1)
+    return banyan::cli::fail("runtime_bench", "--repeats, --messages-* and --pings must be at least 1",
+                             banyan::cli::exit_bad_arguments);
   std::vector<result_row> rows;
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t size : {std::size_t{64}, std::size_t{4096}}) {
@@ -341,8 +333,10 @@ int main(int argc, char** argv) {
       for (int k = 0; k < repeats; ++k) {
         // Interleaved per repeat would be fairer still; cases alternate raw/banyan per size.
         runs.push_back(run_case(raw, {size == 64 ? small : large, size, pings, "", ""}));
-        std::fprintf(stderr, "runtime_bench: %-7s %4zu B run %d/%d: %.3g msgs/s, p50 %.1f us\n",
-                     runs.back().impl.c_str(), size, k + 1, repeats, runs.back().msgs_per_s, runs.back().p50_us);
+        char line[160];
+        std::snprintf(line, sizeof line, "%-7s %4zu B run %d/%d: %.3g msgs/s, p50 %.1f us", runs.back().impl.c_str(),
+                      size, k + 1, repeats, runs.back().msgs_per_s, runs.back().p50_us);
+        banyan::log::info("runtime_bench", line);
       }
       result_row best = *std::max_element(runs.begin(), runs.end(),
                                           [](auto& x, auto& y) { return x.msgs_per_s < y.msgs_per_s; });
