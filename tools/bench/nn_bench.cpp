@@ -1,6 +1,7 @@
 // nn_bench: banyan's GPT training step against PyTorch's on the CPU (same config, batch and thread
 // count, measured in the same run), the achieved GFLOP/s of the layer GEMMs against OpenBLAS sgemm
 // alone at the same shapes, and peak RSS. Results and the command: docs/benchmarks.md (nn section).
+#include "banyan/base/process.hpp"
 #include "banyan/nn/adamw.hpp"
 #include "banyan/nn/gpt.hpp"
 #include "banyan/nn/kernels.hpp"
@@ -105,15 +106,11 @@ int main(int argc, char** argv) {
   long torch_rss = -1;
   if (!o.skip_torch) {
     std::fprintf(stderr, "nn_bench: PyTorch GPT step...\n");
-    const std::string cmd = std::string("/usr/bin/python3 ") + BANYAN_SOURCE_DIR + "/tools/bench/nn_bench.py " +
-                            std::to_string(o.vocab) + " " + std::to_string(o.ctx) + " " + std::to_string(o.layers) + " " +
-                            std::to_string(o.heads) + " " + std::to_string(o.channels) + " " + std::to_string(o.batch) + " " +
-                            std::to_string(o.seq) + " " + std::to_string(o.threads) + " " + std::to_string(o.steps) + " " +
-                            std::to_string(o.warmup);
-    std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-    std::string out;
-    char buf[512];
-    while (p && std::fgets(buf, sizeof buf, p.get())) out += buf;
+    std::vector<std::string> cmd{"/usr/bin/python3", std::string(BANYAN_SOURCE_DIR) + "/tools/bench/nn_bench.py"};
+    for (int v : {o.vocab, o.ctx, o.layers, o.heads, o.channels, o.batch, o.seq, o.threads, o.steps, o.warmup})
+      cmd.push_back(std::to_string(v));
+    auto p = banyan::run_process(cmd, {.out = banyan::output_mode::capture});  // its stderr stays ours
+    const std::string out = p ? p->out : p.error().message;
     try {
       auto j = nlohmann::json::parse(out);
       torch_ms = j.at("ms_per_step").get<double>();
