@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 namespace banyan::partitioner {
@@ -168,6 +169,7 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
     if (!c) return c.error();
     yreader r{name};
     deployment d;
+    d.name = name;
     d.c = std::move(*c);
     const YAML::Node nodes = (*doc)["nodes"];
     std::set<std::string> endpoints;
@@ -175,6 +177,30 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
       const auto& nd = d.c.nodes[i];
       if (nd.endpoint.empty()) return r.fail(nodes[i], "node `" + nd.name + "` has no endpoint");
       if (!endpoints.insert(nd.endpoint).second) return r.fail(nodes[i]["endpoint"], "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
+    }
+    // CURVE key files (`curve: {public: FILE, secret: FILE}`): every node has them, or none has.
+    bool any_curve = false;
+    for (std::size_t i = 0; i < d.c.nodes.size(); ++i) any_curve = any_curve || nodes[i]["curve"];
+    const auto base = std::filesystem::path(name).parent_path();
+    for (std::size_t i = 0; any_curve && i < d.c.nodes.size(); ++i) {
+      const std::string& node = d.c.nodes[i].name;
+      const YAML::Node cv = nodes[i]["curve"];
+      if (!cv) return r.fail(nodes[i], "node `" + node + "` has no `curve` keys but other nodes have: give every node keys, or none");
+      if (!cv.IsMap()) return r.fail(cv, "node `" + node + "`: `curve` must be a mapping {public: FILE, secret: FILE}");
+      curve_key_files keys;
+      for (auto it = cv.begin(); it != cv.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        if (key != "public" && key != "secret")
+          return r.fail(it->first, "node `" + node + "`: unknown curve key `" + key + "` (expected `public` and `secret`)");
+        if (!it->second.IsScalar() || it->second.Scalar().empty())
+          return r.fail(it->second, "node `" + node + "`: curve." + key + " must name a key file");
+        const std::filesystem::path file = it->second.Scalar();
+        (key == "public" ? keys.public_file : keys.secret_file) = (file.is_relative() ? base / file : file).string();
+      }
+      if (keys.public_file.empty()) return r.fail(cv, "node `" + node + "`: curve needs `public` (the node's .pub file from banyan keygen)");
+      keys.line = cv.Mark().is_null() ? 0 : cv.Mark().line + 1;
+      keys.column = cv.Mark().is_null() ? 0 : cv.Mark().column + 1;
+      d.curve.push_back(std::move(keys));
     }
     const YAML::Node as = (*doc)["assignments"];
     if (!as || !as.IsMap() || as.size() == 0) return r.fail(as ? as : *doc, "missing `assignments` (subtree path -> node)");

@@ -73,10 +73,14 @@ result<mapping> mapping_of(const tree& t, const deployment& d) {
   mapping m(t.size(), -1);
   for (const auto& a : d.assignments) {
     auto it = index.find(a.path);
-    if (it == index.end()) return error{errc::invalid, "deployment line " + std::to_string(a.line) + ": no component `" + a.path + "` in the tree"};
+    if (it == index.end())
+      return error{errc::invalid, (d.name.empty() ? std::string("deployment") : d.name) + ":" + std::to_string(a.line) +
+                                      ": assignment `" + a.path + "` names no component of this app"};
     m[it->second] = a.node;
   }
-  if (m[0] < 0) return error{errc::invalid, "deployment: the root " + t.name(0) + " has no assignment"};
+  if (m[0] < 0)
+    return error{errc::invalid, (d.name.empty() ? std::string("deployment") : d.name) + ": the root `" + t.name(0) +
+                                    "` has no assignment"};
   for (std::size_t v = 1; v < t.size(); ++v) {
     if (m[v] < 0) m[v] = m[t.parent[v]];
   }

@@ -1,5 +1,6 @@
 #include "banyan/sdk/app.hpp"
 
+#include "command_line.hpp"
 #include "component_actor.hpp"
 #include "deployment.hpp"
 #include "node.hpp"
@@ -25,7 +26,9 @@ spec& spec::add(std::string name, bool is_composite, supervision policy, factory
 
 app::app(std::string root_name, supervision root_policy)
     : root_(std::move(root_name), true, root_policy, [] { return std::unique_ptr<component>(new composite()); }),
-      cli_(std::make_unique<CLI::App>("banyan app " + root_.name())) {}
+      options_(root_.name()) {}
+
+CLI::App& app::cli() { return options_.impl_->cli; }
 
 namespace {
 
@@ -171,35 +174,9 @@ run_result run(app& application, const run_options& options) {
 }
 
 int run(app& application, int argc, char** argv) {
-  CLI::App& cli = application.cli();
-  run_options options;
-  std::string mode = "hier";
-  double run_for = 0;
-  cli.add_option("--mode", mode,
-                 "Routing: hier (along the tree), flat-p2p (one copy per subscriber) or flat-node (one per node)")
-      ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))
-      ->capture_default_str();
-  cli.add_option("--threads", options.threads, "CAF scheduler threads (default: the machine's cores)");
-  cli.add_option("--profile", options.profile_path, "Write the run's traffic profile (JSON) to this file");
-  cli.add_flag("--report", options.report, "Print the per-edge traffic table at the end");
-  cli.add_option("--run-for", run_for, "Stop after this many seconds (default: until the app quits)");
-  cli.add_option("--deployment", options.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");
-  cli.add_option("--node", options.node, "This node's name in the deployment")->needs("--deployment");
-  long heartbeat_ms = 1000;
-  cli.add_option("--heartbeat-timeout-ms", heartbeat_ms, "Declare a silent peer node lost after this long")
-      ->capture_default_str();
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return cli.exit(e);
-  }
-  options.mode = *parse_routing_mode(mode);
-  options.max_runtime = std::chrono::milliseconds(static_cast<long long>(run_for * 1000));
-  options.heartbeat_timeout = std::chrono::milliseconds(heartbeat_ms);
-  if (!options.deployment.empty() && options.node.empty()) {
-    std::cerr << "banyan: --deployment needs --node NAME\n";
-    return 2;
-  }
+  auto& opts = application.options();
+  if (auto exit_code = opts.parse(argc, argv)) return *exit_code;  // --help, or a bad argument (2)
+  const run_options options = opts.impl_->run;
   run_result r;
   try {
     r = run(application, options);

@@ -1,22 +1,34 @@
 #include "deployment.hpp"
 
 #include "banyan/partitioner/io.hpp"
+#include "banyan/runtime/curve.hpp"
 #include "banyan/sdk/error.hpp"
 
-#include <yaml-cpp/yaml.h>
-
-#include <filesystem>
-#include <fstream>
+#include <limits>
 
 namespace banyan::detail {
 
 namespace {
 
-result<std::string> read_key(const std::filesystem::path& file, const std::string& what) {
-  std::ifstream in(file);
-  std::string key;
-  if (!in || !(in >> key))
-    return error{sdk::errc::io, what + ": cannot read key file `" + file.string() + "`"};
+// The app's tree as the partitioner's model sees it (paths and parents are all mapping_of reads).
+partitioner::tree model_of(const component_tree& tree) {
+  partitioner::tree t;
+  t.path.reserve(tree.size());
+  t.parent.reserve(tree.size());
+  for (vertex_id v = 0; v < tree.size(); ++v) {  // parents have smaller indices, as the model requires
+    t.path.push_back(tree.path(v));
+    t.parent.push_back(v == 0 ? -1 : static_cast<partitioner::vertex_id>(tree.parent(v)));
+  }
+  return t;
+}
+
+result<std::string> read_key(const partitioner::deployment& d, std::size_t node, bool secret) {
+  const auto& files = d.curve[node];
+  auto key = runtime::read_key_file(secret ? files.secret_file : files.public_file);
+  if (!key)
+    return error{sdk::errc::invalid_argument, d.name + ":" + std::to_string(files.line) + ":" +
+                                                  std::to_string(files.column) + ": node `" + d.c.nodes[node].name +
+                                                  "` curve: " + key.error().message};
   return key;
 }
 
@@ -24,64 +36,51 @@ result<std::string> read_key(const std::filesystem::path& file, const std::strin
 
 result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self,
                                                const component_tree& tree) {
+  // The file's checks (and their messages, unchanged) are the partitioner reader's.
   auto d = partitioner::load_deployment(path);
-  if (!d) return std::move(d).error();  // the partitioner's code and message, unchanged
-  resolved_deployment p;
+  if (!d) return std::move(d).error();
+  if (d->c.nodes.size() > std::numeric_limits<node_id>::max())
+    return error{sdk::errc::invalid_argument, path + ": more than " + std::to_string(std::numeric_limits<node_id>::max()) + " nodes"};
+  resolved_deployment out;
   bool found = false;
   for (std::size_t i = 0; i < d->c.nodes.size(); ++i) {
     const auto& n = d->c.nodes[i];
-    p.names.push_back(n.name);
-    p.endpoints.push_back(n.endpoint);
+    out.names.push_back(n.name);
+    out.endpoints.push_back(n.endpoint);
     if (n.name == self) {
-      p.self = static_cast<node_id>(i);
+      out.self = static_cast<node_id>(i);
       found = true;
     }
   }
   if (!found) {
     std::string names;
-    for (const auto& n : p.names) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& n : out.names) names += (names.empty() ? "" : ", ") + n;
     return error{sdk::errc::invalid_argument, path + ": --node `" + self + "` is not in the deployment (nodes: " + names + ")"};
   }
-  // Place every component: an assignment places its subtree, a descendant's assignment overrides.
-  std::vector<int> assigned(tree.size(), -1);
-  for (const auto& a : d->assignments) {
-    auto v = tree.find(a.path);
-    if (!v)
-      return error{sdk::errc::invalid_argument,
-                   path + ":" + std::to_string(a.line) + ": assignment `" + a.path + "` names no component of this app"};
-    assigned[*v] = a.node;
-  }
-  if (assigned[0] < 0)
-    return error{sdk::errc::invalid_argument, path + ": the root `" + tree.path(0) + "` has no assignment"};
-  p.node_of.resize(tree.size());
-  for (vertex_id v = 0; v < tree.size(); ++v)  // parents have smaller indices
-    p.node_of[v] = static_cast<node_id>(assigned[v] >= 0 ? assigned[v] : p.node_of[tree.parent(v)]);
+  auto m = partitioner::mapping_of(model_of(tree), *d);
+  if (!m) return error{sdk::errc::invalid_argument, m.error().message};
+  out.node_of.reserve(m->size());
+  for (auto node : *m) out.node_of.push_back(static_cast<node_id>(node));
 
-  // Optional CURVE keys: nodes[i].curve: {public: FILE, secret: FILE}, relative to the deployment.
-  p.curve_public.assign(p.names.size(), {});
-  p.curve_secret.assign(p.names.size(), {});
-  try {
-    YAML::Node root = YAML::LoadFile(path);
-    auto base = std::filesystem::path(path).parent_path();
-    for (std::size_t i = 0; i < p.names.size(); ++i) {
-      YAML::Node curve = root["nodes"][i]["curve"];
-      if (!curve) continue;
-      std::string where = path + ":" + std::to_string(curve.Mark().line + 1) + ": node `" + p.names[i] + "` curve";
-      if (!curve["public"]) return error{sdk::errc::invalid_argument, where + ": needs `public`"};
-      auto pub = read_key(base / curve["public"].as<std::string>(), where);
-      if (!pub) return pub.error();
-      p.curve_public[i] = *pub;
-      if (i == p.self) {
-        if (!curve["secret"]) return error{sdk::errc::invalid_argument, where + ": this node needs `secret`"};
-        auto sec = read_key(base / curve["secret"].as<std::string>(), where);
-        if (!sec) return sec.error();
-        p.curve_secret[i] = *sec;
-      }
+  // CURVE: every peer's public key; our own secret key.
+  out.curve_public.assign(out.names.size(), {});
+  out.curve_secret.assign(out.names.size(), {});
+  if (!d->curve.empty()) {
+    for (std::size_t i = 0; i < out.names.size(); ++i) {
+      auto key = read_key(*d, i, false);
+      if (!key) return key.error();
+      out.curve_public[i] = std::move(*key);
     }
-  } catch (const YAML::Exception& e) {
-    return error{sdk::errc::invalid_argument, path + ": " + e.what()};
+    if (d->curve[out.self].secret_file.empty()) {
+      const auto& files = d->curve[out.self];
+      return error{sdk::errc::invalid_argument, path + ":" + std::to_string(files.line) + ":" + std::to_string(files.column) +
+                                                    ": node `" + self + "` curve: this node needs `secret`"};
+    }
+    auto key = read_key(*d, out.self, true);
+    if (!key) return key.error();
+    out.curve_secret[out.self] = std::move(*key);
   }
-  return p;
+  return out;
 }
 
 }  // namespace banyan::detail

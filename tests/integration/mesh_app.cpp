@@ -178,19 +178,14 @@ class checker : public banyan::leaf {
 int main(int argc, char** argv) {
   config c;
   banyan::app app{"mesh", banyan::supervision{}, std::in_place_type<mesh>};
-  app.cli().add_option("--messages", c.messages, "Messages per publisher");
-  app.cli().add_option("--payload", c.payload_bytes, "Payload bytes");
-  app.cli().add_option("--slow-us", c.slow_us, "Extra microseconds per message in the slow subscribers");
-  app.cli().add_flag("--requests", c.requests, "The checker also makes four requests to other components");
-  app.cli().add_flag("--request-lost", c.request_lost, "The checker asks zone2's sub for a 60 s stall");
-  // The options are read before the tree is built: parse once here (run() parses again, with its own).
-  app.cli().allow_extras();
-  try {
-    app.cli().parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.cli().exit(e);
-  }
-  app.cli().allow_extras(false);
+  auto& options = app.options();
+  options.add("--messages", c.messages, "Messages per publisher");
+  options.add("--payload", c.payload_bytes, "Payload bytes");
+  options.add("--slow-us", c.slow_us, "Extra microseconds per message in the slow subscribers");
+  options.add("--requests", c.requests, "The checker also makes four requests to other components");
+  options.add("--request-lost", c.request_lost, "The checker asks zone2's sub for a 60 s stall");
+  // The options shape the tree, so they are read before it is built (run() parses again).
+  if (auto exit_code = options.parse(argc, argv)) return *exit_code;
   app.root().add_leaf<checker>("checker", zones * 2, c);
   for (int z = 0; z < zones; ++z) {
     auto& zone = app.root().add_composite("zone" + std::to_string(z));

@@ -40,13 +40,29 @@ struct assignment {
   int line;          // YAML line, for the runtime's own errors (unknown path)
 };
 
-struct deployment {
-  cluster c;
-  std::vector<assignment> assignments;  // in file order
+// A node's CURVE key files (`curve: {public: FILE, secret: FILE}`, written by `banyan keygen`).
+// Relative paths are resolved against the folder of the deployment file.
+struct curve_key_files {
+  std::string public_file;  // required in a `curve` entry
+  std::string secret_file;  // optional here; the node that runs needs its own (the runtime checks)
+  int line = 0;             // 1-based YAML line and column of the `curve` entry, for later errors
+  int column = 0;
 };
 
-// Reads a deployment: unknown nodes, duplicate or missing endpoints and non-absolute paths are
-// errors with the YAML line. Whether each path exists in the app is the runtime's job.
+struct deployment {
+  std::string name;                     // the file, as given to the reader (for messages)
+  cluster c;
+  std::vector<assignment> assignments;  // in file order
+  // Per node (as c.nodes) when the deployment uses CURVE, empty when it does not: either every
+  // node has a `curve` entry or none has.
+  std::vector<curve_key_files> curve;
+};
+
+// Reads a deployment: unknown nodes, duplicate or missing endpoints, non-absolute paths and
+// malformed `curve` entries (not a mapping, no `public`, an unknown key, some nodes without one)
+// are errors with the YAML line and column. Whether each path exists in the app and whether the
+// key files hold keys are checked by mapping_of and the runtime. `name` is the file's path: it
+// prefixes messages and relative key files are resolved against its folder.
 result<deployment> parse_deployment(const std::string& text, const std::string& name);
 result<deployment> load_deployment(const std::string& path);
 
@@ -59,8 +75,9 @@ std::vector<assignment> assignments_of(const problem& p, const mapping& m);
 // The deployment YAML the runtime reads. `header` lines are written as comments on top.
 void write_deployment(std::ostream& out, const problem& p, const mapping& m,
                       const std::vector<std::string>& header = {});
-// Expands assignments to a mapping (unassigned components stay with their parent); the error
-// names an assignment whose path is not in the tree, or a root without an assignment.
+// Expands assignments to a mapping (unassigned components stay with their parent). Errors name the
+// file and line: `d.yaml:7: assignment `/x` names no component of this app`, or
+// `d.yaml: the root `/r` has no assignment`. `t` needs only paths and parents.
 result<mapping> mapping_of(const tree& t, const deployment& d);
 
 // Graphviz: one box per component filled with its node's colour, cut edges bold red and labelled

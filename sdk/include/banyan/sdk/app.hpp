@@ -8,8 +8,7 @@
 
 #include "banyan/broker/profile.hpp"
 #include "banyan/sdk/component.hpp"
-
-#include <CLI/CLI.hpp>
+#include "banyan/sdk/options.hpp"
 
 #include <deque>
 #include <functional>
@@ -82,17 +81,20 @@ class app {
   app(std::string root_name, supervision root_policy, std::in_place_type_t<T>, Args... args)
       : root_(std::move(root_name), true, root_policy,
               [=] { return std::unique_ptr<component>(new T(args...)); }),
-        cli_(std::make_unique<CLI::App>("banyan app " + root_.name())) {}
+        options_(root_.name()) {}
 
   spec& root() { return root_; }
   const spec& root() const { return root_; }
-  // The app's own command-line options; banyan::run adds its options (--mode, --threads, --profile,
-  // --report) and parses argv with it, so --help shows both.
-  CLI::App& cli() { return *cli_; }
+  // The app's own command-line options (options.hpp); banyan::run adds its own (--mode, --threads,
+  // --run-for, ...) and parses argv, so --help shows both.
+  banyan::options& options() { return options_; }
+  // Transitional, to be removed: the CLI11 app behind options(), for the callers written before it
+  // (include <CLI/CLI.hpp> yourself to use it). New code uses options().
+  CLI::App& cli();
 
  private:
   spec root_;
-  std::unique_ptr<CLI::App> cli_;
+  banyan::options options_;
 };
 
 // Runs the app in this process until a component calls quit(), the root fails, or SIGINT/SIGTERM.
