@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   std::string top = "soc", results_path, work = "eda_bench_work";
   std::uint64_t cycles = 2000, seed = 1;
   bool no_verilator = false, json_out = false;
-  app.add_option("files", files, "Verilog files")->required();
+  app.add_option("files", files, "Verilog files (required)");
   app.add_option("--top", top, "Top module")->capture_default_str();
   app.add_option("--cycles", cycles, "Cycles for every simulator")->capture_default_str();
   app.add_option("--seed", seed, "Stimulus seed")->capture_default_str();
@@ -107,6 +107,7 @@ int main(int argc, char** argv) {
   } else if (!json_file.empty()) {
     files.insert(files.begin(), json_file);  // `--json a.v b.v`: the flag, then the files
   }
+  if (files.empty()) return banyan::cli::fail(tool, "no Verilog files given (see --help)", banyan::cli::exit_bad_arguments);
 
   fs::create_directories(work);
   work = fs::absolute(work).string();

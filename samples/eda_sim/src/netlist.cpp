@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 
 namespace banyan::eda {
@@ -94,13 +95,11 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
   return m;
 }
 
+// A yosys script string: "..." with `"` and `\` escaped.
 std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
+  std::ostringstream out;
+  out << std::quoted(s);
+  return out.str();
 }
 
 // The flow shared by synthesize() and write_gate_verilog(); `tail` is the write command.
