@@ -28,8 +28,6 @@ app::app(std::string root_name, supervision root_policy)
     : root_(std::move(root_name), true, root_policy, [] { return std::unique_ptr<component>(new composite()); }),
       options_(root_.name()) {}
 
-CLI::App& app::cli() { return options_.impl_->cli; }
-
 namespace {
 
 // Turns SIGINT/SIGTERM during the run into quit(128+sig). A handler (not a blocked mask) because

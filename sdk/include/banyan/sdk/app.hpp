@@ -88,9 +88,6 @@ class app {
   // The app's own command-line options (options.hpp); banyan::run adds its own (--mode, --threads,
   // --run-for, ...) and parses argv, so --help shows both.
   banyan::options& options() { return options_; }
-  // Transitional, to be removed: the CLI11 app behind options(), for the callers written before it
-  // (include <CLI/CLI.hpp> yourself to use it). New code uses options().
-  CLI::App& cli();
 
  private:
   spec root_;

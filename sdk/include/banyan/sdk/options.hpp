@@ -38,10 +38,6 @@
 #include <type_traits>
 #include <vector>
 
-namespace CLI {
-class App;  // only for app::cli(), which is on its way out (see app.hpp)
-}
-
 namespace banyan {
 
 class app;

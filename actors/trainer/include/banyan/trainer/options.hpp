@@ -8,7 +8,7 @@
 #include <banyan/nn/adamw.hpp>
 #include <banyan/nn/backend.hpp>
 
-#include <CLI/CLI.hpp>
+#include <banyan/sdk/options.hpp>
 
 #include <cstdint>
 #include <string>
@@ -31,9 +31,9 @@ struct common_options {
   }
 };
 
-// Adds --backend, --nn-threads, --lr, --weight-decay and --json to `cli`, writing into `o`, which must
+// Adds --backend, --nn-threads, --lr, --weight-decay and --json to `cli` (an app's options()), writing into `o`, which must
 // outlive the parse. The checkpoint file and the seed mean something model-specific (what is saved,
 // what is seeded), so each app adds those flags with its own help text.
-void add_common_options(CLI::App& cli, common_options& o);
+void add_common_options(banyan::options& cli, common_options& o);
 
 }  // namespace banyan::trainer
