@@ -4,7 +4,9 @@
 #include "banyan/nn/gpt.hpp"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -24,6 +26,7 @@ class CheckpointTest : public ::testing::Test {
     ck_.model = "gpt";
     ck_.config = {13, 8, 2, 2, 8};
     ck_.step = 42;
+    ck_.vocabulary = {'\n', ' ', 'a', 'b', 'c'};
     for (int i = 0; i < 100; ++i) {
       ck_.params.push_back(0.5f * i);
       ck_.m.push_back(-0.25f * i);
@@ -60,12 +63,39 @@ TEST_F(CheckpointTest, RoundTripsExactly) {
   EXPECT_EQ(r->params, ck_.params);
   EXPECT_EQ(r->m, ck_.m);
   EXPECT_EQ(r->v, ck_.v);
+  EXPECT_EQ(r->vocabulary, ck_.vocabulary);
   EXPECT_FALSE(fs::exists(dir_ / "run.ckpt.tmp"));
 }
 
 TEST_F(CheckpointTest, MissingFileIsAnIoError) {
   fs::remove(file_);
   expect_error(errc::io, "cannot open");
+}
+
+TEST_F(CheckpointTest, ADirectoryIsAnIoErrorNotAnException) {
+  fs::remove(file_);
+  fs::create_directories(file_);
+  expect_error(errc::io, "is a directory");
+}
+
+TEST_F(CheckpointTest, VersionOneFilesStillLoadWithoutAVocabulary) {
+  // Version 1: a 48-byte fixed header (no vocabulary length, no reserved word), no vocabulary.
+  auto b = bytes();
+  const std::size_t vocab_at = 56 + 8 * ck_.config.size() + ck_.model.size();
+  b.erase(vocab_at, ck_.vocabulary.size());
+  b.erase(48, 8);
+  b[8] = 1;
+  const std::uint32_t header = 48 + 8 * ck_.config.size() + ck_.model.size();
+  std::memcpy(b.data() + 12, &header, 4);
+  b.resize(b.size() - 4);
+  const std::uint32_t sum = static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size())));
+  b.append(reinterpret_cast<const char*>(&sum), 4);
+  write(b);
+  auto r = load_checkpoint(file_);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->params, ck_.params);
+  EXPECT_EQ(r->v, ck_.v);
+  EXPECT_TRUE(r->vocabulary.empty());
 }
 
 TEST_F(CheckpointTest, FlippedPayloadByteFailsTheChecksum) {
@@ -106,21 +136,33 @@ TEST_F(CheckpointTest, InconsistentHeaderIsCorrupt) {
   expect_error(errc::corrupt, "disagree");
 }
 
-TEST_F(CheckpointTest, MismatchedModelOrConfigIsNamed) {
+TEST_F(CheckpointTest, MismatchedModelConfigFieldVocabularyOrSizeIsNamed) {
   auto r = load_checkpoint(file_);
   ASSERT_TRUE(r);
-  auto s = check_matches(*r, file_, "mlp", ck_.config, 100);
-  ASSERT_FALSE(s);
-  EXPECT_EQ(s.error().code, errc::mismatch);
-  EXPECT_NE(s.error().message.find("`gpt`"), std::string::npos) << s.error().message;
-  auto cfg = ck_.config;
-  cfg[4] = 16;
-  s = check_matches(*r, file_, "gpt", cfg, 100);
-  ASSERT_FALSE(s);
-  EXPECT_NE(s.error().message.find("config value 4 is 8"), std::string::npos) << s.error().message;
-  s = check_matches(*r, file_, "gpt", ck_.config, 99);
-  ASSERT_FALSE(s);
-  EXPECT_TRUE(check_matches(*r, file_, "gpt", ck_.config, 100));
+  const checkpoint_identity id{.model = "gpt", .config = ck_.config, .config_fields = gpt_config::field_names(),
+                               .stored_floats = 100, .vocabulary = ck_.vocabulary};
+  EXPECT_TRUE(check_matches(*r, file_, id));
+  auto expect_mismatch = [&](const checkpoint_identity& other, const std::string& needle) {
+    auto s = check_matches(*r, file_, other);
+    ASSERT_FALSE(s) << needle;
+    EXPECT_EQ(s.error().code, errc::mismatch);
+    EXPECT_NE(s.error().message.find(needle), std::string::npos) << s.error().message;
+  };
+  auto other = id;
+  other.model = "mlp";
+  expect_mismatch(other, "holds a `gpt` model, expected `mlp`");
+  other = id;
+  other.config[4] = 16;
+  expect_mismatch(other, "channels is 8, this model has 16");
+  other = id;
+  other.vocabulary[2] = 'z';  // as many distinct bytes, another mapping: another corpus
+  expect_mismatch(other, "token 2 is byte 0x61 there, 0x7a in this data");
+  other = id;
+  other.vocabulary.pop_back();
+  expect_mismatch(other, "vocabulary of 5 bytes, this data has 4");
+  other = id;
+  other.stored_floats = 99;
+  expect_mismatch(other, "100 stored floats, model has 99");
 }
 
 TEST_F(CheckpointTest, ResumedTrainingContinuesBitForBit) {
@@ -137,18 +179,18 @@ TEST_F(CheckpointTest, ResumedTrainingContinuesBitForBit) {
   };
   auto a = gpt::create(cfg, 1, 4, **be);
   a->init(1);
-  adamw oa(**be, a->num_params());
+  adamw oa(**be, a->params());
   step(*a, oa);
-  checkpoint ck{"gpt", cfg.to_vector(), static_cast<std::uint64_t>(oa.steps()), a->params().to_host(**be), oa.m_host(), oa.v_host()};
+  checkpoint ck{"gpt", cfg.to_vector(), static_cast<std::uint64_t>(oa.steps()), a->params().to_host(**be), oa.m_host(), oa.v_host(), {}};
   ASSERT_TRUE(save_checkpoint(file_, ck));
   step(*a, oa);
 
   auto loaded = load_checkpoint(file_);
   ASSERT_TRUE(loaded) << loaded.error().message;
   auto b = gpt::create(cfg, 1, 4, **be);
-  ASSERT_TRUE(check_matches(*loaded, file_, "gpt", cfg.to_vector(), b->num_params()));
+  ASSERT_TRUE(check_matches(*loaded, file_, {.model = "gpt", .config = cfg.to_vector(), .stored_floats = b->params().numel()}));
   b->params().from_host(**be, loaded->params);
-  adamw ob(**be, b->num_params());
+  adamw ob(**be, b->params());
   ob.restore(loaded->m, loaded->v, static_cast<int>(loaded->step));
   step(*b, ob);
   EXPECT_EQ(a->params().to_host(**be), b->params().to_host(**be));

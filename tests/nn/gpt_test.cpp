@@ -60,6 +60,24 @@ TEST(Gpt, LayerBytesSumToTheArenas) {
   EXPECT_EQ(m->layers().size(), 1u + 6 * L + 3);
 }
 
+TEST(Gpt, NumParamsCountsParametersNotTheArenaPadding) {
+  auto be = cpu();
+  // 20 channels: the (20) layernorm and bias tensors are no multiple of 16 floats, so the arena pads
+  // after each of them (each tensor starts at a multiple of 16 floats).
+  const gpt_config cfg{.vocab_size = 61, .max_seq_len = 16, .num_layers = 2, .num_heads = 4, .channels = 20};
+  auto m = gpt::create(cfg, 1, 4, *be);
+  ASSERT_TRUE(m);
+  const std::size_t C = 20, L = 2;
+  EXPECT_EQ(m->num_params(), 61 * C + 16 * C + L * (12 * C * C + 13 * C) + 2 * C);
+  EXPECT_EQ(m->num_params(), 11700u);
+  // Padding to the next multiple of 16 after each tensor: wte 1220 -> +12, wpe 320 -> 0; per block
+  // 20 -> +12 (ln1_w, ln1_b, proj_b, ln2_w, ln2_b, fcproj_b), qkv_b 60 -> +4, fc_b 80 and the weights
+  // (multiples of 400) -> 0; lnf_w +12, lnf_b none (nothing follows it).
+  EXPECT_EQ(m->params().numel(), m->num_params() + 12 + L * (6 * 12 + 4) + 12);
+  EXPECT_EQ(m->params().numel(), 11876u);
+  for (const auto& t : m->params().tensors()) EXPECT_EQ(t.offset % 16, 0u) << t.name;
+}
+
 TEST(Gpt, ProfilingRecordsPerLayerTimes) {
   auto be = cpu();
   auto m = gpt::create(tiny, 2, 8, *be);
@@ -135,7 +153,7 @@ TEST(Gpt, OverfitsAFixedBatch) {
   std::vector<int> tok(B * T), tgt(B * T);
   for (auto& x : tok) x = static_cast<int>(r.below(tiny.vocab_size));
   for (auto& x : tgt) x = static_cast<int>(r.below(tiny.vocab_size));
-  adamw opt(*be, m->num_params());
+  adamw opt(*be, m->params());
   const adamw_config cfg{.lr = 1e-2f};
   float first = 0, last = 0;
   for (int s = 0; s < 150; ++s) {
@@ -165,17 +183,21 @@ TEST(Gpt, ShorterSequencesUseThePrefixOfTheArenas) {
 TEST(Adamw, ClipsToTheGlobalNorm) {
   auto be = cpu();
   std::vector<float> p{1, 1}, g{3, 4};
-  buffer pb(*be, 8), gb(*be, 8);
-  be->upload(pb.get(), p.data(), 8);
-  be->upload(gb.get(), g.data(), 8);
-  adamw opt(*be, 2);
-  const float norm = opt.step(pb.f32(), gb.f32(), {.lr = 0.1f, .grad_clip = 1.0f});
+  arena params, grads;
+  for (arena* a : {&params, &grads}) {
+    a->add("p", {2}, 0);
+    a->allocate(*be);
+  }
+  params.from_host(*be, p);
+  grads.from_host(*be, g);
+  adamw opt(*be, params);
+  const float norm = opt.step(params.base(), grads.base(), {.lr = 0.1f, .grad_clip = 1.0f});
   EXPECT_NEAR(norm, 5.0f, 1e-6f);
-  be->download(g.data(), gb.get(), 8);
+  g = grads.to_host(*be);
   EXPECT_NEAR(g[0], 0.6f, 1e-5f);
   EXPECT_NEAR(g[1], 0.8f, 1e-5f);
   // First Adam step moves each coordinate by ~lr against the gradient's sign.
-  be->download(p.data(), pb.get(), 8);
+  p = params.to_host(*be);
   EXPECT_NEAR(p[0], 0.9f, 1e-4f);
   EXPECT_NEAR(p[1], 0.9f, 1e-4f);
   EXPECT_EQ(opt.steps(), 1);

@@ -56,7 +56,7 @@ TEST(Mlp, ShortFashionMnistRunBeatsChanceByFar) {
   const int B = 100;
   auto m = mlp::create({.inputs = 784, .hidden = {128}, .classes = 10}, B, **be);
   m->init(seed);
-  adamw opt(**be, m->num_params());
+  adamw opt(**be, m->params());
   for (int epoch = 0; epoch < 2; ++epoch) {
     for (int start = 0; start < 8000; start += B) {
       m->forward(data->pixels.data() + static_cast<std::size_t>(start) * 784, data->labels.data() + start, B);

@@ -1,4 +1,5 @@
 #include <banyan/nn/mlp.hpp>
+#include <banyan/sdk/app.hpp>
 #include <banyan/trainer/options.hpp>
 #include <banyan/trainer/progress.hpp>
 #include <banyan/trainer/state.hpp>
@@ -14,11 +15,13 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(CommonOptions, FlagsSetTheFieldsAndTheEngineConfigs) {
-  CLI::App cli;
+  banyan::app app{"app"};
   common_options o;
-  add_common_options(cli, o);
-  const char* argv[] = {"app", "--backend", "cuda", "--nn-threads", "3", "--lr", "0.01", "--weight-decay", "0.1", "--json"};
-  cli.parse(10, argv);
+  add_common_options(app.options(), o);
+  const char* args[] = {"app", "--backend", "cuda", "--nn-threads", "3", "--lr", "0.01", "--weight-decay", "0.1", "--json"};
+  std::vector<char*> argv;
+  for (const char* a : args) argv.push_back(const_cast<char*>(a));
+  ASSERT_EQ(app.options().parse(static_cast<int>(argv.size()), argv.data()), std::nullopt);
   EXPECT_EQ(o.backend, "cuda");
   EXPECT_EQ(o.backend_config().name, "cuda");
   EXPECT_EQ(o.backend_config().threads, 3);
@@ -75,7 +78,7 @@ class State : public testing::Test {
     EXPECT_TRUE(m);
     nn::mlp model = std::move(m).value();
     model.init(seed);
-    opt.emplace(*be_, model.num_params());
+    opt.emplace(*be_, model.params());
     const std::vector<float> x{0.1f, 0.2f, 0.3f, 0.4f, -0.1f, 0.5f, 0.0f, 1.0f};
     const std::vector<int> y{0, 1};
     model.forward(x.data(), y.data(), 2);
@@ -88,19 +91,20 @@ class State : public testing::Test {
   fs::path dir_;
   std::unique_ptr<nn::backend> be_;
   nn::mlp_config cfg_{.inputs = 4, .hidden = {3}, .classes = 2};
+  nn::checkpoint_identity id_{.model = "mlp", .config = cfg_.to_vector(), .config_fields = cfg_.field_names()};
 };
 
 TEST_F(State, RestoresParametersMomentsAndStep) {
   std::optional<nn::adamw> opt;
   const nn::mlp a = trained(opt, 1);
   const fs::path file = dir_ / "a.ckpt";
-  ASSERT_TRUE(save_state(file, "mlp", cfg_.to_vector(), a.params(), *be_, *opt));
+  ASSERT_TRUE(save_state(file, id_, a.params(), *be_, *opt));
 
   auto fresh = nn::mlp::create(cfg_, 2, *be_);
   ASSERT_TRUE(fresh);
   fresh->init(2);
-  nn::adamw fresh_opt(*be_, fresh->num_params());
-  auto step = restore_state(file, "mlp", cfg_.to_vector(), fresh->params(), *be_, fresh_opt);
+  nn::adamw fresh_opt(*be_, fresh->params());
+  auto step = restore_state(file, id_, fresh->params(), *be_, fresh_opt);
   ASSERT_TRUE(step) << step.error().message;
   EXPECT_EQ(*step, 1);
   EXPECT_EQ(fresh_opt.steps(), 1);
@@ -113,12 +117,12 @@ TEST_F(State, AnotherModelKindIsAMismatchAndChangesNothing) {
   std::optional<nn::adamw> opt;
   const nn::mlp a = trained(opt, 1);
   const fs::path file = dir_ / "a.ckpt";
-  ASSERT_TRUE(save_state(file, "mlp", cfg_.to_vector(), a.params(), *be_, *opt));
+  ASSERT_TRUE(save_state(file, id_, a.params(), *be_, *opt));
 
   std::optional<nn::adamw> other_opt;
   nn::mlp other = trained(other_opt, 3);
   const auto before = other.params().to_host(*be_);
-  auto step = restore_state(file, "gpt", cfg_.to_vector(), other.params(), *be_, *other_opt);
+  auto step = restore_state(file, {.model = "gpt", .config = cfg_.to_vector()}, other.params(), *be_, *other_opt);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::mismatch) << step.error().message;
   EXPECT_EQ(other.params().to_host(*be_), before);
@@ -127,10 +131,71 @@ TEST_F(State, AnotherModelKindIsAMismatchAndChangesNothing) {
 TEST_F(State, MissingFileIsAnIoError) {
   std::optional<nn::adamw> opt;
   nn::mlp a = trained(opt, 1);
-  auto step = restore_state(dir_ / "none.ckpt", "mlp", cfg_.to_vector(), a.params(), *be_, *opt);
+  auto step = restore_state(dir_ / "none.ckpt", id_, a.params(), *be_, *opt);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::io);
   EXPECT_NE(step.error().message.find("none.ckpt"), std::string::npos) << step.error().message;
+}
+
+TEST_F(State, ADirectoryIsAnErrorValueNotAnException) {
+  std::optional<nn::adamw> opt;
+  nn::mlp a = trained(opt, 1);
+  auto step = restore_state(dir_, id_, a.params(), *be_, *opt);
+  ASSERT_FALSE(step);
+  EXPECT_EQ(step.error().code, nn::errc::io);
+  EXPECT_NE(step.error().message.find("is a directory"), std::string::npos) << step.error().message;
+  auto saved = save_state(dir_, id_, a.params(), *be_, *opt);
+  ASSERT_FALSE(saved);
+  EXPECT_EQ(saved.error().code, nn::errc::io) << saved.error().message;
+}
+
+TEST_F(State, ConfigMismatchNamesTheField) {
+  std::optional<nn::adamw> opt;
+  const nn::mlp a = trained(opt, 1);
+  const fs::path file = dir_ / "a.ckpt";
+  ASSERT_TRUE(save_state(file, id_, a.params(), *be_, *opt));
+  nn::mlp_config wider = cfg_;
+  wider.hidden = {5};
+  auto m = nn::mlp::create(wider, 2, *be_);
+  ASSERT_TRUE(m);
+  nn::adamw o(*be_, m->params());
+  auto step = restore_state(file, {.model = "mlp", .config = wider.to_vector(), .config_fields = wider.field_names()},
+                            m->params(), *be_, o);
+  ASSERT_FALSE(step);
+  EXPECT_EQ(step.error().code, nn::errc::mismatch);
+  EXPECT_NE(step.error().message.find("hidden[0] is 3, this model has 5"), std::string::npos) << step.error().message;
+}
+
+TEST_F(State, AnotherVocabularyOfTheSameSizeIsAMismatch) {
+  std::optional<nn::adamw> opt;
+  nn::mlp a = trained(opt, 1);
+  const fs::path file = dir_ / "v.ckpt";
+  nn::checkpoint_identity id = id_;
+  id.vocabulary = {'\n', ' ', 'a', 'b'};
+  ASSERT_TRUE(save_state(file, id, a.params(), *be_, *opt));
+  ASSERT_TRUE(restore_state(file, id, a.params(), *be_, *opt));
+  id.vocabulary = {'\n', ' ', 'a', 'c'};
+  auto step = restore_state(file, id, a.params(), *be_, *opt);
+  ASSERT_FALSE(step);
+  EXPECT_EQ(step.error().code, nn::errc::mismatch);
+  EXPECT_NE(step.error().message.find("token 3 is byte 0x62 there, 0x63"), std::string::npos) << step.error().message;
+}
+
+TEST(CheckpointPath, IsCheckedBeforeTraining) {
+  const fs::path dir = fs::temp_directory_path() / ("banyan_trainer_path_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  EXPECT_TRUE(check_checkpoint_path(dir / "run.ckpt"));
+  EXPECT_TRUE(check_checkpoint_path("relative.ckpt"));
+  auto s = check_checkpoint_path(dir);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, nn::errc::invalid_argument);
+  EXPECT_NE(s.error().message.find("--checkpoint `" + dir.string() + "`: is a directory"), std::string::npos)
+      << s.error().message;
+  s = check_checkpoint_path(dir / "missing" / "run.ckpt");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("directory `" + (dir / "missing").string() + "` does not exist"), std::string::npos)
+      << s.error().message;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   model->init(1);
-  nn::adamw opt(**be, model->num_params());
+  nn::adamw opt(**be, model->params());
   nn::rng r(7);
   std::vector<int> tok(o.batch * o.seq), tgt(tok.size());
   for (auto& x : tok) x = static_cast<int>(r.below(o.vocab));

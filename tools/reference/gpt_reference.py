@@ -1,20 +1,23 @@
 #!/usr/bin/python3
 """PyTorch reference for banyan's GPT (tests/nn/reference_test.cpp).
 
-Reads the model config, the initial weights, one batch and the AdamW settings that banyan exported,
-builds the same GPT from plain torch ops, and writes the logits, the loss, the gradient of every
-parameter tensor and the losses of N AdamW steps (with gradient clipping), all in fp32 on the CPU
-with one thread.
+Reads the model config, the initial weights, one batch per step and the AdamW settings that banyan
+exported, builds the same GPT from plain torch ops, and runs `steps` training steps (forward,
+backward, gradient clipping, AdamW), each on its own batch, in fp32 on the CPU with one thread. Writes
+the logits of the first forward pass, then per step the loss and the gradient of every parameter
+tensor (before clipping), then every parameter tensor and both AdamW moments after the last step.
 
 Input file (little-endian):
-  8s   magic b"BNYNREF1"
+  8s   magic b"BNYNREF2"
   8 x i32  vocab, max_seq_len, layers, heads, channels, B, T, steps
   6 x f32  lr, beta1, beta2, eps, weight_decay, grad_clip
-  B*T i32 tokens, B*T i32 targets
+  steps x (B*T i32 tokens, B*T i32 targets)
   i32 tensor count, then per tensor: i32 name length, name bytes, i32 rank, rank x i32 dims,
   prod(dims) f32 values (in banyan's parameter arena order)
-Output file: f32 logits (B*T*V), f32 loss, then every gradient tensor in input order, then `steps`
-f32 losses (the loss of the forward pass that precedes each optimizer step).
+Output file, f32 throughout, tensors packed in input order:
+  logits of step 0 (B*T*V)
+  steps x (loss, every gradient tensor)
+  every parameter tensor after the last step, then every exp_avg, then every exp_avg_sq
 
 Usage: gpt_reference.py INPUT OUTPUT
 """
@@ -30,17 +33,20 @@ import torch.nn.functional as F
 def read_input(path):
     with open(path, "rb") as f:
         data = f.read()
-    if data[:8] != b"BNYNREF1":
+    if data[:8] != b"BNYNREF2":
         raise SystemExit(f"gpt_reference: {path}: bad magic (not a banyan reference input)")
     off = 8
     V, maxT, L, NH, C, B, T, steps = struct.unpack_from("<8i", data, off)
     off += 32
     lr, b1, b2, eps, wd, clip = struct.unpack_from("<6f", data, off)
     off += 24
-    tokens = np.frombuffer(data, dtype="<i4", count=B * T, offset=off).reshape(B, T)
-    off += 4 * B * T
-    targets = np.frombuffer(data, dtype="<i4", count=B * T, offset=off).reshape(B, T)
-    off += 4 * B * T
+    batches = []
+    for _ in range(steps):
+        tokens = np.frombuffer(data, dtype="<i4", count=B * T, offset=off).reshape(B, T)
+        off += 4 * B * T
+        targets = np.frombuffer(data, dtype="<i4", count=B * T, offset=off).reshape(B, T)
+        off += 4 * B * T
+        batches.append((torch.from_numpy(tokens.astype(np.int64)), torch.from_numpy(targets.astype(np.int64))))
     (count,) = struct.unpack_from("<i", data, off)
     off += 4
     params = []
@@ -61,7 +67,7 @@ def read_input(path):
         raise SystemExit(f"gpt_reference: {path}: {len(data) - off} trailing bytes")
     cfg = dict(V=V, maxT=maxT, L=L, NH=NH, C=C, B=B, T=T, steps=steps)
     opt = dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd)
-    return cfg, opt, clip, torch.from_numpy(tokens.astype(np.int64)), torch.from_numpy(targets.astype(np.int64)), params
+    return cfg, opt, clip, batches, params
 
 
 def forward(P, cfg, idx, targets):
@@ -97,27 +103,25 @@ def main():
         raise SystemExit(__doc__)
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    cfg, opt, clip, idx, targets, params = read_input(sys.argv[1])
-    P = {name: torch.tensor(v, dtype=torch.float32, requires_grad=True) for name, v in params}
-    logits, loss = forward(P, cfg, idx, targets)
-    loss.backward()
-    out = [logits.detach().numpy().astype("<f4").ravel(), np.array([loss.item()], dtype="<f4")]
-    out += [P[name].grad.numpy().astype("<f4").ravel() for name, _ in params]
-
-    # The trajectory starts again from the initial weights.
+    cfg, opt, clip, batches, params = read_input(sys.argv[1])
     P = {name: torch.tensor(v, dtype=torch.float32, requires_grad=True) for name, v in params}
     order = [P[name] for name, _ in params]
     optimizer = torch.optim.AdamW(order, **opt)
-    losses = []
-    for _ in range(cfg["steps"]):
+    out = []
+    for step, (idx, targets) in enumerate(batches):
         optimizer.zero_grad()
-        _, loss = forward(P, cfg, idx, targets)
+        logits, loss = forward(P, cfg, idx, targets)
         loss.backward()
+        if step == 0:
+            out.append(logits.detach().numpy().astype("<f4").ravel())
+        out.append(np.array([loss.item()], dtype="<f4"))
+        out += [p.grad.numpy().astype("<f4").ravel() for p in order]
         if clip > 0:
             torch.nn.utils.clip_grad_norm_(order, clip)
         optimizer.step()
-        losses.append(loss.item())
-    out.append(np.array(losses, dtype="<f4"))
+    out += [p.detach().numpy().astype("<f4").ravel() for p in order]
+    for key in ("exp_avg", "exp_avg_sq"):
+        out += [optimizer.state[p][key].numpy().astype("<f4").ravel() for p in order]
     with open(sys.argv[2], "wb") as f:
         for a in out:
             f.write(a.tobytes())

@@ -16,8 +16,8 @@ result<void> adamw_config::validate() const {
   return {};
 }
 
-adamw::adamw(backend& be, std::size_t num_params)
-    : be_(&be), n_(num_params), m_(be, num_params * sizeof(float)), v_(be, num_params * sizeof(float)) {}
+adamw::adamw(backend& be, const arena& params)
+    : be_(&be), n_(params.numel()), m_(be, n_ * sizeof(float)), v_(be, n_ * sizeof(float)) {}
 
 float adamw::step(float* params, float* grads, const adamw_config& cfg) {
   const double norm = std::sqrt(be_->sum_squares(grads, n_));

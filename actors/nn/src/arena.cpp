@@ -27,6 +27,12 @@ int arena::find(std::string_view name) const {
   return -1;
 }
 
+std::size_t arena::tensor_numel() const {
+  std::size_t n = 0;
+  for (const auto& t : tensors_) n += t.numel;
+  return n;
+}
+
 std::size_t arena::layer_bytes(int layer) const {
   std::size_t n = 0;
   for (const auto& t : tensors_) {

@@ -4,7 +4,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <sstream>
 
 namespace banyan::nn {
@@ -14,8 +13,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char magic[8] = {'B', 'N', 'Y', 'N', 'C', 'K', 'P', 'T'};
-constexpr std::size_t fixed_header = 48;
+constexpr std::size_t fixed_header = 56;     // version 2
+constexpr std::size_t fixed_header_v1 = 48;  // version 1: no vocabulary length, no reserved word
 constexpr std::size_t max_model_name = 64;
+constexpr std::size_t max_vocabulary = 65536;
 
 template <class T>
 void put(std::string& out, T v) {
@@ -57,19 +58,24 @@ result<void> save_checkpoint(const fs::path& file, const checkpoint& ck) {
     return error{errc::invalid_argument, name + ": params, m and v differ in size"};
   }
   if (ck.model.size() > max_model_name) return error{errc::invalid_argument, name + ": model name too long"};
+  if (ck.vocabulary.size() > max_vocabulary) return error{errc::invalid_argument, name + ": vocabulary too long"};
   const std::size_t P = ck.params.size();
+  const std::size_t header = fixed_header + 8 * ck.config.size() + ck.model.size() + ck.vocabulary.size();
   std::string out;
-  out.reserve(fixed_header + 8 * ck.config.size() + ck.model.size() + 12 * P + 4);
+  out.reserve(header + 12 * P + 4);
   out.append(magic, 8);
   put<std::uint32_t>(out, checkpoint_version);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(fixed_header + 8 * ck.config.size() + ck.model.size()));
+  put<std::uint32_t>(out, static_cast<std::uint32_t>(header));
   put<std::uint64_t>(out, ck.step);
   put<std::uint64_t>(out, P);
   put<std::uint32_t>(out, static_cast<std::uint32_t>(ck.config.size()));
   put<std::uint32_t>(out, static_cast<std::uint32_t>(ck.model.size()));
   put<std::uint64_t>(out, 12 * static_cast<std::uint64_t>(P));
+  put<std::uint32_t>(out, static_cast<std::uint32_t>(ck.vocabulary.size()));
+  put<std::uint32_t>(out, 0);
   for (auto c : ck.config) put<std::int64_t>(out, c);
   out += ck.model;
+  out.append(reinterpret_cast<const char*>(ck.vocabulary.data()), ck.vocabulary.size());
   for (const auto* vec : {&ck.params, &ck.m, &ck.v}) {
     out.append(reinterpret_cast<const char*>(vec->data()), vec->size() * sizeof(float));
   }
@@ -92,18 +98,30 @@ result<void> save_checkpoint(const fs::path& file, const checkpoint& ck) {
 
 result<checkpoint> load_checkpoint(const fs::path& file) {
   const std::string name = "checkpoint `" + file.string() + "`";
+  std::error_code ec;
+  const auto status = fs::status(file, ec);
+  if (fs::is_directory(status)) return error{errc::io, name + ": is a directory, not a checkpoint file"};
+  // Reads with read() and checks the stream state: no exceptions, whatever the path is.
   std::ifstream f(file, std::ios::binary);
-  if (!f) return error{errc::io, name + ": cannot open (missing or unreadable)"};
-  std::string in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (in.size() < fixed_header + 4) {
+  if (!f || !fs::is_regular_file(status)) return error{errc::io, name + ": cannot open (missing or unreadable)"};
+  const auto size = fs::file_size(file, ec);
+  if (ec) return error{errc::io, name + ": cannot read its size: " + ec.message()};
+  std::string in(size, '\0');
+  if (!f.read(in.data(), static_cast<std::streamsize>(size))) return error{errc::io, name + ": read failed"};
+  if (in.size() < fixed_header_v1 + 4) {
     return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
-                                         std::to_string(fixed_header + 4) + "-byte minimum (truncated?)"};
+                                         std::to_string(fixed_header_v1 + 4) + "-byte minimum (truncated?)"};
   }
   if (std::memcmp(in.data(), magic, 8) != 0) return error{errc::corrupt, name + ": bad magic (not a banyan checkpoint)"};
   const auto version = get<std::uint32_t>(in, 8);
-  if (version != checkpoint_version) {
-    return error{errc::unsupported, name + ": version " + std::to_string(version) + ", this build reads version " +
+  if (version != 1 && version != checkpoint_version) {
+    return error{errc::unsupported, name + ": version " + std::to_string(version) + ", this build reads versions 1 and " +
                                              std::to_string(checkpoint_version)};
+  }
+  const std::size_t fixed = version == 1 ? fixed_header_v1 : fixed_header;
+  if (in.size() < fixed + 4) {
+    return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
+                                         std::to_string(fixed + 4) + "-byte minimum (truncated?)"};
   }
   const auto header = get<std::uint32_t>(in, 12);
   const auto step = get<std::uint64_t>(in, 16);
@@ -111,9 +129,11 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   const auto K = get<std::uint32_t>(in, 32);
   const auto M = get<std::uint32_t>(in, 36);
   const auto payload = get<std::uint64_t>(in, 40);
-  if (M > max_model_name || K > 1024 || header != fixed_header + 8ull * K + M) {
+  const std::uint32_t D = version == 1 ? 0 : get<std::uint32_t>(in, 48);
+  if (M > max_model_name || K > 1024 || D > max_vocabulary || header != fixed + 8ull * K + M + D) {
     return error{errc::corrupt, name + ": inconsistent header (header bytes " + std::to_string(header) +
-                                         ", config length " + std::to_string(K) + ", name length " + std::to_string(M) + ")"};
+                                         ", config length " + std::to_string(K) + ", name length " + std::to_string(M) +
+                                         ", vocabulary length " + std::to_string(D) + ")"};
   }
   if (P > (1ull << 40) || payload != 12 * P) {
     return error{errc::corrupt, name + ": payload bytes " + std::to_string(payload) + " disagree with " +
@@ -131,8 +151,10 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   }
   checkpoint ck;
   ck.step = step;
-  for (std::uint32_t i = 0; i < K; ++i) ck.config.push_back(get<std::int64_t>(in, fixed_header + 8ull * i));
-  ck.model = in.substr(fixed_header + 8ull * K, M);
+  for (std::uint32_t i = 0; i < K; ++i) ck.config.push_back(get<std::int64_t>(in, fixed + 8ull * i));
+  ck.model = in.substr(fixed + 8ull * K, M);
+  const char* vocab = in.data() + fixed + 8ull * K + M;
+  ck.vocabulary.assign(vocab, vocab + D);
   std::size_t at = header;
   for (auto* vec : {&ck.params, &ck.m, &ck.v}) {
     vec->resize(P);
@@ -142,23 +164,38 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   return ck;
 }
 
-result<void> check_matches(const checkpoint& ck, const fs::path& file, const std::string& model,
-                           const std::vector<std::int64_t>& config, std::size_t num_params) {
+result<void> check_matches(const checkpoint& ck, const fs::path& file, const checkpoint_identity& expected) {
   const std::string name = "checkpoint `" + file.string() + "`";
-  if (ck.model != model) return error{errc::mismatch, name + ": holds a `" + ck.model + "` model, expected `" + model + "`"};
+  if (ck.model != expected.model) {
+    return error{errc::mismatch, name + ": holds a `" + ck.model + "` model, expected `" + expected.model + "`"};
+  }
+  const auto& config = expected.config;
   if (ck.config.size() != config.size()) {
     return error{errc::mismatch, name + ": config has " + std::to_string(ck.config.size()) + " values, expected " +
                                           std::to_string(config.size())};
   }
   for (std::size_t i = 0; i < config.size(); ++i) {
     if (ck.config[i] != config[i]) {
-      return error{errc::mismatch, name + ": config value " + std::to_string(i) + " is " + std::to_string(ck.config[i]) +
-                                            ", this model has " + std::to_string(config[i])};
+      const std::string field =
+          i < expected.config_fields.size() ? expected.config_fields[i] : "config value " + std::to_string(i);
+      return error{errc::mismatch, name + ": " + field + " is " + std::to_string(ck.config[i]) + ", this model has " +
+                                            std::to_string(config[i])};
     }
   }
-  if (ck.params.size() != num_params) {
-    return error{errc::mismatch, name + ": " + std::to_string(ck.params.size()) + " parameters, model has " +
-                                          std::to_string(num_params)};
+  if (!ck.vocabulary.empty() && ck.vocabulary != expected.vocabulary) {
+    if (ck.vocabulary.size() != expected.vocabulary.size()) {
+      return error{errc::mismatch, name + ": trained on a vocabulary of " + std::to_string(ck.vocabulary.size()) +
+                                            " bytes, this data has " + std::to_string(expected.vocabulary.size())};
+    }
+    std::size_t id = 0;
+    while (ck.vocabulary[id] == expected.vocabulary[id]) ++id;
+    return error{errc::mismatch, name + ": trained on another vocabulary: token " + std::to_string(id) + " is byte " +
+                                          hex(ck.vocabulary[id]) + " there, " + hex(expected.vocabulary[id]) +
+                                          " in this data (another corpus?)"};
+  }
+  if (ck.params.size() != expected.stored_floats) {
+    return error{errc::mismatch, name + ": " + std::to_string(ck.params.size()) + " stored floats, model has " +
+                                          std::to_string(expected.stored_floats)};
   }
   return {};
 }

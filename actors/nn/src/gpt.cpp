@@ -57,6 +57,10 @@ std::vector<std::int64_t> gpt_config::to_vector() const {
   return {vocab_size, max_seq_len, num_layers, num_heads, channels};
 }
 
+std::vector<std::string> gpt_config::field_names() {
+  return {"vocab_size", "max_seq_len", "num_layers", "num_heads", "channels"};
+}
+
 result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& be) {
   if (auto s = cfg.validate(); !s) return s.error();
   if (batch <= 0) {

@@ -30,6 +30,12 @@ std::vector<std::int64_t> mlp_config::to_vector() const {
   return v;
 }
 
+std::vector<std::string> mlp_config::field_names() const {
+  std::vector<std::string> v{"inputs", "classes", "hidden layers"};
+  for (std::size_t i = 0; i < hidden.size(); ++i) v.push_back("hidden[" + std::to_string(i) + "]");
+  return v;
+}
+
 result<mlp> mlp::create(const mlp_config& cfg, int batch, backend& be) {
   if (auto s = cfg.validate(); !s) return s.error();
   if (batch <= 0) return error{errc::invalid_argument, "mlp: batch = " + std::to_string(batch) + " must be positive"};

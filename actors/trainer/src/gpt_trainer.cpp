@@ -17,13 +17,19 @@ namespace banyan::trainer {
 
 void gpt_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
-  if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error().message);
+  if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
   progress_.emplace(app_, opts_->common.json);
   ctx.post([this, &ctx] { step(ctx); });
 }
 
 result<void> gpt_trainer::prepare(context& ctx) {
   const auto& o = *opts_;
+  if (o.val_batches < 1) {
+    return error{nn::errc::invalid_argument, "--val-batches " + std::to_string(o.val_batches) + ": must be at least 1"};
+  }
+  if (!o.common.checkpoint.empty()) {
+    if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
+  }
   auto corpus = nn::load_fortunes(o.data_dir);
   if (!corpus) return std::move(corpus).error();
   corpus_ = std::move(corpus).value();
@@ -44,13 +50,24 @@ result<void> gpt_trainer::prepare(context& ctx) {
   if (!model) return std::move(model).error();
   model_.emplace(std::move(model).value());
   model_->init(o.common.seed);
-  opt_.emplace(*be_, model_->num_params());
+  opt_.emplace(*be_, model_->params());
   if (auto s = o.common.optimizer(o.grad_clip).validate(); !s) return s;
-  if (o.resume && std::filesystem::exists(o.common.checkpoint)) {
-    auto step = restore_state(o.common.checkpoint, "gpt", cfg.to_vector(), model_->params(), *be_, *opt_);
-    if (!step) return std::move(step).error();
-    step_ = *step;
-    log::info(ctx.path(), "resumed from `" + o.common.checkpoint + "` at step " + std::to_string(step_));
+  if (o.resume || o.require_resume) {
+    const std::string flag = o.require_resume ? "--require-resume" : "--resume";
+    std::error_code ec;
+    if (o.common.checkpoint.empty()) {
+      return error{nn::errc::invalid_argument, flag + ": no --checkpoint to resume from"};
+    } else if (std::filesystem::exists(o.common.checkpoint, ec)) {
+      auto step = restore_state(o.common.checkpoint, identity(), model_->params(), *be_, *opt_);
+      if (!step) return std::move(step).error();
+      step_ = *step;
+      log::info(ctx.path(), "resumed from `" + o.common.checkpoint + "` at step " + std::to_string(step_));
+    } else if (o.require_resume) {
+      return error{nn::errc::invalid_argument, flag + ": checkpoint `" + o.common.checkpoint + "` does not exist"};
+    } else {
+      log::warning(ctx.path(), flag + ": checkpoint `" + o.common.checkpoint +
+                                   "` does not exist; training from scratch (--require-resume makes this an error)");
+    }
   }
   start_step_ = step_;
   ctx.report_memory(4 * model_->num_params() * sizeof(float) + 2 * model_->activations().bytes());
@@ -79,7 +96,7 @@ void gpt_trainer::step(context& ctx) {
     progress_->event(format("step %d: train loss %.4f, val loss %.4f", step_, last_loss_, last_val_));
   }
   if (o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && !o.common.checkpoint.empty()) {
-    if (auto s = save(); !s) return fail(ctx, s.error().message);
+    if (auto s = save(); !s) return fail(ctx, s.error());
   }
   progress_->update(step_ - start_step_, o.steps - start_step_, position(), last_loss_);
   ctx.post([this, &ctx] { step(ctx); });
@@ -87,9 +104,12 @@ void gpt_trainer::step(context& ctx) {
 
 std::string gpt_trainer::position() const { return format("step %d/%d", step_, opts_->steps); }
 
-result<void> gpt_trainer::save() {
-  return save_state(opts_->common.checkpoint, "gpt", model_->config().to_vector(), model_->params(), *be_, *opt_);
+nn::checkpoint_identity gpt_trainer::identity() const {
+  return {.model = "gpt", .config = model_->config().to_vector(), .config_fields = nn::gpt_config::field_names(),
+          .vocabulary = corpus_.vocab};
 }
+
+result<void> gpt_trainer::save() { return save_state(opts_->common.checkpoint, identity(), model_->params(), *be_, *opt_); }
 
 float gpt_trainer::validate() {
   const auto& o = *opts_;
@@ -100,7 +120,7 @@ float gpt_trainer::validate() {
     val_->next(r, in, tgt);
     sum += model_->forward(in.data(), tgt.data(), o.batch, o.seq_len);
   }
-  return static_cast<float>(sum / std::max(1, o.val_batches));
+  return static_cast<float>(sum / o.val_batches);
 }
 
 std::string gpt_trainer::generate() {
@@ -136,7 +156,7 @@ void gpt_trainer::finish(context& ctx) {
   progress_->finish(step_ - start_step_, o.steps - start_step_, position(), last_loss_);
   last_val_ = validate();
   if (!o.common.checkpoint.empty()) {
-    if (auto s = save(); !s) return fail(ctx, s.error().message);
+    if (auto s = save(); !s) return fail(ctx, s.error());
   }
   const std::string sample = generate();
   const double secs = progress_->seconds();

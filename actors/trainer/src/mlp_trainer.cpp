@@ -15,7 +15,7 @@ namespace banyan::trainer {
 
 void mlp_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
-  if (auto ready = prepare(); !ready) return fail(ctx, ready.error().message);
+  if (auto ready = prepare(); !ready) return fail(ctx, ready.error());
   if (!opts_->common.json) {
     log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count, test_.count,
                                  model_->num_params(), be_->name().c_str()));
@@ -26,12 +26,19 @@ void mlp_trainer::on_start(context& ctx) {
 
 result<void> mlp_trainer::prepare() {
   const auto& o = *opts_;
+  if (!o.common.checkpoint.empty()) {
+    if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
+  }
   auto train = nn::load_fashion_mnist(o.data_dir, "train");
   if (!train) return std::move(train).error();
   auto test = nn::load_fashion_mnist(o.data_dir, "t10k");
   if (!test) return std::move(test).error();
   train_ = std::move(train).value();
   test_ = std::move(test).value();
+  if (o.batch > train_.count) {
+    return error{nn::errc::invalid_argument, "--batch " + std::to_string(o.batch) + ": larger than the training set (" +
+                                                 std::to_string(train_.count) + " images)"};
+  }
   auto be = nn::make_backend(o.common.backend_config());
   if (!be) return std::move(be).error();
   be_ = std::move(be).value();
@@ -40,7 +47,7 @@ result<void> mlp_trainer::prepare() {
   model_.emplace(std::move(model).value());
   model_->init(o.common.seed);
   if (auto s = o.common.optimizer(0.0f).validate(); !s) return s;
-  opt_.emplace(*be_, model_->num_params());
+  opt_.emplace(*be_, model_->params());
   order_.resize(train_.count);
   for (int i = 0; i < train_.count; ++i) order_[i] = i;
   shuffle();
@@ -101,8 +108,10 @@ void mlp_trainer::finish(context& ctx) {
   const auto& o = *opts_;
   progress_->finish(steps_, total_steps_, position(), last_loss_);
   if (!o.common.checkpoint.empty()) {
-    auto s = save_state(o.common.checkpoint, "mlp", model_->config().to_vector(), model_->params(), *be_, *opt_);
-    if (!s) return fail(ctx, s.error().message);
+    const nn::checkpoint_identity id{.model = "mlp", .config = model_->config().to_vector(),
+                                     .config_fields = model_->config().field_names()};
+    auto s = save_state(o.common.checkpoint, id, model_->params(), *be_, *opt_);
+    if (!s) return fail(ctx, s.error());
   }
   const double secs = progress_->seconds();
   if (o.common.json) {

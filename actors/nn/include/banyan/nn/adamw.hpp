@@ -1,6 +1,7 @@
 // AdamW with decoupled weight decay and global-norm gradient clipping, numerically the same update as
 // torch.optim.AdamW after torch.nn.utils.clip_grad_norm_ (checked by the PyTorch reference test).
-// Owns the two moment buffers (same size as the parameters) on the model's backend.
+// Owns the two moment buffers (the layout of the parameter arena, padding included) on the model's
+// backend.
 #pragma once
 
 #include "banyan/nn/arena.hpp"
@@ -23,9 +24,10 @@ struct adamw_config {
 
 class adamw {
  public:
-  adamw(backend& be, std::size_t num_params);
+  // Moments for `params` (params.numel() floats each: the arena's padding too, which stays zero).
+  adamw(backend& be, const arena& params);
 
-  // One step on the flat parameter and gradient buffers (num_params floats each). Clips the
+  // One step on the flat parameter and gradient buffers (the arena's numel() floats each). Clips the
   // gradients in place first. Returns the global gradient norm before clipping.
   float step(float* params, float* grads, const adamw_config& cfg);
 

@@ -32,8 +32,12 @@ class arena {
 
   float* data(int id) const { return mem_.f32() + tensors_[id].offset; }
   float* base() const { return mem_.f32(); }
+  // Floats in the allocation: the tensors plus the zero padding that starts each tensor at a
+  // multiple of 16 floats (64 bytes). Optimizer state and checkpoints cover exactly this.
   std::size_t numel() const { return numel_; }
   std::size_t bytes() const { return numel_ * sizeof(float); }
+  // Floats in the tensors alone (no padding): a model's parameter count.
+  std::size_t tensor_numel() const;
   const std::vector<tensor_info>& tensors() const { return tensors_; }
   // -1 when absent.
   int find(std::string_view name) const;

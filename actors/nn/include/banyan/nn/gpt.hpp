@@ -12,6 +12,7 @@
 #include "banyan/nn/backend.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace banyan::nn {
@@ -25,6 +26,7 @@ struct gpt_config {
   // Names the first field that is out of range.
   result<void> validate() const;
   std::vector<std::int64_t> to_vector() const;  // for checkpoints
+  static std::vector<std::string> field_names();  // to_vector()'s fields, in order ("channels")
   friend bool operator==(const gpt_config&, const gpt_config&) = default;
 };
 
@@ -55,7 +57,8 @@ class gpt {
   const arena& activations() const { return acts_; }
   const gpt_config& config() const { return cfg_; }
   backend& device() const { return *be_; }
-  std::size_t num_params() const { return params_.numel(); }
+  // Parameters, without the arena's alignment padding (params().numel() includes it).
+  std::size_t num_params() const { return params_.tensor_numel(); }
 
   // Per-layer bytes and (with profiling on) forward/backward times of the last step.
   std::vector<layer_info> layers() const;

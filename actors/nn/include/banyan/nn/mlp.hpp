@@ -7,6 +7,7 @@
 #include "banyan/nn/backend.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace banyan::nn {
@@ -17,6 +18,7 @@ struct mlp_config {
   int classes = 0;
   result<void> validate() const;
   std::vector<std::int64_t> to_vector() const;  // for checkpoints
+  std::vector<std::string> field_names() const;  // to_vector()'s fields ("inputs", ..., "hidden[0]")
   friend bool operator==(const mlp_config&, const mlp_config&) = default;
 };
 
@@ -39,7 +41,8 @@ class mlp {
   arena& grads() { return grads_; }
   const arena& params() const { return params_; }
   const mlp_config& config() const { return cfg_; }
-  std::size_t num_params() const { return params_.numel(); }
+  // Parameters, without the arena's alignment padding (params().numel() includes it).
+  std::size_t num_params() const { return params_.tensor_numel(); }
   std::vector<layer_info> layers() const;
   void set_profiling(bool on) { profiling_ = on; }
 

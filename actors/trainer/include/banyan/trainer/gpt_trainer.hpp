@@ -2,8 +2,9 @@
 // it loads the corpus, builds the model on the chosen backend, then runs one optimizer step per
 // message to itself, so the actor stays responsive, with periodic validation and checkpoints. At the
 // end it prints generated text and a summary (or JSON) on stdout and quits the app with 0; any error
-// (missing corpus, bad config, unreadable checkpoint, a loss that is not finite) is logged and quits
-// it with 1.
+// (missing corpus, bad config, unreadable checkpoint, a loss that is not finite) is logged once and
+// quits it with 1, or 2 when an argument is wrong (a checkpoint path that cannot be written, checked
+// before training).
 //
 // Deterministic: batches depend only on (seed, step), so a resumed run sees the data an uninterrupted
 // one would have seen.
@@ -13,6 +14,7 @@
 #include "banyan/trainer/progress.hpp"
 
 #include <banyan/nn/adamw.hpp>
+#include <banyan/nn/checkpoint.hpp>
 #include <banyan/nn/data.hpp>
 #include <banyan/nn/gpt.hpp>
 #include <banyan/sdk/component.hpp>
@@ -34,9 +36,12 @@ struct gpt_options {
   int channels = 128;    // embedding width; a multiple of heads
   float grad_clip = 1.0f;
   int val_every = 200;   // validate every N steps; 0: only at the end
-  int val_batches = 8;
+  int val_batches = 8;         // >= 1
   int checkpoint_every = 500;  // save every N steps; 0: only at the end
-  bool resume = false;         // continue from common.checkpoint when that file exists
+  // Continue from common.checkpoint. When the file is missing: a warning on stderr and a run from
+  // scratch, or, with require_resume, an error (exit code 2).
+  bool resume = false;
+  bool require_resume = false;  // implies resume
   int sample_chars = 300;      // text generated at the end
   float temperature = 0.8f;
 };
@@ -54,6 +59,7 @@ class gpt_trainer : public leaf {
   result<void> save();
   void finish(context& ctx);
   std::string position() const;
+  nn::checkpoint_identity identity() const;
 
   std::shared_ptr<const gpt_options> opts_;
   std::string app_;

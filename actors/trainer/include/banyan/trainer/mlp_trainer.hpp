@@ -1,7 +1,8 @@
 // A leaf that trains an MLP classifier (banyan/nn/mlp.hpp) on Fashion-MNIST: it loads the training and
 // test sets, trains one mini-batch per message to itself, reports test accuracy after every epoch and,
 // at the end, a summary (or JSON) on stdout, then quits the app with 0; any error (missing or corrupt
-// data, bad config, a failed save) is logged and quits it with 1.
+// data, bad config, a failed save) is logged once and quits it with 1, or 2 for a bad argument (a
+// batch larger than the training set, a checkpoint path that cannot be written: checked at start).
 //
 // Deterministic: the epoch's shuffle depends only on (seed, epoch); the last partial batch of an epoch
 // is dropped.
@@ -26,7 +27,7 @@ struct mlp_options {
   std::string data_dir = nn::default_fashion_mnist_dir;
   common_options common;
   int epochs = 8;
-  int batch = 128;                  // images per mini-batch
+  int batch = 128;                  // images per mini-batch; at most the training set
   std::vector<int> hidden{256, 128};  // hidden layer widths
 };
 
