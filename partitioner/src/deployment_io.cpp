@@ -54,7 +54,7 @@ void write_cluster(std::ostream& out, const cluster& c) { write_nodes(out, c); }
 std::vector<assignment> assignments_of(const problem& p, const mapping& m) {
   std::vector<assignment> out;
   for (std::size_t v = 0; v < p.t.size(); ++v) {
-    if (v == 0 || m[v] != m[p.t.parent[v]]) out.push_back({p.t.name(static_cast<vertex>(v)), m[v], 0});
+    if (v == 0 || m[v] != m[p.t.parent[v]]) out.push_back({p.t.name(static_cast<vertex_id>(v)), m[v], 0});
   }
   return out;
 }
@@ -67,9 +67,9 @@ void write_deployment(std::ostream& out, const problem& p, const mapping& m, con
 }
 
 result<mapping> mapping_of(const tree& t, const deployment& d) {
-  std::unordered_map<std::string, vertex> index;
+  std::unordered_map<std::string, vertex_id> index;
   index.reserve(t.size() * 2);
-  for (std::size_t v = 0; v < t.size(); ++v) index.emplace(t.name(static_cast<vertex>(v)), static_cast<vertex>(v));
+  for (std::size_t v = 0; v < t.size(); ++v) index.emplace(t.name(static_cast<vertex_id>(v)), static_cast<vertex_id>(v));
   mapping m(t.size(), -1);
   for (const auto& a : d.assignments) {
     auto it = index.find(a.path);

@@ -158,14 +158,14 @@ TEST(MultiNode, RequestsAcrossNodesAnswerAsInOneProcess) {
 }
 
 // Node of every component of `p`'s tree under the deployment (assignments place subtrees).
-std::vector<node_index> place(const profile& p, const fs::path& deployment) {
+std::vector<node_id> place(const profile& p, const fs::path& deployment) {
   auto d = partitioner::load_deployment(deployment.string());
   EXPECT_TRUE(d.has_value());
   std::vector<int> assigned(p.tree->size(), -1);
   for (const auto& a : d->assignments) assigned[*p.tree->find(a.path)] = a.node;
-  std::vector<node_index> node_of(p.tree->size(), 0);
+  std::vector<node_id> node_of(p.tree->size(), 0);
   for (vertex_id v = 0; v < p.tree->size(); ++v)
-    node_of[v] = static_cast<node_index>(assigned[v] >= 0 ? assigned[v] : node_of[p.tree->parent(v)]);
+    node_of[v] = static_cast<node_id>(assigned[v] >= 0 ? assigned[v] : node_of[p.tree->parent(v)]);
   return node_of;
 }
 

@@ -7,6 +7,8 @@
 #include "banyan/partitioner/algorithm.hpp"
 #include "banyan/partitioner/generator.hpp"
 
+#include "banyan/cli.hpp"
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -41,22 +43,28 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes{20, 50, 100, 200, 1000, 10000, 100000, 1000000};
   std::vector<std::size_t> nodes{4, 8, 16};
   std::size_t seeds = 3, exact_max = 200;
-  double exact_timeout = 60, slack = 1.2;
+  std::chrono::milliseconds exact_time_limit{60'000};
+  double slack = 1.2;
   std::size_t rack = 0;
   std::string json_out;
   std::vector<std::string> algos{"bottom-up", "metis", "greedy", "round-robin", "hash", "random"};
   app.add_option("--sizes", sizes, "components per tree")->delimiter(',');
   app.add_option("--nodes", nodes, "nodes per cluster")->delimiter(',');
   app.add_option("--seeds", seeds, "seeds per (size, nodes)");
-  app.add_option("--exact-timeout", exact_timeout, "seconds for smt and mip each");
+  auto* limit = banyan::cli::add_duration_option(app, "--exact-time-limit", exact_time_limit, "time limit for smt and mip each");
+  banyan::cli::add_deprecated_alias(app, limit, "--exact-timeout", "partition_bench");
   app.add_option("--exact-max", exact_max, "largest size given to smt and mip");
   app.add_option("--slack", slack, "total capacity / total load");
-  app.add_option("--rack", rack, "rack size for group link costs (0: uniform)");
-  app.add_option("--algos", algos, "heuristics and baselines to run")->delimiter(',');
-  app.add_option("--json", json_out, "write per-instance results here");
+  auto* rack_size = app.add_option("--rack-size", rack, "rack size for group link costs (0: uniform)");
+  banyan::cli::add_deprecated_alias(app, rack_size, "--rack", "partition_bench");
+  auto* algorithms = app.add_option("--algorithms", algos, "heuristics and baselines to run")->delimiter(',');
+  banyan::cli::add_deprecated_alias(app, algorithms, "--algos", "partition_bench");
+  auto* results = app.add_option("--results", json_out, "write per-instance results here (JSON)");
+  banyan::cli::add_deprecated_alias(app, results, "--json", "partition_bench");
   bool exact_all = false;
   app.add_flag("--exact-all", exact_all, "run mip even when smt already proved the optimum");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
+  const double exact_timeout = std::chrono::duration<double>(exact_time_limit).count();
 
   nlohmann::json rows = nlohmann::json::array();
   std::map<std::string, std::size_t> largest_proven;  // exact solver -> largest size proven

@@ -1,7 +1,7 @@
 // Pipeline schedule search vs the best shipped program that fits the same memory cap, on the same
-// costs, in the same run. Prints one line per case and a JSON summary (--json FILE).
+// costs, in the same run. Prints one line per case and a JSON summary (--results FILE).
 //
-//   pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit S] [--json out.json] [--costs layers.json]
+//   pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit 20s] [--results out.json] [--costs layers.json]
 //
 // Cases: p in {4, 8}, m in {8, 16, 32}; balanced stages and two unbalanced profiles; memory caps
 // from tight (1F1B's p activations) to loose (2p). With --costs, per-layer costs measured by the nn
@@ -9,6 +9,9 @@
 #include <banyan/pipeline/dsl.hpp>
 #include <banyan/pipeline/search.hpp>
 
+#include "banyan/cli.hpp"
+
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -110,21 +113,19 @@ double best_literature(const bp::costs& c, int p, int m, double cap, const std::
 
 int main(int argc, char** argv) {
   bool quick = false;
-  double time_limit = 20;
+  std::chrono::milliseconds limit{20'000};
   std::string json_path, costs_path;
   int only_p = 0, only_m = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-    else if (!std::strcmp(argv[i], "--time-limit") && i + 1 < argc) time_limit = std::atof(argv[++i]);
-    else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--costs") && i + 1 < argc) costs_path = argv[++i];
-    else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc) only_p = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--microbatches") && i + 1 < argc) only_m = std::atoi(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit S] [--json FILE] [--costs FILE]\n");
-      return 2;
-    }
-  }
+  CLI::App app{"pipeline_bench: searched schedules vs the best shipped program under the same memory cap"};
+  app.add_flag("--quick", quick, "one case per profile (p=4, m=8)");
+  app.add_option("--ranks", only_p, "only this many ranks")->check(CLI::Range(1, 1024));
+  app.add_option("--microbatches", only_m, "only this many microbatches")->check(CLI::Range(1, 100000));
+  banyan::cli::add_duration_option(app, "--time-limit", limit, "search time per case", std::chrono::milliseconds(1));
+  auto* results = app.add_option("--results", json_path, "write the cases and the summary here (JSON)");
+  banyan::cli::add_deprecated_alias(app, results, "--json", "pipeline_bench");
+  app.add_option("--costs", costs_path, "per-layer costs measured by the nn engine (`layers` JSON form)");
+  if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
+  const double time_limit = std::chrono::duration<double>(limit).count();
   std::vector<int> ps{4, 8}, ms{8, 16, 32};
   if (quick) ps = {4}, ms = {8};
   if (only_p) ps = {only_p};

@@ -20,7 +20,6 @@ namespace banyan {
 // A node's index in the deployment (the order of its `nodes` list). The partitioner's
 // partitioner::node_id names the same index (signed there, so that -1 can mean "none").
 using node_id = std::uint16_t;
-using node_index = node_id;  // TODO(#20): removed once tests/integration/multinode_test.cpp is switched (sdk/ is)
 
 // One copy to send to another node: it enters that node at `entry`, arriving over the tree edge from
 // `from` (no_vertex in the flat modes, which send straight from the publisher).

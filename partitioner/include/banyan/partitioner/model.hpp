@@ -23,7 +23,6 @@ using vertex_id = std::int32_t;  // index into a tree; the root is 0
 using node_id = std::int32_t;    // index into cluster::nodes
 inline constexpr vertex_id no_vertex = -1;
 inline constexpr node_id no_node = -1;
-using vertex = vertex_id;  // TODO(#20): removed once deployment_io.cpp is switched
 
 // Invariant (checked by `validate`): parent[0] == no_vertex and parent[v] < v for v > 0, so ascending index
 // is a top-down order and descending index a bottom-up (post) order. Readers renumber to ensure it.
