@@ -1,7 +1,6 @@
 #include <banyan/nn/mlp.hpp>
 #include <banyan/sdk/app.hpp>
 #include <banyan/trainer/options.hpp>
-#include <banyan/trainer/progress.hpp>
 #include <banyan/trainer/state.hpp>
 
 #include <gtest/gtest.h>
@@ -36,29 +35,6 @@ TEST(AppName, IsTheFirstLevelOfTheComponentPath) {
   EXPECT_EQ(app_name("/train_gpt/trainer"), "train_gpt");
   EXPECT_EQ(app_name("/solo"), "solo");
   EXPECT_EQ(app_name("app/x/y"), "app");
-}
-
-TEST(Progress, QuietKeepsOnlyTheFinalBar) {
-  progress p("demo", /*quiet=*/true);
-  testing::internal::CaptureStderr();
-  p.update(1, 10, "step 1/10", 2.0f);
-  p.event("step 1: val loss 2.0");
-  p.finish(10, 10, "step 10/10", 1.5f);
-  const std::string out = testing::internal::GetCapturedStderr();
-  EXPECT_TRUE(out.starts_with("demo [==============================] step 10/10  loss 1.5000  ")) << out;
-  EXPECT_NE(out.find(" steps/s  ETA 0s"), std::string::npos) << out;
-  EXPECT_EQ(out.find("val loss"), std::string::npos) << out;
-}
-
-TEST(Progress, EventLinesAreWrittenWhenNotQuiet) {
-  if (isatty(2)) GTEST_SKIP() << "stderr is a terminal: lines are redrawn in place";
-  progress p("demo", /*quiet=*/false, 0);
-  testing::internal::CaptureStderr();
-  p.event("epoch 1: train loss 0.5000");
-  p.finish(5, 10, "epoch 1/2", 0.5f);
-  const std::string out = testing::internal::GetCapturedStderr();
-  EXPECT_TRUE(out.starts_with("epoch 1: train loss 0.5000\ndemo [===============               ] epoch 1/2  loss 0.5000  "))
-      << out;
 }
 
 class State : public testing::Test {

@@ -18,7 +18,7 @@ namespace banyan::trainer {
 void gpt_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
   if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
-  progress_.emplace(app_, opts_->common.json);
+  progress_.emplace(app_, static_cast<std::uint64_t>(opts_->steps - start_step_), progress_style(opts_->common.json));
   ctx.post([this, &ctx] { step(ctx); });
 }
 
@@ -98,7 +98,7 @@ void gpt_trainer::step(context& ctx) {
   if (o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && !o.common.checkpoint.empty()) {
     if (auto s = save(); !s) return fail(ctx, s.error());
   }
-  progress_->update(step_ - start_step_, o.steps - start_step_, position(), last_loss_);
+  progress_->update(static_cast<std::uint64_t>(step_ - start_step_), format("%s  loss %.4f", position().c_str(), last_loss_));
   ctx.post([this, &ctx] { step(ctx); });
 }
 
@@ -153,13 +153,13 @@ std::string gpt_trainer::generate() {
 
 void gpt_trainer::finish(context& ctx) {
   const auto& o = *opts_;
-  progress_->finish(step_ - start_step_, o.steps - start_step_, position(), last_loss_);
+  progress_->finish(format("%s  loss %.4f", position().c_str(), last_loss_));
   last_val_ = validate();
   if (!o.common.checkpoint.empty()) {
     if (auto s = save(); !s) return fail(ctx, s.error());
   }
   const std::string sample = generate();
-  const double secs = progress_->seconds();
+  const double secs = progress_->elapsed_seconds();
   const double tokens = static_cast<double>(step_ - start_step_) * o.batch * o.seq_len;
   if (o.common.json) {
     nlohmann::json j{{"steps", step_},      {"train_loss", last_loss_}, {"val_loss", last_val_},

@@ -20,7 +20,7 @@ void mlp_trainer::on_start(context& ctx) {
     log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count, test_.count,
                                  model_->num_params(), be_->name().c_str()));
   }
-  progress_.emplace(app_, opts_->common.json, 0);
+  progress_.emplace(app_, static_cast<std::uint64_t>(total_steps_), progress_style(opts_->common.json, 0));
   ctx.post([this, &ctx] { step(ctx); });
 }
 
@@ -84,7 +84,7 @@ void mlp_trainer::step(context& ctx) {
     last_acc_ = evaluate();
     progress_->event(format("epoch %d: train loss %.4f, test accuracy %.4f", epoch_, last_loss_, last_acc_));
   }
-  progress_->update(steps_, total_steps_, position(), last_loss_);
+  progress_->update(static_cast<std::uint64_t>(steps_), format("%s  loss %.4f", position().c_str(), last_loss_));
   ctx.post([this, &ctx] { step(ctx); });
 }
 
@@ -106,14 +106,14 @@ double mlp_trainer::evaluate() {
 
 void mlp_trainer::finish(context& ctx) {
   const auto& o = *opts_;
-  progress_->finish(steps_, total_steps_, position(), last_loss_);
+  progress_->finish(format("%s  loss %.4f", position().c_str(), last_loss_));
   if (!o.common.checkpoint.empty()) {
     const nn::checkpoint_identity id{.model = "mlp", .config = model_->config().to_vector(),
                                      .config_fields = model_->config().field_names()};
     auto s = save_state(o.common.checkpoint, id, model_->params(), *be_, *opt_);
     if (!s) return fail(ctx, s.error());
   }
-  const double secs = progress_->seconds();
+  const double secs = progress_->elapsed_seconds();
   if (o.common.json) {
     nlohmann::json j{{"epochs", o.epochs}, {"steps", steps_}, {"train_loss", last_loss_}, {"test_accuracy", last_acc_},
                      {"seconds", secs}, {"parameters", model_->num_params()}, {"backend", be_->name()}};

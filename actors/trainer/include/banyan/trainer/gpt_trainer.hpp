@@ -68,7 +68,7 @@ class gpt_trainer : public leaf {
   std::optional<nn::gpt> model_;
   std::optional<nn::adamw> opt_;
   std::optional<nn::text_batcher> train_, val_;
-  std::optional<progress> progress_;
+  std::optional<banyan::progress> progress_;
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;
 };

@@ -50,7 +50,7 @@ class mlp_trainer : public leaf {
   std::unique_ptr<nn::backend> be_;
   std::optional<nn::mlp> model_;
   std::optional<nn::adamw> opt_;
-  std::optional<progress> progress_;
+  std::optional<banyan::progress> progress_;
   std::vector<int> order_;
   std::vector<float> xb_;
   std::vector<int> yb_;
