@@ -90,6 +90,18 @@ function(banyan_test name)
     PROPERTIES LABELS ${name} TIMEOUT 600)
 endfunction()
 
+# banyan_all_targets(<out-var> <targets...>): TRUE when every one of <targets> is part of this build
+# (BANYAN_ONLY may leave some out; optional tools and benchmarks are then skipped, not broken).
+function(banyan_all_targets out)
+  foreach(dep IN LISTS ARGN)
+    if(NOT TARGET ${dep})
+      set(${out} FALSE PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+  set(${out} TRUE PARENT_SCOPE)
+endfunction()
+
 # banyan_cli_command(<name> SOURCES <files...> DEPS <targets...>)
 # Adds a group of subcommand sources to the `banyan` CLI (tools/banyan): each defines the setup
 # function of a command listed in tools/banyan/main.cpp, which includes the group when the executable
@@ -97,11 +109,10 @@ endfunction()
 # not part of this build.
 function(banyan_cli_command name)
   cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
-  foreach(dep IN LISTS arg_DEPS)
-    if(NOT TARGET ${dep})
-      return()
-    endif()
-  endforeach()
+  banyan_all_targets(built ${arg_DEPS})
+  if(NOT built)
+    return()
+  endif()
   add_library(banyan_cli_${name} OBJECT ${arg_SOURCES})
   target_link_libraries(banyan_cli_${name} PRIVATE banyan_cli_support ${arg_DEPS} banyan_flags)
   set_property(GLOBAL APPEND PROPERTY BANYAN_CLI_COMMANDS banyan_cli_${name})

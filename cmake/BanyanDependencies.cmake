@@ -13,23 +13,24 @@ find_package(CLI11 CONFIG REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET GLOBAL libzmq)
 find_package(cppzmq CONFIG REQUIRED)
 
-find_library(Z3_LIBRARY z3 REQUIRED)
-find_path(Z3_INCLUDE_DIR z3++.h REQUIRED)
-if(NOT TARGET z3::z3)
-  add_library(z3::z3 SHARED IMPORTED GLOBAL)
-  set_target_properties(z3::z3 PROPERTIES IMPORTED_LOCATION ${Z3_LIBRARY}
-    INTERFACE_INCLUDE_DIRECTORIES ${Z3_INCLUDE_DIR})
-endif()
+# banyan_import_library(<target> <library name> <a header it installs>): an imported shared library
+# target for a package that ships neither a CMake config nor a pkg-config file.
+function(banyan_import_library target library header)
+  string(MAKE_C_IDENTIFIER ${target} id)
+  find_library(${id}_LIBRARY ${library} REQUIRED)
+  find_path(${id}_INCLUDE_DIR ${header} REQUIRED)
+  if(NOT TARGET ${target})
+    add_library(${target} SHARED IMPORTED GLOBAL)
+    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${${id}_LIBRARY}
+      INTERFACE_INCLUDE_DIRECTORIES ${${id}_INCLUDE_DIR})
+  endif()
+endfunction()
+
+banyan_import_library(z3::z3 z3 z3++.h)
 
 pkg_check_modules(CBC REQUIRED IMPORTED_TARGET GLOBAL cbc)
 
-find_library(METIS_LIBRARY metis REQUIRED)
-find_path(METIS_INCLUDE_DIR metis.h REQUIRED)
-if(NOT TARGET metis::metis)
-  add_library(metis::metis SHARED IMPORTED GLOBAL)
-  set_target_properties(metis::metis PROPERTIES IMPORTED_LOCATION ${METIS_LIBRARY}
-    INTERFACE_INCLUDE_DIRECTORIES ${METIS_INCLUDE_DIR})
-endif()
+banyan_import_library(metis::metis metis metis.h)
 
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
 pkg_check_modules(HWLOC IMPORTED_TARGET GLOBAL hwloc)
