@@ -11,11 +11,45 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace banyan::nn {
 namespace {
 
 using testing::random_vector;
+
+std::string mapped_files() {
+  std::ifstream f("/proc/self/maps");
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A CPU app never maps cuBLAS or the CUDA runtime (~155 MiB resident); asking for `cuda` loads the
+// plugin that links them. Run alone (ctest runs each test in its own process), it sees the process
+// before any CUDA backend was asked for.
+TEST(CudaPlugin, LoadsOnlyWhenTheCudaBackendIsAsked) {
+  if (mapped_files().find("libbanyan_nn_cuda") != std::string::npos) {
+    GTEST_SKIP() << "an earlier test in this process asked for the cuda backend (run this test alone)";
+  }
+  auto cpu = make_backend({.name = "cpu", .threads = 1});
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(mapped_files().find("libcublas"), std::string::npos);
+  EXPECT_EQ(mapped_files().find("libcudart"), std::string::npos);
+  auto gpu = make_backend({.name = "cuda"});
+  if (!cuda_compiled()) {
+    ASSERT_FALSE(gpu);
+    EXPECT_EQ(gpu.error().code, errc::unsupported);
+    GTEST_SKIP() << "CUDA backend not compiled in: " << gpu.error().message;
+  }
+  EXPECT_NE(mapped_files().find("libbanyan_nn_cuda.so"), std::string::npos);
+  EXPECT_NE(mapped_files().find("libcublas"), std::string::npos);
+  if (!gpu) {
+    EXPECT_EQ(gpu.error().code, errc::unsupported) << gpu.error().message;
+    EXPECT_TRUE(gpu.error().message.starts_with("backend `cuda`: no")) << gpu.error().message;
+  }
+}
 
 class CudaKernels : public ::testing::Test {
  protected:

@@ -1,9 +1,12 @@
 #include "banyan/nn/backend.hpp"
 
 #include "backend_cpu.hpp"
-#ifdef BANYAN_NN_HAVE_CUDA
 #include "backend_cuda.hpp"
-#endif
+
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <mutex>
 
 namespace banyan::nn {
 
@@ -15,6 +18,45 @@ bool cuda_compiled() {
 #endif
 }
 
+namespace {
+
+#ifdef BANYAN_NN_HAVE_CUDA
+// The plugin's entry point, loaded once per process (and never unloaded: CUDA libraries do not
+// survive dlclose well). Looked up beside this library first (the build tree and the installed
+// libdir both hold the two side by side), then on the loader's search path.
+struct plugin {
+  cuda_plugin_entry_fn entry = nullptr;
+  std::string error;
+};
+
+const plugin& cuda_plugin() {
+  static plugin p;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string tried;
+    Dl_info self{};
+    if (dladdr(reinterpret_cast<const void*>(&cuda_compiled), &self) != 0 && self.dli_fname != nullptr) {
+      const auto beside = std::filesystem::path(self.dli_fname).parent_path() / cuda_plugin_file;
+      if (void* h = dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        p.entry = reinterpret_cast<cuda_plugin_entry_fn>(dlsym(h, cuda_plugin_entry));
+        if (p.entry == nullptr) p.error = "`" + beside.string() + "` has no " + cuda_plugin_entry;
+        return;
+      }
+      tried = dlerror();
+    }
+    if (void* h = dlopen(cuda_plugin_file, RTLD_NOW | RTLD_LOCAL)) {
+      p.entry = reinterpret_cast<cuda_plugin_entry_fn>(dlsym(h, cuda_plugin_entry));
+      if (p.entry == nullptr) p.error = std::string("`") + cuda_plugin_file + "` has no " + cuda_plugin_entry;
+      return;
+    }
+    p.error = std::string("cannot load ") + cuda_plugin_file + ": " + dlerror() + (tried.empty() ? "" : "; " + tried);
+  });
+  return p;
+}
+#endif
+
+}  // namespace
+
 result<std::unique_ptr<backend>> make_backend(const backend_options& options) {
   if (options.threads < 0) {
     return error{errc::invalid_argument, "backend: threads = " + std::to_string(options.threads) + " must be >= 0"};
@@ -22,7 +64,17 @@ result<std::unique_ptr<backend>> make_backend(const backend_options& options) {
   if (options.name == "cpu") return std::unique_ptr<backend>(std::make_unique<cpu_backend>(options.threads));
   if (options.name == "cuda") {
 #ifdef BANYAN_NN_HAVE_CUDA
-    return make_cuda_backend(options.device);
+    const plugin& p = cuda_plugin();
+    if (p.entry == nullptr) return error{errc::unsupported, "backend `cuda`: " + p.error};
+    cuda_plugin_result made;
+    p.entry(options.device, &made);
+    switch (made.code) {
+      case cuda_plugin_result::status::ok: return std::move(made.made);
+      case cuda_plugin_result::status::unsupported: return error{errc::unsupported, "backend `cuda`: " + made.message};
+      case cuda_plugin_result::status::invalid_argument:
+        return error{errc::invalid_argument, "backend `cuda`: " + made.message};
+    }
+    return error{errc::unsupported, "backend `cuda`: the plugin returned an unknown status"};
 #else
     return error{errc::unsupported, "backend `cuda`: this build has no CUDA (configure with nvcc and BANYAN_ENABLE_CUDA)"};
 #endif

@@ -1,4 +1,5 @@
-// The CUDA backend: cuBLAS for the GEMMs, kernels_cuda.cu for everything else, one stream.
+// The CUDA backend: cuBLAS for the GEMMs, kernels_cuda.cu for everything else, one stream. Built as
+// the plugin libbanyan_nn_cuda.so (backend_cuda.hpp says why).
 // CUDA failures inside a step are bugs or a lost device, not input errors: they abort with the CUDA
 // message (the process cannot continue with a broken context). Device discovery failures are values.
 #include "backend_cuda.hpp"
@@ -158,18 +159,27 @@ class cuda_backend final : public backend {
 
 }  // namespace
 
-result<std::unique_ptr<backend>> make_cuda_backend(int device) {
+}  // namespace banyan::nn
+
+extern "C" void banyan_nn_make_cuda_backend(int device, banyan::nn::cuda_plugin_result* out) {
+  using banyan::nn::cuda_plugin_result;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    return error{errc::unsupported, std::string("backend `cuda`: no usable GPU (") + cudaGetErrorString(e) + ")"};
+    out->code = cuda_plugin_result::status::unsupported;
+    out->message = std::string("no usable GPU (") + cudaGetErrorString(e) + ")";
+    return;
   }
-  if (count == 0) return error{errc::unsupported, "backend `cuda`: no GPU found"};
+  if (count == 0) {
+    out->code = cuda_plugin_result::status::unsupported;
+    out->message = "no GPU found";
+    return;
+  }
   if (device < 0 || device >= count) {
-    return error{errc::invalid_argument, "backend `cuda`: device " + std::to_string(device) + " out of range [0, " +
-                                                  std::to_string(count) + ")"};
+    out->code = cuda_plugin_result::status::invalid_argument;
+    out->message = "device " + std::to_string(device) + " out of range [0, " + std::to_string(count) + ")";
+    return;
   }
-  return std::unique_ptr<backend>(std::make_unique<cuda_backend>(device));
+  out->code = cuda_plugin_result::status::ok;
+  out->made = std::make_unique<banyan::nn::cuda_backend>(device);
 }
-
-}  // namespace banyan::nn
