@@ -34,8 +34,46 @@ struct Frame {
   # receiver resets its side of this direction when it sees a newer session.
   session @6 :UInt32;
 
-  # The receiver's send session that `delivered` counts (credit for an older session is ignored).
+  # The receiver's send session that `delivered`, `received` and `resendFrom` are about (anything
+  # about an older session is ignored).
   ackSession @7 :UInt32;
+
+  # Version 3 (docs/runtime.md, "Identity", "Retransmission", "Liveness").
+
+  # The sender's node name. ZeroMQ routing ids are per connection (chosen by the ROUTER), so no
+  # connection can take over another's route; who a frame is from is this claim, checked against
+  # the CURVE key (User-Id) or bound by the handshake on incarnations (`target`).
+  sender @8 :Text;
+
+  # Highest sequence of session `ackSession` the sender has received in order (delivered or not).
+  received @9 :UInt64;
+
+  # Data channel only: the highest sequence of `session` written on it up to this frame (0 on the
+  # control channel). A receiver that has not got that far after this frame lost envelopes in
+  # transit and asks for them again (`resendFrom`).
+  sent @10 :UInt64;
+
+  # Nonzero: the sender misses envelopes of the receiver's session `ackSession` from this sequence
+  # on (go-back-N): the receiver writes them again from there.
+  resendFrom @11 :UInt64;
+
+  # The sender has heard the receiver before and hears it no more (liveness is two-way: the
+  # receiver, which may still hear the sender, reconnects).
+  suspect @12 :Bool;
+
+  # The sender's credit window in payload bytes (credit is granted per quarter of either window).
+  windowBytes @13 :UInt64;
+
+  # The largest ZeroMQ frame the sender accepts (a peer never writes a larger one to it).
+  maxFrame @14 :UInt64;
+
+  # Digest of the configuration both ends must share (the deployment); 0: not checked. A peer with
+  # another nonzero digest is refused at the handshake.
+  digest @15 :UInt64;
+
+  # Which of the sender's two connections carried the frame: false = data (envelopes, `sent`),
+  # true = control (heartbeats, credit), so a heartbeat never waits behind data.
+  control @16 :Bool;
 }
 
 struct Envelope {

@@ -1,5 +1,7 @@
 #include "banyan/runtime/curve.hpp"
 
+#include "banyan/base/log.hpp"
+
 #include <zmq.h>
 
 #include <sys/stat.h>
@@ -51,6 +53,14 @@ result<void> write_key_files(const std::string& base, const curve_keypair& keys,
 result<std::string> read_key_file(const std::string& path) {
   std::ifstream f(path);
   if (!f) return error{errc::io, path + ": cannot open"};
+  struct stat st {};
+  const bool secret = path.size() >= 4 && path.compare(path.size() - 4, 4, ".key") == 0;
+  if (secret && ::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
+    banyan::log::warning("runtime", path + ": secret key readable by " +
+                                        ((st.st_mode & S_IROTH) ? std::string("every user") : std::string("its group")) +
+                                        " (mode " + std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                                        std::to_string(st.st_mode & 7) + "); run `chmod 600 " + path + "`");
+  }
   std::string key;
   std::getline(f, key);
   while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();

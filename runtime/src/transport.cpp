@@ -3,7 +3,8 @@
 #include "banyan/runtime/transport.hpp"
 
 #include "banyan/base/log.hpp"
-#include "banyan/runtime/curve.hpp"
+#include "failure_detector.hpp"
+#include "options.hpp"
 #include "wire.hpp"
 
 #include <zmq.h>
@@ -29,6 +30,17 @@ using steady = std::chrono::steady_clock;
 using detail::verdict;
 
 std::string zmq_error(const std::string& what) { return what + ": " + zmq_strerror(zmq_errno()); }
+std::string ms_of(steady::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+}
+
+// Bytes an envelope takes in a batch: payload, text, and a bound on its share of the header.
+constexpr std::size_t envelope_overhead = 64;
+std::size_t text_bytes(const envelope& e) {
+  std::size_t n = e.sender.size() + e.scope.size() + e.topic.size();
+  for (const auto& x : e.extra) n += x.size() + 8;
+  return n;
+}
 
 // The I/O thread's wake-up eventfd. Shared with the delivery receipts, which may outlive the
 // transport (the fd then just stays unread until the last receipt is gone).
@@ -48,46 +60,74 @@ struct waker {
 
 // Receipts released for one receive session of one peer.
 struct credit_counter {
-  std::atomic<std::uint64_t> released{0};
-  std::atomic<std::uint64_t> wake_every{1};  // wake the I/O thread each time this many more are released
+  std::atomic<std::uint64_t> released{0}, released_bytes{0};
+  // Wake the I/O thread each time this many more envelopes, or bytes, are released.
+  std::atomic<std::uint64_t> wake_every{1}, wake_bytes{1};
   std::shared_ptr<waker> io;
 };
 
 // Attached to every received envelope: releasing its last copy delivers the envelope.
 struct receipt {
-  explicit receipt(std::shared_ptr<credit_counter> c) : counter(std::move(c)) {}
+  receipt(std::shared_ptr<credit_counter> c, std::uint64_t bytes) : counter(std::move(c)), bytes(bytes) {}
   ~receipt() {
+    const auto b = counter->released_bytes.fetch_add(bytes, std::memory_order_acq_rel);
     const auto n = counter->released.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (n % counter->wake_every.load(std::memory_order_relaxed) == 0) counter->io->wake();
+    const auto wb = counter->wake_bytes.load(std::memory_order_relaxed);
+    if (n % counter->wake_every.load(std::memory_order_relaxed) == 0 || b / wb != (b + bytes) / wb) counter->io->wake();
   }
   std::shared_ptr<credit_counter> counter;
+  std::uint64_t bytes;
 };
+
+enum class link_state { down, up, stalled };
 
 struct peer {
   peer_config cfg;
-  void* dealer = nullptr;
-  // Guarded by transport_impl::mu_ (written on the I/O thread only, except by send()).
-  std::deque<envelope> queue;  // accepted by send(), not yet written
-  // Receipts of written envelopes, by sequence, kept until the peer has delivered them.
-  std::deque<std::pair<std::uint64_t, std::shared_ptr<const void>>> held;
-  std::uint32_t session = 1;   // our send session towards the peer (a new one after each loss)
-  std::uint64_t next_seq = 1;  // sequence of the next accepted envelope, this session
-  std::uint64_t acked = 0;     // envelopes of this session the peer has delivered
-  bool up = false;
+  void* data = nullptr;     // DEALER for envelopes (and `sent` sync frames)
+  void* control = nullptr;  // DEALER for heartbeats and credit
+  void* monitor = nullptr;  // PAIR reading the control DEALER's connect / disconnect events
+
+  // --- Guarded by transport_impl::mu_ (written on the I/O thread, except by send()).
+  std::deque<envelope> queue;    // accepted by send(), not yet written
+  std::deque<envelope> unacked;  // written, not yet delivered by the peer, by sequence
+  std::uint32_t session = 1;     // our send session towards the peer (a new one each time it is gone)
+  std::uint64_t next_seq = 1;    // sequence of the next accepted envelope, this session
+  std::uint64_t acked = 0;       // envelopes of this session the peer has delivered
+  std::uint64_t outstanding_bytes = 0;  // payload bytes of queue + unacked
+  std::uint64_t resend_at = 0;   // nonzero: write unacked envelopes from this sequence before the queue
+  std::uint64_t peer_max_frame = 0;     // the largest frame the peer accepts (0: not known yet)
+  link_state state = link_state::down;
+  bool ever_up = false;
+  std::string incompatible;      // why the peer is refused (another digest); for wait_until_up
   link_stats stats;
-  // I/O thread only: the direction from the peer to us.
-  std::uint64_t remote_incarnation = 0;  // 0: never heard
+
+  // --- I/O thread only. Our direction:
+  std::uint64_t written_hi = 0;  // highest sequence written this session
+  std::uint64_t confirmed = 0;   // the peer's `received` for our session
+  std::uint64_t req_value = 0;    // the peer's current `resendFrom` (0: it misses nothing)
+  steady::time_point req_since{};  // since when it has asked for exactly that
+  bool data_blocked = false, control_blocked = false, control_due = false;
+  bool connected = false;        // the control DEALER's connection is established
+  steady::time_point suspected_since{};  // when the peer first said it no longer hears us
+  steady::time_point last_data_sent{}, last_control_sent{}, last_reconnect{}, next_missing_log{};
+  // The peer's direction:
+  std::uint64_t remote_incarnation = 0;  // bound by the handshake; 0: never
+  std::uint64_t candidate = 0;           // an incarnation that said hello, echoed as `target` until bound
   std::uint32_t recv_session = 0;        // the peer's send session we are receiving
-  std::uint64_t recv_expected = 1;
-  std::uint64_t received = 0;            // envelopes of recv_session handed to on_envelope
-  std::shared_ptr<credit_counter> credit;  // their receipts
-  std::uint64_t delivered_told = 0;      // last release count we sent back (credit granted)
-  std::uint64_t ack_every = 1;           // a quarter of the peer's credit window
-  bool blocked = false;                  // the DEALER refused a write; poll it for POLLOUT
-  steady::time_point last_heard{}, last_sent{};
+  std::uint64_t recv_expected = 1;       // next sequence to deliver
+  std::uint64_t sent_seen = 0;           // highest `sent` the peer reported on its data channel
+  bool missing = false;                  // sent_seen >= recv_expected: asking for a resend
+  std::uint64_t received = 0, received_bytes = 0;  // envelopes / bytes of recv_session handed to on_envelope
+  std::shared_ptr<credit_counter> credit;          // their receipts
+  std::uint64_t delivered_told = 0, bytes_told = 0;
+  std::uint64_t ack_every = 1, ack_bytes = 1;      // a quarter of the peer's windows
+  steady::time_point last_heard{}, stalled_since{};
+  detail::failure_detector detector{std::chrono::milliseconds(1), std::chrono::milliseconds(1), std::chrono::milliseconds(1)};
 
   std::uint64_t outstanding() const { return next_seq - 1 - acked; }
+  bool live() const { return state != link_state::down; }
   std::uint64_t released() const { return credit ? credit->released.load(std::memory_order_acquire) : 0; }
+  std::uint64_t released_bytes() const { return credit ? credit->released_bytes.load(std::memory_order_acquire) : 0; }
 };
 
 class transport_impl final : public transport {
@@ -100,6 +140,7 @@ class transport_impl final : public transport {
     hb_interval_ = std::max<steady::duration>(opt_.heartbeat_timeout / 5, std::chrono::milliseconds(1));
     lost_after_ = opt_.heartbeat_timeout * 4 / 5;
     check_every_ = std::max<steady::duration>(opt_.heartbeat_timeout / 20, std::chrono::milliseconds(1));
+    rewind_every_ = opt_.heartbeat_timeout / 2;
     if (!cb_.on_log) {
       cb_.on_log = [self = opt_.self](log_level l, const std::string& line) {
         switch (l) {
@@ -119,6 +160,7 @@ class transport_impl final : public transport {
   bool window_full(const std::string& name) const override;
   void flush() override;
   result<void> wait_until_up(const std::string& name, std::chrono::milliseconds timeout) override;
+  result<void> wait_until_all_up(std::chrono::milliseconds timeout) override;
   link_stats stats(const std::string& name) const override;
   reject_stats rejects() const override {
     std::lock_guard lk(mu_);
@@ -138,30 +180,45 @@ class transport_impl final : public transport {
     auto it = index_.find(name);
     return it == index_.end() ? nullptr : &peers_[it->second];
   }
+  std::string who(const peer& p) const { return "peer `" + banyan::log::escape(p.cfg.name) + "`"; }
+  // Whether a send of `bytes` must wait at limits (msgs, bytes). Under mu_.
+  static bool full(const peer& p, std::uint64_t msgs, std::uint64_t bytes, std::uint64_t size) {
+    return p.outstanding() >= msgs || (p.outstanding_bytes > 0 && p.outstanding_bytes + size > bytes);
+  }
 
+  result<void> connect_dealers(peer& p);
+  void close_dealers(peer& p, int linger_ms);
   void run();
   void receive_all(bool& drained);
+  void read_monitor(peer& p);
   void handle_parts(std::span<zmq_msg_t> frames, bool too_many);
+  bool bind_or_refuse(peer& p, const detail::frame_header& h, const std::string& origin);
+  void deliver(peer& p, detail::decoded& d);
+  void take_acknowledgements(peer& p, const detail::frame_header& h);
+  void count_and_log(std::uint64_t& counter, const std::string& line);
   void reject(verdict v, const std::string& from, const std::string& why);
   void reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from, const std::string& why);
   void start_receiving(peer& p, std::uint32_t session);
-  void lose(peer& p, const std::string& reason);
-  void report_credit(peer& p);
-  bool write(peer& p, std::span<const envelope> batch);
-  void write_queues();
-  void heartbeats(steady::time_point now);
+  void come_up(peer& p);
+  void stall(peer& p, const std::string& reason);
+  void gone(peer& p, const std::string& reason);
+  void reconnect(peer& p, const std::string& reason);
+  bool credit_due(const peer& p) const;
+  bool write(peer& p, bool control, std::span<const envelope> batch, std::uint64_t sent);
+  bool write_data(peer& p, std::size_t budget);
+  void timers(steady::time_point now, bool drained);
   void handle_zap();
-  void close_sockets();
 
   transport_options opt_;
   callbacks cb_;
   std::uint64_t incarnation_ = 0;
   std::uint32_t window32_ = 0;
-  steady::duration hb_interval_, lost_after_, check_every_;
+  steady::duration hb_interval_, lost_after_, check_every_, rewind_every_;
   std::string bound_;
   bool curve_ = false;
   std::set<std::string> authorized_;
   std::unordered_map<std::string, std::string> key_owner_;  // peer public key -> peer name
+  std::uint64_t monitors_made_ = 0;
 
   void* ctx_ = nullptr;
   void* router_ = nullptr;
@@ -180,50 +237,6 @@ class transport_impl final : public transport {
   reject_stats rejects_;
   std::mutex stop_mu_;
 };
-
-result<void> invalid(const std::string& what) { return error{errc::invalid_argument, what}; }
-
-bool valid_endpoint(const std::string& e) {
-  return (e.rfind("tcp://", 0) == 0 && e.size() > 6) || (e.rfind("ipc://", 0) == 0 && e.size() > 6) ||
-         (e.rfind("inproc://", 0) == 0 && e.size() > 9);
-}
-
-result<void> validate(const transport_options& o) {
-  if (o.self.empty()) return invalid("transport options: `self` (this node's name) is empty");
-  if (!valid_endpoint(o.bind_endpoint)) {
-    return invalid("node `" + o.self + "`: bind endpoint `" + o.bind_endpoint + "` is not tcp://host:port or ipc://path");
-  }
-  if (o.credit_window == 0) return invalid("node `" + o.self + "`: credit_window must be at least 1");
-  if (o.max_batch == 0) return invalid("node `" + o.self + "`: max_batch must be at least 1");
-  if (o.heartbeat_timeout < std::chrono::milliseconds(10)) {
-    return invalid("node `" + o.self + "`: heartbeat_timeout must be at least 10 ms");
-  }
-  const bool curve = !o.curve_secret_key.empty() || !o.curve_public_key.empty();
-  if (curve && (!is_z85_key(o.curve_secret_key) || !is_z85_key(o.curve_public_key))) {
-    return invalid("node `" + o.self + "`: CURVE keys must both be 40 Z85 characters (secret " +
-                   std::to_string(o.curve_secret_key.size()) + ", public " + std::to_string(o.curve_public_key.size()) +
-                   " characters)");
-  }
-  std::set<std::string> names{o.self}, endpoints{o.bind_endpoint};
-  for (std::size_t i = 0; i < o.peers.size(); ++i) {
-    const auto& p = o.peers[i];
-    const std::string where = "peer " + std::to_string(i) + " (`" + p.name + "`)";
-    if (p.name.empty()) return invalid("peer " + std::to_string(i) + ": empty name");
-    if (!names.insert(p.name).second) return invalid(where + ": duplicate node name");
-    if (p.endpoint.empty()) return invalid(where + ": no endpoint");
-    if (!valid_endpoint(p.endpoint)) return invalid(where + ": endpoint `" + p.endpoint + "` is not tcp:// or ipc://");
-    if (!endpoints.insert(p.endpoint).second) return invalid(where + ": duplicate endpoint `" + p.endpoint + "`");
-    if (curve && !is_z85_key(p.curve_public_key)) {
-      return invalid(where + ": CURVE is on but its public key is missing or not 40 Z85 characters");
-    }
-  }
-  for (std::size_t i = 0; i < o.authorized_keys.size(); ++i) {
-    if (!is_z85_key(o.authorized_keys[i])) {
-      return invalid("authorized key " + std::to_string(i) + ": not 40 Z85 characters");
-    }
-  }
-  return {};
-}
 
 result<void> set_int(void* s, int opt, int v, const char* name) {
   if (zmq_setsockopt(s, opt, &v, sizeof v) != 0) return error{errc::io, zmq_error(std::string("setting ") + name)};
@@ -245,8 +258,9 @@ result<void> transport_impl::open() {
   const int window = static_cast<int>(std::min<std::size_t>(opt_.credit_window, 1 << 24));
   router_ = zmq_socket(ctx_, ZMQ_ROUTER);
   const std::int64_t max_msg = static_cast<std::int64_t>(opt_.max_frame_bytes) * 4 + 4096;
-  for (auto r : {set_int(router_, ZMQ_LINGER, 0, "LINGER"), set_int(router_, ZMQ_ROUTER_HANDOVER, 1, "ROUTER_HANDOVER"),
-                 set_int(router_, ZMQ_RCVHWM, window + 64, "RCVHWM")}) {
+  // No ROUTER_HANDOVER: routing ids are the ROUTER's own (our DEALERs set none), so a connection
+  // claiming one that is taken is refused by ZeroMQ, never handed a live peer's route.
+  for (auto r : {set_int(router_, ZMQ_LINGER, 0, "LINGER"), set_int(router_, ZMQ_RCVHWM, window + 64, "RCVHWM")}) {
     if (!r) return r;
   }
   zmq_setsockopt(router_, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
@@ -264,29 +278,14 @@ result<void> transport_impl::open() {
   bound_ = last;
 
   peers_.resize(opt_.peers.size());
+  const auto now = steady::now();
   for (std::size_t i = 0; i < opt_.peers.size(); ++i) {
     peer& p = peers_[i];
     p.cfg = opt_.peers[i];
     index_[p.cfg.name] = i;
-    p.dealer = zmq_socket(ctx_, ZMQ_DEALER);
-    zmq_setsockopt(p.dealer, ZMQ_ROUTING_ID, opt_.self.data(), opt_.self.size());
-    // What flush() handed to ZeroMQ before stop() (a last `quit`, say) still goes out, for at most a
-    // heartbeat timeout; with ZMQ_IMMEDIATE nothing waits for a peer that is not connected.
-    const int linger = static_cast<int>(opt_.heartbeat_timeout.count());
-    for (auto r : {set_int(p.dealer, ZMQ_LINGER, linger, "LINGER"), set_int(p.dealer, ZMQ_IMMEDIATE, 1, "IMMEDIATE"),
-                   set_int(p.dealer, ZMQ_SNDHWM, window + 64, "SNDHWM"),
-                   set_int(p.dealer, ZMQ_RECONNECT_IVL, 50, "RECONNECT_IVL"),
-                   set_int(p.dealer, ZMQ_RECONNECT_IVL_MAX, 500, "RECONNECT_IVL_MAX")}) {
-      if (!r) return r;
-    }
-    if (curve_) {
-      zmq_setsockopt(p.dealer, ZMQ_CURVE_SERVERKEY, p.cfg.curve_public_key.c_str(), 40);
-      zmq_setsockopt(p.dealer, ZMQ_CURVE_PUBLICKEY, opt_.curve_public_key.c_str(), 40);
-      zmq_setsockopt(p.dealer, ZMQ_CURVE_SECRETKEY, opt_.curve_secret_key.c_str(), 40);
-    }
-    if (zmq_connect(p.dealer, p.cfg.endpoint.c_str()) != 0) {
-      return error{errc::invalid_argument, zmq_error("peer `" + p.cfg.name + "`: cannot connect to `" + p.cfg.endpoint + "`")};
-    }
+    p.detector = detail::failure_detector(hb_interval_, lost_after_, opt_.heartbeat_timeout * 4);
+    p.next_missing_log = now + opt_.missing_peer_log_every;
+    if (auto r = connect_dealers(p); !r) return r;
   }
   waker_->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (waker_->fd < 0) return error{errc::io, "eventfd failed"};
@@ -294,16 +293,53 @@ result<void> transport_impl::open() {
   return {};
 }
 
-void transport_impl::close_sockets() {
-  for (auto& p : peers_) {
-    if (p.dealer) zmq_close(p.dealer);
-    p.dealer = nullptr;
+result<void> transport_impl::connect_dealers(peer& p) {
+  const int window = static_cast<int>(std::min<std::size_t>(opt_.credit_window, 1 << 24));
+  // What flush() handed to ZeroMQ before stop() (a last `quit`, say) still goes out, for at most a
+  // heartbeat timeout; with ZMQ_IMMEDIATE nothing waits for a peer that is not connected.
+  const int linger = static_cast<int>(opt_.heartbeat_timeout.count());
+  for (int k = 0; k < 2; ++k) {
+    void*& s = k == 0 ? p.data : p.control;
+    s = zmq_socket(ctx_, ZMQ_DEALER);
+    for (auto r : {set_int(s, ZMQ_LINGER, linger, "LINGER"), set_int(s, ZMQ_IMMEDIATE, 1, "IMMEDIATE"),
+                   set_int(s, ZMQ_SNDHWM, k == 0 ? window + 64 : 64, "SNDHWM"),
+                   set_int(s, ZMQ_RECONNECT_IVL, 50, "RECONNECT_IVL"), set_int(s, ZMQ_RECONNECT_IVL_MAX, 500, "RECONNECT_IVL_MAX")}) {
+      if (!r) return r;
+    }
+    if (curve_) {
+      zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, p.cfg.curve_public_key.c_str(), 40);
+      zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, opt_.curve_public_key.c_str(), 40);
+      zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, opt_.curve_secret_key.c_str(), 40);
+    }
   }
-  if (router_) zmq_close(router_);
-  if (zap_) zmq_close(zap_);
-  router_ = zap_ = nullptr;
-  if (ctx_) zmq_ctx_term(ctx_);
-  ctx_ = nullptr;
+  // The control connection's state tells a dead peer (closed) from a stalled one (still connected).
+  const std::string mon = "inproc://banyan-monitor-" + std::to_string(++monitors_made_);
+  if (zmq_socket_monitor(p.control, mon.c_str(), ZMQ_EVENT_CONNECTED | ZMQ_EVENT_DISCONNECTED) != 0) {
+    return error{errc::io, zmq_error("monitoring the connection to `" + p.cfg.name + "`")};
+  }
+  p.monitor = zmq_socket(ctx_, ZMQ_PAIR);
+  if (auto r = set_int(p.monitor, ZMQ_LINGER, 0, "LINGER"); !r) return r;
+  zmq_connect(p.monitor, mon.c_str());
+  p.connected = false;
+  for (void* s : {p.data, p.control}) {
+    if (zmq_connect(s, p.cfg.endpoint.c_str()) != 0) {
+      return error{errc::invalid_argument, zmq_error("peer `" + p.cfg.name + "`: cannot connect to `" + p.cfg.endpoint + "`")};
+    }
+  }
+  p.data_blocked = p.control_blocked = false;
+  return {};
+}
+
+void transport_impl::close_dealers(peer& p, int linger_ms) {
+  for (void** s : {&p.data, &p.control}) {
+    if (!*s) continue;
+    zmq_setsockopt(*s, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
+    if (s == &p.control) zmq_socket_monitor(*s, nullptr, 0);
+    zmq_close(*s);
+    *s = nullptr;
+  }
+  if (p.monitor) zmq_close(p.monitor);
+  p.monitor = nullptr;
 }
 
 void transport_impl::stop() {
@@ -314,41 +350,66 @@ void transport_impl::stop() {
     wake();
     io_.join();
   }
-  std::vector<std::shared_ptr<const void>> released;  // receipts of downstream nodes, dropped unlocked
+  std::vector<envelope> released;  // with receipts of downstream nodes, dropped unlocked
   {
     std::lock_guard lk(mu_);
     if (stopped_) return;
     stopped_ = true;
     for (auto& p : peers_) {
-      p.up = false;
-      for (auto& e : p.queue) released.push_back(std::move(e.receipt));
-      for (auto& h : p.held) released.push_back(std::move(h.second));
+      p.state = link_state::down;
+      for (auto& e : p.queue) released.push_back(std::move(e));
+      for (auto& e : p.unacked) released.push_back(std::move(e));
       p.queue.clear();
-      p.held.clear();
+      p.unacked.clear();
     }
   }
   space_cv_.notify_all();
-  close_sockets();
+  for (auto& p : peers_) close_dealers(p, static_cast<int>(opt_.heartbeat_timeout.count()));
+  if (router_) zmq_close(router_);
+  if (zap_) zmq_close(zap_);
+  router_ = zap_ = nullptr;
+  if (ctx_) zmq_ctx_term(ctx_);
+  ctx_ = nullptr;
 }
 
 result<void> transport_impl::send(const std::string& name, envelope e, std::size_t block_at) {
   peer* p = find(name);
-  if (!p) return invalid("send: `" + name + "` is not a peer of node `" + opt_.self + "`");
+  if (!p) return error{errc::invalid_argument, "send: `" + name + "` is not a peer of node `" + opt_.self + "`"};
+  const std::uint64_t size = e.payload.size() + text_bytes(e);
   // The I/O thread must never wait for credit: only it can receive the grant.
   if (std::this_thread::get_id() == io_id_) block_at = never_block;
-  const std::size_t limit = block_at == at_window ? opt_.credit_window : block_at;
-  std::unique_lock lk(mu_);
-  if (p->outstanding() >= limit && p->up && !stopped_) {
-    ++p->stats.credit_waits;
-    space_cv_.wait(lk, [&] { return stopped_ || !p->up || p->outstanding() < limit; });
+  const std::uint64_t msgs = block_at == at_window ? opt_.credit_window : block_at;
+  std::uint64_t bytes = opt_.credit_window_bytes;
+  if (block_at == never_block) {
+    bytes = ~std::uint64_t{0};
+  } else if (block_at > opt_.credit_window) {
+    const std::uint64_t windows = block_at / opt_.credit_window;
+    bytes = windows > (~std::uint64_t{0}) / opt_.credit_window_bytes ? ~std::uint64_t{0} : windows * opt_.credit_window_bytes;
   }
-  if (stopped_ || !p->up) {
+  std::unique_lock lk(mu_);
+  const std::uint64_t limit = p->peer_max_frame ? std::min<std::uint64_t>(opt_.max_payload_bytes, p->peer_max_frame - std::min<std::uint64_t>(p->peer_max_frame, envelope_overhead))
+                                                : opt_.max_payload_bytes;
+  if (size > limit) {
     ++p->stats.send_failures;
-    return error{errc::io, stopped_ ? "send to `" + name + "`: transport stopped" : "send to `" + name + "`: peer is down"};
+    return error{errc::payload_too_large, "send to `" + name + "`: an envelope of " + std::to_string(size) + " bytes (payload " +
+                                              std::to_string(e.payload.size()) + ") is larger than the limit of " +
+                                              std::to_string(limit) + " bytes (max_payload_bytes" +
+                                              (limit < opt_.max_payload_bytes ? ", lowered to what the peer accepts)" : ")")};
+  }
+  if (p->live() && !stopped_ && full(*p, msgs, bytes, e.payload.size())) {
+    ++p->stats.credit_waits;
+    space_cv_.wait(lk, [&] { return stopped_ || !p->live() || !full(*p, msgs, bytes, e.payload.size()); });
+  }
+  if (stopped_ || !p->live()) {
+    ++p->stats.send_failures;
+    if (stopped_) return error{errc::io, "send to `" + name + "`: transport stopped"};
+    return error{errc::peer_lost, "send to `" + name + "`: " + (p->ever_up ? "the peer is gone" : "the peer has not been up yet")};
   }
   e.sequence = p->next_seq++;
+  p->outstanding_bytes += e.payload.size();
   p->queue.push_back(std::move(e));
   p->stats.max_outstanding = std::max(p->stats.max_outstanding, p->outstanding());
+  p->stats.max_outstanding_bytes = std::max(p->stats.max_outstanding_bytes, p->outstanding_bytes);
   lk.unlock();
   wake();
   return {};
@@ -358,7 +419,7 @@ bool transport_impl::window_full(const std::string& name) const {
   const peer* p = find(name);
   if (!p) return false;
   std::lock_guard lk(mu_);
-  return p->up && !stopped_ && p->outstanding() >= opt_.credit_window;
+  return p->live() && !stopped_ && full(*p, opt_.credit_window, opt_.credit_window_bytes, 1);
 }
 
 void transport_impl::flush() {
@@ -366,7 +427,7 @@ void transport_impl::flush() {
   space_cv_.wait(lk, [&] {
     if (stopped_) return true;
     for (auto& p : peers_) {
-      if (p.up && !p.queue.empty()) return false;
+      if (p.state == link_state::up && (!p.queue.empty() || p.resend_at != 0)) return false;
     }
     return true;
   });
@@ -374,11 +435,34 @@ void transport_impl::flush() {
 
 result<void> transport_impl::wait_until_up(const std::string& name, std::chrono::milliseconds timeout) {
   peer* p = find(name);
-  if (!p) return invalid("wait: `" + name + "` is not a peer of node `" + opt_.self + "`");
+  if (!p) return error{errc::invalid_argument, "wait: `" + name + "` is not a peer of node `" + opt_.self + "`"};
   std::unique_lock lk(mu_);
-  if (!space_cv_.wait_for(lk, timeout, [&] { return p->up || stopped_; }) || !p->up) {
-    return error{errc::timeout, "peer `" + name + "` (" + p->cfg.endpoint + ") not up after " +
-                                    std::to_string(timeout.count()) + " ms"};
+  space_cv_.wait_for(lk, timeout, [&] { return p->live() || !p->incompatible.empty() || stopped_; });
+  if (!p->incompatible.empty()) return error{errc::incompatible_peer, p->incompatible};
+  if (!p->live()) {
+    return error{errc::timeout, "peer `" + name + "` (" + p->cfg.endpoint + ") not up after " + std::to_string(timeout.count()) + " ms"};
+  }
+  return {};
+}
+
+result<void> transport_impl::wait_until_all_up(std::chrono::milliseconds timeout) {
+  std::unique_lock lk(mu_);
+  auto settled = [&] {
+    if (stopped_) return true;
+    for (auto& p : peers_) {
+      if (!p.incompatible.empty()) return true;
+      if (!p.live()) return false;
+    }
+    return true;
+  };
+  space_cv_.wait_for(lk, timeout, settled);
+  std::string missing;
+  for (auto& p : peers_) {
+    if (!p.incompatible.empty()) return error{errc::incompatible_peer, p.incompatible};
+    if (!p.live()) missing += std::string(missing.empty() ? "" : ", ") + "`" + p.cfg.name + "` (" + p.cfg.endpoint + ")";
+  }
+  if (!missing.empty()) {
+    return error{errc::timeout, "node `" + opt_.self + "`: peers not up after " + std::to_string(timeout.count()) + " ms: " + missing};
   }
   return {};
 }
@@ -387,8 +471,12 @@ link_stats transport_impl::stats(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end()) return {};
   std::lock_guard lk(mu_);
-  link_stats s = peers_[it->second].stats;
-  s.up = peers_[it->second].up;
+  const peer& p = peers_[it->second];
+  link_stats s = p.stats;
+  s.up = p.live();
+  s.stalled = p.state == link_state::stalled;
+  s.outstanding = p.outstanding();
+  s.outstanding_bytes = p.outstanding_bytes;
   return s;
 }
 
@@ -399,55 +487,68 @@ void transport_impl::run() {
   io_id_ = std::this_thread::get_id();
   auto next_check = steady::now();
   std::vector<zmq_pollitem_t> items;
+  bool more = false;  // data left to write after this round's budget
   while (!stopping_) {
     items.clear();
     items.push_back({router_, 0, ZMQ_POLLIN, 0});
     items.push_back({nullptr, waker_->fd, ZMQ_POLLIN, 0});
-    if (zap_) items.push_back({zap_, 0, ZMQ_POLLIN, 0});
-    std::vector<std::size_t> blocked;
-    for (std::size_t i = 0; i < peers_.size(); ++i) {
-      if (peers_[i].blocked) {
-        items.push_back({peers_[i].dealer, 0, ZMQ_POLLOUT, 0});
-        blocked.push_back(i);
-      }
+    items.push_back({zap_, 0, static_cast<short>(zap_ ? ZMQ_POLLIN : 0), 0});
+    for (auto& p : peers_) {
+      items.push_back({p.monitor, 0, ZMQ_POLLIN, 0});
+      items.push_back({p.data, 0, static_cast<short>(p.data_blocked ? ZMQ_POLLOUT : 0), 0});
+      items.push_back({p.control, 0, static_cast<short>(p.control_blocked ? ZMQ_POLLOUT : 0), 0});
     }
     const auto now = steady::now();
-    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count();
-    zmq_poll(items.data(), static_cast<int>(items.size()), std::max<long>(0, wait));
+    const long wait = more ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
+    zmq_poll(items.data(), static_cast<int>(items.size()), wait);
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t v;
       [[maybe_unused]] auto n = ::read(waker_->fd, &v, sizeof v);
     }
     waker_->pending = false;
     if (zap_ && (items[2].revents & ZMQ_POLLIN)) handle_zap();
-    for (std::size_t k = 0; k < blocked.size(); ++k) {
-      if (items[items.size() - blocked.size() + k].revents & ZMQ_POLLOUT) peers_[blocked[k]].blocked = false;
+    for (std::size_t i = 0; i < peers_.size(); ++i) {
+      const auto* it = &items[3 + 3 * i];
+      if (it[0].revents & ZMQ_POLLIN) read_monitor(peers_[i]);
+      if (it[1].revents & ZMQ_POLLOUT) peers_[i].data_blocked = false;
+      if (it[2].revents & ZMQ_POLLOUT) peers_[i].control_blocked = false;
     }
     bool drained = true;
     receive_all(drained);
-    write_queues();
-    for (auto& p : peers_) report_credit(p);
+    // Control first (credit, resend requests, handshake answers), then a bounded share of data, so
+    // a long queue never holds up heartbeats, credit or reading.
+    for (auto& p : peers_) {
+      if (p.control_due || credit_due(p)) write(p, true, {}, 0);
+    }
+    more = false;
+    for (auto& p : peers_) more |= write_data(p, 4 * opt_.max_batch_bytes);
     const auto t = steady::now();
     if (t >= next_check) {
-      heartbeats(t);
-      // Liveness is judged only when the ROUTER is drained: frames waiting in it prove their
-      // senders alive even if this thread was slow to read them.
-      if (drained) {
-        for (auto& p : peers_) {
-          bool up;
-          {
-            std::lock_guard lk(mu_);
-            up = p.up;
-          }
-          if (up && t - p.last_heard > lost_after_) {
-            const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - p.last_heard).count();
-            lose(p, "no frame for " + std::to_string(ms) + " ms (heartbeat timeout " +
-                        std::to_string(opt_.heartbeat_timeout.count()) + " ms)");
-          }
-        }
-      }
+      timers(t, drained);
       next_check = t + check_every_;
     }
+  }
+}
+
+void transport_impl::read_monitor(peer& p) {
+  for (;;) {
+    zmq_msg_t ev, addr;
+    zmq_msg_init(&ev);
+    if (zmq_msg_recv(&ev, p.monitor, ZMQ_DONTWAIT) < 0) {
+      zmq_msg_close(&ev);
+      return;
+    }
+    std::uint16_t event = 0;
+    if (zmq_msg_size(&ev) >= 2) std::memcpy(&event, zmq_msg_data(&ev), 2);
+    const bool more = zmq_msg_more(&ev);
+    zmq_msg_close(&ev);
+    if (more) {
+      zmq_msg_init(&addr);
+      zmq_msg_recv(&addr, p.monitor, 0);
+      zmq_msg_close(&addr);
+    }
+    if (event == ZMQ_EVENT_CONNECTED) p.connected = true;
+    if (event == ZMQ_EVENT_DISCONNECTED) p.connected = false;
   }
 }
 
@@ -455,7 +556,7 @@ void transport_impl::receive_all(bool& drained) {
   // Frames are received in place (a zmq_msg_t must not be copied); a message of more parts than
   // any of ours is drained and rejected as garbage.
   // At most 64 messages and a quarter heartbeat interval per call, so that a flood of incoming data
-  // never delays our own heartbeats and credit frames (a peer would take the silence for loss).
+  // never delays our own heartbeats and credit frames (a peer would take the silence for a stall).
   constexpr std::size_t max_parts = 8;
   std::vector<zmq_msg_t> frames(max_parts);
   const auto until = steady::now() + hb_interval_ / 4;
@@ -491,8 +592,7 @@ void transport_impl::receive_all(bool& drained) {
   drained = false;
 }
 
-void transport_impl::reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from,
-                                    const std::string& why) {
+void transport_impl::count_and_log(std::uint64_t& counter, const std::string& line) {
   std::uint64_t n;
   {
     std::lock_guard lk(mu_);
@@ -501,13 +601,19 @@ void transport_impl::reject_counted(std::uint64_t& counter, const std::string& r
   // Logged the first 10 times per reason, then at every power of ten, so a flood cannot drown the log.
   bool pow10 = true;
   for (std::uint64_t x = n; x > 1; x /= 10) {
-    if (x % 10 != 0) { pow10 = false; break; }
+    if (x % 10 != 0) {
+      pow10 = false;
+      break;
+    }
   }
-  if (n <= 10 || pow10) {
-    // `from` and `why` may quote what a stranger sent: escaped, so they cannot forge log lines.
-    log(log_level::warning, "node `" + opt_.self + "`: rejected " + reason + " frame from `" + banyan::log::escape(from) +
-                                "`: " + banyan::log::escape(why) + " (" + std::to_string(n) + " so far)");
-  }
+  if (n <= 10 || pow10) log(log_level::warning, line + " (" + std::to_string(n) + " so far)");
+}
+
+void transport_impl::reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from,
+                                    const std::string& why) {
+  // `from` and `why` may quote what a stranger sent: escaped, so they cannot forge log lines.
+  count_and_log(counter, "node `" + opt_.self + "`: rejected " + reason + " frame from " + banyan::log::escape(from) + ": " +
+                             banyan::log::escape(why));
 }
 
 void transport_impl::reject(verdict v, const std::string& from, const std::string& why) {
@@ -520,192 +626,472 @@ void transport_impl::reject(verdict v, const std::string& from, const std::strin
   }
 }
 
+// Who sent a frame, for a log line, before its name is known or trusted: the connection's address
+// where the transport has one (tcp), else its routing id (the ROUTER's number for the connection).
+std::string origin_of(std::span<zmq_msg_t> frames) {
+  const char* addr = frames.size() > 1 ? zmq_msg_gets(&frames[1], "Peer-Address") : nullptr;
+  if (addr && *addr) return std::string("connection ") + addr;
+  std::string hex;
+  const auto* id = static_cast<const unsigned char*>(zmq_msg_data(&frames[0]));
+  for (std::size_t i = 0; i < zmq_msg_size(&frames[0]) && i < 16; ++i) {
+    static const char digits[] = "0123456789abcdef";
+    hex += digits[id[i] >> 4];
+    hex += digits[id[i] & 15];
+  }
+  return "connection #" + hex;
+}
+
 void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
-  const std::string from(static_cast<const char*>(zmq_msg_data(&frames[0])), zmq_msg_size(&frames[0]));
-  peer* p = find(from);
-  if (!p) return reject_counted(rejects_.unknown_peer, "unknown-sender", from, "not a peer of this node");
-  if (curve_ && !p->cfg.curve_public_key.empty()) {
-    // The ROUTER trusts the routing id the DEALER claims; CURVE tells us whose key it really is.
-    // (The identity frame is made by the ROUTER and carries no metadata; the peer's frames do.)
-    const char* user = frames.size() > 1 ? zmq_msg_gets(&frames[1], "User-Id") : nullptr;
-    if (!user || from != user) {
-      return reject_counted(rejects_.auth, "impersonating", from,
+  const std::string origin = origin_of(frames);
+  if (too_many) return reject(verdict::garbage, origin, "more than 8 ZeroMQ frames");
+  auto d = detail::decode(frames.subspan(1), opt_.max_frame_bytes);
+  if (d.v != verdict::ok) return reject(d.v, origin, d.detail);
+  const std::string claim = "`" + d.h.sender + "` (" + origin + ")";
+  peer* p = find(d.h.sender);
+  if (!p) return reject_counted(rejects_.unknown_peer, "unknown-sender", claim, "not a peer of this node");
+  if (curve_) {
+    // CURVE proves the key; the ZAP handler named its owner (User-Id). A name claimed with another
+    // node's key, or with a key that is no node's, is refused.
+    const char* user = zmq_msg_gets(&frames[1], "User-Id");
+    if (!user || d.h.sender != user) {
+      return reject_counted(rejects_.impostor, "impersonating", claim,
                             std::string("its CURVE key belongs to `") + (user ? user : "?") + "`");
     }
   }
-  if (too_many) return reject(verdict::garbage, from, "more than 8 ZeroMQ frames");
-  auto d = detail::decode(frames.subspan(1), opt_.max_frame_bytes);
-  if (d.v != verdict::ok) return reject(d.v, from, d.detail);
+  if (opt_.digest != 0 && d.h.digest != 0 && d.h.digest != opt_.digest) {
+    reject_counted(rejects_.mismatch, "mismatched", claim, "deployment digest " + std::to_string(d.h.digest));
+    bool first;
+    const std::string why = "peer `" + p->cfg.name + "` runs another deployment (digest " + std::to_string(d.h.digest) +
+                            ", ours " + std::to_string(opt_.digest) + "): start every node from the same deployment";
+    {
+      std::lock_guard lk(mu_);
+      first = p->incompatible.empty();
+      p->incompatible = why;
+    }
+    if (first) {
+      space_cv_.notify_all();
+      log(log_level::error, "node `" + opt_.self + "`: " + why);
+    }
+    return;
+  }
+  if (!bind_or_refuse(*p, d.h, claim)) return;
+  if (d.h.session > p->recv_session) start_receiving(*p, d.h.session);
   p->last_heard = steady::now();
-  if (d.h.incarnation != p->remote_incarnation) {
-    // A restarted peer has forgotten both directions: give ours up (counted) and hear it afresh.
-    if (p->remote_incarnation != 0) lose(*p, "peer restarted (new incarnation)");
-    p->remote_incarnation = d.h.incarnation;
-    start_receiving(*p, d.h.session);
-  } else if (d.h.session > p->recv_session) {
-    start_receiving(*p, d.h.session);
-  }
-  bool up;
-  {
-    std::lock_guard lk(mu_);
-    up = p->up;
-    if (!up) {
-      p->up = true;
-      ++p->stats.sessions;
-    }
-  }
-  if (!up) {
-    space_cv_.notify_all();
-    log(log_level::info, "node `" + opt_.self + "`: link to `" + p->cfg.name + "` up");
-    if (cb_.on_peer_up) cb_.on_peer_up(p->cfg.name);
-  }
+  if (d.h.control) p->detector.heard(p->last_heard);
   p->ack_every = std::max<std::uint64_t>(1, d.h.window / 4);
-  if (p->credit) p->credit->wake_every.store(p->ack_every, std::memory_order_relaxed);
-  if (!d.envelopes.empty()) {
-    if (d.h.target != incarnation_) {
-      return reject_counted(rejects_.stale, "stale", from, "data for an earlier incarnation of this node");
-    }
-    if (d.h.session < p->recv_session) {
-      return reject_counted(rejects_.stale, "stale", from, "data of a send session the peer has given up");
-    }
+  p->ack_bytes = std::max<std::uint64_t>(1, d.h.window_bytes / 4);
+  if (p->credit) {
+    p->credit->wake_every.store(p->ack_every, std::memory_order_relaxed);
+    p->credit->wake_bytes.store(p->ack_bytes, std::memory_order_relaxed);
   }
-  if (!d.envelopes.empty()) {  // counted before delivery, so whoever sees an envelope sees it counted
-    std::uint64_t bytes = 0;
-    for (const auto& e : d.envelopes) bytes += e.payload.size();
-    std::lock_guard lk(mu_);
-    p->stats.messages_received += d.envelopes.size();
-    p->stats.bytes_received += bytes;
-    ++p->stats.batches_received;
+  // Two-way liveness: the peer says it no longer hears us although we hear it. Once that has held
+  // for half a timeout (not just frames it wrote while it was itself stalled), our connections to
+  // it are broken somewhere: make new ones.
+  if (!d.h.suspect || d.h.target != incarnation_) {
+    p->suspected_since = {};
+  } else if (p->suspected_since == steady::time_point{}) {
+    p->suspected_since = p->last_heard;
+  } else if (p->last_heard - p->suspected_since > opt_.heartbeat_timeout / 2 &&
+             p->last_heard - p->last_reconnect > opt_.heartbeat_timeout) {
+    reconnect(*p, "it has not heard us for " + ms_of(p->last_heard - p->suspected_since) + " although we hear it");
   }
-  for (auto& e : d.envelopes) {
-    if (e.sequence != p->recv_expected) {
+  take_acknowledgements(*p, d.h);
+  if (!d.envelopes.empty() || !d.h.control) deliver(*p, d);
+}
+
+// The handshake: a frame counts only if it is from the incarnation bound to the peer's name, or
+// binds a new one. Returns whether to go on with the frame.
+bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, const std::string& claim) {
+  if (h.incarnation == p.remote_incarnation) {
+    if (p.state == link_state::down) {
+      come_up(p);  // the same incarnation, gone (given up) and heard again: a new link
+    } else if (p.state == link_state::stalled) {
       {
         std::lock_guard lk(mu_);
-        ++p->stats.sequence_gaps;
+        p.state = link_state::up;
       }
-      log(log_level::error, "link `" + banyan::log::escape(from) + "` -> `" + opt_.self + "`: sequence " + std::to_string(e.sequence) +
-                                ", expected " + std::to_string(p->recv_expected));
+      space_cv_.notify_all();
+      log(log_level::warning, "node `" + opt_.self + "`: " + who(p) + " heard again after " +
+                                  ms_of(steady::now() - p.stalled_since) + "; the link goes on");
+      p.control_due = true;
+      if (cb_.on_peer_resumed) cb_.on_peer_resumed(p.cfg.name);
     }
-    p->recv_expected = e.sequence + 1;
-    e.receipt = std::make_shared<receipt>(p->credit);
-    if (cb_.on_envelope) cb_.on_envelope(from, std::move(e));
-    ++p->received;
+    return true;
   }
-  bool grant = false;
-  std::vector<std::shared_ptr<const void>> done;  // downstream receipts, released unlocked
+  if (p.state == link_state::up) {
+    // Never hand a live link to a newcomer: a restarted peer is bound once the old incarnation has
+    // fallen silent (stalled), a stranger never.
+    reject_counted(rejects_.impostor, "impostor", claim,
+                   "incarnation " + std::to_string(h.incarnation) + " claims a name whose incarnation " +
+                       std::to_string(p.remote_incarnation) + " is live (a restart is accepted once that one falls silent)");
+    return false;
+  }
+  if (h.target != incarnation_) {
+    // A hello: echo its incarnation so that, if it really is the node at the peer's endpoint, its
+    // next frame names ours (only that node hears what we send).
+    if (p.candidate != h.incarnation) p.control_due = true;
+    p.candidate = h.incarnation;
+    return false;
+  }
+  if (p.state == link_state::stalled) gone(p, "restarted (a new incarnation is up)");
+  p.remote_incarnation = h.incarnation;
+  p.candidate = 0;
+  p.detector.reset();
+  start_receiving(p, h.session);
   {
     std::lock_guard lk(mu_);
-    if (!d.envelopes.empty())
-      p->stats.max_undelivered = std::max(p->stats.max_undelivered, p->received - p->released());
-    if (d.h.target == incarnation_ && d.h.ack_session == p->session && d.h.delivered > p->acked &&
-        d.h.delivered < p->next_seq) {
-      p->acked = d.h.delivered;
-      while (!p->held.empty() && p->held.front().first <= p->acked) {
-        done.push_back(std::move(p->held.front().second));
-        p->held.pop_front();
+    p.peer_max_frame = h.max_frame;
+  }
+  come_up(p);
+  return true;
+}
+
+void transport_impl::come_up(peer& p) {
+  {
+    std::lock_guard lk(mu_);
+    p.state = link_state::up;
+    p.ever_up = true;
+    ++p.stats.sessions;
+  }
+  p.last_heard = steady::now();
+  p.suspected_since = {};
+  p.control_due = true;
+  space_cv_.notify_all();
+  log(log_level::info, "node `" + opt_.self + "`: link to `" + p.cfg.name + "` up");
+  if (cb_.on_peer_up) cb_.on_peer_up(p.cfg.name);
+}
+
+void transport_impl::take_acknowledgements(peer& p, const detail::frame_header& h) {
+  if (h.target != incarnation_ || h.ack_session != p.session) return;  // about an older session of ours
+  p.confirmed = std::max(p.confirmed, std::min(h.received, p.written_hi));
+  bool grant = false;
+  std::vector<envelope> done;  // with downstream receipts, released unlocked
+  {
+    std::lock_guard lk(mu_);
+    if (h.delivered > p.acked && h.delivered <= p.written_hi) {
+      p.acked = h.delivered;
+      while (!p.unacked.empty() && p.unacked.front().sequence <= p.acked) {
+        p.outstanding_bytes -= p.unacked.front().payload.size();
+        done.push_back(std::move(p.unacked.front()));
+        p.unacked.pop_front();
       }
+      if (p.resend_at != 0 && p.resend_at <= p.acked) p.resend_at = p.unacked.empty() ? 0 : p.unacked.front().sequence;
       grant = true;
+    }
+    // Go-back-N: the peer misses envelopes from `resend_from` on, and says so in every frame until
+    // they arrive. We write them again at once when it starts asking, and again only if it then
+    // asks for the same one for half a heartbeat timeout (the resent ones were lost too): while
+    // the resent envelopes arrive its request moves on, and nothing is written a third time.
+    const auto now = steady::now();
+    const std::uint64_t r = h.resend_from;
+    bool rewind = false;
+    if (r == 0) {
+      p.req_value = 0;
+    } else if (p.req_value == 0) {
+      rewind = true;
+    } else if (r != p.req_value) {
+      p.req_since = now;
+    } else if (now - p.req_since >= rewind_every_) {
+      rewind = true;
+    }
+    if (r != 0) p.req_value = r;
+    if (rewind) {
+      p.req_since = now;
+      if (r <= p.written_hi && r > p.acked && !p.unacked.empty()) p.resend_at = std::max(r, p.unacked.front().sequence);
     }
   }
   if (grant) {
     space_cv_.notify_all();
-    if (cb_.on_credit) cb_.on_credit(p->cfg.name);
+    if (cb_.on_credit) cb_.on_credit(p.cfg.name);
   }
-  report_credit(*p);
+}
+
+void transport_impl::deliver(peer& p, detail::decoded& d) {
+  const std::string& from = p.cfg.name;
+  if (d.h.target != incarnation_) {
+    if (!d.envelopes.empty()) reject_counted(rejects_.stale, "stale", "`" + from + "`", "data for an earlier incarnation of this node");
+    return;
+  }
+  if (d.h.session < p.recv_session) {
+    if (!d.envelopes.empty()) reject_counted(rejects_.stale, "stale", "`" + from + "`", "data of a send session the peer has given up");
+    return;
+  }
+  std::uint64_t n = 0, bytes = 0, dups = 0;
+  for (auto& e : d.envelopes) {
+    if (e.sequence != p.recv_expected) {
+      ++dups;  // had it already, or beyond a gap (asked for again below)
+      continue;
+    }
+    ++n;
+    bytes += e.payload.size();
+    ++p.recv_expected;
+  }
+  {  // counted before delivery, so whoever sees an envelope sees it counted
+    std::lock_guard lk(mu_);
+    p.stats.messages_received += n;
+    p.stats.bytes_received += bytes;
+    p.stats.duplicates += dups;
+    if (!d.envelopes.empty()) ++p.stats.batches_received;
+  }
+  const std::uint64_t first = p.recv_expected - n;
+  for (auto& e : d.envelopes) {
+    if (e.sequence < first || e.sequence >= p.recv_expected) continue;
+    const std::uint64_t size = e.payload.size();
+    e.receipt = std::make_shared<receipt>(p.credit, size);
+    ++p.received;
+    p.received_bytes += size;
+    if (cb_.on_envelope) cb_.on_envelope(from, std::move(e));
+  }
+  p.sent_seen = std::max(p.sent_seen, d.h.sent);
+  const bool missing = p.sent_seen >= p.recv_expected;
+  if (missing && !p.missing) {
+    {
+      std::lock_guard lk(mu_);
+      ++p.stats.sequence_gaps;
+    }
+    log(log_level::warning, "link `" + from + "` -> `" + opt_.self + "`: sequence " + std::to_string(p.recv_expected) +
+                                " missing (the peer has written up to " + std::to_string(p.sent_seen) + "); asking for a resend");
+    p.control_due = true;
+  }
+  p.missing = missing;
+  if (n != 0) {
+    std::lock_guard lk(mu_);
+    p.stats.max_undelivered = std::max(p.stats.max_undelivered, p.received - p.released());
+    p.stats.max_undelivered_bytes = std::max(p.stats.max_undelivered_bytes, p.received_bytes - p.released_bytes());
+  }
 }
 
 void transport_impl::start_receiving(peer& p, std::uint32_t session) {
   p.recv_session = session;
   p.recv_expected = 1;
-  p.received = 0;
-  p.delivered_told = 0;
+  p.sent_seen = 0;
+  p.missing = false;
+  p.received = p.received_bytes = 0;
+  p.delivered_told = p.bytes_told = 0;
   p.credit = std::make_shared<credit_counter>();
   p.credit->io = waker_;
   p.credit->wake_every = p.ack_every;
+  p.credit->wake_bytes = p.ack_bytes;
 }
 
-void transport_impl::report_credit(peer& p) {
-  if (p.credit && p.released() - p.delivered_told >= p.ack_every) write(p, {});  // a credit-only frame
+bool transport_impl::credit_due(const peer& p) const {
+  return p.credit && (p.released() - p.delivered_told >= p.ack_every || p.released_bytes() - p.bytes_told >= p.ack_bytes);
 }
 
-void transport_impl::lose(peer& p, const std::string& reason) {
-  // Only our direction is given up: the peer resets its receiving side when it sees our next
-  // session, and our receiving side stays as it is until the peer starts a session of its own.
-  std::uint64_t lost;
-  std::deque<envelope> queued;
-  std::deque<std::pair<std::uint64_t, std::shared_ptr<const void>>> held;
+void transport_impl::stall(peer& p, const std::string& reason) {
   {
     std::lock_guard lk(mu_);
-    if (!p.up) return;
-    p.up = false;
-    lost = p.outstanding();
-    p.stats.lost_on_down += lost;
-    queued.swap(p.queue);
-    held.swap(p.held);
+    if (p.state != link_state::up) return;
+    p.state = link_state::stalled;
+    ++p.stats.stalls;
+  }
+  p.stalled_since = steady::now();
+  p.control_due = true;  // tell it (suspect): if it hears us, it reconnects
+  log(log_level::warning, "node `" + opt_.self + "`: " + who(p) + " stalled: " + reason +
+                              "; nothing is dropped, sends wait for it (given up after " + ms_of(opt_.give_up_after) + ")");
+  if (cb_.on_peer_stalled) cb_.on_peer_stalled(p.cfg.name, reason);
+}
+
+void transport_impl::gone(peer& p, const std::string& reason) {
+  // Only our direction is given up: the peer resets its receiving side when it sees our next
+  // session, and our receiving side stays as it is until the peer starts a session of its own.
+  std::vector<envelope> lost;
+  {
+    std::lock_guard lk(mu_);
+    if (p.state == link_state::down) return;
+    p.state = link_state::down;
+    lost.reserve(p.unacked.size() + p.queue.size());
+    for (auto& e : p.unacked) lost.push_back(std::move(e));
+    for (auto& e : p.queue) lost.push_back(std::move(e));
+    p.unacked.clear();
+    p.queue.clear();
+    p.stats.lost_on_down += lost.size();
     ++p.session;
     p.next_seq = 1;
     p.acked = 0;
+    p.outstanding_bytes = 0;
+    p.resend_at = 0;
   }
+  p.written_hi = p.confirmed = 0;
   space_cv_.notify_all();
-  const std::string why = reason + "; " + std::to_string(lost) + " envelopes unacknowledged";
-  log(log_level::error, "node `" + opt_.self + "`: peer `" + p.cfg.name + "` lost: " + why);
+  const std::string why = reason + "; " + std::to_string(lost.size()) + " envelopes undelivered";
+  log(log_level::error, "node `" + opt_.self + "`: " + who(p) + " lost: " + why);
+  if (cb_.on_undelivered) cb_.on_undelivered(p.cfg.name, std::move(lost), why);
+  lost.clear();
   if (cb_.on_peer_down) cb_.on_peer_down(p.cfg.name, why);
 }
 
-bool transport_impl::write(peer& p, std::span<const envelope> batch) {
-  if (p.blocked) return false;
+void transport_impl::reconnect(peer& p, const std::string& reason) {
+  close_dealers(p, 0);
+  if (auto r = connect_dealers(p); !r) {
+    log(log_level::error, "node `" + opt_.self + "`: reconnecting to " + who(p) + " failed: " + r.error().what());
+    return;
+  }
+  p.last_reconnect = steady::now();
+  p.suspected_since = {};
+  {
+    std::lock_guard lk(mu_);
+    ++p.stats.reconnects;
+    // What was in the old connections may be lost: write again what the peer has not confirmed.
+    if (p.confirmed < p.written_hi && !p.unacked.empty()) p.resend_at = std::max(p.confirmed + 1, p.unacked.front().sequence);
+  }
+  log(log_level::warning, "node `" + opt_.self + "`: reconnecting to " + who(p) + ": " + reason);
+}
+
+bool transport_impl::write(peer& p, bool control, std::span<const envelope> batch, std::uint64_t sent) {
+  if (control ? p.control_blocked : p.data_blocked) return false;
   zmq_msg_t header, blob;
-  const std::uint64_t released = p.released();
-  detail::encode({incarnation_, p.remote_incarnation, released, window32_, p.session, p.recv_session}, batch,
-                 &header, &blob);
-  if (zmq_msg_send(&header, p.dealer, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+  detail::frame_header h;
+  h.incarnation = incarnation_;
+  h.target = p.remote_incarnation != 0 && (p.state != link_state::down || p.candidate == 0) ? p.remote_incarnation : p.candidate;
+  h.delivered = p.released();
+  const std::uint64_t released_bytes = p.released_bytes();
+  h.window = window32_;
+  h.session = p.session;
+  h.ack_session = p.recv_session;
+  h.sender = opt_.self;
+  h.received = p.recv_expected - 1;
+  h.sent = control ? 0 : sent;
+  h.resend_from = p.missing ? p.recv_expected : 0;
+  h.suspect = p.state == link_state::stalled;
+  h.window_bytes = opt_.credit_window_bytes;
+  h.max_frame = opt_.max_frame_bytes;
+  h.digest = opt_.digest;
+  h.control = control;
+  detail::encode(h, batch, &header, &blob);
+  void* s = control ? p.control : p.data;
+  if (zmq_msg_send(&header, s, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     zmq_msg_close(&header);
     zmq_msg_close(&blob);
-    p.blocked = true;
+    (control ? p.control_blocked : p.data_blocked) = true;
     return false;
   }
-  zmq_msg_send(&blob, p.dealer, 0);  // ZeroMQ takes a multipart message whole once its first part is in
-  p.delivered_told = released;
-  p.last_sent = steady::now();
+  zmq_msg_send(&blob, s, 0);  // ZeroMQ takes a multipart message whole once its first part is in
+  p.delivered_told = h.delivered;
+  p.bytes_told = released_bytes;
+  (control ? p.last_control_sent : p.last_data_sent) = steady::now();
+  if (control) p.control_due = false;
   return true;
 }
 
-void transport_impl::write_queues() {
-  // A batch stays at the front of its queue (moved-from) until it is written, so flush() and the
-  // statistics never see it gone before it is. Only this thread removes entries from a queue.
+// Writes batches for `p` until its queue is empty, its socket is full or `budget` bytes are written.
+// Returns whether more is left. A batch stays at the front of its queue (moved-from) until it is
+// written, so flush() and the statistics never see it gone before it is.
+bool transport_impl::write_data(peer& p, std::size_t budget) {
   std::vector<envelope> batch;
-  for (auto& p : peers_) {
-    while (!p.blocked) {
-      batch.clear();
-      {
-        std::lock_guard lk(mu_);
-        if (!p.up || p.queue.empty()) break;
-        const std::size_t n = std::min(opt_.max_batch, p.queue.size());
-        for (std::size_t i = 0; i < n; ++i) batch.push_back(std::move(p.queue[i]));
-      }
-      const bool written = write(p, batch);
-      std::uint64_t bytes = 0;
-      for (const auto& e : batch) bytes += e.payload.size();
+  std::size_t spent = 0;
+  while (!p.data_blocked && spent < budget) {
+    batch.clear();
+    bool resend = false;
+    std::size_t bytes = 0;
+    {
       std::lock_guard lk(mu_);
+      if (p.state != link_state::up) return false;
+      const std::size_t frame_limit = p.peer_max_frame ? std::min<std::size_t>(opt_.max_batch_bytes, p.peer_max_frame)
+                                                       : opt_.max_batch_bytes;
+      auto fits = [&](const envelope& e) {
+        const std::size_t size = e.payload.size() + text_bytes(e) + envelope_overhead;
+        if (!batch.empty() && (batch.size() >= opt_.max_batch || bytes + size > frame_limit)) return false;
+        bytes += size;
+        return true;
+      };
+      if (p.resend_at != 0) {
+        resend = true;
+        const std::uint64_t base = p.unacked.empty() ? p.resend_at : p.unacked.front().sequence;
+        for (std::size_t i = std::max(p.resend_at, base) - base; i < p.unacked.size(); ++i) {
+          const envelope& e = p.unacked[i];
+          if (!fits(e)) break;
+          envelope copy;  // the receipt stays with the kept one
+          copy.kind = e.kind;
+          copy.sender = e.sender;
+          copy.scope = e.scope;
+          copy.topic = e.topic;
+          copy.extra = e.extra;
+          copy.sequence = e.sequence;
+          copy.payload = e.payload;
+          batch.push_back(std::move(copy));
+        }
+      } else {
+        for (std::size_t i = 0; i < p.queue.size(); ++i) {
+          if (!fits(p.queue[i])) break;
+          batch.push_back(std::move(p.queue[i]));
+        }
+      }
+    }
+    if (batch.empty()) {
+      if (!resend) return false;
+      std::lock_guard lk(mu_);
+      p.resend_at = 0;  // nothing left to write again
+      continue;
+    }
+    const std::uint64_t last = batch.back().sequence;
+    const bool written = write(p, false, batch, std::max(p.written_hi, last));
+    std::uint64_t payload = 0;
+    for (const auto& e : batch) payload += e.payload.size();
+    std::lock_guard lk(mu_);
+    if (resend) {
+      if (!written) return false;
+      p.stats.resent += batch.size();
+      p.resend_at = last < p.written_hi ? last + 1 : 0;
+    } else {
       if (!written) {
         for (std::size_t i = 0; i < batch.size(); ++i) p.queue[i] = std::move(batch[i]);
-        break;
+        return false;
       }
-      for (auto& e : batch)
-        if (e.receipt) p.held.emplace_back(e.sequence, std::move(e.receipt));
+      for (auto& e : batch) p.unacked.push_back(std::move(e));
       p.queue.erase(p.queue.begin(), p.queue.begin() + static_cast<std::ptrdiff_t>(batch.size()));
       p.stats.messages_sent += batch.size();
-      p.stats.bytes_sent += bytes;
-      ++p.stats.batches_sent;
+      p.stats.bytes_sent += payload;
+      p.written_hi = last;
     }
+    ++p.stats.batches_sent;
+    spent += bytes;
+    space_cv_.notify_all();  // flush() waiters
   }
-  space_cv_.notify_all();  // flush() waiters
+  std::lock_guard lk(mu_);
+  return !p.data_blocked && (!p.queue.empty() || p.resend_at != 0) && p.state == link_state::up;
 }
 
-void transport_impl::heartbeats(steady::time_point now) {
+void transport_impl::timers(steady::time_point now, bool drained) {
   for (auto& p : peers_) {
-    if (now - p.last_sent >= hb_interval_) {
-      if (!p.blocked) write(p, {});  // a heartbeat that does not fit is skipped (the next one follows)
+    // Heartbeats on the control connection; on the data connection a `sent` frame while some of
+    // what we wrote is unconfirmed, so a peer that lost the tail of it finds out.
+    if (now - p.last_control_sent >= hb_interval_) write(p, true, {}, 0);
+    if (p.state == link_state::up && p.written_hi > p.confirmed && now - p.last_data_sent >= hb_interval_) {
+      write(p, false, {}, p.written_hi);
+    }
+    if (!p.ever_up && now >= p.next_missing_log) {
+      p.next_missing_log = now + opt_.missing_peer_log_every;
+      std::string state = p.candidate != 0 ? "its hello arrived, the handshake has not completed"
+                          : p.connected    ? "connected, nothing heard from it"
+                                           : "not connected";
+      bool incompatible;
+      {
+        std::lock_guard lk(mu_);
+        incompatible = !p.incompatible.empty();
+        if (incompatible) state = p.incompatible;
+      }
+      log(log_level::warning, "node `" + opt_.self + "`: still waiting for " + who(p) + " at " + p.cfg.endpoint + ": " + state);
+    }
+    // Liveness is judged only when the ROUTER is drained: frames waiting in it prove their senders
+    // alive even if this thread was slow to read them.
+    if (!drained || p.state == link_state::down) continue;
+    const auto silent = now - p.last_heard;
+    const auto threshold = p.detector.threshold();
+    if (p.state == link_state::up && silent > threshold) {
+      const std::string why = "no frame for " + ms_of(silent) + " (threshold " + ms_of(threshold) + ", heartbeat timeout " +
+                              ms_of(opt_.heartbeat_timeout) + ")";
+      if (!p.connected) {
+        gone(p, why + " and its connection is closed");
+      } else {
+        stall(p, why);
+      }
+    } else if (p.state == link_state::stalled) {
+      if (!p.connected) {
+        gone(p, "stalled for " + ms_of(now - p.stalled_since) + ", then its connection closed");
+      } else if (silent > opt_.give_up_after) {
+        gone(p, "silent for " + ms_of(silent) + " (give_up_after " + ms_of(opt_.give_up_after) + ")");
+      }
     }
   }
 }
@@ -736,7 +1122,9 @@ void transport_impl::handle_zap() {
       user = it == key_owner_.end() ? std::string(z85) : it->second;
     } else {
       text = "key not authorised";
-      reject_counted(rejects_.auth, "unauthorised", req[3], std::string("CURVE key ") + z85 + " is not authorised");
+      const std::string from = req[3].empty() ? "a local connection" : banyan::log::escape(req[3]);
+      count_and_log(rejects_.auth, "node `" + opt_.self + "`: refused CURVE handshake from " + from + ": key " + z85 +
+                                       " is not authorised (handshakes refused)");
     }
   }
   const std::string version = "1.0", id = req.size() > 1 ? req[1] : std::string();
@@ -748,7 +1136,7 @@ void transport_impl::handle_zap() {
 }  // namespace
 
 result<std::unique_ptr<transport>> transport::start(transport_options options, callbacks cbs) {
-  if (auto v = validate(options); !v) return v.error();
+  if (auto v = detail::validate(options); !v) return v.error();
   auto t = std::make_unique<transport_impl>(std::move(options), std::move(cbs));
   if (auto r = t->open(); !r) {
     t->stop();

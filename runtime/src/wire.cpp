@@ -48,6 +48,15 @@ void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* h
   f.setWindow(h.window);
   f.setSession(h.session);
   f.setAckSession(h.ack_session);
+  f.setSender(text(h.sender));
+  f.setReceived(h.received);
+  f.setSent(h.sent);
+  f.setResendFrom(h.resend_from);
+  f.setSuspect(h.suspect);
+  f.setWindowBytes(h.window_bytes);
+  f.setMaxFrame(h.max_frame);
+  f.setDigest(h.digest);
+  f.setControl(h.control);
   std::size_t payload_bytes = 0;
   if (!batch.empty()) {
     auto list = f.initEnvelopes(static_cast<unsigned>(batch.size()));
@@ -120,8 +129,38 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
       return fail(verdict::version, "wire version " + std::to_string(f.getVersion()) + ", this node speaks " +
                                         std::to_string(wire_version));
     }
-    d.h = {f.getIncarnation(), f.getTarget(), f.getDelivered(), f.getWindow(), f.getSession(), f.getAckSession()};
+    d.h.incarnation = f.getIncarnation();
+    d.h.target = f.getTarget();
+    d.h.delivered = f.getDelivered();
+    d.h.window = f.getWindow();
+    d.h.session = f.getSession();
+    d.h.ack_session = f.getAckSession();
+    auto sender = f.getSender();
+    d.h.sender.assign(sender.cStr(), sender.size());
+    d.h.received = f.getReceived();
+    d.h.sent = f.getSent();
+    d.h.resend_from = f.getResendFrom();
+    d.h.suspect = f.getSuspect();
+    d.h.window_bytes = f.getWindowBytes();
+    d.h.max_frame = f.getMaxFrame();
+    d.h.digest = f.getDigest();
+    d.h.control = f.getControl();
+    if (d.h.sender.empty() || d.h.sender.size() > 255) {
+      return fail(verdict::garbage, "sender name of " + std::to_string(d.h.sender.size()) + " bytes");
+    }
+    if (d.h.incarnation == 0) return fail(verdict::garbage, "incarnation 0");
     auto list = f.getEnvelopes();
+    if (d.h.control && list.size() != 0) return fail(verdict::garbage, "a control frame carrying envelopes");
+    if (list.size() != 0 && d.h.session == 0) return fail(verdict::garbage, "data of send session 0");
+    for (unsigned i = 1; i < list.size(); ++i) {
+      if (list[i].getSequence() != list[i - 1].getSequence() + 1) {
+        return fail(verdict::garbage, "envelopes of one frame with sequences " + std::to_string(list[i - 1].getSequence()) +
+                                          " and " + std::to_string(list[i].getSequence()));
+      }
+    }
+    if (list.size() != 0 && (list[0].getSequence() == 0 || d.h.sent < list[list.size() - 1].getSequence())) {
+      return fail(verdict::garbage, "envelope sequences beyond the frame's `sent`");
+    }
     std::size_t need = 0;
     for (auto e : list) need += e.getPayloadSize();
     if (need > blob_bytes) {

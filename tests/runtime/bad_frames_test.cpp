@@ -1,5 +1,7 @@
 // Bad input sent by a raw ZeroMQ DEALER to a node's port: garbage, truncated, oversized, wrong
-// version, unknown sender, stale. Each is counted and logged, and the node keeps serving.
+// version, unknown sender, stale, a sequence gap. Each is counted and logged, and the node keeps
+// serving. The raw peer speaks wire version 3 by hand: it claims the name `b` in every frame and
+// completes the handshake by naming the node's incarnation (`target`).
 #include "helpers.hpp"
 
 #include "envelope.capnp.h"
@@ -18,25 +20,32 @@ namespace {
 using bytes = std::vector<char>;
 
 bytes frame_bytes(std::uint16_t version, std::uint64_t incarnation, std::uint64_t target,
-                  const std::vector<std::pair<std::uint64_t, std::uint32_t>>& envs /* sequence, payload size */) {
+                  const std::vector<std::pair<std::uint64_t, std::uint32_t>>& envs /* sequence, payload size */,
+                  const std::string& sender = "b") {
   capnp::MallocMessageBuilder mb;
   auto f = mb.initRoot<wire::Frame>();
   f.setVersion(version);
   f.setIncarnation(incarnation);
   f.setTarget(target);
+  f.setSender(sender);
+  f.setSession(1);
+  f.setWindow(1024);
+  f.setWindowBytes(1 << 20);
+  f.setMaxFrame(1 << 20);
   auto list = f.initEnvelopes(static_cast<unsigned>(envs.size()));
   for (unsigned i = 0; i < envs.size(); ++i) {
     list[i].setTopic("t");
     list[i].setSequence(envs[i].first);
     list[i].setPayloadSize(envs[i].second);
+    f.setSent(std::max<std::uint64_t>(f.getSent(), envs[i].first));
   }
   auto words = capnp::messageToFlatArray(mb);
   auto b = words.asChars();
   return bytes(b.begin(), b.end());
 }
 
-// A raw DEALER claiming to be node `b`, and a raw ROUTER bound where node `b` should be, so the test
-// can read the node's heartbeats (and learn its incarnation).
+// A raw DEALER (with routing id `id`, which means nothing to a node), and a raw ROUTER bound where
+// node `b` should be, so the test can read the node's frames (and learn its incarnation).
 struct raw_peer {
   void* ctx = zmq_ctx_new();
   void* dealer = nullptr;
@@ -64,9 +73,11 @@ struct raw_peer {
     }
   }
   // The incarnation in the next frame the node sends to `b` (bounded wait).
-  std::uint64_t node_incarnation() {
+  std::uint64_t node_incarnation() { return next_frame().first; }
+  // The next frame the node sends to `b`: its incarnation and its `resendFrom` (bounded wait).
+  std::pair<std::uint64_t, std::uint64_t> next_frame() {
     zmq_pollitem_t it{router, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&it, 1, 10000) != 1) return 0;
+    if (zmq_poll(&it, 1, 10000) != 1) return {0, 0};
     std::vector<bytes> parts;
     for (int more = 1; more;) {
       zmq_msg_t m;
@@ -77,11 +88,12 @@ struct raw_peer {
       more = zmq_msg_more(&m);
       zmq_msg_close(&m);
     }
-    if (parts.size() != 3) return 0;
+    if (parts.size() != 3) return {0, 0};
     std::vector<capnp::word> w(parts[1].size() / 8);
     std::memcpy(w.data(), parts[1].data(), w.size() * 8);
     capnp::FlatArrayMessageReader r(kj::arrayPtr(w.data(), w.size()));
-    return r.getRoot<wire::Frame>().getIncarnation();
+    auto f = r.getRoot<wire::Frame>();
+    return {f.getIncarnation(), f.getResendFrom()};
   }
 };
 
@@ -95,6 +107,7 @@ struct node_fixture {
     o.bind_endpoint = dir.ipc("a");
     o.peers = {{"b", dir.ipc("b"), ""}};
     o.max_frame_bytes = 64 << 10;
+    o.max_payload_bytes = o.max_batch_bytes = 32 << 10;
     auto t = transport::start(o, rec.make());
     EXPECT_TRUE(t.has_value());
     node = std::move(*t);
@@ -127,7 +140,7 @@ TEST(BadFrames, GarbageIsCountedLoggedAndTheNodeKeepsServing) {
   raw.send({bytes{'x'}, bytes{'y'}, bytes{'z'}});  // three
   ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.garbage; }, 22));
   EXPECT_EQ(f.node->rejects().garbage, 22u);
-  EXPECT_TRUE(f.rec.logged("rejected garbage frame from `b`"));
+  EXPECT_TRUE(f.rec.logged("rejected garbage frame from connection "));
   {
     std::lock_guard lk(f.rec.mu);
     const auto lines = std::count_if(f.rec.logs.begin(), f.rec.logs.end(),
@@ -185,25 +198,38 @@ TEST(BadFrames, EnvelopesOfAnotherWireVersionAreCounted) {
 
 TEST(BadFrames, UnknownSendersAndStaleDataAreCounted) {
   node_fixture f;
-  raw_peer stranger("mallory", f.dir.ipc("a"), "");
-  stranger.send({frame_bytes(wire_version, 42, 0, {}), bytes()});
+  raw_peer stranger("x", f.dir.ipc("a"), "");
+  stranger.send({frame_bytes(wire_version, 42, 0, {}, "mallory"), bytes()});
   ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.unknown_peer; }, 1));
-  EXPECT_TRUE(f.rec.logged("from `mallory`: not a peer"));
+  EXPECT_TRUE(f.rec.logged("from `mallory` (connection "));
+  EXPECT_TRUE(f.rec.logged("not a peer of this node"));
   raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
   const auto inc = raw.node_incarnation();
+  raw.send({frame_bytes(wire_version, 42, inc, {}), bytes()});  // the handshake: `b` is up
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.ups["b"] == 1; }));
   raw.send({frame_bytes(wire_version, 42, inc + 1, {{1, 1}}), bytes(1)});  // for another incarnation
   ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.stale; }, 1));
   EXPECT_EQ(f.rec.locked(f.rec.count, "b"), 0u);
 }
 
-TEST(BadFrames, ASequenceGapIsCountedAndLogged) {
+// Envelope 3 arrives without 2: it is not delivered out of order; the node asks for everything from
+// 2 again (in the `resendFrom` of its frames), and delivers 2 and 3 once they come.
+TEST(BadFrames, ASequenceGapIsLoggedAndRepairedByAResend) {
   node_fixture f;
   raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
   const auto inc = raw.node_incarnation();
-  raw.send({frame_bytes(wire_version, 42, inc, {{1, 0}, {3, 0}}), bytes()});
-  ASSERT_TRUE(f.rec.wait([&] { return f.rec.count["b"] == 2; }));
+  raw.send({frame_bytes(wire_version, 42, inc, {{1, 0}}), bytes()});
+  raw.send({frame_bytes(wire_version, 42, inc, {{3, 0}}), bytes()});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.logged_locked("sequence 2 missing"); }));
+  EXPECT_EQ(f.rec.locked(f.rec.count, "b"), 1u);
   EXPECT_EQ(f.node->stats("b").sequence_gaps, 1u);
-  EXPECT_TRUE(f.rec.logged("sequence 3, expected 2"));
+  bool asked = false;
+  for (int i = 0; i < 50 && !asked; ++i) asked = raw.next_frame().second == 2;
+  EXPECT_TRUE(asked) << "the node's frames ask for a resend from 2";
+  raw.send({frame_bytes(wire_version, 42, inc, {{2, 0}, {3, 0}}), bytes()});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.count["b"] == 3; }));
+  EXPECT_EQ(f.rec.order_errors, 0u);
+  EXPECT_EQ(f.node->stats("b").duplicates, 1u);  // the first 3, ahead of the gap
 }
 
 }  // namespace

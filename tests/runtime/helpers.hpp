@@ -58,7 +58,8 @@ struct recorder {
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, std::vector<envelope>> got;  // by sending peer
-  std::map<std::string, int> ups, downs, credits;  // credits: on_credit calls
+  std::map<std::string, int> ups, downs, credits, stalls, resumes;  // credits: on_credit calls
+  std::map<std::string, std::vector<envelope>> undelivered;  // handed back by on_undelivered (receipts dropped)
   std::vector<std::string> logs;
   std::function<void(const std::string&, const envelope&)> on_envelope_hook;  // runs before recording
   bool keep = true;  // store envelopes (off for large runs: count only)
@@ -91,6 +92,24 @@ struct recorder {
     c.on_peer_down = [this](const std::string& peer, const std::string&) {
       std::lock_guard lk(mu);
       ++downs[peer];
+      cv.notify_all();
+    };
+    c.on_peer_stalled = [this](const std::string& peer, const std::string&) {
+      std::lock_guard lk(mu);
+      ++stalls[peer];
+      cv.notify_all();
+    };
+    c.on_peer_resumed = [this](const std::string& peer) {
+      std::lock_guard lk(mu);
+      ++resumes[peer];
+      cv.notify_all();
+    };
+    c.on_undelivered = [this](const std::string& peer, std::vector<envelope>&& lost, const std::string&) {
+      std::lock_guard lk(mu);
+      for (auto& e : lost) {
+        e.receipt.reset();
+        undelivered[peer].push_back(std::move(e));
+      }
       cv.notify_all();
     };
     c.on_credit = [this](const std::string& peer) {

@@ -2,6 +2,8 @@
 // credits, heartbeat loss, reconnection, option validation.
 #include "helpers.hpp"
 
+#include "failure_detector.hpp"
+
 #include <atomic>
 #include <thread>
 
@@ -180,10 +182,11 @@ TEST(Transport, NeverBlockSendsGoBeyondTheWindowAndOnCreditSaysWhenItReopens) {
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.credits["b"] > 0 && !f.a->window_full("b"); }, 10s));
 }
 
-// A peer that stalls past the heartbeat timeout is declared lost and then heard again. Only the
-// side that gave the link up starts a new send session; both directions go on with consistent
-// numbering and credit (each more than a window's worth, so a stuck credit would hang the sends).
-TEST(Heartbeat, AStalledPeerDeclaredLostComesBackWithBothDirectionsWorking) {
+// A peer that stalls past the heartbeat timeout (its I/O thread held) is declared stalled, not lost,
+// and then heard again: nothing is dropped, the link goes on in the same sessions, and both
+// directions work with consistent numbering and credit (each more than a window's worth, so a
+// stuck credit would hang the sends).
+TEST(Heartbeat, AStalledPeerHeardAgainGoesOnWithoutLossInBothDirections) {
   pair_fixture f;
   auto oa = f.options("a", "b");
   oa.heartbeat_timeout = 200ms;
@@ -197,20 +200,28 @@ TEST(Heartbeat, AStalledPeerDeclaredLostComesBackWithBothDirectionsWorking) {
   };
   f.start(oa, ob);
   for (std::uint64_t i = 0; i < 6; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
-  ASSERT_TRUE(f.ra.wait([&] { return f.ra.downs["b"] == 1; }, 5s));
+  ASSERT_TRUE(f.ra.wait([&] { return f.ra.stalls["b"] == 1; }, 5s));
+  EXPECT_TRUE(f.a->stats("b").stalled);
+  // Sends to a stalled peer queue (within the window) instead of failing.
+  for (std::uint64_t i = 6; i < 16; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   stall.release();
-  ASSERT_TRUE(f.ra.wait([&] { return f.ra.ups["b"] == 2; }, 5s));
+  ASSERT_TRUE(f.ra.wait([&] { return f.ra.resumes["b"] == 1; }, 5s));
+  EXPECT_EQ(f.ra.locked(f.ra.downs, "b"), 0);
+  EXPECT_EQ(f.ra.locked(f.ra.ups, "b"), 1);
   EXPECT_EQ(f.rb.locked(f.rb.downs, "a"), 0);  // b never gave the link up
   for (std::uint64_t i = 100; i < 164; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
   for (std::uint64_t i = 200; i < 264; ++i) ASSERT_TRUE(f.b->send("a", make_envelope(i)).has_value());
-  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 6 + 64; }));
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 16 + 64; }));
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.count["b"] == 64; }));
   std::lock_guard lk(f.rb.mu);
-  EXPECT_EQ(f.rb.got["a"][6].sequence, 1u);  // a's new send session
+  for (std::uint64_t i = 0; i < 16; ++i) EXPECT_EQ(index_of(f.rb.got["a"][i]), i);
+  EXPECT_EQ(f.rb.got["a"][16].sequence, 17u);  // the same send session goes on
   EXPECT_EQ(index_of(f.rb.got["a"].back()), 163u);
+  EXPECT_EQ(f.rb.order_errors, 0u);
   EXPECT_EQ(f.b->stats("a").sequence_gaps, 0u);
   EXPECT_EQ(f.a->stats("b").sequence_gaps, 0u);
-  EXPECT_EQ(f.a->stats("b").sessions, 2u);
+  EXPECT_EQ(f.a->stats("b").sessions, 1u);
+  EXPECT_EQ(f.a->stats("b").lost_on_down, 0u);
 }
 
 // A fast sender and a slow receiver: memory stays bounded by the window, nothing is lost.
@@ -308,7 +319,7 @@ TEST(Heartbeat, PeerStoppedIsReportedWithinTheTimeoutAndSendsThenFail) {
   EXPECT_TRUE(f.ra.logged("peer `b` lost"));
   auto r = f.a->send("b", make_envelope(1));
   ASSERT_FALSE(r.has_value());
-  EXPECT_EQ(r.error().code, errc::io);
+  EXPECT_EQ(r.error().code, errc::peer_lost);
   EXPECT_EQ(f.a->stats("b").send_failures, 1u);
 }
 
@@ -427,6 +438,25 @@ TEST(Transport, BindingAnEndpointInUseIsAnIoError) {
   ASSERT_FALSE(t2.has_value());
   EXPECT_EQ(t2.error().code, errc::io);
   EXPECT_NE(t2.error().message.find(o.bind_endpoint), std::string::npos);
+}
+
+// The failure detector: regular heartbeats keep the threshold at its base; late and irregular ones
+// raise it (mean + 5.6 standard deviations past the period), never beyond the cap.
+TEST(FailureDetector, RegularHeartbeatsKeepTheBaseAndJitterRaisesTheThreshold) {
+  using clock = std::chrono::steady_clock;
+  detail::failure_detector regular(200ms, 800ms, 4000ms), jittery(200ms, 800ms, 4000ms), dead(200ms, 800ms, 4000ms);
+  clock::time_point t{};
+  for (int i = 0; i < 64; ++i) regular.heard(t += 200ms + std::chrono::milliseconds(i % 3));
+  EXPECT_EQ(regular.threshold(), 800ms);
+  t = {};
+  for (int i = 0; i < 64; ++i) jittery.heard(t += (i % 4 == 0 ? 900ms : 100ms));
+  EXPECT_GT(jittery.threshold(), 1500ms);
+  EXPECT_LE(jittery.threshold(), 4000ms);
+  t = {};
+  for (int i = 0; i < 64; ++i) dead.heard(t += (i % 2 ? 3000ms : 10ms));
+  EXPECT_EQ(dead.threshold(), 4000ms);
+  dead.reset();
+  EXPECT_EQ(dead.threshold(), 800ms);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ bool is_z85_key(const std::string& key);
 result<void> write_key_files(const std::string& base, const curve_keypair& keys, bool overwrite = false);
 
 // Reads one key from a `.key` or `.pub` file; the error names the file and what is wrong with it.
+// A `.key` file that its group or other users can read is logged as a warning (banyan::log).
 result<std::string> read_key_file(const std::string& path);
 
 }  // namespace banyan::runtime

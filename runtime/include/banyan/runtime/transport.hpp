@@ -1,27 +1,36 @@
 // The node-to-node transport: reliable, ordered, flow-controlled links between banyan nodes.
 //
-// Every node binds one ROUTER socket (its endpoint) and connects one DEALER to each peer's ROUTER;
-// all traffic from A to B (data, credits, heartbeats) travels on A's DEALER, so each node reads one
-// socket and the ROUTER names the sender. One I/O thread per transport owns every socket.
+// Every node binds one ROUTER socket (its endpoint) and connects two DEALERs to each peer's ROUTER,
+// one for data and one for control (heartbeats, credit), so a heartbeat never waits behind data. All
+// traffic from A to B travels on A's DEALERs, so each node reads one socket. ZeroMQ's routing ids
+// name connections, not nodes: who sent a frame is the name in it, proven by the CURVE key or, in
+// plain mode, bound by a handshake on incarnations. One I/O thread per transport owns every socket.
 //
 // Guarantees, per ordered pair of nodes (a *link*):
-//  - Order: envelopes arrive in send() order; each carries a per-link sequence number (1, 2, ...),
-//    which the receiver checks (a gap is counted and logged, never hidden).
-//  - Bounded memory: at most `credit_window` envelopes are queued or unacknowledged per peer; send()
-//    blocks beyond that until the receiver has *delivered* enough of them. An envelope counts as
-//    delivered when the last copy of its `receipt` is released: at once if on_envelope drops it,
-//    later if the application keeps it until the work is done. A slow receiver therefore slows its
-//    senders; nothing is dropped to make room.
-//  - Liveness: a peer silent for `heartbeat_timeout` is declared lost (on_peer_down, a log line).
-//    Envelopes then queued or unacknowledged for it are counted as `lost_on_down` and reported in
-//    the reason; sends to a lost peer fail. When it is heard again (the same process after a
-//    stall, or a restarted one) on_peer_up fires again and our side of the link starts a new send
-//    session (sequence 1, full credit); each direction is reset only by its own sender, so both
-//    ends always agree on the numbering and the credit.
+//  - Exactly once, in order: envelopes arrive in send() order, each once. Each carries a per-link
+//    sequence number (1, 2, ...); the sender keeps every envelope until the receiver has delivered
+//    it and writes again what was lost in transit (a dropped connection), the receiver drops what
+//    it already has. An envelope that can no longer arrive (the peer is gone: restarted, its
+//    process died, or silent past `give_up_after`) is handed back through on_undelivered.
+//  - Bounded memory: at most `credit_window` envelopes and `credit_window_bytes` payload bytes are
+//    queued or unacknowledged per peer (one envelope always fits); send() blocks beyond that until
+//    the receiver has *delivered* enough of them. An envelope counts as delivered when the last copy
+//    of its `receipt` is released: at once if on_envelope drops it, later if the application keeps
+//    it until the work is done. A slow receiver therefore slows its senders; nothing is dropped.
+//  - Liveness: a peer silent for `heartbeat_timeout` (longer when its heartbeats have been irregular,
+//    see docs/runtime.md "Failure detector") is *stalled*: on_peer_stalled, nothing is dropped, sends
+//    still queue (up to the window), and when it is heard again on_peer_resumed and the link goes on.
+//    A stalled peer whose connection is closed (its process died), or that stays silent for
+//    `give_up_after`, or that is heard with a new incarnation (restarted) is *gone*: on_peer_down,
+//    on_undelivered, sends fail with errc::peer_lost until it is up again (on_peer_up, a new send
+//    session). Liveness is two-way: a peer that tells us it no longer hears us makes us reconnect.
+//  - Identity: a frame claiming a peer's name with another incarnation while that peer is live is
+//    refused (counted as `impostor`), so no newcomer takes over a live link.
 //  - Bad input: frames that do not parse, are truncated, too large, of another wire version, from
-//    an unknown sender or stale are counted (reject_stats) and logged (rate-limited), never fatal.
+//    an unknown sender, stale, impostors or of another deployment digest are counted (reject_stats)
+//    and logged (rate-limited; what a peer sent is escaped), never fatal.
 //  - With CURVE keys, links are encrypted and a peer must present an authorised public key; others
-//    are rejected at the handshake, logged and counted.
+//    are refused at the handshake, logged and counted.
 #pragma once
 
 #include "banyan/runtime/error.hpp"
@@ -38,7 +47,7 @@
 namespace banyan::runtime {
 
 // Wire version written into, and required of, every frame.
-inline constexpr std::uint16_t wire_version = 2;
+inline constexpr std::uint16_t wire_version = 3;
 
 struct peer_config {
   std::string name;              // the peer's node name (its ROUTER sees us under our `self` name)
@@ -47,15 +56,25 @@ struct peer_config {
 };
 
 struct transport_options {
-  std::string self;           // this node's name; unique in the deployment
+  std::string self;           // this node's name (1..255 bytes); unique in the deployment
   std::string bind_endpoint;  // tcp://127.0.0.1:7100, tcp://127.0.0.1:* (see bound_endpoint()), ipc://...
   std::vector<peer_config> peers;
-  std::chrono::milliseconds heartbeat_timeout{1000};  // silence after which a peer is lost
-  std::size_t credit_window = 1024;                   // envelopes queued + unacknowledged per peer
-  std::size_t max_batch = 256;                        // envelopes coalesced into one ZeroMQ message
-  std::size_t max_frame_bytes = 64 << 20;             // larger frames are rejected and counted
-  std::string curve_secret_key, curve_public_key;     // this node's keys (Z85); both empty = no CURVE
-  std::vector<std::string> authorized_keys;           // peers' public keys allowed in (CURVE on)
+  std::chrono::milliseconds heartbeat_timeout{1000};  // silence after which a peer is stalled
+  // A stalled peer still connected is given up (gone) after this much silence.
+  std::chrono::milliseconds give_up_after{30000};
+  std::size_t credit_window = 1024;                // envelopes queued + unacknowledged per peer
+  std::size_t credit_window_bytes = 16 << 20;      // payload bytes queued + unacknowledged per peer
+  std::size_t max_batch = 256;                     // envelopes coalesced into one ZeroMQ message
+  std::size_t max_batch_bytes = 1 << 20;           // bytes (payload and text) per ZeroMQ message
+  std::size_t max_payload_bytes = 16 << 20;        // larger envelopes are refused by send()
+  std::size_t max_frame_bytes = 64 << 20;          // larger frames are rejected and counted
+  std::string curve_secret_key, curve_public_key;  // this node's keys (Z85); both empty = no CURVE
+  std::vector<std::string> authorized_keys;        // peers' public keys allowed in (CURVE on)
+  // What both ends must share (a digest of the deployment); 0 = not checked. A peer with another
+  // nonzero digest is refused: wait_until_up() then fails with errc::incompatible_peer.
+  std::uint64_t digest = 0;
+  // While a peer has never been up, a line naming it is logged this often.
+  std::chrono::milliseconds missing_peer_log_every{3000};
 };
 
 // What crosses a link. Payload bytes are carried as they are (never re-encoded).
@@ -82,27 +101,45 @@ enum class log_level { info, warning, error };
 // blocks (blocking would deadlock): the envelope is accepted beyond the window.
 struct callbacks {
   std::function<void(const std::string& peer, envelope&& e)> on_envelope;
+  // A new incarnation of the peer is up (first contact, or after it was gone): a new link.
   std::function<void(const std::string& peer)> on_peer_up;
+  // The peer is gone: what was queued or unacknowledged for it went to on_undelivered first.
   std::function<void(const std::string& peer, const std::string& reason)> on_peer_down;
+  // Silent past the failure detector's threshold but not given up: nothing is dropped.
+  std::function<void(const std::string& peer, const std::string& reason)> on_peer_stalled;
+  // A stalled peer was heard again (the same incarnation): the link goes on where it was.
+  std::function<void(const std::string& peer)> on_peer_resumed;
+  // Envelopes accepted by send() that will never be delivered (the peer is gone), in send order,
+  // with their receipts (released when the callback lets go of them). Default: dropped, counted in
+  // link_stats::lost_on_down and named in on_peer_down's reason.
+  std::function<void(const std::string& peer, std::vector<envelope>&& lost, const std::string& reason)> on_undelivered;
   // Default: banyan::log (banyan/base/log.hpp) with this node's name as the component. Strings a
-  // peer sent (routing ids, frame details) are already escaped in `line`.
+  // peer sent (names, frame details) are already escaped in `line`.
   std::function<void(log_level, const std::string& line)> on_log;
   // The peer delivered more of our envelopes (window_full() may have turned false).
   std::function<void(const std::string& peer)> on_credit;
 };
 
 struct link_stats {
-  bool up = false;
-  std::uint64_t messages_sent = 0, bytes_sent = 0;          // envelopes / payload bytes written
-  std::uint64_t messages_received = 0, bytes_received = 0;  // envelopes / payload bytes delivered
+  bool up = false;       // a live or stalled link (not gone, not yet up)
+  bool stalled = false;  // silent past the failure detector's threshold
+  std::uint64_t messages_sent = 0, bytes_sent = 0;          // envelopes / payload bytes written (once each)
+  std::uint64_t messages_received = 0, bytes_received = 0;  // envelopes / payload bytes delivered (once each)
   std::uint64_t batches_sent = 0, batches_received = 0;     // ZeroMQ messages carrying envelopes
   std::uint64_t credit_waits = 0;      // send() calls that had to wait for credit
+  std::uint64_t outstanding = 0, outstanding_bytes = 0;  // now: queued + unacknowledged envelopes / payload bytes
   std::uint64_t max_outstanding = 0;   // high-water mark of queued + unacknowledged envelopes
+  std::uint64_t max_outstanding_bytes = 0;  // ... of their payload bytes
   std::uint64_t max_undelivered = 0;   // high-water mark of received envelopes whose receipts are held
-  std::uint64_t sequence_gaps = 0;     // received sequence numbers that were not the next one
-  std::uint64_t send_failures = 0;     // send() calls refused (peer down, window full on I/O thread)
-  std::uint64_t lost_on_down = 0;      // envelopes queued or unacknowledged when the peer was lost
-  std::uint64_t sessions = 0;          // times the link came up (1 + reconnects)
+  std::uint64_t max_undelivered_bytes = 0;  // ... of their payload bytes
+  std::uint64_t sequence_gaps = 0;     // times envelopes were found missing (each repaired by a resend)
+  std::uint64_t resent = 0;            // envelopes written again (asked for by the receiver)
+  std::uint64_t duplicates = 0;        // envelopes received again (or ahead of a gap) and dropped
+  std::uint64_t send_failures = 0;     // send() calls refused (peer gone, payload too large, stopped)
+  std::uint64_t lost_on_down = 0;      // envelopes queued or unacknowledged when the peer was gone
+  std::uint64_t sessions = 0;          // times the link came up (1 + times after the peer was gone)
+  std::uint64_t stalls = 0;            // times the peer was stalled
+  std::uint64_t reconnects = 0;        // times we reconnected because the peer no longer heard us
 };
 
 // Frames this node refused, by reason (over all senders, known or not).
@@ -114,7 +151,11 @@ struct reject_stats {
   std::uint64_t unknown_peer = 0;  // a sender name that is not a configured peer
   std::uint64_t stale = 0;         // addressed to an earlier incarnation of this node
   std::uint64_t auth = 0;          // CURVE handshakes refused (key not authorised)
-  std::uint64_t total() const { return garbage + truncated + oversized + version + unknown_peer + stale + auth; }
+  std::uint64_t impostor = 0;      // claiming a peer's name: another CURVE key, or another incarnation while it is live
+  std::uint64_t mismatch = 0;      // another deployment digest
+  std::uint64_t total() const {
+    return garbage + truncated + oversized + version + unknown_peer + stale + auth + impostor + mismatch;
+  }
 };
 
 // A resource: one per node, move-only through unique_ptr. Destruction stops it.
@@ -129,19 +170,25 @@ class transport {
   transport& operator=(const transport&) = delete;
 
   // Thread-safe. Queues `e` for `peer` (sets e.sequence) and returns once it is queued; blocks while
-  // `block_at` envelopes (at_window: the credit window) are outstanding for the peer. never_block
-  // accepts `e` beyond the window: for callers whose envelopes are bounded by other means (a node
-  // forwarding what it received under its own credit). On the I/O thread it never blocks.
-  // Fails with errc::invalid_argument for an unknown peer, errc::io when the peer is down (now, or
-  // while waiting).
+  // `block_at` envelopes (at_window: the credit window) are outstanding for the peer, or their bytes
+  // reach the byte window scaled alike (block_at / credit_window byte windows). never_block accepts
+  // `e` beyond the window: for callers whose envelopes are bounded by other means (a node forwarding
+  // what it received under its own credit). On the I/O thread it never blocks. A stalled peer
+  // accepts sends (within the window); they go out when it is heard again.
+  // Errors: errc::invalid_argument for an unknown peer; errc::payload_too_large for an envelope of
+  // more than max_payload_bytes (payload and text); errc::peer_lost when the peer is gone or was
+  // never up (now, or while waiting); errc::io once stopped.
   virtual result<void> send(const std::string& peer, envelope e, std::size_t block_at = at_window) = 0;
-  // Whether a send() to `peer` would wait: it is up and `credit_window` envelopes are outstanding.
-  // (False for a peer that is down: sends to it fail at once, there is nothing to wait for.)
+  // Whether a send() to `peer` would wait: it is up (or stalled) and its window is full.
+  // (False for a peer that is gone: sends to it fail at once, there is nothing to wait for.)
   virtual bool window_full(const std::string& peer) const = 0;
-  // Blocks until every envelope queued so far has been written to its socket (or its peer was lost).
+  // Blocks until every envelope queued so far has been written to its socket (or its peer is not up).
   virtual void flush() = 0;
-  // Blocks until `peer` is up or `timeout` passes (errc::timeout); errc::invalid_argument if unknown.
+  // Blocks until `peer` is up or `timeout` passes (errc::timeout, naming its endpoint);
+  // errc::invalid_argument if unknown; errc::incompatible_peer if it runs another digest.
   virtual result<void> wait_until_up(const std::string& peer, std::chrono::milliseconds timeout) = 0;
+  // The same for every peer: the error names each peer still missing and its endpoint.
+  virtual result<void> wait_until_all_up(std::chrono::milliseconds timeout) = 0;
 
   virtual link_stats stats(const std::string& peer) const = 0;  // zeros for an unknown peer
   virtual reject_stats rejects() const = 0;
