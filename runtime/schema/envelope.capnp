@@ -38,7 +38,7 @@ struct Frame {
   # about an older session is ignored).
   ackSession @7 :UInt32;
 
-  # Version 3 (docs/runtime.md, "Identity", "Retransmission", "Liveness").
+  # Since version 3 (docs/runtime.md, "Identity", "Retransmission", "Liveness").
 
   # The sender's node name. ZeroMQ routing ids are per connection (chosen by the ROUTER), so no
   # connection can take over another's route; who a frame is from is this claim, checked against
@@ -76,13 +76,27 @@ struct Frame {
   control @16 :Bool;
 }
 
+# One message of the node protocol. The typed fields below the payload size carry what the SDK's
+# kinds need (sdk/src/node_wire.hpp says which kind uses which); numbers and codes travel as numbers,
+# never as text, and the receiver checks every field of every kind it knows.
 struct Envelope {
   kind @0 :UInt16;
-  sender @1 :Text;
-  scope @2 :Text;
-  topic @3 :Text;
-  extra @4 :List(Text);
-  sequence @5 :UInt64;
+  # The link's sequence number (1, 2, ... per send session), set by the transport.
+  sequence @1 :UInt64;
   # Bytes of this envelope's payload in the payload frame (payloads appear in envelope order).
-  payloadSize @6 :UInt32;
+  payloadSize @2 :UInt32;
+
+  sender @3 :Text;    # a component path (publisher, subscriber, requester)
+  scope @4 :Text;     # a component path (the scope of a publish)
+  topic @5 :Text;     # a topic, a subscription filter, or a request's method
+  target @6 :Text;    # a component path (a request's target)
+  text @7 :Text;      # a reply's error text
+
+  id @8 :UInt64;               # a subscription's or a request's id
+  originSequence @9 :UInt64;   # a data message's per-publisher sequence number
+  entry @10 :UInt32 = 0xffffffff;  # the tree vertex where a data message enters the receiving node
+  from @11 :UInt32 = 0xffffffff;   # the vertex it comes from (0xffffffff: none)
+  code @12 :Int32;             # an exit code (quit) or a reply's outcome
+  timeoutMs @13 :UInt32;       # a request's timeout
+  urgent @14 :Bool;            # a quit that goes ahead of queued messages
 }

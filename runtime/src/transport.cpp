@@ -37,9 +37,7 @@ std::string ms_of(steady::duration d) {
 // Bytes an envelope takes in a batch: payload, text, and a bound on its share of the header.
 constexpr std::size_t envelope_overhead = 64;
 std::size_t text_bytes(const envelope& e) {
-  std::size_t n = e.sender.size() + e.scope.size() + e.topic.size();
-  for (const auto& x : e.extra) n += x.size() + 8;
-  return n;
+  return e.sender.size() + e.scope.size() + e.topic.size() + e.target.size() + e.text.size();
 }
 
 // The I/O thread's wake-up eventfd. Shared with the delivery receipts, which may outlive the
@@ -671,6 +669,7 @@ void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
     if (first) {
       space_cv_.notify_all();
       log(log_level::error, "node `" + opt_.self + "`: " + why);
+      p->control_due = true;  // our digest, at once: the peer refuses us too
     }
     return;
   }
@@ -1001,14 +1000,8 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
         for (std::size_t i = std::max(p.resend_at, base) - base; i < p.unacked.size(); ++i) {
           const envelope& e = p.unacked[i];
           if (!fits(e)) break;
-          envelope copy;  // the receipt stays with the kept one
-          copy.kind = e.kind;
-          copy.sender = e.sender;
-          copy.scope = e.scope;
-          copy.topic = e.topic;
-          copy.extra = e.extra;
-          copy.sequence = e.sequence;
-          copy.payload = e.payload;
+          envelope copy = e;  // the receipt stays with the kept one
+          copy.receipt.reset();
           batch.push_back(std::move(copy));
         }
       } else {

@@ -64,13 +64,18 @@ void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* h
       const envelope& e = batch[i];
       auto w = list[i];
       w.setKind(e.kind);
-      w.setSender(text(e.sender));
-      w.setScope(text(e.scope));
-      w.setTopic(text(e.topic));
-      if (!e.extra.empty()) {
-        auto x = w.initExtra(static_cast<unsigned>(e.extra.size()));
-        for (unsigned j = 0; j < e.extra.size(); ++j) x.set(j, text(e.extra[j]));
-      }
+      if (!e.sender.empty()) w.setSender(text(e.sender));
+      if (!e.scope.empty()) w.setScope(text(e.scope));
+      if (!e.topic.empty()) w.setTopic(text(e.topic));
+      if (!e.target.empty()) w.setTarget(text(e.target));
+      if (!e.text.empty()) w.setText(text(e.text));
+      w.setId(e.id);
+      w.setOriginSequence(e.origin_sequence);
+      w.setEntry(e.entry);
+      w.setFrom(e.from);
+      w.setCode(e.code);
+      w.setTimeoutMs(e.timeout_ms);
+      w.setUrgent(e.urgent);
       w.setSequence(e.sequence);
       w.setPayloadSize(static_cast<std::uint32_t>(e.payload.size()));
       payload_bytes += e.payload.size();
@@ -181,13 +186,19 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
     for (auto e : list) {
       envelope& out = d.envelopes.emplace_back();
       out.kind = e.getKind();
-      auto s = e.getSender(), sc = e.getScope(), t = e.getTopic();
+      auto s = e.getSender(), sc = e.getScope(), t = e.getTopic(), tg = e.getTarget(), tx = e.getText();
       out.sender.assign(s.cStr(), s.size());
       out.scope.assign(sc.cStr(), sc.size());
       out.topic.assign(t.cStr(), t.size());
-      if (e.hasExtra()) {
-        for (auto x : e.getExtra()) out.extra.emplace_back(x.cStr(), x.size());
-      }
+      out.target.assign(tg.cStr(), tg.size());
+      out.text.assign(tx.cStr(), tx.size());
+      out.id = e.getId();
+      out.origin_sequence = e.getOriginSequence();
+      out.entry = e.getEntry();
+      out.from = e.getFrom();
+      out.code = e.getCode();
+      out.timeout_ms = e.getTimeoutMs();
+      out.urgent = e.getUrgent();
       out.sequence = e.getSequence();
       const std::size_t n = e.getPayloadSize();
       out.payload = shared_bytes(keep, base + off, n);

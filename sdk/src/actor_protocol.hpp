@@ -24,6 +24,7 @@ using lost_atom = caf::atom_constant<caf::atom("lost")>;          // a child on 
 using resume_atom = caf::atom_constant<caf::atom("resume")>;      // a paused publisher may go on
 using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
 using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
+using undeliv_atom = caf::atom_constant<caf::atom("undeliv")>;    // node, count, reason: our publishes a gone node will not deliver
 
 // Work a component posted to itself (ctx.post / ctx.after).
 struct task {

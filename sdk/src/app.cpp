@@ -109,7 +109,7 @@ run_result run(app& application, const run_options& options) {
     cfg.set("scheduler.max-throughput", static_cast<std::size_t>(100));
     caf::actor_system system{cfg};
     if (node) {
-      auto r = node->start(system, options.heartbeat_timeout);
+      auto r = node->start(system, options);
       if (!r) {
         node->stop();
         return fail(r.error());
@@ -158,6 +158,11 @@ run_result run(app& application, const run_options& options) {
       node->stop();
     }
     system.await_all_actors_done();
+  }
+  if (node && !node->start_error().empty()) {
+    out.exit_code = 2;
+    out.error = node->start_error();
+    return out;
   }
   out.exit_code = state->done().exit_code();
   out.traffic.tree = state->shared_tree();

@@ -117,6 +117,9 @@ caf::behavior component_actor::make_behavior() {
         log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
       },
+      [this](undeliv_atom, const std::string& node, std::uint64_t count, const std::string& reason) {
+        timed([&] { user_->on_undelivered(*ctx_, node, count, reason); });
+      },
       [this](shutdown_atom, bool urgent) { begin_shutdown(urgent); },
       [this](reply_atom, std::uint64_t id, const std::string& code, const std::string& text, const payload& data) {
         if (code.empty()) return finish_remote_request(id, data);
@@ -324,6 +327,12 @@ bool component_actor::unsubscribe(subscription_id id) {
 }
 
 result<void> component_actor::publish(std::string_view topic_text, const payload& data, const scope& where) {
+  if (auto* node = state_->node(); node && data.size() > node->max_payload_bytes()) {
+    // Refused whatever the route, so that the app sees the same on every deployment.
+    return error{runtime::errc::payload_too_large, "publish `" + std::string(topic_text) + "`: a payload of " +
+                                                       std::to_string(data.size()) + " bytes is larger than --max-payload (" +
+                                                       std::to_string(node->max_payload_bytes()) + " bytes)"};
+  }
   auto scope_vertex = where.resolve(state_->tree(), vertex_);
   if (!scope_vertex) return scope_vertex.error();
   if (!state_->cluster_ready()) {
@@ -336,11 +345,12 @@ result<void> component_actor::publish(std::string_view topic_text, const payload
   if (!held_.empty()) flush_held();
   auto info = routes_.get(topic_text, vertex_, *scope_vertex, vertex_, no_vertex);
   if (!info) return info.error();
-  send_on(*info, data);
-  return {};
+  // An error says which node the message did not reach (it is gone); local targets have it.
+  return send_on(*info, data);
 }
 
-void component_actor::send_on(const std::shared_ptr<const route_info>& info, const payload& data) {
+result<void> component_actor::send_on(const std::shared_ptr<const route_info>& info, const payload& data) {
+  result<void> out;
   std::uint64_t sequence = ++sequence_;
   if (!info->local.empty()) {
     auto message = std::make_shared<const routed_message>(routed_message{info, data, sequence, nullptr});
@@ -363,7 +373,13 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
     // message from another node, does it block its thread.
     auto* node = state_->node();
     const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
-    for (const auto& h : info->hops) (void)node->forward(h, info->topic, vertex_, info->scope, sequence, data, {}, block_at);
+    for (const auto& h : info->hops) {
+      auto r = node->forward(h, info->topic, vertex_, info->scope, sequence, data, {}, block_at);
+      if (!r && out) {
+        out = error{r.error().code, "publish `" + info->topic + "`: not delivered to node `" +
+                                        node->deployment().names[h.node] + "` (nor beyond it): " + r.error().message};
+      }
+    }
     for (const auto& h : info->hops) {
       if (node->link_full(h.node)) {
         if (pause()) node->resume_when_credit(h.node, caf::actor_cast<caf::actor>(this));
@@ -372,13 +388,15 @@ void component_actor::send_on(const std::shared_ptr<const route_info>& info, con
     }
   }
   info->plan->record(data.size());
+  return out;
 }
 
 void component_actor::flush_held() {
   while (!held_.empty()) {
     auto h = std::move(held_.front());
     held_.pop_front();
-    if (auto info = routes_.get(h.topic, vertex_, h.scope, vertex_, no_vertex)) send_on(*info, h.data);
+    // A held publish already returned; a node lost meanwhile is counted and logged by the node.
+    if (auto info = routes_.get(h.topic, vertex_, h.scope, vertex_, no_vertex)) (void)send_on(*info, h.data);
   }
 }
 
@@ -420,6 +438,12 @@ void component_actor::send_remote_request(vertex_id target, std::string method, 
   auto* node = state_->node();
   const std::uint64_t id = node->next_request_id();
   std::string what = "request `" + method + "` to `" + state_->tree().path(target) + "`";
+  if (data.size() > node->max_payload_bytes()) {
+    error e{runtime::errc::payload_too_large, what + ": a payload of " + std::to_string(data.size()) +
+                                                  " bytes is larger than --max-payload (" +
+                                                  std::to_string(node->max_payload_bytes()) + " bytes)"};
+    return post_task([on_reply = std::move(on_reply), e = std::move(e)] { on_reply(e); });
+  }
   const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
   auto sent = node->send_request(vertex_, target, method, data, timeout, id, caf::actor_cast<caf::actor>(this), block_at);
   if (!sent) {

@@ -53,7 +53,7 @@ class component_actor final : public caf::event_based_actor {
   void supervise(std::size_t i, const std::string& reason);
   void forget_subtree(vertex_id v);
   void shutdown_next();
-  void send_on(const std::shared_ptr<const route_info>& info, const payload& data);
+  result<void> send_on(const std::shared_ptr<const route_info>& info, const payload& data);
   void flush_held();
   void deliver(const routed_message& message, std::uint32_t index);
   void send_remote_request(vertex_id target, std::string method, const payload& data,

@@ -17,30 +17,42 @@ caf::behavior gateway_actor::make_behavior() {
 }
 
 void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
-  try {
-    switch (static_cast<wire_kind>(e.kind)) {
-      case wire_kind::ready: return on_ready(peer);
-      case wire_kind::quit:
-        return node_->peer_quit(static_cast<int>(number_at(e.extra, 0)), e.extra.size() > 1 && e.extra[1] == "urgent");
-      case wire_kind::subscribe:
-      case wire_kind::unsubscribe: return on_subscription(peer, e);
-      case wire_kind::data:
-        if (!state_->cluster_ready()) {
-          // Our replica of every node's subscriptions is not complete yet: route it later.
-          early_data_.emplace_back(peer, std::move(e));
-          return;
-        }
-        return on_data(peer, e);
-      case wire_kind::request: return serve_request(peer, e);
-      case wire_kind::reply: return node_->take_reply(e);
-    }
-  } catch (const std::exception& ex) {
-    log_dropped(peer, std::string("malformed envelope: ") + ex.what());
+  // Every field of every kind is checked before anything uses it (node_wire.hpp); what is left to
+  // the handlers is what needs this node's state (is the entry local, is the target running).
+  if (auto fault = check(e, state_->tree(), node_->index_of(peer)); !fault.empty()) return refuse(peer, fault);
+  switch (static_cast<wire_kind>(e.kind)) {
+    case wire_kind::ready: return on_ready(peer);
+    case wire_kind::quit: return node_->peer_quit(e.code, e.urgent);
+    case wire_kind::subscribe:
+    case wire_kind::unsubscribe: return on_subscription(peer, e);
+    case wire_kind::data:
+      if (!state_->cluster_ready()) {
+        // Our replica of every node's subscriptions is not complete yet: route it later.
+        early_data_.emplace_back(peer, std::move(e));
+        return;
+      }
+      return on_data(peer, e);
+    case wire_kind::request: return serve_request(peer, e);
+    case wire_kind::reply: return node_->take_reply(e);
   }
 }
 
 void gateway_actor::log_dropped(const std::string& peer, const std::string& why) {
-  log::warning(node_->self_name(), "envelope from `" + log::escape(peer) + "` dropped: " + why);
+  log::warning(node_->self_name(), "envelope from `" + peer + "` dropped: " + why);
+}
+
+void gateway_actor::refuse(const std::string& peer, const std::string& why) {
+  // The first 10, then at every power of ten: a peer sending nothing but malformed envelopes cannot
+  // flood the log, and the count says how many there were.
+  const std::uint64_t n = ++malformed_;
+  bool pow10 = true;
+  for (std::uint64_t x = n; x > 1; x /= 10) {
+    if (x % 10 != 0) {
+      pow10 = false;
+      break;
+    }
+  }
+  if (n <= 10 || pow10) log_dropped(peer, "malformed " + why + " (" + std::to_string(n) + " malformed so far)");
 }
 
 void gateway_actor::on_ready(const std::string& peer) {
@@ -53,29 +65,26 @@ void gateway_actor::on_ready(const std::string& peer) {
 
 void gateway_actor::on_subscription(const std::string& peer, runtime::envelope& e) {
   if (static_cast<wire_kind>(e.kind) == wire_kind::unsubscribe) {
-    state_->routing().unsubscribe(number_at(e.extra, 0));
+    state_->routing().unsubscribe(e.id);
     return;
   }
-  auto who = state_->tree().find(e.sender);
-  if (!who) return log_dropped(peer, "subscription: " + log::escape(who.error().message));
-  auto r = state_->routing().add_replica(number_at(e.extra, 0), *who, e.topic);
-  if (!r) log_dropped(peer, "replicated subscription: " + log::escape(r.error().what()));
+  const vertex_id who = *state_->tree().find(e.sender);  // check() found it
+  auto r = state_->routing().add_replica(e.id, who, e.topic);
+  if (!r) log_dropped(peer, "replicated subscription: " + r.error().what());
 }
 
 void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
   const auto& tree = state_->tree();
-  auto who = tree.find(e.sender);
-  if (!who) return log_dropped(peer, "data: " + log::escape(who.error().message));
-  auto scope_vertex = tree.find(e.scope);
-  if (!scope_vertex) return log_dropped(peer, "data: " + log::escape(scope_vertex.error().message));
-  const auto entry = static_cast<vertex_id>(number_at(e.extra, 0));
-  const vertex_id from = e.extra.size() > 1 && !e.extra[1].empty() ? static_cast<vertex_id>(number_at(e.extra, 1)) : no_vertex;
-  if (entry >= tree.size() || !state_->is_local(entry)) return log_dropped(peer, "data for a component not on this node");
+  const auto who = tree.find(e.sender);          // check() found both paths and the vertices in range
+  const auto scope_vertex = tree.find(e.scope);
+  const vertex_id entry = e.entry;
+  const vertex_id from = e.from == runtime::no_vertex_field ? no_vertex : e.from;
+  if (!state_->is_local(entry)) return log_dropped(peer, "data for a component not on this node");
   auto route = routes_.get(e.topic, *who, *scope_vertex, entry, from);
-  if (!route) return log_dropped(peer, "data: " + log::escape(route.error().what()));
+  if (!route) return log_dropped(peer, "data: " + route.error().what());
   const route_info& info = **route;
   auto data = payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size());
-  const std::uint64_t sequence = number_at(e.extra, 2);
+  const std::uint64_t sequence = e.origin_sequence;
   // The link's credit comes back when the local targets have handled the message and the nodes it
   // is forwarded to have delivered it (the receipt rides along; forwards never wait: they are
   // bounded by the credit they hold).
@@ -94,29 +103,22 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
 // The target's gateway asks the target actor as a local requester would and sends a `reply`
 // envelope back (node_wire.hpp).
 void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e) {
-  if (e.extra.size() != 3) return log_dropped(peer, "malformed request");
-  auto reply = [node = node_, peer, id = e.extra[1]](std::string code, std::string text, const payload& data) {
-    node->send_reply(peer, id, std::move(code), std::move(text), data);
+  auto reply = [node = node_, peer, id = e.id](reply_code code, std::string text, const payload& data) {
+    node->send_reply(peer, id, code, std::move(text), data);
   };
-  const std::string& path = e.extra[0];
-  auto target = state_->tree().find(path);
-  if (!target) return reply("failed", target.error().message, {});
-  if (!state_->is_local(*target)) return reply("failed", "`" + path + "` is not on node `" + node_->self_name() + "`", {});
-  auto actor = state_->actors().get(*target);
-  if (!actor) return reply("failed", "`" + path + "` is not running", {});
-  std::chrono::milliseconds timeout{0};
-  try {
-    timeout = std::chrono::milliseconds(std::stoll(e.extra[2]));
-  } catch (const std::exception&) {
-    return reply("failed", "malformed timeout `" + e.extra[2] + "`", {});
-  }
+  const std::string& path = e.target;
+  const vertex_id target = *state_->tree().find(path);  // check() found it
+  if (!state_->is_local(target)) return reply(reply_code::failed, "`" + path + "` is not on node `" + node_->self_name() + "`", {});
+  auto actor = state_->actors().get(target);
+  if (!actor) return reply(reply_code::failed, "`" + path + "` is not running", {});
+  const std::chrono::milliseconds timeout{e.timeout_ms};
   request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()))
-      .then([reply](std::string& err, payload& data) { err.empty() ? reply("", "", data) : reply("failed", err, {}); },
+      .then([reply](std::string& err, payload& data) { err.empty() ? reply(reply_code::ok, "", data) : reply(reply_code::failed, err, {}); },
             [reply, timeout](caf::error& err) {
               if (err == caf::sec::request_timeout)
-                reply("timeout", "no reply within " + std::to_string(timeout.count()) + " ms", {});
+                reply(reply_code::timeout, "no reply within " + std::to_string(timeout.count()) + " ms", {});
               else
-                reply("failed", to_string(err), {});
+                reply(reply_code::failed, to_string(err), {});
             });
 }
 

@@ -44,11 +44,13 @@ class gateway_actor final : public caf::event_based_actor {
   void on_data(const std::string& peer, runtime::envelope& e);
   void serve_request(const std::string& peer, runtime::envelope& e);
   void log_dropped(const std::string& peer, const std::string& why);
+  void refuse(const std::string& peer, const std::string& why);  // a malformed envelope: counted, logged rate-limited
 
   run_state* state_;
   node_runtime* node_;
   route_cache routes_;  // by topic, publisher, scope, entry, from
   std::vector<std::pair<std::string, runtime::envelope>> early_data_;  // before cluster-ready, in order
+  std::uint64_t malformed_ = 0;  // envelopes refused by check() (node_wire.hpp)
 };
 
 }  // namespace banyan::detail

@@ -9,24 +9,55 @@
 
 #include <sys/resource.h>
 
-namespace banyan::detail {
+#include <algorithm>
+#include <map>
+#include <thread>
 
-namespace {
-std::string number(std::uint64_t v) { return wire_number(v); }
-}  // namespace
+namespace banyan::detail {
 
 node_runtime::node_runtime(run_state& state, resolved_deployment d)
     : state_(state), deployment_(std::move(d)), sent_(new counters[deployment_.names.size()]) {}
 
 node_runtime::~node_runtime() { stop(); }
 
-result<void> node_runtime::start(caf::actor_system& system, std::chrono::milliseconds heartbeat_timeout) {
+std::uint64_t node_runtime::digest_of(const resolved_deployment& d, const component_tree& tree, routing_mode mode) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over every field, each ended by a 0xff byte
+  auto add = [&](std::string_view text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ 0xffu) * 1099511628211ULL;
+  };
+  for (vertex_id v = 0; v < tree.size(); ++v) add(tree.path(v));
+  for (std::size_t i = 0; i < d.names.size(); ++i) {
+    add(d.names[i]);
+    add(d.endpoints[i]);
+    add(i < d.curve_public.size() ? d.curve_public[i] : "");
+  }
+  for (auto n : d.node_of) add(std::to_string(n));
+  add(std::to_string(static_cast<int>(mode)));
+  return h == 0 ? 1 : h;  // 0 means "not checked"
+}
+
+std::string node_runtime::start_error() const {
+  std::lock_guard lock(start_error_mutex_);
+  return start_error_;
+}
+
+result<void> node_runtime::start(caf::actor_system& system, const run_options& options) {
   gateway_ = system.spawn<gateway_actor>(&state_, this);
+  start_timeout_ = options.start_timeout;
+  heartbeat_timeout_ = options.heartbeat_timeout;
+  max_payload_bytes_ = options.max_payload_bytes;
   runtime::transport_options o;
   o.self = deployment_.names[deployment_.self];
   o.bind_endpoint = deployment_.endpoints[deployment_.self];
-  o.heartbeat_timeout = heartbeat_timeout;
+  o.heartbeat_timeout = options.heartbeat_timeout;
+  o.give_up_after = std::max(o.give_up_after, options.heartbeat_timeout);
   o.credit_window = credit_window;
+  // Envelope text (paths, topic) comes on top of the payload; frames stay within what every node of
+  // the deployment accepts, since they all run with the same options.
+  o.max_payload_bytes = options.max_payload_bytes + (64 << 10);
+  o.max_frame_bytes = std::max<std::size_t>(o.max_frame_bytes, o.max_payload_bytes + 64);
+  o.digest = digest_of(deployment_, state_.tree(), options.mode);
   o.curve_public_key = deployment_.curve_public[deployment_.self];
   o.curve_secret_key = deployment_.curve_secret[deployment_.self];
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
@@ -39,6 +70,9 @@ result<void> node_runtime::start(caf::actor_system& system, std::chrono::millise
   cbs.on_peer_up = [this](const std::string& peer) { on_peer_up(peer); };
   cbs.on_peer_down = [this](const std::string& peer, const std::string& reason) { on_peer_down(peer, reason); };
   cbs.on_credit = [this](const std::string& peer) { on_credit(peer); };
+  cbs.on_undelivered = [this](const std::string& peer, std::vector<runtime::envelope>&& lost, const std::string& reason) {
+    on_undelivered(peer, lost, reason);
+  };
   auto t = runtime::transport::start(std::move(o), std::move(cbs));
   if (!t) return t.error();
   transport_ = std::move(*t);
@@ -46,13 +80,36 @@ result<void> node_runtime::start(caf::actor_system& system, std::chrono::millise
 }
 
 void node_runtime::announce_ready() {
-  for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
-    if (i == deployment_.self) continue;
-    while (!state_.done().ending()) {
-      if (transport_->wait_until_up(deployment_.names[i], std::chrono::milliseconds(200))) break;
+  // The transport names each missing peer every few seconds meanwhile. Waited for in slices, so a
+  // signal (the run ending) is noticed.
+  const auto until = std::chrono::steady_clock::now() + start_timeout_;
+  while (!state_.done().ending()) {
+    auto up = transport_->wait_until_all_up(std::chrono::milliseconds(200));
+    if (up) break;
+    const bool incompatible = up.error().code == runtime::errc::incompatible_peer;
+    if (!incompatible && std::chrono::steady_clock::now() < until) continue;
+    if (incompatible) {
+      // Stay one heartbeat timeout longer: our frames (with our digest) reach the peer meanwhile,
+      // so it refuses us as clearly instead of waiting for us until its start timeout.
+      const auto linger = std::chrono::steady_clock::now() + heartbeat_timeout_;
+      while (!state_.done().ending() && std::chrono::steady_clock::now() < linger)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a deliberate linger, checking for the run's end
     }
-    if (state_.done().ending()) return;
+    std::string why = up.error().message;
+    if (!incompatible) {  // "...: `n2` (endpoint), ..." after the time of this last slice
+      const auto at = why.find(" ms: ");
+      why = "node `" + self_name() + "`: peers not up " + std::to_string(start_timeout_.count() / 1000) +
+            " s after start (--start-timeout): " + (at == std::string::npos ? why : why.substr(at + 5));
+    }
+    log::error(self_name(), why);
+    {
+      std::lock_guard lock(start_error_mutex_);
+      start_error_ = why;
+    }
+    state_.done().request_quit(2, /*urgent=*/true);
+    return;
   }
+  if (state_.done().ending()) return;
   announced_ = true;
   for (const auto& s : state_.routing().local_subscriptions()) broadcast_subscribe(s.id, s.subscriber, s.filter);
   runtime::envelope ready;
@@ -96,7 +153,9 @@ result<void> node_runtime::forward(const hop& h, const std::string& topic, verte
   e.sender = tree.path(publisher);
   e.scope = tree.path(scope);
   e.topic = topic;
-  e.extra = {number(h.entry), h.from == no_vertex ? std::string() : number(h.from), number(sequence)};
+  e.entry = h.entry;
+  e.from = h.from == no_vertex ? runtime::no_vertex_field : h.from;
+  e.origin_sequence = sequence;
   e.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
   e.receipt = std::move(receipt);
   auto r = transport_->send(deployment_.names[h.node], std::move(e), block_at);
@@ -118,7 +177,7 @@ void node_runtime::broadcast_subscribe(subscription_id id, vertex_id subscriber,
   e.kind = static_cast<std::uint16_t>(wire_kind::subscribe);
   e.sender = state_.tree().path(subscriber);
   e.topic = filter;
-  e.extra = {number(id)};
+  e.id = id;
   send_to_all(e);
 }
 
@@ -126,7 +185,7 @@ void node_runtime::broadcast_unsubscribe(subscription_id id) {
   if (!announced_) return;
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::unsubscribe);
-  e.extra = {number(id)};
+  e.id = id;
   send_to_all(e);
 }
 
@@ -134,7 +193,8 @@ void node_runtime::broadcast_quit(int exit_code, bool urgent) {
   if (quitting_.exchange(true) || !transport_) return;
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::quit);
-  e.extra = {std::to_string(exit_code), urgent ? "urgent" : ""};
+  e.code = exit_code;
+  e.urgent = urgent;
   // Never waits for credit: a slow peer must not hold up the stop (nor this thread, the run's main).
   for (std::size_t i = 0; i < deployment_.names.size(); ++i)
     if (i != deployment_.self) (void)transport_->send(deployment_.names[i], e, runtime::never_block);
@@ -179,7 +239,7 @@ void node_runtime::on_peer_up(const std::string& peer) {
     e.kind = static_cast<std::uint16_t>(wire_kind::subscribe);
     e.sender = state_.tree().path(s.subscriber);
     e.topic = s.filter;
-    e.extra = {number(s.id)};
+    e.id = s.id;
     (void)transport_->send(peer, std::move(e));
   }
   runtime::envelope ready;
@@ -216,21 +276,21 @@ void node_runtime::log_summary() {
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
     auto s = transport_->stats(deployment_.names[i]);
-    line += " " + deployment_.names[i] + " (sent " + number(s.messages_sent) + ", received " +
-            number(s.messages_received) + ", max outstanding " + number(s.max_outstanding) + ", max undelivered " +
-            number(s.max_undelivered) + ")";
+    line += " " + deployment_.names[i] + " (sent " + std::to_string(s.messages_sent) + ", received " +
+            std::to_string(s.messages_received) + ", max outstanding " + std::to_string(s.max_outstanding) + ", max undelivered " +
+            std::to_string(s.max_undelivered) + ")";
   }
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  line += "; publisher pauses " + number(pauses_.load()) + "; peak RSS " + number(u.ru_maxrss / 1024) + " MiB";
+  line += "; publisher pauses " + std::to_string(pauses_.load()) + "; peak RSS " + std::to_string(u.ru_maxrss / 1024) + " MiB";
+  if (auto n = undelivered_.load()) line += "; " + std::to_string(n) + " messages undelivered (nodes lost)";
   // The text names the node too: `banyan launch` users and tests read this line on its own.
   log::info(self_name(), "summary of node " + self_name() + ": " + line);
 }
 
 // Requests go straight to the target's node (not along the tree: they are point to point), as
-// `request` envelopes: sender = requester path, topic = method, extra = {target path, id, timeout ms}.
-// The target's gateway asks the target actor like a local requester would and sends a `reply`
-// envelope back: extra = {id, "" | "timeout" | "failed", error text}, payload = the reply.
+// `request` envelopes (node_wire.hpp). The target's gateway asks the target actor like a local
+// requester would and sends a `reply` envelope back.
 result<void> node_runtime::send_request(vertex_id requester, vertex_id target, const std::string& method,
                                         const payload& data, std::chrono::milliseconds timeout, std::uint64_t id,
                                         caf::actor reply_to, std::size_t block_at) {
@@ -240,7 +300,9 @@ result<void> node_runtime::send_request(vertex_id requester, vertex_id target, c
   e.kind = static_cast<std::uint16_t>(wire_kind::request);
   e.sender = tree.path(requester);
   e.topic = method;
-  e.extra = {tree.path(target), number(id), number(static_cast<std::uint64_t>(timeout.count()))};
+  e.target = tree.path(target);
+  e.id = id;
+  e.timeout_ms = static_cast<std::uint32_t>(std::clamp<std::int64_t>(timeout.count(), 1, max_request_timeout_ms));
   e.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
   {
     std::lock_guard lock(requests_mutex_);
@@ -256,23 +318,19 @@ void node_runtime::forget_request(std::uint64_t id) {
   requests_.erase(id);
 }
 
-void node_runtime::send_reply(const std::string& peer, const std::string& id, std::string code, std::string text,
+void node_runtime::send_reply(const std::string& peer, std::uint64_t id, reply_code code, std::string text,
                               const payload& data) {
   runtime::envelope r;
   r.kind = static_cast<std::uint16_t>(wire_kind::reply);
-  r.extra = {id, std::move(code), std::move(text)};
+  r.id = id;
+  r.code = static_cast<std::int32_t>(code);
+  if (code != reply_code::ok) r.text = text.size() > max_error_text_bytes ? text.substr(0, max_error_text_bytes) : std::move(text);
   r.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
   (void)transport_->send(peer, std::move(r), runtime::never_block);  // bounded by the requests
 }
 
 void node_runtime::take_reply(runtime::envelope& e) {
-  if (e.extra.size() != 3) return log::warning(self_name(), "malformed reply envelope");
-  std::uint64_t id = 0;
-  try {
-    id = std::stoull(e.extra[0]);
-  } catch (const std::exception&) {
-    return log::warning(self_name(), "malformed reply envelope (id `" + log::escape(e.extra[0]) + "`)");
-  }
+  const std::uint64_t id = e.id;  // the gateway checked the envelope (node_wire.hpp)
   caf::actor to;
   {
     std::lock_guard lock(requests_mutex_);
@@ -281,7 +339,12 @@ void node_runtime::take_reply(runtime::envelope& e) {
     to = std::move(it->second.reply_to);
     requests_.erase(it);
   }
-  caf::anon_send(to, reply_atom::value, id, e.extra[1], e.extra[2], payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()));
+  // The requester's actor protocol names the outcome as text ("", "timeout", "failed"); the wire
+  // carries the code.
+  const auto code = static_cast<reply_code>(e.code);
+  std::string outcome = code == reply_code::ok ? "" : code == reply_code::timeout ? "timeout" : "failed";
+  caf::anon_send(to, reply_atom::value, id, std::move(outcome), std::move(e.text),
+                 payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()));
 }
 
 void node_runtime::fail_requests_to(node_id node, const std::string& why) {
@@ -295,6 +358,37 @@ void node_runtime::fail_requests_to(node_id node, const std::string& why) {
     });
   }
   for (auto& [id, to] : failed) caf::anon_send(to, reply_atom::value, id, std::string("failed"), why, payload{});
+}
+
+// What a gone peer will never deliver (the transport hands it back before on_peer_down): one log
+// line with the totals, and each local publisher told how many of its messages were lost
+// (component::on_undelivered). Requests are failed by on_peer_down; forwarded copies (published on
+// another node) are counted here. Runs on the I/O thread: only sends messages.
+void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::envelope>& lost, const std::string& reason) {
+  std::map<std::string, std::uint64_t> by_publisher;
+  std::uint64_t data = 0, forwarded = 0, control = 0;
+  const auto& tree = state_.tree();
+  for (const auto& e : lost) {
+    if (static_cast<wire_kind>(e.kind) != wire_kind::data) {
+      ++control;
+      continue;
+    }
+    ++data;
+    auto who = tree.find(e.sender);
+    if (who && is_local(*who)) ++by_publisher[e.sender];
+    else ++forwarded;
+  }
+  if (lost.empty()) return;
+  std::string line = "node `" + peer + "` lost with " + std::to_string(data) + " messages undelivered";
+  for (const auto& [path, n] : by_publisher) line += ", " + std::to_string(n) + " from " + path;
+  if (forwarded) line += ", " + std::to_string(forwarded) + " forwarded from other nodes";
+  if (control) line += " (and " + std::to_string(control) + " control envelopes)";
+  log::error(self_name(), line + ": " + reason);
+  for (const auto& [path, n] : by_publisher) {
+    if (auto a = state_.actors().get(*tree.find(path)))
+      caf::anon_send<caf::message_priority::high>(a, undeliv_atom::value, peer, n, reason);
+  }
+  undelivered_.fetch_add(data, std::memory_order_relaxed);
 }
 
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {

@@ -10,10 +10,12 @@
 #pragma once
 
 #include "deployment.hpp"
+#include "node_wire.hpp"
 #include "resume_list.hpp"
 
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
+#include "banyan/sdk/app.hpp"
 #include "banyan/sdk/payload.hpp"
 #include "banyan/runtime/transport.hpp"
 
@@ -37,11 +39,21 @@ class node_runtime {
   node_runtime(run_state& state, resolved_deployment d);
   ~node_runtime();
 
-  // Starts the transport and the gateway actor (which handles everything that arrives).
-  result<void> start(caf::actor_system& system, std::chrono::milliseconds heartbeat_timeout);
+  // Starts the transport and the gateway actor (which handles everything that arrives), with the
+  // run's heartbeat timeout, start timeout and payload limit, and the deployment's digest.
+  result<void> start(caf::actor_system& system, const run_options& options);
   // Called when every local subtree has started: once all peers are up, sends them our subscriptions
   // followed by `ready`. Runs on the caller's thread (blocks until peers are up, or the run ends).
+  // When they are not all up within the start timeout, or one runs another deployment, it records
+  // the error (start_error) and ends the run.
   void announce_ready();
+  // Why the node could not join the others (empty: it did, or has not tried yet).
+  std::string start_error() const;
+  // The largest payload a publish or request may carry (run_options::max_payload_bytes).
+  std::size_t max_payload_bytes() const { return max_payload_bytes_; }
+  // What every node of one deployment computes alike: the tree, the nodes, their endpoints and
+  // public keys, the assignment and the routing mode; exchanged in the handshake.
+  static std::uint64_t digest_of(const resolved_deployment& d, const component_tree& tree, routing_mode mode);
   void stop();
 
   const resolved_deployment& deployment() const { return deployment_; }
@@ -62,10 +74,9 @@ class node_runtime {
                             std::chrono::milliseconds timeout, std::uint64_t id, caf::actor reply_to,
                             std::size_t block_at);
   void forget_request(std::uint64_t id);
-  // A `reply` envelope back to the requesting node (from the gateway). `code`: "" on success,
-  // "timeout" or "failed" (then `text` says why).
-  void send_reply(const std::string& peer, const std::string& id, std::string code, std::string text,
-                  const payload& data);
+  // A `reply` envelope back to the requesting node (from the gateway); `text` says why when `code`
+  // is not ok (node_wire.hpp).
+  void send_reply(const std::string& peer, std::uint64_t id, reply_code code, std::string text, const payload& data);
   // Hands a `reply` envelope to the requester that is still waiting for it (from the gateway).
   void take_reply(runtime::envelope& e);
   std::uint64_t next_request_id() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
@@ -90,14 +101,16 @@ class node_runtime {
 
   // Data envelopes sent to each node (index = node), for the profile's `links`.
   std::vector<link_traffic> data_links() const;
+  // The index of node `peer` (this node's own for an unknown name).
+  node_id index_of(const std::string& peer) const;
 
  private:
   void on_envelope(const std::string& peer, runtime::envelope&& e);
   void on_peer_up(const std::string& peer);
   void on_peer_down(const std::string& peer, const std::string& reason);
+  void on_undelivered(const std::string& peer, std::vector<runtime::envelope>& lost, const std::string& reason);
   void on_credit(const std::string& peer);
   void fail_requests_to(node_id node, const std::string& why);
-  node_id index_of(const std::string& peer) const;
   void send_to_all(const runtime::envelope& e);
   void log_summary();
 
@@ -112,6 +125,7 @@ class node_runtime {
   std::set<std::string> peers_ready_;
   resume_list waiters_;  // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
+  std::atomic<std::uint64_t> undelivered_{0};  // data envelopes handed back by gone peers
   struct pending_request {
     caf::actor reply_to;
     node_id node;
@@ -124,6 +138,10 @@ class node_runtime {
     std::atomic<bool> failing{false};
   };
   std::unique_ptr<counters[]> sent_;
+  std::chrono::milliseconds start_timeout_{60000}, heartbeat_timeout_{1000};
+  std::size_t max_payload_bytes_ = 16 << 20;
+  mutable std::mutex start_error_mutex_;
+  std::string start_error_;
 };
 
 }  // namespace banyan::detail

@@ -1,23 +1,24 @@
 // How the SDK fills runtime::envelope on node links: one table for both ends (node.cpp writes,
-// gateway.cpp reads). Private to the SDK.
+// gateway.cpp reads, check() stands between them). Private to the SDK.
 //
-//   kind         sender          scope        topic    extra                                     payload
-//   data         publisher path  scope path   topic    {entry vertex, from vertex | "", sequence} message
-//   subscribe    subscriber      -            filter   {subscription id}                         -
-//   unsubscribe  -               -            -        {subscription id}                         -
-//   ready        -               -            -        {}                                        -
-//   quit         -               -            -        {exit code, "urgent" | ""}                -
-//   request      requester path  -            method   {target path, request id, timeout ms}     request
-//   reply        -               -            -        {request id, "" | "timeout" | "failed", error text}  reply
+//   kind         sender          scope        topic    target       text        numbers                              payload
+//   data         publisher path  scope path   topic    -            -           entry, from | none, origin_sequence  message
+//   subscribe    subscriber      -            filter   -            -           id                                   -
+//   unsubscribe  -               -            -        -            -           id                                   -
+//   ready        -               -            -        -            -           -                                    -
+//   quit         -               -            -        -            -           code (exit code), urgent             -
+//   request      requester path  -            method   target path  -           id, timeout_ms                       request
+//   reply        -               -            -        -            error text  id, code (reply_code)                reply
 //
-// Numbers travel as decimal text in `extra` (a known debt: DESIGN.md wants typed schema fields; it
-// needs a wire version bump). A malformed number throws std::invalid_argument / std::out_of_range
-// from number_at(); the gateway logs and drops such an envelope.
+// Every cell is a typed field of the wire schema (runtime/schema/envelope.capnp): numbers and codes
+// travel as numbers, never as decimal text. A field a kind does not use must keep its default.
 #pragma once
+
+#include "banyan/broker/tree.hpp"
+#include "banyan/runtime/transport.hpp"
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 namespace banyan::detail {
 
@@ -25,10 +26,20 @@ enum class wire_kind : std::uint16_t {
   data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7
 };
 
-inline std::string wire_number(std::uint64_t v) { return std::to_string(v); }
-// extra[i] as a number; 0 when absent.
-inline std::uint64_t number_at(const std::vector<std::string>& extra, std::size_t i) {
-  return i < extra.size() ? std::stoull(extra[i]) : 0ull;
-}
+// A reply's outcome (`code` of a reply envelope).
+enum class reply_code : std::int32_t { ok = 0, timeout = 1, failed = 2 };
+
+inline constexpr std::uint32_t max_request_timeout_ms = 24u * 3600u * 1000u;
+inline constexpr std::size_t max_method_bytes = 256, max_error_text_bytes = 4096;
+
+// Whether `e`, received from the node with index `from_node`, is well-formed for its kind: empty
+// when it is, else what is wrong with it, naming the field (what the peer sent is clipped to 64
+// bytes, not escaped: banyan::log escapes every line). Checks
+// every field of every kind: the kind is known; paths name components of `tree`; the scope of a
+// data message contains its publisher; topics and filters parse; vertices are in the tree (`from`
+// may be none); sequence numbers, ids and timeouts are in range; a subscription id was made by the
+// sending node; exit codes are 0..255 and reply codes known; payloads only where the kind has one;
+// and every field the kind does not use is at its default.
+std::string check(const runtime::envelope& e, const component_tree& tree, std::uint32_t from_node);
 
 }  // namespace banyan::detail

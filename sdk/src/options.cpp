@@ -19,11 +19,13 @@ void add_run_options(options& o, detail::command_line& c) {
   o.add("--run-for", c.run.max_runtime, "Stop after this long, e.g. 30s (default: until the app quits)");
   o.add("--deployment", c.run.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");
   o.add("--node", c.run.node, "This node's name in the deployment");
-  o.add("--heartbeat-timeout", c.run.heartbeat_timeout, "Declare a silent peer node lost after this long").positive();
+  o.add("--heartbeat-timeout", c.run.heartbeat_timeout, "A peer node silent this long is stalled (given up after 30 s, or at once if its process is gone)").positive();
+  o.add("--start-timeout", c.run.start_timeout, "Give up when the peer nodes are not all up this long after start").positive();
+  o.add("--max-payload", c.run.max_payload_bytes, "Largest payload a publish or request may carry in a multi-node run (bytes)").positive();
   // The spelling before docs/cli.md, for one release; hidden from --help, warned about in parse().
   o.add("--heartbeat-timeout-ms", c.heartbeat_ms, "").positive();
   for (const char* name : {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node",
-                           "--heartbeat-timeout"})
+                           "--heartbeat-timeout", "--start-timeout", "--max-payload"})
     c.cli.get_option(name)->group("banyan options");
   c.cli.get_option("--heartbeat-timeout-ms")->group("");
   c.cli.get_option("--mode")->type_name("hier|flat-p2p|flat-node");

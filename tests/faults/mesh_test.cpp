@@ -131,5 +131,72 @@ TEST(MeshFaults, SixtyFourKiBPayloadsToSlowSubscribersKeepMemoryBounded) {
 #endif
 }
 
+// A peer that never comes up: the node names it every few seconds, then gives up after
+// --start-timeout with an error naming it and its endpoint (exit 2), instead of waiting forever.
+TEST(MeshFaults, APeerThatNeverComesUpEndsTheRunWithAClearError) {
+  temp_dir dir;
+  auto d = write_deployment(dir, 2, "  /mesh/zone1: n1\n");
+  auto r = run_process({MESH_APP, "--deployment", d.string(), "--node", "n0", "--start-timeout", "4s"},
+                       {.out = output_mode::capture, .err = output_mode::merge}, 60s);
+  ASSERT_TRUE(r.has_value()) << r.error().what();
+  EXPECT_EQ(r->status.code, 2) << r->out;
+  EXPECT_NE(r->out.find("banyan: node `n0`: peers not up 4 s after start (--start-timeout): `n1` (" + dir.ipc("n1") + ")"),
+            std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("still waiting for peer `n1` at " + dir.ipc("n1") + ": not connected"), std::string::npos) << r->out;
+}
+
+// Two nodes started from different deployments (the same nodes, another assignment) refuse each
+// other at the handshake and both end with an error naming the digests.
+TEST(MeshFaults, NodesOfDifferentDeploymentsRefuseEachOther) {
+  temp_dir dir;
+  auto a = write_deployment(dir, 2, "  /mesh/zone1: n1\n");
+  const fs::path b = dir.path / "other.yaml";
+  fs::copy_file(a, b);
+  std::ofstream(b, std::ios::app) << "  /mesh/zone2: n1\n";
+  mesh_nodes m(a, 1, {"--start-timeout", "30s"});
+  auto n1 = process::spawn({MESH_APP, "--deployment", b.string(), "--node", "n1", "--start-timeout", "30s"},
+                           {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(n1.has_value());
+  node_process other{std::move(*n1)};
+  EXPECT_EQ(m.nodes[0].wait_exit(30s), 2) << m.all_output();
+  EXPECT_EQ(other.wait_exit(30s), 2) << other.output();
+  EXPECT_NE(m.nodes[0].output().find("banyan: peer `n1` runs another deployment (digest "), std::string::npos)
+      << m.all_output();
+  EXPECT_NE(other.output().find("banyan: peer `n0` runs another deployment (digest "), std::string::npos) << other.output();
+}
+
+// A payload above --max-payload is an error value at publish, in a multi-node run, never a silent
+// drop; the publisher reports how many it had refused.
+TEST(MeshFaults, APayloadAboveTheMaximumIsAnErrorAtPublish) {
+  temp_dir dir;
+  auto d = write_deployment(dir, 2, "  /mesh/zone1: n1\n");
+  auto r = run_process({BANYAN_CLI, "launch", d.string(), "--run-for", "4s", "--", MESH_APP, "--messages", "20",
+                        "--payload", "2000", "--max-payload", "1000"},
+                       {.out = output_mode::capture, .err = output_mode::merge}, 60s);
+  ASSERT_TRUE(r.has_value()) << r.error().what();
+  EXPECT_NE(r->out.find("publish `data/z0`: a payload of 2000 bytes is larger than --max-payload (1000 bytes)"),
+            std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("UNDELIVERED /mesh/zone0/pub refused 20 handed back 0"), std::string::npos) << r->out;
+  EXPECT_EQ(digests(r->out).count("0"), 6u) << "no subscriber got any of them: " << r->out;
+}
+
+// kill -9 of a node that has messages pending for it: its peers report, and each publisher is told
+// how many of its messages will not be delivered (or had publish() refuse them).
+TEST(MeshFaults, KillNineReportsUndeliveredMessagesToTheirPublishers) {
+  temp_dir dir;
+  auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n2\n");
+  mesh_nodes m(d, 3, {"--messages", "20000", "--slow-us", "2000", "--run-for", "100"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.wait_for(i, "every node is ready", 60s)) << m.all_output();
+  m.nodes[2].proc.kill();
+  ASSERT_TRUE(m.wait_for(0, "lost with ", 10s)) << m.all_output();
+  ASSERT_TRUE(m.wait_for(0, "[/mesh/zone0/pub] told: ", 10s)) << m.all_output();
+  m.nodes[0].proc.signal(SIGTERM);
+  EXPECT_EQ(m.nodes[0].wait_exit(30s), 143) << m.all_output();
+  EXPECT_EQ(m.nodes[1].wait_exit(30s), 143) << m.all_output();
+  const std::string out = m.nodes[0].output();
+  EXPECT_NE(out.find("UNDELIVERED /mesh/zone0/pub"), std::string::npos) << out;
+  EXPECT_NE(out.find("messages undelivered (nodes lost)"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace banyan::runtime::test

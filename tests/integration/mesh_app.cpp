@@ -69,14 +69,27 @@ class publisher : public banyan::leaf {
     for (int k = 0; k < 1000 && sent_ < c_.messages; ++k, ++sent_) {
       std::string body(c_.payload_bytes, static_cast<char>('a' + sent_ % 26));
       auto r = ctx.publish("data/z" + std::to_string(zone_), std::string_view(body), banyan::scope::root());
-      if (!r) ctx.log(r.error().what());
+      if (!r && failed_++ == 0) ctx.log(r.error().what());  // the first; the total at the end
       if (sent_ % 10 == 0) (void)ctx.publish("local/z" + std::to_string(zone_), std::string_view(body), banyan::scope::up(1));
     }
     if (sent_ < c_.messages) ctx.post([this, &ctx] { burst(ctx); });
   }
+  // Every message is delivered once or reported: refused by publish() (failed_) or handed back by a
+  // node that was lost with it pending (undelivered_).
+  void on_undelivered(banyan::context& ctx, const std::string& node, std::uint64_t count, const std::string&) override {
+    undelivered_ += count;
+    ctx.log("told: " + std::to_string(count) + " messages for node `" + node + "` will not be delivered");
+  }
+  void on_stop(banyan::context& ctx) override {
+    if (failed_ || undelivered_) {
+      std::printf("UNDELIVERED %s refused %llu handed back %llu\n", ctx.path().c_str(), static_cast<unsigned long long>(failed_),
+                  static_cast<unsigned long long>(undelivered_));
+      std::fflush(stdout);
+    }
+  }
   config c_;
   int zone_;
-  std::uint64_t sent_ = 0;
+  std::uint64_t sent_ = 0, failed_ = 0, undelivered_ = 0;
 };
 
 class subscriber : public banyan::leaf {

@@ -47,7 +47,7 @@
 namespace banyan::runtime {
 
 // Wire version written into, and required of, every frame.
-inline constexpr std::uint16_t wire_version = 3;
+inline constexpr std::uint16_t wire_version = 4;
 
 struct peer_config {
   std::string name;              // the peer's node name (its ROUTER sees us under our `self` name)
@@ -77,11 +77,21 @@ struct transport_options {
   std::chrono::milliseconds missing_peer_log_every{3000};
 };
 
-// What crosses a link. Payload bytes are carried as they are (never re-encoded).
+// What crosses a link. Payload bytes are carried as they are (never re-encoded). Besides kind and
+// payload, the fields are typed slots of the node protocol: the transport carries them unchanged
+// and gives them no meaning (the SDK's use, per kind: sdk/src/node_wire.hpp).
+inline constexpr std::uint32_t no_vertex_field = 0xffffffffu;  // `entry` / `from` not set
 struct envelope {
   std::uint16_t kind = 0;            // app-defined (data, subscribe, control, ...)
   std::string sender, scope, topic;  // component paths / topic text
-  std::vector<std::string> extra;    // small app-defined fields (e.g. target paths)
+  std::string target;                // a second component path
+  std::string text;                  // free text (an error message)
+  std::uint64_t id = 0;              // an identifier (subscription, request)
+  std::uint64_t origin_sequence = 0; // the originator's own sequence number
+  std::uint32_t entry = no_vertex_field, from = no_vertex_field;  // tree vertices
+  std::int32_t code = 0;             // an exit code or outcome
+  std::uint32_t timeout_ms = 0;
+  bool urgent = false;
   std::uint64_t sequence = 0;        // per-link, set by the transport on send
   shared_bytes payload;
   // Not sent. On a received envelope: its delivery receipt; the sender gets credit for it when the

@@ -65,7 +65,13 @@ struct run_options {
   // exactly the components assigned to it. Empty: everything in this process.
   std::string deployment;
   std::string node;
-  std::chrono::milliseconds heartbeat_timeout{1000};  // a silent peer is declared lost after this
+  std::chrono::milliseconds heartbeat_timeout{1000};  // a silent peer is stalled after this (docs/runtime.md)
+  // A node whose peers are not all up this long after its components started ends the run with an
+  // error naming the missing ones (exit 2); while it waits, it names them every few seconds.
+  std::chrono::milliseconds start_timeout{60000};
+  // Multi-node: a publish (or request) whose payload is larger is refused with
+  // runtime::errc::payload_too_large, whatever its route, so an app behaves alike on every deployment.
+  std::size_t max_payload_bytes = 16 << 20;
 };
 
 struct run_result {

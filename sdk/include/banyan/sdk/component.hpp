@@ -29,6 +29,16 @@ class component {
     (void)child_path;
     (void)reason;
   }
+  // Multi-node: `count` messages this component published were accepted for node `node` and will
+  // never be delivered there, because that node is gone (its process died, it restarted, or it
+  // stayed silent past the give-up time) with them pending. Every publish is delivered exactly once
+  // or reported: here, or as an error from publish() once the node is known to be gone. (Requests
+  // to a gone node get their reply handler's error instead.) The SDK has logged it already.
+  virtual void on_undelivered(context&, const std::string& node, std::uint64_t count, const std::string& reason) {
+    (void)node;
+    (void)count;
+    (void)reason;
+  }
 };
 
 class leaf : public component {};

@@ -1,0 +1,187 @@
+// Deliverable 3 of issue #22: a structured fuzz test of the node protocol. The test plays node n0 of
+// a 2-node deployment with a bare transport; n1 is a real mesh_app node. For every envelope kind it
+// starts from a well-formed envelope and mutates each field in turn (seeded, a bounded number of
+// values per field: empty, huge, control bytes, out-of-range numbers, other components' paths,
+// fields the kind does not use), and sends each to n1. n1 must refuse the malformed ones (counted,
+// logged rate-limited) and keep working: afterwards it answers a request correctly and ends on a
+// `quit` with exit code 0.
+#include "faults.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace banyan::runtime::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The SDK's kinds and reply codes (sdk/src/node_wire.hpp; the test speaks the protocol from outside).
+enum kind : std::uint16_t { data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7 };
+
+envelope well_formed(kind k) {
+  envelope e;
+  e.kind = k;
+  switch (k) {
+    case data:
+      e.sender = "/mesh/zone0/pub";
+      e.scope = "/mesh";
+      e.topic = "data/z0";
+      e.entry = 0;
+      e.origin_sequence = 1;
+      e.payload = shared_bytes::copy_of("x");
+      break;
+    case subscribe:
+      e.sender = "/mesh/zone0/sub";
+      e.topic = "fuzz/+";
+      e.id = 7;  // origin 0 (n0) << 40 | 7
+      break;
+    case unsubscribe: e.id = 7; break;
+    case ready: break;
+    case quit: e.code = 0; break;
+    case request:
+      e.sender = "/mesh/checker";
+      e.target = "/mesh/zone1/pub";
+      e.topic = "echo";
+      e.id = 1000;
+      e.timeout_ms = 1000;
+      e.payload = shared_bytes::copy_of("fuzz");
+      break;
+    case reply:
+      e.id = 99;
+      e.code = 2;
+      e.text = "no";
+      break;
+  }
+  return e;
+}
+
+// Values a mutation may give a text field.
+std::string text_value(std::mt19937_64& rng, int which) {
+  switch (which % 8) {
+    case 0: return "";
+    case 1: return std::string(70000, 'a');
+    case 2: return std::string("/mesh\n[n1] forged\0line", 22);
+    case 3: return "/mesh/zone2/slow/sub";
+    case 4: return "/nope";
+    case 5: return "a/#/b";
+    case 6: return "+";
+    default: {
+      std::string s(1 + rng() % 64, '\0');
+      for (auto& c : s) c = static_cast<char>(rng());
+      return s;
+    }
+  }
+}
+
+std::uint64_t number_value(std::mt19937_64& rng, int which) {
+  switch (which % 8) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return 255;
+    case 3: return 256;
+    case 4: return 0xffffffffull;
+    case 5: return ~0ull;
+    case 6: return 1ull << 40;
+    default: return rng();
+  }
+}
+
+// Every field of `e` mutated `per_field` times: what n1 is sent.
+std::vector<envelope> mutations(kind k, std::mt19937_64& rng, int per_field) {
+  std::vector<envelope> out;
+  for (int field = 0; field < 14; ++field) {
+    for (int m = 0; m < per_field; ++m) {
+      envelope e = well_formed(k);
+      switch (field) {
+        case 0: e.sender = text_value(rng, m); break;
+        case 1: e.scope = text_value(rng, m); break;
+        case 2: e.topic = text_value(rng, m); break;
+        case 3: e.target = text_value(rng, m); break;
+        case 4: e.text = text_value(rng, m); break;
+        case 5: e.id = number_value(rng, m); break;
+        case 6: e.origin_sequence = number_value(rng, m); break;
+        case 7: e.entry = static_cast<std::uint32_t>(number_value(rng, m)); break;
+        case 8: e.from = static_cast<std::uint32_t>(number_value(rng, m)); break;
+        case 9: e.code = static_cast<std::int32_t>(number_value(rng, m)); break;
+        case 10: e.timeout_ms = static_cast<std::uint32_t>(number_value(rng, m)); break;
+        case 11: e.urgent = !e.urgent; break;
+        case 12: e.payload = m % 2 ? shared_bytes() : shared_bytes::copy_of(text_value(rng, m)); break;
+        case 13: e.kind = static_cast<std::uint16_t>(m % 2 ? 0 : 8 + rng() % 60000); break;
+      }
+      // A mutation that leaves a `quit` well-formed would end n1 here; the well-formed quit comes last.
+      if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender.empty() && e.scope.empty() && e.topic.empty() &&
+          e.target.empty() && e.text.empty() && e.id == 0 && e.origin_sequence == 0 && e.entry == no_vertex_field &&
+          e.from == no_vertex_field && e.timeout_ms == 0 && e.payload.empty()) {
+        continue;
+      }
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
+  temp_dir dir;
+  const fs::path d = dir.path / "deployment.yaml";
+  {
+    std::ofstream out(d);
+    out << "version: 1\nnodes:\n";
+    for (const char* n : {"n0", "n1"}) out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
+    out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n";
+  }
+  recorder r0;
+  auto n0 = transport::start(node_options("n0", dir.ipc("n0"), {{"n1", dir.ipc("n1"), ""}}, 1000ms), r0.make());
+  ASSERT_TRUE(n0.has_value()) << n0.error().what();
+  auto p = process::spawn({MESH_APP, "--messages", "10", "--deployment", d.string(), "--node", "n1"},
+                          {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(p.has_value()) << p.error().what();
+  node_process node{std::move(*p)};
+  ASSERT_TRUE((*n0)->wait_until_up("n1", 30s).has_value()) << node.output();
+  // n1 sends its subscriptions and `ready`; ours makes it cluster-ready.
+  ASSERT_TRUE(r0.wait([&] {
+    for (auto& e : r0.got["n1"])
+      if (e.kind == ready) return true;
+    return false;
+  }, 30s)) << node.output();
+  ASSERT_TRUE((*n0)->send("n1", well_formed(ready), never_block).has_value());
+
+  const std::uint64_t seed = 22;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::size_t sent = 0;
+  for (kind k : {data, subscribe, unsubscribe, ready, quit, request, reply}) {
+    for (auto& e : mutations(k, rng, 8)) {
+      ASSERT_TRUE((*n0)->send("n1", std::move(e), never_block).has_value());
+      ++sent;
+    }
+  }
+  // Still working: a request is answered as it should be.
+  envelope ask = well_formed(request);
+  ask.id = 424242;
+  ask.payload = shared_bytes::copy_of("ping");
+  ASSERT_TRUE((*n0)->send("n1", ask, never_block).has_value());
+  const envelope* answer = nullptr;
+  ASSERT_TRUE(r0.wait([&] {
+    for (auto& e : r0.got["n1"])
+      if (e.kind == reply && e.id == 424242) answer = &e;
+    return answer != nullptr;
+  }, 30s)) << node.output();
+  {
+    std::lock_guard lk(r0.mu);
+    EXPECT_EQ(answer->code, 0) << answer->text;
+    EXPECT_EQ(answer->payload.text(), "ping from /mesh/zone1/pub");
+  }
+  // The malformed ones were refused and counted, and no peer-chosen byte reached the log raw.
+  EXPECT_TRUE(node.wait_for("malformed ", 10s));
+  EXPECT_EQ(node.output().find("\n[n1] forged"), std::string::npos) << "a forged line";
+  EXPECT_NE(node.output().find("\\n[n1] forged\\x00line"), std::string::npos) << node.output();
+  // And it ends on a well-formed quit.
+  ASSERT_TRUE((*n0)->send("n1", well_formed(quit), never_block).has_value());
+  EXPECT_EQ(node.wait_exit(30s), 0) << node.output();
+  EXPECT_GT(sent, 500u);
+  std::printf("fuzz: %zu mutated envelopes sent, seed %llu\n", sent, static_cast<unsigned long long>(seed));
+}
+
+}  // namespace
+}  // namespace banyan::runtime::test
