@@ -4,8 +4,12 @@ that banyan's nn_bench times. The forward is the reference model of tools/refere
 (nanoGPT's manual-attention GPT in plain torch ops); the step is forward, backward, gradient clipping
 and AdamW, as in banyan's trainer.
 
+The threading configuration is the caller's: torch.set_num_threads(THREADS) here, and whatever
+OPENBLAS_NUM_THREADS and OMP_WAIT_POLICY the environment holds (nn_bench tries several and keeps the
+fastest; both are read when torch loads its libraries, so they cannot change inside one process).
+
 Usage: nn_bench.py VOCAB CTX LAYERS HEADS CHANNELS BATCH SEQ THREADS STEPS WARMUP
-Prints one JSON line: {"ms_per_step": ..., "peak_rss_kb": ..., "threads": ...}.
+Prints one JSON line: {"ms_per_step": ..., "peak_rss_kb": ..., "threads": ..., "env": {...}}.
 """
 import json
 import os
@@ -55,7 +59,8 @@ def main():
         step()
     ms = (time.perf_counter() - start) * 1000.0 / steps
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"ms_per_step": ms, "peak_rss_kb": rss, "threads": torch.get_num_threads()}))
+    env = {k: os.environ.get(k, "(unset)") for k in ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
+    print(json.dumps({"ms_per_step": ms, "peak_rss_kb": rss, "threads": torch.get_num_threads(), "env": env}))
 
 
 if __name__ == "__main__":
