@@ -10,8 +10,10 @@
 // in interleaved order, keeps each side's fastest on average over the two passes (a configuration that
 // is fast only when the cores happen to be free is not the best one on a shared machine), and prints
 // them all:
-//   PyTorch: torch.set_num_threads(T), OPENBLAS_NUM_THREADS unset or 1, OMP_WAIT_POLICY unset or PASSIVE
+//   PyTorch: torch.set_num_threads(T), OPENBLAS_NUM_THREADS 1 or T, OMP_WAIT_POLICY unset or PASSIVE
 //   banyan:  threads T (OpenBLAS single-threaded inside OpenMP), OMP_WAIT_POLICY unset or PASSIVE
+// OPENBLAS_NUM_THREADS is never left unset: OpenBLAS would then start a thread per core whatever
+// set_num_threads says, and "1 thread" would use every core for PyTorch's GEMMs.
 // Then it measures the chosen configurations in alternating rounds (banyan, PyTorch, banyan, ...) and
 // reports each side's median over the rounds: the ratio is taken in one run on the same machine,
 // under the same load.
@@ -173,9 +175,11 @@ std::vector<config> candidates(int threads) {
     config b{.side = "banyan", .threads = threads};
     if (*wait) b.env.emplace_back("OMP_WAIT_POLICY", wait);
     out.push_back(b);
-    for (const char* blas : {"", "1"}) {
+    std::vector<std::string> blas_threads{"1"};
+    if (threads > 1) blas_threads.push_back(std::to_string(threads));
+    for (const auto& blas : blas_threads) {
       config t{.side = "pytorch", .threads = threads};
-      if (*blas) t.env.emplace_back("OPENBLAS_NUM_THREADS", blas);
+      t.env.emplace_back("OPENBLAS_NUM_THREADS", blas);
       if (*wait) t.env.emplace_back("OMP_WAIT_POLICY", wait);
       out.push_back(t);
     }
