@@ -8,12 +8,17 @@
 #include "banyan/base/log.hpp"
 
 namespace banyan::detail {
+namespace {
+using tell_atom = caf::atom_constant<caf::atom("tell")>;  // tell publishers what could not be forwarded
+constexpr auto tell_after = std::chrono::milliseconds(100);
+}  // namespace
 
 gateway_actor::gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node)
     : caf::event_based_actor(cfg), state_(state), node_(node), routes_(state->front()) {}
 
 caf::behavior gateway_actor::make_behavior() {
-  return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) { dispatch(peer, *e); }};
+  return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) { dispatch(peer, *e); },
+          [this](tell_atom) { tell_unforwarded(); }};
 }
 
 void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
@@ -34,6 +39,7 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
       return on_data(peer, e);
     case wire_kind::request: return serve_request(peer, e);
     case wire_kind::reply: return node_->take_reply(e);
+    case wire_kind::undelivered: return on_undelivered(peer, e);
   }
 }
 
@@ -96,8 +102,30 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
       caf::anon_send(info.targets[i], deliver_atom::value, message, i);
     }
   }
-  for (const auto& h : info.hops)
-    (void)node_->forward(h, info.topic, *who, *scope_vertex, sequence, data, e.receipt, runtime::never_block);
+  for (const auto& h : info.hops) {
+    auto sent = node_->forward(h, info.topic, *who, *scope_vertex, sequence, data, e.receipt, runtime::never_block);
+    if (!sent) unforwarded(*who, h.node, sent.error().message);
+  }
+}
+
+void gateway_actor::unforwarded(vertex_id publisher, node_id to, const std::string& why) {
+  if (unforwarded_.empty()) delayed_send(this, tell_after, tell_atom::value);
+  auto& lost = unforwarded_[{publisher, to}];
+  ++lost.count;
+  lost.why = why;
+}
+
+void gateway_actor::tell_unforwarded() {
+  for (const auto& [key, lost] : unforwarded_) node_->tell_publisher(key.first, node_->name_of(key.second), lost.count, lost.why);
+  unforwarded_.clear();
+}
+
+// Copies of a local publisher's messages that a node forwarding them could not deliver
+// (node_runtime::tell_publisher on that node).
+void gateway_actor::on_undelivered(const std::string& peer, runtime::envelope& e) {
+  const vertex_id who = *state_->tree().find(e.sender);  // check() found it
+  if (!node_->is_local(who)) return log_dropped(peer, "undelivered: publisher `" + e.sender + "` is not on this node");
+  node_->tell_publisher(who, e.target, e.id, e.text);
 }
 
 // The target's gateway asks the target actor as a local requester would and sends a `reply`

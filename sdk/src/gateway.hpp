@@ -17,6 +17,7 @@
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +44,11 @@ class gateway_actor final : public caf::event_based_actor {
   void on_subscription(const std::string& peer, runtime::envelope& e);
   void on_data(const std::string& peer, runtime::envelope& e);
   void serve_request(const std::string& peer, runtime::envelope& e);
+  void on_undelivered(const std::string& peer, runtime::envelope& e);
+  // A copy this node could not forward (its next node is gone): counted per publisher and node, and
+  // the publishers told together a moment later, not once per message.
+  void unforwarded(vertex_id publisher, node_id to, const std::string& why);
+  void tell_unforwarded();
   void log_dropped(const std::string& peer, const std::string& why);
   void refuse(const std::string& peer, const std::string& why);  // a malformed envelope: counted, logged rate-limited
 
@@ -51,6 +57,11 @@ class gateway_actor final : public caf::event_based_actor {
   route_cache routes_;  // by topic, publisher, scope, entry, from
   std::vector<std::pair<std::string, runtime::envelope>> early_data_;  // before cluster-ready, in order
   std::uint64_t malformed_ = 0;  // envelopes refused by check() (node_wire.hpp)
+  struct lost_copies {
+    std::uint64_t count = 0;
+    std::string why;
+  };
+  std::map<std::pair<vertex_id, node_id>, lost_copies> unforwarded_;  // by publisher and next node
 };
 
 }  // namespace banyan::detail

@@ -361,11 +361,11 @@ void node_runtime::fail_requests_to(node_id node, const std::string& why) {
 }
 
 // What a gone peer will never deliver (the transport hands it back before on_peer_down): one log
-// line with the totals, and each local publisher told how many of its messages were lost
-// (component::on_undelivered). Requests are failed by on_peer_down; forwarded copies (published on
-// another node) are counted here. Runs on the I/O thread: only sends messages.
+// line with the totals, and each publisher told how many of its messages were lost, on this node or
+// (copies this node was forwarding) on another (tell_publisher). Requests are failed by on_peer_down.
+// Runs on the I/O thread: only sends messages.
 void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::envelope>& lost, const std::string& reason) {
-  std::map<std::string, std::uint64_t> by_publisher;
+  std::map<vertex_id, std::uint64_t> by_publisher;
   std::uint64_t data = 0, forwarded = 0, control = 0;
   const auto& tree = state_.tree();
   for (const auto& e : lost) {
@@ -375,20 +375,40 @@ void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::
     }
     ++data;
     auto who = tree.find(e.sender);
-    if (who && is_local(*who)) ++by_publisher[e.sender];
-    else ++forwarded;
+    if (!who) continue;  // we wrote it: cannot happen
+    ++by_publisher[*who];
+    if (!is_local(*who)) ++forwarded;
   }
   if (lost.empty()) return;
   std::string line = "node `" + peer + "` lost with " + std::to_string(data) + " messages undelivered";
-  for (const auto& [path, n] : by_publisher) line += ", " + std::to_string(n) + " from " + path;
-  if (forwarded) line += ", " + std::to_string(forwarded) + " forwarded from other nodes";
+  for (const auto& [v, n] : by_publisher)
+    if (is_local(v)) line += ", " + std::to_string(n) + " from " + tree.path(v);
+  if (forwarded) line += ", " + std::to_string(forwarded) + " forwarded from other nodes (their publishers are told)";
   if (control) line += " (and " + std::to_string(control) + " control envelopes)";
   log::error(self_name(), line + ": " + reason);
-  for (const auto& [path, n] : by_publisher) {
-    if (auto a = state_.actors().get(*tree.find(path)))
-      caf::anon_send<caf::message_priority::high>(a, undeliv_atom::value, peer, n, reason);
-  }
+  for (const auto& [v, n] : by_publisher) tell_publisher(v, peer, n, reason);
   undelivered_.fetch_add(data, std::memory_order_relaxed);
+}
+
+void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, std::uint64_t count, const std::string& reason) {
+  if (is_local(publisher)) {
+    if (auto a = state_.actors().get(publisher))
+      caf::anon_send<caf::message_priority::high>(a, undeliv_atom::value, lost, count, reason);
+    return;
+  }
+  const std::string& home = deployment_.names[deployment_.node_of[publisher]];
+  if (home == lost) return;  // gone with its publisher
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::undelivered);
+  e.sender = state_.tree().path(publisher);
+  e.target = lost;
+  e.id = count;
+  const std::string why = "forwarded by `" + self_name() + "`: " + reason;
+  e.text = why.size() > max_error_text_bytes ? why.substr(0, max_error_text_bytes) : why;
+  // Never waits: one envelope per lost batch (or per failed forward), bounded by the data it reports.
+  if (auto r = transport_->send(home, std::move(e), runtime::never_block); !r)
+    log::warning(self_name(), "could not tell `" + home + "` of " + std::to_string(count) + " undelivered messages: " +
+                                  r.error().what());
 }
 
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {

@@ -67,6 +67,13 @@ class node_runtime {
                        std::uint64_t sequence, const payload& data, std::shared_ptr<const void> receipt,
                        std::size_t block_at);
 
+  // Tells a publisher that `count` of its messages will not arrive: lost on the way to node `lost`,
+  // because `reason`. A local publisher hears it in component::on_undelivered; for one on another
+  // node an `undelivered` envelope goes to its node (node_wire.hpp), whose gateway hands it on. So a
+  // copy lost on a node that was forwarding it (hier routing) reaches its publisher too.
+  void tell_publisher(vertex_id publisher, const std::string& lost, std::uint64_t count, const std::string& reason);
+  const std::string& name_of(node_id node) const { return deployment_.names[node]; }
+
   // Request/reply across nodes. The requester's actor later gets exactly one
   // `reply_atom, id, errc, message, payload` (errc::ok-like 0 on success) unless it gave up first
   // (forget_request, on its own timeout).

@@ -94,6 +94,10 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       allowed = f_text | f_id | f_code | f_payload;
       name = "reply";
       break;
+    case wire_kind::undelivered:
+      allowed = f_sender | f_target | f_text | f_id;
+      name = "undelivered";
+      break;
     default: return "unknown kind " + std::to_string(e.kind);
   }
   const std::string kind = std::string(name) + " envelope: ";
@@ -151,6 +155,15 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       }
       if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
       if (e.code == 0 && !e.text.empty()) return kind + "text on a successful reply";
+      return "";
+    case wire_kind::undelivered:
+      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (e.target.empty() || e.target.size() > max_node_name_bytes) {
+        return kind + "lost node name (target) of " + std::to_string(e.target.size()) + " bytes (1.." +
+               std::to_string(max_node_name_bytes) + ")";
+      }
+      if (e.id == 0) return kind + "count (id) is missing";
+      if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
       return "";
   }
   return "unknown kind " + std::to_string(e.kind);

@@ -9,6 +9,10 @@
 //   quit         -               -            -        -            -           code (exit code), urgent             -
 //   request      requester path  -            method   target path  -           id, timeout_ms                       request
 //   reply        -               -            -        -            error text  id, code (reply_code)                reply
+//   undelivered  publisher path  -            -        lost node    reason      id (= count of messages)             -
+//
+// `undelivered` goes back to a publisher's node from a node that was forwarding the publisher's
+// messages to a node that is gone (or could not send them on): how many copies will not arrive.
 //
 // Every cell is a typed field of the wire schema (runtime/schema/envelope.capnp): numbers and codes
 // travel as numbers, never as decimal text. A field a kind does not use must keep its default.
@@ -23,14 +27,14 @@
 namespace banyan::detail {
 
 enum class wire_kind : std::uint16_t {
-  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7
+  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7, undelivered = 8
 };
 
 // A reply's outcome (`code` of a reply envelope).
 enum class reply_code : std::int32_t { ok = 0, timeout = 1, failed = 2 };
 
 inline constexpr std::uint32_t max_request_timeout_ms = 24u * 3600u * 1000u;
-inline constexpr std::size_t max_method_bytes = 256, max_error_text_bytes = 4096;
+inline constexpr std::size_t max_method_bytes = 256, max_error_text_bytes = 4096, max_node_name_bytes = 256;
 
 // Whether `e`, received from the node with index `from_node`, is well-formed for its kind: empty
 // when it is, else what is wrong with it, naming the field (what the peer sent is clipped to 64

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -198,6 +199,39 @@ TEST(MeshFaults, KillNineReportsUndeliveredMessagesToTheirPublishers) {
   const std::string out = m.nodes[0].output();
   EXPECT_NE(out.find("UNDELIVERED /mesh/zone0/pub"), std::string::npos) << out;
   EXPECT_NE(out.find("messages undelivered (nodes lost)"), std::string::npos) << out;
+}
+
+// The same, with the lost copies on a node that was forwarding them: zone2 is on n1 and its `slow`
+// subtree on n2, so zone0's messages reach n2 only through n1 (hier routing). When n2 dies, n1
+// holds copies published on n0: their publisher is told (an `undelivered` envelope back to n0),
+// as are later copies n1 can no longer forward.
+std::uint64_t first_number(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  return std::regex_search(text, m, std::regex(pattern)) ? std::stoull(m[1].str()) : 0;
+}
+
+TEST(MeshFaults, CopiesLostOnAForwardingNodeAreReportedToTheirPublisher) {
+  temp_dir dir;
+  auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n1\n  /mesh/zone2/slow: n2\n");
+  constexpr std::uint64_t messages = 20000;
+  mesh_nodes m(d, 3, {"--messages", std::to_string(messages), "--slow-us", "2000", "--run-for", "100"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.wait_for(i, "every node is ready", 60s)) << m.all_output();
+  m.nodes[2].proc.kill();
+  ASSERT_TRUE(m.wait_for(1, "forwarded from other nodes", 10s)) << m.all_output();
+  ASSERT_TRUE(m.wait_for(0, "[/mesh/zone0/pub] told: ", 10s)) << m.all_output();
+  m.nodes[0].proc.signal(SIGTERM);
+  EXPECT_EQ(m.nodes[0].wait_exit(30s), 143) << m.all_output();
+  EXPECT_EQ(m.nodes[1].wait_exit(30s), 143) << m.all_output();
+  // n1 forwarded only zone0's messages to n2 (n0 has no other publisher), so zone0's publisher was
+  // told of at least the copies n1 held when n2 died, and of no more than it published.
+  const std::uint64_t held = first_number(m.nodes[1].output(), R"(, (\d+) forwarded from other nodes)");
+  const std::uint64_t told = first_number(m.nodes[0].output(), R"(UNDELIVERED /mesh/zone0/pub refused 0 handed back (\d+))");
+  EXPECT_GT(held, 0u) << m.all_output();
+  EXPECT_GE(told, held) << m.all_output();
+  EXPECT_LE(told, messages) << m.all_output();
+  EXPECT_NE(m.nodes[0].output().find("will not be delivered"), std::string::npos);
+  std::printf("n1 held %llu copies from n0 when n2 died; zone0's publisher was told of %llu\n",
+              static_cast<unsigned long long>(held), static_cast<unsigned long long>(told));
 }
 
 }  // namespace
