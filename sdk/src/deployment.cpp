@@ -4,6 +4,8 @@
 #include "banyan/runtime/curve.hpp"
 #include "banyan/sdk/error.hpp"
 
+#include <cerrno>
+#include <cstdlib>
 #include <limits>
 
 namespace banyan::detail {
@@ -34,13 +36,44 @@ result<std::string> read_key(const partitioner::deployment& d, std::size_t node,
 
 }  // namespace
 
-result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self,
+result<std::string> node_from_launcher(const std::string& path, const std::vector<std::string>& names) {
+  for (const char* var : launcher_rank_variables) {
+    const char* value = std::getenv(var);
+    if (!value) continue;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long rank = std::strtoull(value, &end, 10);
+    if (*value == '\0' || *end != '\0' || errno == ERANGE || *value == '-') {
+      return error{sdk::errc::invalid_argument, std::string(var) + "=`" + value + "` is not a rank (a number from 0)"};
+    }
+    if (rank >= names.size()) {
+      return error{sdk::errc::invalid_argument, std::string(var) + "=" + value + " but " + path + " has " +
+                                                    std::to_string(names.size()) + " nodes (rank i runs the i-th node: start " +
+                                                    std::to_string(names.size()) + " processes)"};
+    }
+    return names[rank];
+  }
+  return error{sdk::errc::invalid_argument,
+               "--deployment needs --node NAME (or a launcher's rank: mpirun, srun and MPI launchers set " +
+                   std::string(launcher_rank_variables[0]) + ", " + launcher_rank_variables[1] + " or " +
+                   launcher_rank_variables[2] + ")"};
+}
+
+result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self_or_empty,
                                                const component_tree& tree) {
   // The file's checks (and their messages, unchanged) are the partitioner reader's.
   auto d = partitioner::load_deployment(path);
   if (!d) return std::move(d).error();
   if (d->c.nodes.size() > std::numeric_limits<node_id>::max())
     return error{sdk::errc::invalid_argument, path + ": more than " + std::to_string(std::numeric_limits<node_id>::max()) + " nodes"};
+  std::string self = self_or_empty;
+  if (self.empty()) {
+    std::vector<std::string> names;
+    for (const auto& n : d->c.nodes) names.push_back(n.name);
+    auto from_rank = node_from_launcher(path, names);
+    if (!from_rank) return std::move(from_rank).error();
+    self = std::move(*from_rank);
+  }
   resolved_deployment out;
   bool found = false;
   for (std::size_t i = 0; i < d->c.nodes.size(); ++i) {

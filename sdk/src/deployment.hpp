@@ -24,6 +24,14 @@ struct resolved_deployment {
   node_id self = 0;
 };
 
+// The launcher variables that give this process's rank, in the order they are read: Open MPI's
+// mpirun, MPICH/Hydra and PMI launchers, Slurm's srun. Rank i runs the i-th node of the deployment.
+inline constexpr const char* launcher_rank_variables[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+// The node name for this process from the first launcher variable set; an error naming the variable
+// when it is not a rank of `names` (or none is set).
+result<std::string> node_from_launcher(const std::string& path, const std::vector<std::string>& names);
+
+// `self` empty: the node comes from the launcher's rank (node_from_launcher).
 result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self,
                                                const component_tree& tree);
 

@@ -18,7 +18,7 @@ void add_run_options(options& o, detail::command_line& c) {
   o.add("--report", c.run.report, "Print the per-edge traffic table at the end");
   o.add("--run-for", c.run.max_runtime, "Stop after this long, e.g. 30s (default: until the app quits)");
   o.add("--deployment", c.run.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");
-  o.add("--node", c.run.node, "This node's name in the deployment");
+  o.add("--node", c.run.node, "This node's name in the deployment (default: the i-th node for launcher rank i: mpirun, srun)");
   o.add("--heartbeat-timeout", c.run.heartbeat_timeout, "A peer node silent this long is stalled (given up after 30 s, or at once if its process is gone)").positive();
   o.add("--start-timeout", c.run.start_timeout, "Give up when the peer nodes are not all up this long after start").positive();
   o.add("--max-payload", c.run.max_payload_bytes, "Largest payload a publish or request may carry in a multi-node run (bytes)").positive();
@@ -48,7 +48,8 @@ bool check_run_options(detail::command_line& c) {
     if (!c.cli.count("--heartbeat-timeout")) c.run.heartbeat_timeout = std::chrono::milliseconds(c.heartbeat_ms);
   }
   if (!c.run.node.empty() && c.run.deployment.empty()) return fail("--node needs --deployment FILE");
-  if (!c.run.deployment.empty() && c.run.node.empty()) return fail("--deployment needs --node NAME");
+  // --deployment without --node: the node comes from a launcher's rank (mpirun, srun), or
+  // banyan::run says what is missing.
   return true;
 }
 

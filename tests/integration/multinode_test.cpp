@@ -355,5 +355,39 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
   EXPECT_GT(std::stoull(m[1]), 0u) << "the slow node should have slowed the publishers";
 }
 
+// Under an existing launcher (issue #16): `banyan launch --via mpirun` prints and runs one mpirun
+// command; each rank takes the deployment's node of its rank and the output equals one process's.
+TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
+  if (run_command("command -v mpirun", 10s).exit_code != 0) GTEST_SKIP() << "mpirun is not installed (tools/setup installs openmpi-bin)";
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  auto single = run_command(std::string(MESH_APP) + " --messages 2000", 120s);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  auto want = digests(single.output);
+  ASSERT_EQ(want.size(), 6u) << single.output;
+  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --run-for 240s -- " + MESH_APP +
+                               " --messages 2000", 300s);
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  EXPECT_NE(multi.output.find("banyan launch: mpirun -np 3 --oversubscribe"), std::string::npos) << multi.output;
+  EXPECT_EQ(digests(multi.output), want) << multi.output;
+  for (const char* node : {"[n0]", "[n1]", "[n2]"}) EXPECT_NE(multi.output.find(node), std::string::npos) << node;
+}
+
+// The rank variables are read as documented, and a wrong one is a clear error naming it.
+TEST(Launchers, TheNodeComesFromTheLaunchersRankOrAClearError) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  auto too_high = run_command("OMPI_COMM_WORLD_RANK=7 " + std::string(MESH_APP) + " --deployment " + d.string(), 60s);
+  EXPECT_EQ(too_high.exit_code, 2);
+  EXPECT_NE(too_high.output.find("OMPI_COMM_WORLD_RANK=7 but " + d.string() + " has 3 nodes"), std::string::npos) << too_high.output;
+  auto not_a_number = run_command("SLURM_PROCID=x1 " + std::string(MESH_APP) + " --deployment " + d.string(), 60s);
+  EXPECT_EQ(not_a_number.exit_code, 2);
+  EXPECT_NE(not_a_number.output.find("SLURM_PROCID=`x1` is not a rank"), std::string::npos) << not_a_number.output;
+  // PMI_RANK=2 makes this process n2: alone, it waits for n0 and n1 and names them.
+  auto as_n2 = run_command("PMI_RANK=2 " + std::string(MESH_APP) + " --deployment " + d.string() + " --start-timeout 1s", 60s);
+  EXPECT_EQ(as_n2.exit_code, 2) << as_n2.output;
+  EXPECT_NE(as_n2.output.find("node `n2`: peers not up"), std::string::npos) << as_n2.output;
+}
+
 }  // namespace
 }  // namespace banyan

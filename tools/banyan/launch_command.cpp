@@ -2,6 +2,9 @@
 // deployment on this machine (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges their
 // output, forwards SIGINT/SIGTERM, and exits non-zero if any node fails. With --profile it merges the
 // nodes' profiles into one (per-edge traffic, loads, flows and per-link cross-node totals).
+// `--via mpirun|srun` hands the start to that launcher instead: it prints and runs
+// `mpirun -np K ... APP ARGS --deployment DEPLOYMENT` (or `srun --ntasks K ...`), and each process
+// takes its node from its rank (docs/runtime.md, "Launchers").
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
 
@@ -29,6 +32,7 @@ struct options {
   std::string profile;
   std::chrono::milliseconds run_for{0};
   bool json = false;
+  std::string via;  // empty: our own processes; mpirun or srun
   std::vector<std::string> command;
 };
 
@@ -50,11 +54,69 @@ void forward_lines(child& c) {
   }
 }
 
+std::string shell_quoted(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == std::string::npos) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+// Under a cluster's own launcher: one command; every process gets the same arguments and takes its
+// node from its rank. The launcher merges the output and reports failed ranks in its exit code.
+int run_via(const options& o, std::size_t nodes) {
+  const std::string k = std::to_string(nodes);
+  std::vector<std::string> argv;
+  if (o.via == "mpirun") {
+    argv = {"mpirun", "-np", k, "--oversubscribe"};  // more nodes than cores is fine on one machine
+    if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  } else {
+    argv = {"srun", "--ntasks", k};
+  }
+  argv.insert(argv.end(), o.command.begin(), o.command.end());
+  argv.insert(argv.end(), {"--deployment", o.deployment});
+  std::fprintf(stderr, "banyan launch: %s\n", shell_quoted(argv).c_str());
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  auto p = banyan::process::spawn(argv, {.out = output_mode::inherit, .err = output_mode::inherit});
+  if (!p) return fail(tool, o.via + ": " + p.error().message + " (is it installed? tools/setup installs Open MPI)", exit_bad_arguments);
+  const auto deadline = std::chrono::steady_clock::now() + o.run_for;
+  bool stopping = false;
+  std::vector<banyan::process*> all{&*p};
+  while (!p->status()) {
+    const bool timed_out = o.run_for.count() > 0 && std::chrono::steady_clock::now() >= deadline;
+    if (!stopping && (pending_signal || timed_out)) {
+      stopping = true;
+      p->signal(pending_signal ? pending_signal : SIGTERM);  // the launcher passes it on to every rank
+    }
+    banyan::process::wait_any(all, std::chrono::milliseconds(100));
+  }
+  const int code = p->status()->shell_code();
+  if (o.json) {
+    nlohmann::json summary = {{"deployment", o.deployment}, {"via", o.via}, {"command", argv}, {"exit_code", code}};
+    std::printf("%s\n", summary.dump(1).c_str());
+  } else {
+    std::fprintf(stderr, "banyan launch: %s exited with %d\n", o.via.c_str(), code);
+  }
+  return code == 0 ? 0 : 1;
+}
+
 int run(const options& o) {
   auto d = partitioner::load_deployment(o.deployment);
   if (!d) return fail(tool, d.error().message, exit_bad_arguments);
   if (o.command.empty())
     return fail(tool, "no app given; usage: banyan launch DEPLOYMENT -- APP ARGS...", exit_bad_arguments);
+  if (!o.via.empty()) {
+    if (!o.profile.empty()) return fail(tool, "--profile is not supported with --via yet (each node's --profile needs its own file)", exit_bad_arguments);
+    return run_via(o, d->c.nodes.size());
+  }
   std::filesystem::path scratch;
   if (!o.profile.empty()) {
     char tmpl[] = "/tmp/banyan-launch-XXXXXX";
@@ -163,6 +225,8 @@ action setup_launch(CLI::App& sub) {
   sub.add_option("--profile", o->profile, "Merge the nodes' profiles into this JSON file");
   auto* run_for = add_duration_option(sub, "--run-for", o->run_for, "Stop every node (SIGTERM) after this long (0: no limit)");
   sub.add_flag("--json", o->json, "Print a JSON summary on stdout");
+  sub.add_option("--via", o->via, "Start the nodes with this launcher (rank i runs the i-th node); prints the command")
+      ->check(CLI::IsMember({"mpirun", "srun"}));
   sub.add_option("command", o->command, "-- APP ARGS...: the app binary and its arguments")->required();
   add_deprecated_alias(sub, run_for, "--timeout", tool);
   return [o] { return run(*o); };
