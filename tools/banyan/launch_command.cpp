@@ -78,7 +78,7 @@ int run_via(const options& o, std::size_t nodes) {
     argv = {"mpirun", "-np", k, "--oversubscribe"};  // more nodes than cores is fine on one machine
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   } else {
-    argv = {"srun", "--ntasks", k};
+    argv = {"srun", "--ntasks", k, "--overcommit"};  // likewise
   }
   argv.insert(argv.end(), o.command.begin(), o.command.end());
   argv.insert(argv.end(), {"--deployment", o.deployment});
