@@ -13,8 +13,13 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <optional>
+
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 namespace banyan::cpu {
 namespace {
@@ -227,6 +232,100 @@ TEST(WorkerGroup, ReplicaErrorsComeBackFromStart) {
   auto g = worker_group::start({.where = two_domains(2)}, master->params(), opt, gpt_replicas(bad, b, T, text_rows(2)));
   ASSERT_FALSE(g);
   EXPECT_NE(g.error().message.find("heads"), std::string::npos) << g.error().message;
+}
+
+// Nodes of a cluster stood in for by groups in one process: exchange() waits for every node's mean,
+// combines them in node order weighted by worker counts, and hands the same bits back to each; it
+// counts the floats that go up and come down.
+struct in_memory_cluster {
+  explicit in_memory_cluster(int n) : nodes(n), bufs(static_cast<std::size_t>(n)), counts(static_cast<std::size_t>(n)) {}
+  void exchange(int node, float* g, std::size_t n, int workers) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return leaving == 0; });
+    bufs[static_cast<std::size_t>(node)] = g;
+    counts[static_cast<std::size_t>(node)] = workers;
+    floats_up += n;
+    const auto gen = generation;
+    if (++arrived == nodes) {
+      int total = 0;
+      for (int c : counts) total += c;
+      result.assign(n, 0.0f);
+      for (std::size_t i = 0; i < n; ++i) {
+        float s = 0.0f;
+        for (int k = 0; k < nodes; ++k) s += bufs[static_cast<std::size_t>(k)][i] * static_cast<float>(counts[static_cast<std::size_t>(k)]);
+        result[i] = s / static_cast<float>(total);
+      }
+      arrived = 0;
+      leaving = nodes;
+      ++generation;
+      cv.notify_all();
+    } else {
+      cv.wait(lock, [&] { return generation != gen; });
+    }
+    std::memcpy(g, result.data(), n * sizeof(float));
+    floats_down += n;
+    ++exchanges;
+    if (--leaving == 0) cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int nodes, arrived = 0, leaving = 0;
+  std::uint64_t generation = 0;
+  std::vector<float*> bufs;
+  std::vector<int> counts;
+  std::vector<float> result;
+  std::size_t floats_up = 0, floats_down = 0, exchanges = 0;
+};
+
+// Two nodes of two workers each (global workers 0,1 and 2,3), 20 steps.
+std::vector<float> run_two_nodes(const nn::adamw_config& cfg, int steps, in_memory_cluster& cluster, std::size_t& numel) {
+  auto be = nn::make_backend({.name = "cpu", .threads = 1});
+  std::vector<std::optional<nn::gpt>> masters;
+  std::vector<std::optional<nn::adamw>> opts;
+  std::vector<std::unique_ptr<worker_group>> groups;
+  for (int k = 0; k < 2; ++k) {
+    masters.emplace_back(std::move(nn::gpt::create(gcfg, 1, T, **be)).value());
+    masters.back()->init(seed);
+    opts.emplace_back(std::in_place, **be, masters.back()->params());
+  }
+  numel = masters[0]->params().numel();
+  for (int k = 0; k < 2; ++k) {
+    auto rows = text_rows(4);
+    text_slice mine = [rows, k](std::int64_t step, int w, std::vector<int>& tok, std::vector<int>& tgt) { rows(step, 2 * k + w, tok, tgt); };
+    group_options o{.where = two_domains(2), .optimizer = cfg};
+    o.exchange = [&cluster, k](float* g, std::size_t n, int workers, std::int64_t) { cluster.exchange(k, g, n, workers); };
+    auto g = worker_group::start(o, masters[k]->params(), *opts[k], gpt_replicas(gcfg, b, T, mine));
+    EXPECT_TRUE(g);
+    if (!g) return {};
+    groups.push_back(std::move(g).value());
+  }
+  std::vector<float> losses1;
+  std::thread node1([&] { losses1 = groups[1]->run(0, steps); });
+  const auto losses0 = groups[0]->run(0, steps);
+  node1.join();
+  // Every node holds the same parameters; the losses are the mean over both nodes' workers.
+  EXPECT_EQ(0, std::memcmp(masters[0]->params().base(), masters[1]->params().base(), masters[0]->params().bytes()));
+  std::vector<float> out;
+  for (int s = 0; s < steps; ++s) out.push_back((losses0[s] + losses1[s]) / 2.0f);
+  return out;
+}
+
+TEST(WorkerGroup, TwoNodesExchangingOneGradientPerStepMatchOneInstance) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const nn::adamw_config cfg{.lr = 1e-3f, .grad_clip = 0.0f};
+  const auto one = run_single(4, 20, cfg);
+  in_memory_cluster cluster(2);
+  std::size_t numel = 0;
+  const auto two = run_two_nodes(cfg, 20, cluster, numel);
+  ASSERT_EQ(two.size(), 20u);
+  for (int s = 0; s < 20; ++s) EXPECT_NEAR(two[s], one.losses[s], 1e-5f) << "step " << s;
+  // One gradient up and one down per node per step.
+  EXPECT_EQ(cluster.exchanges, 2u * 20u);
+  EXPECT_EQ(cluster.floats_up, 2u * 20u * numel);
+  EXPECT_EQ(cluster.floats_down, 2u * 20u * numel);
+  in_memory_cluster again(2);
+  const auto repeat = run_two_nodes(cfg, 20, again, numel);
+  EXPECT_EQ(0, std::memcmp(two.data(), repeat.data(), two.size() * sizeof(float)));
 }
 
 TEST(WorkerGroup, BoundWorkersOnThisMachineTrain) {

@@ -132,15 +132,17 @@ struct worker_group::impl {
     const auto r = *ranges[static_cast<std::size_t>(l)];
     const float inv = 1.0f / static_cast<float>(N());
     if (D() > 1) sum_into(node_sum.data(), domain_out, r.begin, r.end, inv);
-    const bool clip = options.optimizer.grad_clip > 0.0f;
-    if (!clip) {
+    // Clipping and a cluster level both need the whole step's sum before any update.
+    const bool whole_step = options.optimizer.grad_clip > 0.0f || static_cast<bool>(options.exchange);
+    if (!whole_step) {
       opt->update_range(master->base(), node_sum.data(), r.begin, r.end, options.optimizer, t0 + static_cast<int>(j) + 1);
       publish(l, j);
     }
     if (layers_done.fetch_add(1, std::memory_order_acq_rel) + 1 < static_cast<int>(backward_order.size())) return;
     layers_done.store(0, std::memory_order_relaxed);
-    if (clip) {
-      // Global-norm clipping needs every layer's sum: one whole-buffer step, then every layer.
+    if (whole_step) {
+      if (options.exchange) options.exchange(node_sum.data(), node_sum.size(), N(), j);
+      // One whole-buffer step (clipping first when it clips), then every layer is published.
       opt->set_steps(t0 + static_cast<int>(j));
       opt->step(master->base(), node_sum.data(), options.optimizer);
       for (int layer : backward_order) publish(layer, j);

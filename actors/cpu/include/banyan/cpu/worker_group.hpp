@@ -52,6 +52,13 @@ class replica {
 // Builds worker `worker`'s replica on `be` (a single-threaded cpu backend owned by the worker).
 using replica_factory = std::function<result<std::unique_ptr<replica>>(nn::backend& be, int worker)>;
 
+// The level above the node server, for data parallelism across nodes (issue 14 item 4): called once
+// per step, on the thread that completed the node's sum of the last layer, with this node's mean
+// gradient (`n` floats, the master's layout) and its worker count; it must write the cluster's mean
+// gradient over every node's workers into the same buffer before returning (blocking until the other
+// nodes' sums are in), the same bits on every node. The optimizer then updates the whole step.
+using cluster_exchange = std::function<void(float* node_mean, std::size_t n, int workers, std::int64_t step)>;
+
 struct group_options {
   placement where;
   std::optional<topology> topo;  // where `where` came from; workers are bound only on this machine's
@@ -59,6 +66,7 @@ struct group_options {
   bool share_params = false;  // one read-only parameter copy per NUMA domain instead of one per worker
   bool overlap = true;        // false: publish every layer only after the whole backward (to measure)
   bool bind = true;           // bind workers to their PUs (needs topo; never on a synthetic topology)
+  cluster_exchange exchange;  // empty: this node is the whole cluster
 };
 
 struct memory_report {
