@@ -171,6 +171,30 @@ TEST(WorkerGroup, SharedParametersAndNoOverlapGiveTheSameBits) {
   EXPECT_LT(shared.memory.total(), replicas.memory.total());
 }
 
+// The whole-step update (taken when clipping) is done in 16,384-float chunks by whichever workers are
+// waiting; with a clip that never bites it must give the bits of the per-layer updates. The model has
+// about 60,000 parameters, so several chunks.
+TEST(WorkerGroup, WholeStepUpdateInSharedChunksGivesThePerLayerBits) {
+  const nn::gpt_config big{.vocab_size = 13, .max_seq_len = 8, .num_layers = 2, .num_heads = 2, .channels = 48};
+  auto train = [&](float clip) {
+    auto be = nn::make_backend({.name = "cpu", .threads = 1});
+    auto master = nn::gpt::create(big, 1, T, **be);
+    master->init(seed);
+    EXPECT_GT(master->params().numel(), 3u * 16384u);
+    nn::adamw opt(**be, master->params());
+    auto g = worker_group::start({.where = two_domains(4), .optimizer = {.lr = 1e-3f, .grad_clip = clip}}, master->params(),
+                                 opt, gpt_replicas(big, b, T, text_rows(4)));
+    EXPECT_TRUE(g);
+    (*g)->run(0, 4);
+    EXPECT_EQ(opt.steps(), 4);
+    return master->params().to_host(**be);
+  };
+  const auto per_layer = train(0.0f);
+  const auto whole = train(1e9f);
+  ASSERT_EQ(per_layer.size(), whole.size());
+  EXPECT_EQ(0, std::memcmp(per_layer.data(), whole.data(), per_layer.size() * sizeof(float)));
+}
+
 TEST(WorkerGroup, WorkersRunSingleThreadedKernelsWhateverTheProcessSetting) {
   // The master's backend asks for 2 OpenMP threads on this thread.
   const auto g = run_group(2, 1, {.lr = 1e-3f, .grad_clip = 0.0f}, false, true, 0, 2);

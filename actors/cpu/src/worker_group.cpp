@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cassert>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -70,6 +71,16 @@ struct worker_group::impl {
   std::unique_ptr<std::atomic<int>[]> node_count;    // [layer]
   std::unique_ptr<std::atomic<std::int64_t>[]> version;  // [layer]: updates applied to its parameters
   std::atomic<int> layers_done{0};
+  // The whole-step update (clipping or a cluster level): AdamW in chunks that every worker waiting for
+  // its next forward takes a share of, so it is not one thread's serial tail. Elementwise, so the
+  // bits do not depend on who updates which chunk. The last chunk done publishes every layer.
+  static constexpr std::size_t update_chunk = 1 << 14;
+  std::size_t update_chunks = 0;
+  int update_t = 0;
+  std::atomic<std::int64_t> update_step{-1};  // the step whose update is open; -1: none
+  std::atomic<std::size_t> update_next{0}, update_done{0};
+  // Bumped on every publish and every opened update: what a waiting forward sleeps on.
+  std::atomic<std::uint64_t> events{0};
 
   // Commands from the driving thread.
   std::mutex mu;
@@ -124,7 +135,30 @@ struct worker_group::impl {
       }
     }
     version[l].store(j + 1, std::memory_order_release);
-    version[l].notify_all();
+    wake();
+  }
+
+  void wake() {
+    events.fetch_add(1, std::memory_order_acq_rel);
+    events.notify_all();
+  }
+
+  // Takes chunks of the open whole-step update until none is left.
+  void help_update() {
+    const std::int64_t j = update_step.load(std::memory_order_acquire);
+    if (j < 0) return;
+    for (;;) {
+      const std::size_t c = update_next.fetch_add(1);
+      if (c >= update_chunks) return;
+      const std::size_t b = c * update_chunk, e = std::min(node_sum.size(), b + update_chunk);
+      opt->update_range(master->base(), node_sum.data(), b, e, options.optimizer, update_t);
+      if (update_done.fetch_add(1) + 1 == update_chunks) {
+        update_step.store(-1);
+        opt->set_steps(update_t);
+        for (int layer : backward_order) publish(layer, j);
+        return;
+      }
+    }
   }
 
   // The node server for layer l of step j (runs on the thread of the last domain to finish it).
@@ -142,10 +176,19 @@ struct worker_group::impl {
     layers_done.store(0, std::memory_order_relaxed);
     if (whole_step) {
       if (options.exchange) options.exchange(node_sum.data(), node_sum.size(), N(), j);
-      // One whole-buffer step (clipping first when it clips), then every layer is published.
-      opt->set_steps(t0 + static_cast<int>(j));
-      opt->step(master->base(), node_sum.data(), options.optimizer);
-      for (int layer : backward_order) publish(layer, j);
+      // Clipping as adamw::step does it (torch's clip_grad_norm_), then the update, shared out.
+      nn::backend& be = *workers.front()->be;  // cpu kernels on this thread (one OpenMP thread)
+      if (options.optimizer.grad_clip > 0.0f) {
+        const double norm = std::sqrt(be.sum_squares(node_sum.data(), node_sum.size()));
+        const double coef = options.optimizer.grad_clip / (norm + 1e-6);
+        if (coef < 1.0) be.scale(node_sum.data(), static_cast<float>(coef), node_sum.size());
+      }
+      update_t = t0 + static_cast<int>(j) + 1;
+      update_done.store(0);
+      update_next.store(0);
+      update_step.store(j);
+      wake();
+      help_update();
     } else {
       opt->set_steps(t0 + static_cast<int>(j) + 1);
     }
@@ -179,9 +222,12 @@ struct worker_group::impl {
     std::int64_t v = version[l].load(std::memory_order_acquire);
     if (v < w.step) {
       const auto t_start = clock_type::now();
-      while (v < w.step) {
-        version[l].wait(v, std::memory_order_acquire);
+      for (;;) {
+        const auto e = events.load(std::memory_order_acquire);
+        help_update();
         v = version[l].load(std::memory_order_acquire);
+        if (v >= w.step) break;
+        events.wait(e, std::memory_order_acquire);
       }
       w.wait_ms += ms_since(t_start);
     }
@@ -281,6 +327,7 @@ result<std::unique_ptr<worker_group>> worker_group::start(const group_options& o
     p->version[i].store(0);
   }
   p->node_sum.assign(master.numel(), 0.0f);
+  p->update_chunks = (master.numel() + impl::update_chunk - 1) / impl::update_chunk;
   for (const auto& slot : options.where.workers) {
     auto w = std::make_unique<impl::worker>();
     w->index = slot.worker;

@@ -11,7 +11,8 @@
 // the sum order never depends on who arrives last, so results are bit-identical run to run.
 // Gradients are read in place from the workers' arenas (no copy); a domain with one worker passes
 // its worker's buffer up as is. With global-norm clipping (adamw_config::grad_clip > 0) the update
-// needs every layer's sum, so it runs once the last layer is summed; summing still overlaps backward.
+// needs every layer's sum, so it runs once the last layer is summed (summing still overlaps
+// backward), in chunks shared by every worker that is waiting for its next forward.
 //
 // The next step's forward of layer l waits only for layer l's update: then a replica copies that
 // layer's updated parameters from the master (or, with share_params, reads the one copy of its NUMA
@@ -81,7 +82,7 @@ struct memory_report {
 };
 
 struct run_stats {
-  double wait_ms = 0.0;       // summed over workers: forward blocked on a layer's update
+  double wait_ms = 0.0;       // summed over workers: forward blocked on a layer's update (helping with it included)
   double aggregate_ms = 0.0;  // summed over workers: running domain and node servers
   double tail_ms = 0.0;       // summed over workers: from a worker's backward end to its last server's end
 };
