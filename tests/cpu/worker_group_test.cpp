@@ -10,6 +10,7 @@
 #include <banyan/nn/mlp.hpp>
 #include <banyan/nn/rng.hpp>
 
+#include <cblas.h>
 #include <gtest/gtest.h>
 #include <omp.h>
 
@@ -199,7 +200,8 @@ TEST(WorkerGroup, WorkersRunSingleThreadedKernelsWhateverTheProcessSetting) {
   // The master's backend asks for 2 OpenMP threads on this thread.
   const auto g = run_group(2, 1, {.lr = 1e-3f, .grad_clip = 0.0f}, false, true, 0, 2);
   EXPECT_EQ(g.threads, (std::vector<int>{1, 1}));
-  EXPECT_EQ(omp_get_max_threads(), 2);  // the driving thread keeps its own
+  EXPECT_EQ(openblas_get_num_threads(), 1);  // process-wide: the cpu backend keeps OpenBLAS at one
+  EXPECT_EQ(omp_get_max_threads(), 2);       // the driving thread keeps its own
   omp_set_num_threads(1);
 }
 
