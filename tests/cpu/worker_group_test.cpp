@@ -150,6 +150,15 @@ TEST(WorkerGroup, TwentyStepsWithoutClippingUpdateLayerByLayer) {
   for (int s = 0; s < 20; ++s) EXPECT_NEAR(three.losses[s], one.losses[s], 1e-5f) << "step " << s;
 }
 
+TEST(WorkerGroup, OneDomainOfTwoWorkersMatchesOneInstance) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const nn::adamw_config cfg{.lr = 1e-3f, .grad_clip = 0.0f};
+  const auto one = run_single(2, 20, cfg);
+  const auto two = run_group(2, 20, cfg);  // both on numa0: the domain server is the node's sum
+  EXPECT_LT(max_abs_diff(two.grads, one.grads), 1e-5f);
+  for (int s = 0; s < 20; ++s) EXPECT_NEAR(two.losses[s], one.losses[s], 1e-5f) << "step " << s;
+}
+
 TEST(WorkerGroup, RepeatedRunsAreBitIdentical) {
   const nn::adamw_config cfg{.lr = 1e-3f, .grad_clip = 0.0f};
   const auto a = run_group(4, 6, cfg);
