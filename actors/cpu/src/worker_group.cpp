@@ -1,6 +1,7 @@
 #include "banyan/cpu/worker_group.hpp"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cassert>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 
 namespace banyan::cpu {
@@ -240,6 +242,8 @@ struct worker_group::impl {
 
   void thread_main(worker& w) {
     const auto& slot = options.where.workers[static_cast<std::size_t>(w.index)];
+    const std::string name = "banyan-w" + std::to_string(w.index);  // for top -H and debuggers (15 chars max)
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
     std::optional<error> failed;
     if (options.bind && options.topo && options.topo->this_system()) {
       // Before the replica is built, so its memory is first touched on its own core's NUMA domain.

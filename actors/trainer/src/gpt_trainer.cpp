@@ -219,6 +219,8 @@ void gpt_trainer::finish(context& ctx) {
                      {"seconds", secs},     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
                      {"parameters", model_->num_params()}, {"backend", be_->name()},
                      {"workers", group_ ? group_->size() : 0},
+                     {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+                     {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
                      {"checkpoint", o.common.checkpoint}, {"sample", sample}};
     // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

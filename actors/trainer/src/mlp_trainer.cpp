@@ -167,7 +167,9 @@ void mlp_trainer::finish(context& ctx) {
   if (o.common.json) {
     nlohmann::json j{{"epochs", o.epochs}, {"steps", steps_}, {"train_loss", last_loss_}, {"test_accuracy", last_acc_},
                      {"seconds", secs}, {"parameters", model_->num_params()}, {"backend", be_->name()},
-                     {"workers", group_ ? group_->size() : 0}};
+                     {"workers", group_ ? group_->size() : 0},
+                     {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0},
+                     {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s: %d epochs (%lld steps) in %.1fs, final train loss %.4f, test accuracy %.4f\n", app_.c_str(), o.epochs,
