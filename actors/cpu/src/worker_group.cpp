@@ -407,6 +407,9 @@ std::vector<float> worker_group::run(std::int64_t first, int count) {
     std::unique_lock lock(p.mu);
     p.cv_done.wait(lock, [&] { return p.pending == 0; });
   }
+  // The last step's whole-step update ran on the thread that opened it (no worker waits for a next
+  // forward to help), and it publishes before that worker finishes the step.
+  assert(p.update_step.load() < 0);
   std::vector<float> out;
   for (const auto& per_worker : p.losses) {
     double s = 0.0;
