@@ -33,7 +33,7 @@ pkg_check_modules(CBC REQUIRED IMPORTED_TARGET GLOBAL cbc)
 banyan_import_library(metis::metis metis metis.h)
 
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET GLOBAL openblas)
-pkg_check_modules(HWLOC IMPORTED_TARGET GLOBAL hwloc)
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET GLOBAL hwloc)
 
 if(BANYAN_ENABLE_TESTING)
   find_package(GTest CONFIG REQUIRED)

@@ -5,7 +5,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -29,8 +31,18 @@ struct yreader {
       if (!std::isfinite(x) || x < 0) return fail(n, what + ": must be a non-negative number, got `" + n.Scalar() + "`");
       return x;
     } catch (const YAML::Exception&) {
+      if (out_of_range(n.Scalar())) return fail(n, what + ": number `" + n.Scalar() + "` is out of range (beyond about 1.8e308)");
       return fail(n, what + ": expected a number, got `" + n.Scalar() + "`");
     }
+  }
+  // True when `s` is a whole decimal number whose magnitude overflows a double (yaml-cpp then
+  // reports only a failed conversion).
+  static bool out_of_range(const std::string& s) {
+    if (s.empty()) return false;
+    errno = 0;
+    char* end = nullptr;
+    const double x = std::strtod(s.c_str(), &end);
+    return end == s.c_str() + s.size() && errno == ERANGE && std::isinf(x);
   }
   // A number, or "<p>%" (percentage of the tree's total load).
   result<capacity_spec> capacity(const YAML::Node& n, const std::string& what) const {
@@ -41,6 +53,8 @@ struct yreader {
         const double x = std::stod(s, &used);
         if (used != s.size() || !std::isfinite(x) || x < 0) throw std::invalid_argument(s);
         return capacity_spec{x, true};
+      } catch (const std::out_of_range&) {
+        return fail(n, what + ": percentage `" + n.Scalar() + "` is out of range");
       } catch (const std::exception&) {
         return fail(n, what + ": expected a number or a percentage such as \"40%\", got `" + n.Scalar() + "`");
       }
@@ -133,6 +147,19 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
           auto x = r.number(row[b], "link_cost.matrix[" + std::to_string(a) + "][" + std::to_string(b) + "]");
           if (!x) return x.error();
           c.link_cost[a * k + b] = *x;
+        }
+      }
+      // Checked here rather than only in validate() so that the error names the entry's line:col.
+      for (std::size_t a = 0; a < k; ++a) {
+        for (std::size_t b = 0; b < k; ++b) {
+          const double x = c.link_cost[a * k + b], mirror = c.link_cost[b * k + a];
+          const std::string at = "link_cost.matrix[" + std::to_string(a) + "][" + std::to_string(b) + "] (" +
+                                 c.nodes[a].name + " -> " + c.nodes[b].name + ") = " + mx[a][b].Scalar();
+          if (a == b && x != 0) return r.fail(mx[a][b], at + ": a node's cost to itself must be 0");
+          if (a < b && x != mirror) {
+            return r.fail(mx[a][b], at + " differs from its mirror [" + std::to_string(b) + "][" + std::to_string(a) +
+                                        "] = " + mx[b][a].Scalar() + " (at " + r.at(mx[b][a]) + "); link costs must be symmetric");
+          }
         }
       }
     } else {

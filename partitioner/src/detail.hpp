@@ -11,8 +11,8 @@
 
 namespace banyan::partitioner::detail {
 
-// The same tolerance as `evaluate`, so a mapping an algorithm accepts is one evaluate accepts.
-inline bool within(double load, double cap) { return load <= cap * (1 + 1e-9) + 1e-12; }
+// The same rule as `evaluate` (model.hpp), so a mapping an algorithm accepts is one evaluate accepts.
+inline bool within(double load, double cap) { return within_capacity(load, cap); }
 
 // Children of every vertex in compressed form: children of v are kids[first[v] .. first[v+1]).
 struct children {

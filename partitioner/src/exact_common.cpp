@@ -1,15 +1,30 @@
 #include "exact_common.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace banyan::partitioner::detail {
 namespace {
 
-bool integral(double x) { return std::abs(x - std::round(x)) <= 1e-9 * std::max(1.0, std::abs(x)); }
+// Integral up to rounding in the last bits, judged relative to x: 1.5e-12 is not integral (it is
+// not "close to 0": an absolute test would round such loads to nothing and lose every capacity).
+bool integral(double x) { return std::abs(x - std::round(x)) <= 1e-12 * std::abs(x); }
 
-// Finds s in 10^0..10^9 with every x*s integral and max*s <= limit; 0 when none.
+// Finds a power of ten s with every x*s integral and max*s <= limit; 0 when none. Candidates run
+// from the one that makes the smallest non-zero value about 1 upwards (so 1.5e-12 tries 10^12,
+// 10^13, ... and integers in the billions try 10^-3), ten of them at most.
 double exact_scale(const std::vector<const std::vector<double>*>& all, double max, long long limit) {
-  for (double s = 1; s <= 1e9 && max * s <= static_cast<double>(limit); s *= 10) {
+  double min_nonzero = std::numeric_limits<double>::infinity();
+  for (const auto* xs : all) {
+    for (double x : *xs) {
+      if (std::isfinite(x) && x > 0) min_nonzero = std::min(min_nonzero, x);
+    }
+  }
+  if (!std::isfinite(min_nonzero)) return 1;  // all zero
+  const int first = static_cast<int>(std::floor(-std::log10(min_nonzero)));
+  for (int e = first; e < first + 10; ++e) {
+    const double s = std::pow(10.0, e);
+    if (!(max * s <= static_cast<double>(limit))) break;
     bool ok = true;
     for (const auto* xs : all) {
       for (double x : *xs) {
@@ -38,12 +53,17 @@ integer_loads scale_loads(const problem& p, long long max_value) {
     r.exact = r.exact && exact;
     out_load.resize(load.size());
     for (std::size_t i = 0; i < load.size(); ++i) {
-      out_load[i] = exact ? std::llround(load[i] * s) : static_cast<long long>(std::ceil(load[i] * s - 1e-9));
+      // Inexact: round loads up, so the integer sums never understate the real ones.
+      out_load[i] = exact ? std::llround(load[i] * s) : static_cast<long long>(std::ceil(load[i] * s));
     }
     out_cap.resize(cap.size());
     for (std::size_t i = 0; i < cap.size(); ++i) {
       if (!std::isfinite(cap[i])) { out_cap[i] = -1; continue; }  // unconstrained
-      out_cap[i] = exact ? std::llround(cap[i] * s) : static_cast<long long>(std::floor(cap[i] * s + 1e-9));
+      // The same relative tolerance as `evaluate`: exact integer data then admits exactly the
+      // mappings evaluate admits (cap x s <= 10^8, so the tolerance adds less than 1 and only
+      // absorbs rounding of cap x s); inexact data rounds down, so integer-feasible implies
+      // within_capacity for the real loads.
+      out_cap[i] = static_cast<long long>(std::floor(cap[i] * s * (1 + capacity_tolerance)));
     }
   };
   one_dim(t.cpu, p.cpu_capacity, r.cpu, r.cpu_cap);
@@ -70,15 +90,33 @@ integer_weights scale_weights(const problem& p, double max_total) {
 }
 
 void fall_back_to_warm_start(const problem& p, const solve_options& o, solution& s) {
-  if (!o.warm_start || s.status == solve_status::optimal) return;
-  const evaluation warm = evaluate(p, *o.warm_start);
-  if (!warm.feasible) return;
+  // The solver's own mapping is checked even when it says `optimal`: a solver's feasibility
+  // tolerance is not ours, so its "optimum" may be over capacity by our rule.
+  bool own_ok = false;
+  double own_cost = 0;
   if (!s.map.empty()) {
     const evaluation own = evaluate(p, s.map);
-    if (own.feasible && own.cost <= warm.cost) return;
+    own_ok = own.feasible;
+    own_cost = own.cost;
   }
+  if (!own_ok && !s.map.empty()) {
+    // Never passed on: an over-capacity mapping is not a result (status `unknown` unless the warm
+    // start below replaces it).
+    s.map.clear();
+    s.status = solve_status::unknown;
+    s.message = "the solver's mapping is over capacity by banyan's rule (its feasibility tolerance is looser); discarded";
+  }
+  if (!o.warm_start) return;
+  const evaluation warm = evaluate(p, *o.warm_start);
+  if (!warm.feasible) return;
+  if (own_ok && own_cost <= warm.cost) return;
+  const bool was_optimal = s.status == solve_status::optimal && own_ok;
   s.map = *o.warm_start;
+  // An own optimum costlier than a feasible warm start is impossible in exact arithmetic; if it
+  // happens (rounded traffic) the claim is dropped.
   s.status = solve_status::feasible;
+  if (was_optimal) s.message = "solver's optimum cost more than the warm start (rounding); warm start kept";
+  else if (s.message.empty()) s.message = "warm start kept: the solver found nothing better in time";
 }
 
 std::vector<std::vector<node_id>> interchangeable_nodes(const problem& p) {

@@ -31,9 +31,10 @@ integer_weights scale_weights(const problem& p, double max_total = 1e6);
 // Returns the classes (each sorted, size >= 2) in ascending order of their first node.
 std::vector<std::vector<node_id>> interchangeable_nodes(const problem& p);
 
-// An exact solver never returns worse than its warm start: when `s` is not `optimal` and the warm
-// start is within capacity, `s` becomes the warm start (`feasible`) if its own mapping is empty,
-// over capacity or costlier.
+// Checks an exact solver's answer by banyan's rule: an own mapping over capacity is discarded
+// (`unknown`), whatever the solver called it. Then the solver never returns worse than its warm
+// start: when the warm start is within capacity, `s` becomes the warm start (`feasible`) if its own
+// mapping is empty, was discarded or is costlier.
 void fall_back_to_warm_start(const problem& p, const solve_options& o, solution& s);
 
 }  // namespace banyan::partitioner::detail

@@ -1,15 +1,30 @@
 // Exact reference on CBC: the same model as smt.cpp as a mixed-integer program.
-//   x[v][j] binary, sum_j x[v][j] = 1, sum_v load(v) x[v][j] <= cap(j) (real coefficients);
+//   x[v][j] binary, sum_j x[v][j] = 1, sum_v (load(v) / cap(j)) x[v][j] <= 1 + capacity_tolerance
+//     (rows normalised by capacity, so CBC's absolute tolerances are relative ones whatever the
+//     loads' magnitude; its primal and integer tolerances are tightened well below ours, and its
+//     answer is checked by `evaluate` anyway);
 //   uniform link costs: y[e] in [0,1] with y[e] >= x[p][j] - x[v][j] for every j; cost w(e) y[e];
 //   otherwise z[e][a][b] >= x[p][a] + x[v][b] - 1 for a != b; cost w(e) cost(a,b) z[e][a][b];
 //   symmetry: value precedence among interchangeable nodes via cumulative bounds
 //     used[v][a] <= used[v-1][a] + x[v][a],  x[v][b] <= used[v-1][a]  (a before b in a class);
 //   warm start as a MIP start; the time limit returns the incumbent and CBC's best bound.
+// Time: CBC runs in a forked child with an elapsed-time limit a little inside the budget; CBC checks
+// its limit only between nodes and not in preprocessing or while completing a MIP start, so the
+// parent kills the child at the deadline (plus a small grace) and keeps the warm start. The total
+// wall time of solve() is thereby bounded whatever CBC does.
 #include "exact_common.hpp"
 
 #include <coin/Cbc_C_Interface.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <limits>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace banyan::partitioner::detail {
 namespace {
@@ -34,11 +49,122 @@ struct lp {
   void entry(int r, int c, double v) { cols[c].emplace_back(r, v); }
 };
 
+// What came back from CBC: the x columns rounded to a mapping (empty when CBC had none).
+struct cbc_outcome {
+  enum kind_t : std::int32_t { optimal, infeasible, stopped } kind = stopped;
+  mapping map;
+  double bound = 0;
+  std::string message;
+};
+
+cbc_outcome read_cbc(Cbc_Model* model, std::size_t n, std::size_t k) {
+  cbc_outcome r;
+  const double* sol = Cbc_bestSolution(model);
+  if (sol) {
+    r.map.assign(n, 0);
+    for (std::size_t v = 0; v < n; ++v) {
+      double best = -1;
+      for (std::size_t j = 0; j < k; ++j) {
+        if (sol[v * k + j] > best) { best = sol[v * k + j]; r.map[v] = static_cast<node_id>(j); }
+      }
+    }
+  }
+  if (Cbc_isProvenOptimal(model) && sol) {
+    r.kind = cbc_outcome::optimal;
+  } else if (Cbc_isProvenInfeasible(model)) {
+    r.kind = cbc_outcome::infeasible;
+  } else {
+    r.message = Cbc_isSecondsLimitReached(model) ? "CBC time limit reached" : "CBC stopped early";
+    r.bound = Cbc_getBestPossibleObjValue(model);
+  }
+  return r;
+}
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t w = ::write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    size -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+// Runs Cbc_solve in a forked child and reads its outcome through a pipe; kills the child when
+// `deadline` (seconds on `clock`) passes first, and then reports that nothing came back in time.
+// Without fork (or a pipe), solves in this process under CBC's own limit.
+cbc_outcome solve_bounded(Cbc_Model* model, std::size_t n, std::size_t k, double deadline, const stopwatch& clock) {
+  int fds[2];
+  if (::pipe(fds) != 0) { Cbc_solve(model); return read_cbc(model, n, k); }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]); ::close(fds[1]);
+    Cbc_solve(model);
+    return read_cbc(model, n, k);
+  }
+  if (pid == 0) {  // child: solve, send the outcome, leave without running any destructor
+    ::close(fds[0]);
+    Cbc_solve(model);
+    const cbc_outcome r = read_cbc(model, n, k);
+    const std::int32_t kind = r.kind, has_map = r.map.empty() ? 0 : 1;
+    const std::int32_t seconds = r.message == "CBC time limit reached" ? 1 : 0;
+    bool ok = write_all(fds[1], &kind, sizeof kind) && write_all(fds[1], &has_map, sizeof has_map) &&
+              write_all(fds[1], &seconds, sizeof seconds) && write_all(fds[1], &r.bound, sizeof r.bound);
+    if (ok && has_map) ok = write_all(fds[1], r.map.data(), r.map.size() * sizeof(node_id));
+    ::_exit(ok ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string bytes;
+  bool eof = false;
+  char buf[1 << 16];
+  while (!eof) {
+    const double left = deadline - clock.seconds();
+    if (left <= 0) break;
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int pr = ::poll(&pfd, 1, static_cast<int>(std::ceil(left * 1000)));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) continue;  // timeout: the loop condition ends it
+    const ssize_t got = ::read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) { eof = true; break; }
+    bytes.append(buf, static_cast<std::size_t>(got));
+  }
+  ::close(fds[0]);
+  if (!eof) ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  cbc_outcome r;
+  const std::size_t head = 3 * sizeof(std::int32_t) + sizeof(double);
+  if (!eof || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || bytes.size() < head) {
+    r.message = eof ? "CBC failed in its child process" : "CBC overran the time limit and was stopped";
+    return r;
+  }
+  std::int32_t kind = 0, has_map = 0, seconds = 0;
+  std::memcpy(&kind, bytes.data(), sizeof kind);
+  std::memcpy(&has_map, bytes.data() + 4, sizeof has_map);
+  std::memcpy(&seconds, bytes.data() + 8, sizeof seconds);
+  std::memcpy(&r.bound, bytes.data() + 12, sizeof r.bound);
+  r.kind = static_cast<cbc_outcome::kind_t>(kind);
+  if (r.kind == cbc_outcome::stopped) r.message = seconds ? "CBC time limit reached" : "CBC stopped early";
+  if (has_map && bytes.size() == head + n * sizeof(node_id)) {
+    r.map.resize(n);
+    std::memcpy(r.map.data(), bytes.data() + head, n * sizeof(node_id));
+  } else if (has_map) {
+    r = cbc_outcome{};
+    r.message = "CBC's child process sent a truncated answer";
+  }
+  return r;
+}
+
 class mip_algorithm : public algorithm {
  public:
   std::string name() const override { return "mip"; }
 
   solution solve(const problem& p, const solve_options& o) override {
+    const stopwatch clock;
     const auto& t = p.t;
     const std::size_t n = t.size(), k = p.k();
     const double inf = std::numeric_limits<double>::infinity();
@@ -46,8 +172,8 @@ class mip_algorithm : public algorithm {
     auto X = [&](std::size_t v, std::size_t j) { return static_cast<int>(v * k + j); };
     for (std::size_t v = 0; v < n; ++v) {
       for (std::size_t j = 0; j < k; ++j) {
-        const bool fits = t.cpu[v] <= p.cpu_capacity[j] * (1 + 1e-9) &&
-                          (p.memory_capacity.empty() || t.memory[v] <= p.memory_capacity[j] * (1 + 1e-9));
+        const bool fits = within(t.cpu[v], p.cpu_capacity[j]) &&
+                          (p.memory_capacity.empty() || within(t.memory[v], p.memory_capacity[j]));
         m.col(0, fits ? 1 : 0, 0, true);
       }
     }
@@ -57,10 +183,11 @@ class mip_algorithm : public algorithm {
     }
     auto capacity = [&](const std::vector<double>& load, const std::vector<double>& cap) {
       for (std::size_t j = 0; j < k; ++j) {
-        if (!std::isfinite(cap[j])) continue;
-        const int r = m.row(-inf, cap[j], {});
+        // cap 0: every x[v][j] with load > 0 already has upper bound 0 (it does not fit alone).
+        if (!std::isfinite(cap[j]) || cap[j] <= 0) continue;
+        const int r = m.row(-inf, 1 + capacity_tolerance, {});
         for (std::size_t v = 0; v < n; ++v) {
-          if (load[v] != 0) m.entry(r, X(v, j), load[v]);
+          if (load[v] != 0) m.entry(r, X(v, j), load[v] / cap[j]);
         }
       }
     };
@@ -115,7 +242,13 @@ class mip_algorithm : public algorithm {
       if (m.integer[c]) Cbc_setInteger(model, c);
     }
     Cbc_setLogLevel(model, 0);
-    Cbc_setMaximumSeconds(model, std::max(0.01, o.timeout_s));
+    const double left = o.timeout_s - clock.seconds();
+    const double cbc_limit = std::max(0.01, 0.9 * left);
+    Cbc_setMaximumSeconds(model, cbc_limit);
+    Cbc_setParameter(model, "timeMode", "elapsed");  // CBC's default is CPU time, which lags wall time on a loaded machine
+    Cbc_setParameter(model, "seconds", std::to_string(cbc_limit).c_str());
+    Cbc_setParameter(model, "primalTolerance", "1e-10");
+    Cbc_setParameter(model, "integerTolerance", "1e-10");
     Cbc_setAllowableGap(model, 1e-7);
     Cbc_setAllowableFractionGap(model, 0);
     Cbc_setAllowablePercentageGap(model, 0);
@@ -131,31 +264,30 @@ class mip_algorithm : public algorithm {
       }
       Cbc_setMIPStartI(model, static_cast<int>(idx.size()), idx.data(), val.data());
     }
-    Cbc_solve(model);
     solution s;
-    const double* sol = Cbc_bestSolution(model);
-    if (sol) {
-      s.map.assign(n, 0);
-      for (std::size_t v = 0; v < n; ++v) {
-        double best = -1;
-        for (std::size_t j = 0; j < k; ++j) {
-          if (sol[X(v, j)] > best) { best = sol[X(v, j)]; s.map[v] = static_cast<node_id>(j); }
-        }
-      }
-    }
-    if (Cbc_isProvenOptimal(model) && sol) {
-      s.status = solve_status::optimal;
-    } else if (Cbc_isProvenInfeasible(model)) {
-      s.status = solve_status::infeasible;
-      s.message = "no mapping satisfies the capacities (proven by CBC)";
-      s.map.clear();
+    cbc_outcome r;
+    if (left <= 0) {
+      r.message = "time limit reached while building the model";
     } else {
-      s.status = sol ? solve_status::feasible : solve_status::unknown;
-      s.message = Cbc_isSecondsLimitReached(model) ? "CBC time limit reached" : "CBC stopped early";
-      const double bound = Cbc_getBestPossibleObjValue(model);
-      if (std::isfinite(bound) && bound > 0 && bound < 1e300) s.lower_bound = bound;
+      // Grace past the deadline for CBC to stop on its own and report its incumbent.
+      const double grace = std::min(1.0, std::max(0.2, 0.05 * o.timeout_s));
+      r = solve_bounded(model, n, k, o.timeout_s + grace, clock);
     }
     Cbc_deleteModel(model);
+    s.map = std::move(r.map);
+    switch (r.kind) {
+      case cbc_outcome::optimal: s.status = solve_status::optimal; break;
+      case cbc_outcome::infeasible:
+        s.status = solve_status::infeasible;
+        s.message = "no mapping satisfies the capacities (proven by CBC)";
+        s.map.clear();
+        break;
+      case cbc_outcome::stopped:
+        s.status = s.map.empty() ? solve_status::unknown : solve_status::feasible;
+        s.message = r.message;
+        if (std::isfinite(r.bound) && r.bound > 0 && r.bound < 1e300) s.lower_bound = r.bound;
+        break;
+    }
     fall_back_to_warm_start(p, o, s);
     return s;
   }

@@ -128,20 +128,19 @@ result<problem> make_problem(tree t, cluster c) {
       max_mem_node = std::max(max_mem_node, p.memory_capacity[i]);
     }
   }
-  const double tol = 1 + 1e-9;
-  if (total_cpu > cap_cpu * tol) {
+  if (!within_capacity(total_cpu, cap_cpu)) {
     return error{errc::over_capacity, "total cpu load " + fmt(total_cpu) + " exceeds total cpu capacity " +
                                           fmt(cap_cpu) + " of " + std::to_string(k) + " nodes"};
   }
-  if (mem_constrained && t.has_memory() && total_mem > cap_mem * tol) {
+  if (mem_constrained && t.has_memory() && !within_capacity(total_mem, cap_mem)) {
     return error{errc::over_capacity, "total memory " + fmt(total_mem) + " exceeds total memory capacity " + fmt(cap_mem)};
   }
   for (std::size_t v = 0; v < t.size(); ++v) {
     // A component must fit on at least one node in every dimension at once.
     bool fits = false;
     for (std::size_t i = 0; i < k && !fits; ++i) {
-      fits = t.cpu[v] <= p.cpu_capacity[i] * tol &&
-             (!mem_constrained || !t.has_memory() || t.memory[v] <= p.memory_capacity[i] * tol);
+      fits = within_capacity(t.cpu[v], p.cpu_capacity[i]) &&
+             (!mem_constrained || !t.has_memory() || within_capacity(t.memory[v], p.memory_capacity[i]));
     }
     if (!fits) {
       std::string what = "component " + t.name(static_cast<vertex_id>(v)) + " (cpu " + fmt(t.cpu[v]);
@@ -181,7 +180,7 @@ evaluation evaluate(const problem& p, const mapping& m) {
   auto check = [&](double load, double cap, node_id i, const char* dim) {
     const double u = cap > 0 ? load / cap : (load > 0 ? std::numeric_limits<double>::infinity() : 0);
     e.max_utilisation = std::max(e.max_utilisation, u);
-    if (load > cap * (1 + 1e-9) + 1e-12 && e.feasible) {
+    if (!within_capacity(load, cap) && e.feasible) {
       e.feasible = false;
       e.violation = "node `" + p.c.nodes[i].name + "` " + dim + " load " + fmt(load) + " exceeds capacity " + fmt(cap);
     }

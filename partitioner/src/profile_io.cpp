@@ -25,6 +25,30 @@ std::string line_col(const std::string& text, std::size_t pos) {
   return std::to_string(line) + ":" + std::to_string(col);
 }
 
+// Finds where nlohmann-json gave up: a SAX pass that builds nothing and records the position and
+// token of the first error (json::parse reports number overflow as out_of_range, with no position).
+struct error_locator : nlohmann::json_sax<json> {
+  std::size_t end = 0;  // bytes read when the error was seen (just past the token)
+  std::string token;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string& last_token, const nlohmann::detail::exception&) override {
+    end = position;
+    token = last_token;
+    return false;
+  }
+};
+
 struct reader {
   const std::string& name;
   error fail(const std::string& where, const std::string& what, errc code = errc::invalid) const {
@@ -56,6 +80,13 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
     std::string what = e.what();
     if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
     return error{errc::parse, name + ":" + line_col(text, at) + ": " + what};
+  } catch (const json::out_of_range&) {
+    // A number too large for a double (1e999, -1e999): point at the token itself.
+    error_locator loc;
+    json::sax_parse(text, &loc);
+    const std::size_t at = loc.end >= loc.token.size() ? loc.end - loc.token.size() : 0;
+    return error{errc::parse, name + ":" + line_col(text, at) + ": number `" + loc.token +
+                                  "` is out of range (beyond about 1.8e308)"};
   }
   reader r{name};
   if (!doc.is_object()) return r.fail("top level", "expected a JSON object");

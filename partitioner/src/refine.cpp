@@ -206,7 +206,7 @@ class refiner {
         if (m_[u] != j || scanned++ > 256) continue;
         if (std::find(saved.begin(), saved.end(), u) != saved.end()) continue;
         const auto eu = eval_subtree(u, a);
-        if (eu.cpu + 1e-12 < need_cpu) continue;
+        if (eu.cpu < need_cpu - p_.cpu_capacity[j] * capacity_tolerance) continue;
         const bool ok_j = within(p_.cpu_capacity[j] - free_.cpu[j] + ev.cpu - eu.cpu, p_.cpu_capacity[j]) &&
                           (free_.mem.empty() || within(p_.memory_capacity[j] - free_.mem[j] + ev.mem - eu.mem, p_.memory_capacity[j]));
         const bool ok_a = within(p_.cpu_capacity[a] - free_.cpu[a] - ev.cpu + eu.cpu, p_.cpu_capacity[a]) &&

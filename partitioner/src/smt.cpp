@@ -167,7 +167,8 @@ class smt_algorithm : public algorithm {
     });
     z3::check_result r = z3::unknown;
     try {
-      r = opt.check();
+      // Building a large model can use up the budget before Z3 starts; then do not start it.
+      if (std::chrono::steady_clock::now() < deadline) r = opt.check();
     } catch (...) {
       { std::lock_guard lock(mu); done = true; }
       cv.notify_all();

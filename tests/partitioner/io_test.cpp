@@ -84,6 +84,34 @@ TEST(Profile, NegativeLoadNamesTheField) {
   EXPECT_NE(t.error().message.find("components[2] (/chip/reg).load.cpu"), std::string::npos) << t.error().message;
 }
 
+// "line:col" (1-based) of the first occurrence of `token` in `text`, computed independently of the reader.
+std::string place_of(const std::string& text, const std::string& token) {
+  const auto at = text.find(token);
+  EXPECT_NE(at, std::string::npos) << token;
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+  }
+  return std::to_string(line) + ":" + std::to_string(col);
+}
+
+TEST(Profile, OverflowingNumbersAreErrorsWithFileAndPlace) {
+  // nlohmann-json throws out_of_range (not parse_error) for these; they must not escape.
+  for (const std::string big : {"1e999", "-1e999"}) {
+    const std::string text = replace(good_profile, "{\"cpu\": 0.003}", "{\"cpu\": " + big + "}");
+    auto t = parse_profile(text, "p.json");
+    ASSERT_FALSE(t) << big;
+    EXPECT_EQ(t.error().code, errc::parse);
+    EXPECT_NE(t.error().message.find("p.json:" + place_of(text, big + "}") + ": number `" + big + "` is out of range"),
+              std::string::npos) << t.error().message;
+  }
+  const std::string text = replace(good_profile, "\"messages\": 5,", "\"messages\": 1e999,");
+  auto t = parse_profile(text, "p.json");
+  ASSERT_FALSE(t);
+  EXPECT_NE(t.error().message.find("p.json:" + place_of(text, "1e999") + ": number `1e999` is out of range"),
+            std::string::npos) << t.error().message;
+}
+
 TEST(Profile, EdgeThatIsNotATreeEdgeIsRejected) {
   auto t = parse_profile(replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\"", "{\"parent\": \"/chip/alu\", \"child\": \"/chip/reg\""), "p.json");
   ASSERT_FALSE(t);
@@ -138,6 +166,28 @@ TEST(Cluster, MatrixMustBeSquareAndSymmetric) {
   auto d = parse_cluster(replace(good_cluster, "groups: {same: 1, other: 4}", "matrix: [[0, 1]]"), "c.yaml");
   ASSERT_FALSE(d);
   EXPECT_NE(d.error().message.find("one row per node"), std::string::npos) << d.error().message;
+}
+
+TEST(Cluster, MatrixErrorsNameFileLineAndColumn) {
+  // Rows on separate lines so that line and column both matter.
+  const std::string asym = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix:\n    - [0, 1]\n    - [2, 0]");
+  auto c = parse_cluster(asym, "c.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("c.yaml:" + place_of(asym, "1]") + ": link_cost.matrix[0][1]"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("symmetric"), std::string::npos) << c.error().message;
+  const std::string diag = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix:\n    - [0, 3]\n    - [3, 7]");
+  auto d = parse_cluster(diag, "c.yaml");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("c.yaml:" + place_of(diag, "7]") + ": link_cost.matrix[1][1]"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("must be 0"), std::string::npos) << d.error().message;
+}
+
+TEST(Cluster, OverflowingCapacitySaysOutOfRange) {
+  const std::string text = replace(good_cluster, "cpu: 0.5", "cpu: 1e999");
+  auto c = parse_cluster(text, "c.yaml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("c.yaml:" + place_of(text, "1e999") + ": node `n0` capacity.cpu: number `1e999` is out of range"),
+            std::string::npos) << c.error().message;
 }
 
 TEST(Deployment, UnknownNodeDuplicateAndMissingEndpointsHaveLines) {

@@ -31,6 +31,19 @@ TEST(CommonOptions, FlagsSetTheFieldsAndTheEngineConfigs) {
   EXPECT_FLOAT_EQ(a.grad_clip, 0.5f);
 }
 
+TEST(CommonOptions, WorkersFlagsSetTheWorkerFields) {
+  banyan::app app{"app"};
+  common_options o;
+  add_common_options(app.options(), o);
+  EXPECT_TRUE(o.workers.empty());
+  const char* args[] = {"app", "--workers", "per-core", "--share-params"};
+  std::vector<char*> argv;
+  for (const char* a : args) argv.push_back(const_cast<char*>(a));
+  ASSERT_EQ(app.options().parse(static_cast<int>(argv.size()), argv.data()), std::nullopt);
+  EXPECT_EQ(o.workers, "per-core");
+  EXPECT_TRUE(o.share_params);
+}
+
 TEST(AppName, IsTheFirstLevelOfTheComponentPath) {
   EXPECT_EQ(app_name("/train_gpt/trainer"), "train_gpt");
   EXPECT_EQ(app_name("/solo"), "solo");

@@ -32,6 +32,13 @@ float adamw::step(float* params, float* grads, const adamw_config& cfg) {
   return static_cast<float>(norm);
 }
 
+void adamw::update_range(float* params, const float* grads, std::size_t begin, std::size_t end,
+                         const adamw_config& cfg, int t) {
+  assert(begin <= end && end <= n_);
+  be_->adamw_update(params + begin, grads + begin, m_.f32() + begin, v_.f32() + begin, end - begin, cfg.lr,
+                    cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, t);
+}
+
 std::vector<float> adamw::m_host() const {
   std::vector<float> h(n_);
   if (n_) be_->download(h.data(), m_.get(), n_ * sizeof(float));

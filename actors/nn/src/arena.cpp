@@ -20,6 +20,12 @@ int arena::add(std::string name, std::vector<int> shape, int layer) {
 
 void arena::allocate(backend& be) { mem_ = buffer(be, numel_ * sizeof(float)); }
 
+void arena::share(const arena& owner) {
+  assert(owner.numel_ == numel_ && owner.tensors_.size() == tensors_.size() && "arena::share: another layout");
+  mem_.reset();
+  shared_ = owner.base();
+}
+
 int arena::find(std::string_view name) const {
   for (std::size_t i = 0; i < tensors_.size(); ++i) {
     if (tensors_[i].name == name) return static_cast<int>(i);
@@ -43,13 +49,13 @@ std::size_t arena::layer_bytes(int layer) const {
 
 std::vector<float> arena::to_host(backend& be) const {
   std::vector<float> host(numel_);
-  if (numel_ > 0) be.download(host.data(), mem_.get(), bytes());
+  if (numel_ > 0) be.download(host.data(), base(), bytes());
   return host;
 }
 
 void arena::from_host(backend& be, const std::vector<float>& host) {
   assert(host.size() == numel_);
-  if (numel_ > 0) be.upload(mem_.get(), host.data(), bytes());
+  if (numel_ > 0) be.upload(base(), host.data(), bytes());
 }
 
 }  // namespace banyan::nn

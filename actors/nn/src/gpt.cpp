@@ -169,7 +169,8 @@ void gpt::init(std::uint64_t seed) {
 
 template <class F>
 void gpt::timed(int layer, bool forward, F&& f) {
-  detail::timed_call(*be_, profiling_, forward ? fwd_ms_[layer] : bwd_ms_[layer], std::forward<F>(f));
+  detail::layer_call(*be_, profiling_, forward ? fwd_ms_[layer] : bwd_ms_[layer], hooks_, layer, forward,
+                     std::forward<F>(f));
 }
 
 float gpt::forward(const int* tokens, const int* targets, int B, int T) {

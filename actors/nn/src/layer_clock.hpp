@@ -1,6 +1,7 @@
 // Times one layer's forward or backward when profiling is on (private helper of the models).
 #pragma once
 
+#include "banyan/nn/arena.hpp"
 #include "banyan/nn/backend.hpp"
 
 #include <chrono>
@@ -18,6 +19,15 @@ void timed_call(backend& be, bool on, double& slot, F&& f) {
   f();
   be.synchronize();
   slot = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// One layer's forward or backward: timed, with the layer hooks around it.
+template <class F>
+void layer_call(backend& be, bool profiling, double& slot, const layer_hooks& hooks, int layer, bool forward,
+                F&& f) {
+  if (forward && hooks.before_forward) hooks.before_forward(layer);
+  timed_call(be, profiling, slot, std::forward<F>(f));
+  if (!forward && hooks.after_backward) hooks.after_backward(layer);
 }
 
 }  // namespace banyan::nn::detail

@@ -97,7 +97,7 @@ float mlp::forward(const float* x, const int* labels, int B) {
   int fan_in = cfg_.inputs;
   for (int i = 0; i < H; ++i) {
     const int w = cfg_.hidden[i];
-    detail::timed_call(be, profiling_, fwd_ms_[i], [&] {
+    detail::layer_call(be, profiling_, fwd_ms_[i], hooks_, i, true, [&] {
       be.matmul_forward(acts_.data(2 * i), in, params_.data(2 * i), params_.data(2 * i + 1), B, fan_in, w);
       be.relu_forward(acts_.data(2 * i + 1), acts_.data(2 * i), static_cast<std::size_t>(B) * w);
     });
@@ -106,14 +106,14 @@ float mlp::forward(const float* x, const int* labels, int B) {
   }
   const int K = cfg_.classes;
   float* logits = acts_.data(2 * H);
-  detail::timed_call(be, profiling_, fwd_ms_[H], [&] {
+  detail::layer_call(be, profiling_, fwd_ms_[H], hooks_, H, true, [&] {
     be.matmul_forward(logits, in, params_.data(2 * H), params_.data(2 * H + 1), B, fan_in, K);
   });
   if (!has_labels_) {
     be.synchronize();
     return std::numeric_limits<float>::quiet_NaN();
   }
-  detail::timed_call(be, profiling_, fwd_ms_[H + 1], [&] {
+  detail::layer_call(be, profiling_, fwd_ms_[H + 1], hooks_, H + 1, true, [&] {
     be.softmax_crossentropy_forward(acts_.data(2 * H + 2), acts_.data(2 * H + 1), logits, labels_.i32(), B, K);
   });
   std::vector<float> losses(B);
@@ -134,7 +134,7 @@ void mlp::backward() {
   const int B = B_, K = cfg_.classes;
   backend& be = *be_;
   float* dlogits = dacts_.data(2 * H);
-  detail::timed_call(be, profiling_, bwd_ms_[H + 1], [&] {
+  detail::layer_call(be, profiling_, bwd_ms_[H + 1], hooks_, H + 1, false, [&] {
     be.softmax_crossentropy_backward(dlogits, acts_.data(2 * H + 1), labels_.i32(), 1.0f / static_cast<float>(B), B, K);
   });
   for (int i = H; i >= 0; --i) {
@@ -143,7 +143,7 @@ void mlp::backward() {
     const float* in = i > 0 ? acts_.data(2 * (i - 1) + 1) : input_.f32();
     float* din = i > 0 ? dacts_.data(2 * (i - 1) + 1) : nullptr;
     const float* dout = i < H ? dacts_.data(2 * i) : dlogits;
-    detail::timed_call(be, profiling_, bwd_ms_[i], [&] {
+    detail::layer_call(be, profiling_, bwd_ms_[i], hooks_, i, false, [&] {
       if (i < H) {
         be.relu_backward(dacts_.data(2 * i), acts_.data(2 * i), dacts_.data(2 * i + 1),
                          static_cast<std::size_t>(B) * out_w);

@@ -2,6 +2,9 @@
 
 #include "banyan/trainer/state.hpp"
 #include "format.hpp"
+#include "workers.hpp"
+
+#include <banyan/cpu/replicas.hpp>
 
 #include <banyan/base/log.hpp>
 #include <banyan/nn/rng.hpp>
@@ -29,6 +32,11 @@ result<void> gpt_trainer::prepare(context& ctx) {
   }
   if (!o.common.checkpoint.empty()) {
     if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
+  }
+  if (!o.common.workers.empty() || o.common.share_params) {  // argument errors before any work
+    auto plan = plan_workers(o.common, o.batch);
+    if (!plan) return std::move(plan).error();
+    plan_ = std::make_shared<const worker_plan>(std::move(plan).value());
   }
   auto corpus = nn::load_fortunes(o.data_dir);
   if (!corpus) return std::move(corpus).error();
@@ -70,6 +78,7 @@ result<void> gpt_trainer::prepare(context& ctx) {
     }
   }
   start_step_ = step_;
+  if (plan_) return start_workers(ctx);
   ctx.report_memory(4 * model_->num_params() * sizeof(float) + 2 * model_->activations().bytes());
   if (!o.common.json) {
     log::info(ctx.path(), format("%zu characters, vocab %zu, %zu parameters, backend %s", n, corpus_.vocab.size(),
@@ -78,9 +87,48 @@ result<void> gpt_trainer::prepare(context& ctx) {
   return {};
 }
 
+result<void> gpt_trainer::start_workers(context& ctx) {
+  const auto& o = *opts_;
+  const auto* plan = plan_.get();
+  // Worker w's slice of the global batch the single instance would train on at `step`.
+  const int b = plan->per_worker_batch, T = o.seq_len;
+  const std::uint64_t seed = o.common.seed;
+  const nn::text_batcher* batcher = &*train_;
+  auto slice = [=](std::int64_t step, int w, std::vector<int>& tok, std::vector<int>& tgt) {
+    nn::rng r(seed * 1000003ull + static_cast<std::uint64_t>(step));
+    std::vector<int> in, out;
+    batcher->next(r, in, out);
+    const auto off = static_cast<std::ptrdiff_t>(w) * b * T;
+    tok.assign(in.begin() + off, in.begin() + off + static_cast<std::ptrdiff_t>(b) * T);
+    tgt.assign(out.begin() + off, out.begin() + off + static_cast<std::ptrdiff_t>(b) * T);
+  };
+  log::info(ctx.path(), describe(*plan, o.common));
+  auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(o.grad_clip),
+                                         .share_params = o.common.share_params},
+                                        model_->params(), *opt_, cpu::gpt_replicas(model_->config(), b, T, slice));
+  if (!group) return std::move(group).error();
+  group_ = std::move(group).value();
+  const auto mem = group_->memory();
+  log::info(ctx.path(), describe(mem, o.common.share_params));
+  ctx.report_memory(mem.total() + 2 * model_->activations().bytes());
+  return {};
+}
+
 void gpt_trainer::step(context& ctx) {
   const auto& o = *opts_;
   if (step_ >= o.steps) return finish(ctx);
+  if (group_) {
+    // Up to 10 steps per message, never past a validation or checkpoint step.
+    int n = std::min(10, o.steps - step_);
+    if (o.val_every > 0) n = std::min(n, o.val_every - step_ % o.val_every);
+    if (o.checkpoint_every > 0 && !o.common.checkpoint.empty()) n = std::min(n, o.checkpoint_every - step_ % o.checkpoint_every);
+    for (float loss : group_->run(step_, n)) {
+      ++step_;
+      last_loss_ = loss;
+      if (!std::isfinite(loss)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+    }
+    return after_step(ctx);
+  }
   // Batches depend only on (seed, step), so a resumed run sees the same data as an uninterrupted one.
   nn::rng r(o.common.seed * 1000003ull + static_cast<std::uint64_t>(step_));
   std::vector<int> in, tgt;
@@ -91,6 +139,11 @@ void gpt_trainer::step(context& ctx) {
   opt_->step(model_->params().base(), model_->grads().base(), o.common.optimizer(o.grad_clip));
   ++step_;
   if (!std::isfinite(last_loss_)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+  after_step(ctx);
+}
+
+void gpt_trainer::after_step(context& ctx) {
+  const auto& o = *opts_;
   if (o.val_every > 0 && step_ % o.val_every == 0) {
     last_val_ = validate();
     progress_->event(format("step %d: train loss %.4f, val loss %.4f", step_, last_loss_, last_val_));
@@ -165,6 +218,9 @@ void gpt_trainer::finish(context& ctx) {
     nlohmann::json j{{"steps", step_},      {"train_loss", last_loss_}, {"val_loss", last_val_},
                      {"seconds", secs},     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
                      {"parameters", model_->num_params()}, {"backend", be_->name()},
+                     {"workers", group_ ? group_->size() : 0},
+                     {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+                     {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
                      {"checkpoint", o.common.checkpoint}, {"sample", sample}};
     // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -2,6 +2,9 @@
 
 #include "banyan/trainer/state.hpp"
 #include "format.hpp"
+#include "workers.hpp"
+
+#include <banyan/cpu/replicas.hpp>
 
 #include <banyan/base/log.hpp>
 #include <banyan/nn/rng.hpp>
@@ -15,7 +18,7 @@ namespace banyan::trainer {
 
 void mlp_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
-  if (auto ready = prepare(); !ready) return fail(ctx, ready.error());
+  if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
   if (!opts_->common.json) {
     log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count, test_.count,
                                  model_->num_params(), be_->name().c_str()));
@@ -24,8 +27,14 @@ void mlp_trainer::on_start(context& ctx) {
   ctx.post([this, &ctx] { step(ctx); });
 }
 
-result<void> mlp_trainer::prepare() {
+result<void> mlp_trainer::prepare(context& ctx) {
   const auto& o = *opts_;
+  std::optional<worker_plan> plan;
+  if (!o.common.workers.empty() || o.common.share_params) {
+    auto p = plan_workers(o.common, o.batch);
+    if (!p) return std::move(p).error();
+    plan = std::move(p).value();
+  }
   if (!o.common.checkpoint.empty()) {
     if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
   }
@@ -52,6 +61,32 @@ result<void> mlp_trainer::prepare() {
   for (int i = 0; i < train_.count; ++i) order_[i] = i;
   shuffle();
   total_steps_ = static_cast<long long>(o.epochs) * (train_.count / o.batch);
+  if (plan) {
+    log::info(ctx.path(), describe(*plan, o.common));
+    const int b = plan->per_worker_batch, D = train_.rows * train_.cols;
+    // Worker w's rows of global step `step`: the ones the single instance would train on.
+    auto slice = [this, b, D](std::int64_t step, int w, std::vector<float>& x, std::vector<int>& y) {
+      const auto first = static_cast<std::size_t>(run_first_pos_) +
+                         static_cast<std::size_t>(step - run_first_step_) * static_cast<std::size_t>(opts_->batch) +
+                         static_cast<std::size_t>(w) * static_cast<std::size_t>(b);
+      x.resize(static_cast<std::size_t>(b) * D);
+      y.resize(static_cast<std::size_t>(b));
+      for (int i = 0; i < b; ++i) {
+        const int img = order_[first + static_cast<std::size_t>(i)];
+        std::copy_n(train_.pixels.begin() + static_cast<std::ptrdiff_t>(img) * D, D,
+                    x.begin() + static_cast<std::ptrdiff_t>(i) * D);
+        y[static_cast<std::size_t>(i)] = train_.labels[static_cast<std::size_t>(img)];
+      }
+    };
+    auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(0.0f),
+                                           .share_params = o.common.share_params},
+                                          model_->params(), *opt_, cpu::mlp_replicas(model_->config(), b, slice));
+    if (!group) return std::move(group).error();
+    group_ = std::move(group).value();
+    const auto mem = group_->memory();
+    log::info(ctx.path(), describe(mem, o.common.share_params));
+    ctx.report_memory(mem.total());
+  }
   return {};
 }
 
@@ -63,6 +98,16 @@ void mlp_trainer::shuffle() {
 void mlp_trainer::step(context& ctx) {
   const auto& o = *opts_;
   if (epoch_ >= o.epochs) return finish(ctx);
+  if (group_) {
+    // Up to 20 steps per message, never past the end of the epoch.
+    const int n = std::min(20, (train_.count - pos_) / o.batch);
+    run_first_step_ = steps_;
+    run_first_pos_ = pos_;
+    for (float loss : group_->run(steps_, n)) last_loss_ = loss;
+    steps_ += n;
+    pos_ += n * o.batch;
+    return after_step(ctx);
+  }
   const int D = train_.rows * train_.cols;
   xb_.resize(static_cast<std::size_t>(o.batch) * D);
   yb_.resize(o.batch);
@@ -77,6 +122,11 @@ void mlp_trainer::step(context& ctx) {
   opt_->step(model_->params().base(), model_->grads().base(), o.common.optimizer(0.0f));
   ++steps_;
   pos_ += o.batch;
+  after_step(ctx);
+}
+
+void mlp_trainer::after_step(context& ctx) {
+  const auto& o = *opts_;
   if (pos_ + o.batch > train_.count) {  // epoch done (the last partial batch is dropped)
     ++epoch_;
     pos_ = 0;
@@ -116,7 +166,10 @@ void mlp_trainer::finish(context& ctx) {
   const double secs = progress_->elapsed_seconds();
   if (o.common.json) {
     nlohmann::json j{{"epochs", o.epochs}, {"steps", steps_}, {"train_loss", last_loss_}, {"test_accuracy", last_acc_},
-                     {"seconds", secs}, {"parameters", model_->num_params()}, {"backend", be_->name()}};
+                     {"seconds", secs}, {"parameters", model_->num_params()}, {"backend", be_->name()},
+                     {"workers", group_ ? group_->size() : 0},
+                     {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0},
+                     {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s: %d epochs (%lld steps) in %.1fs, final train loss %.4f, test accuracy %.4f\n", app_.c_str(), o.epochs,

@@ -7,6 +7,10 @@ void add_common_options(banyan::options& cli, common_options& o) {
   cli.add("--nn-threads", o.nn_threads, "CPU compute threads (0: all cores)");
   cli.add("--lr", o.lr, "AdamW learning rate").positive();
   cli.add("--weight-decay", o.weight_decay, "AdamW weight decay");
+  cli.add("--workers", o.workers,
+          "Per-core data-parallel workers: per-core, per-pu or a count (the batch is split among them); "
+          "unset: one instance on --nn-threads threads");
+  cli.add("--share-params", o.share_params, "With --workers: one read-only parameter copy per NUMA domain");
   cli.add("--json", o.json, "Print the summary as JSON on stdout");
 }
 

@@ -1,5 +1,7 @@
 #include "banyan/trainer/state.hpp"
 
+#include <banyan/cpu/error.hpp>
+
 #include <banyan/base/log.hpp>
 #include <banyan/nn/checkpoint.hpp>
 
@@ -46,7 +48,10 @@ void fail(context& ctx, std::string_view message, int exit_code) {
   ctx.quit(exit_code);
 }
 
-void fail(context& ctx, const error& e) { fail(ctx, e.message, e.code == nn::errc::invalid_argument ? 2 : 1); }
+void fail(context& ctx, const error& e) {
+  const bool argument = e.code == nn::errc::invalid_argument || e.code == cpu::errc::invalid_argument;
+  fail(ctx, e.message, argument ? 2 : 1);
+}
 
 std::string app_name(std::string_view component_path) {
   const std::size_t begin = component_path.starts_with('/') ? 1 : 0;

@@ -69,6 +69,14 @@ struct cluster {
   node_id find(const std::string& name) const;
 };
 
+// The one capacity rule, shared by `evaluate`, `make_problem`, every heuristic and both exact
+// models: a load fits a capacity when load <= capacity x (1 + capacity_tolerance). The tolerance is
+// purely relative (no absolute slack), so loads of 1e-12 on capacities of 1e-12 are judged exactly as
+// loads of 1 on capacities of 1; it only absorbs rounding in sums of doubles. A capacity of 0 holds
+// only zero load.
+inline constexpr double capacity_tolerance = 1e-9;
+inline bool within_capacity(double load, double capacity) { return load <= capacity * (1 + capacity_tolerance); }
+
 // A tree and a cluster with capacities resolved to absolute numbers: what the algorithms solve.
 struct problem {
   tree t;
@@ -97,7 +105,7 @@ struct evaluation {
   std::vector<double> cpu_load;      // per node
   std::vector<double> memory_load;   // per node (empty when the tree has no memory)
   double max_utilisation = 0;        // max over nodes and dimensions of load / capacity
-  bool feasible = false;             // every load within capacity (with a 1e-9 relative tolerance)
+  bool feasible = false;             // every load within_capacity (relative tolerance only)
   std::string violation;             // first over-capacity node, when not feasible
 };
 

@@ -10,6 +10,7 @@
 #include "banyan/nn/backend.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +31,8 @@ class arena {
   int add(std::string name, std::vector<int> shape, int layer);
   void allocate(backend& be);
 
-  float* data(int id) const { return mem_.f32() + tensors_[id].offset; }
-  float* base() const { return mem_.f32(); }
+  float* data(int id) const { return base() + tensors_[id].offset; }
+  float* base() const { return shared_ != nullptr ? shared_ : mem_.f32(); }
   // Floats in the allocation: the tensors plus the zero padding that starts each tensor at a
   // multiple of 16 floats (64 bytes). Optimizer state and checkpoints cover exactly this.
   std::size_t numel() const { return numel_; }
@@ -44,7 +45,13 @@ class arena {
   // Bytes of the tensors owned by `layer`.
   std::size_t layer_bytes(int layer) const;
 
-  void zero(backend& be) { be.zero(mem_.get(), bytes()); }
+  // Reads and writes go to `owner`'s memory from now on (its layout must be this arena's: the same
+  // model config); this arena's own allocation is released. For workers that share one read-only
+  // parameter copy (actors/cpu). `owner` must outlive this arena.
+  void share(const arena& owner);
+  bool shared() const { return shared_ != nullptr; }
+
+  void zero(backend& be) { be.zero(base(), bytes()); }
   std::vector<float> to_host(backend& be) const;
   // `host` must hold numel() floats (asserted).
   void from_host(backend& be, const std::vector<float>& host);
@@ -53,6 +60,7 @@ class arena {
   std::vector<tensor_info> tensors_;
   std::size_t numel_ = 0;
   buffer mem_;
+  float* shared_ = nullptr;
 };
 
 // What the memory manager and the pipeline search read about one layer of a model. Times are of the
@@ -64,6 +72,16 @@ struct layer_info {
   std::size_t activation_bytes = 0;  // activations kept for backward (activation grads match this)
   double forward_ms = 0.0;
   double backward_ms = 0.0;
+};
+
+// Calls a model makes around its layers, for data-parallel workers (actors/cpu): before_forward(l)
+// right before layer l's forward (to wait for that layer's updated parameters), after_backward(l)
+// right after layer l's backward, when the gradients of the parameters layer l owns are final (a
+// tensor used by a later layer, like the tied embedding, is owned by the earliest one, whose backward
+// runs last). Either may be empty. They run on the model's thread.
+struct layer_hooks {
+  std::function<void(int layer)> before_forward;
+  std::function<void(int layer)> after_backward;
 };
 
 }  // namespace banyan::nn

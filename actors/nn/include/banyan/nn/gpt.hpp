@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace banyan::nn {
@@ -63,6 +64,8 @@ class gpt {
   // Per-layer bytes and (with profiling on) forward/backward times of the last step.
   std::vector<layer_info> layers() const;
   void set_profiling(bool on) { profiling_ = on; }
+  // Called around every layer from now on (arena.hpp); empty hooks remove them.
+  void set_layer_hooks(layer_hooks hooks) { hooks_ = std::move(hooks); }
 
  private:
   gpt(const gpt_config& cfg, int batch, int seq_len, backend& be);
@@ -79,6 +82,7 @@ class gpt {
   int B_ = 0, T_ = 0;
   bool has_targets_ = false;
   bool profiling_ = false;
+  layer_hooks hooks_;
 };
 
 }  // namespace banyan::nn

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace banyan::nn {
@@ -45,6 +46,8 @@ class mlp {
   std::size_t num_params() const { return params_.tensor_numel(); }
   std::vector<layer_info> layers() const;
   void set_profiling(bool on) { profiling_ = on; }
+  // Called around every layer from now on (arena.hpp); empty hooks remove them.
+  void set_layer_hooks(layer_hooks hooks) { hooks_ = std::move(hooks); }
 
  private:
   mlp(const mlp_config& cfg, int batch, backend& be);
@@ -59,6 +62,7 @@ class mlp {
   int B_ = 0;
   bool has_labels_ = false;
   bool profiling_ = false;
+  layer_hooks hooks_;
 };
 
 }  // namespace banyan::nn

@@ -8,11 +8,17 @@
 //
 // Deterministic: batches depend only on (seed, step), so a resumed run sees the data an uninterrupted
 // one would have seen.
+//
+// With common.workers set, the steps run on per-core workers (banyan::cpu::worker_group): worker w
+// trains on rows [w*b, (w+1)*b) of the same global batch, the model here holds the master parameters
+// the gradient servers update (validation, sampling and checkpoints read it), and the topology and
+// the replicas' memory are logged at start.
 #pragma once
 
 #include "banyan/trainer/options.hpp"
 #include "banyan/trainer/progress.hpp"
 
+#include <banyan/cpu/worker_group.hpp>
 #include <banyan/nn/adamw.hpp>
 #include <banyan/nn/checkpoint.hpp>
 #include <banyan/nn/data.hpp>
@@ -24,6 +30,8 @@
 #include <string>
 
 namespace banyan::trainer {
+
+struct worker_plan;
 
 struct gpt_options {
   std::string data_dir = nn::default_fortunes_dir;
@@ -53,7 +61,9 @@ class gpt_trainer : public leaf {
 
  private:
   result<void> prepare(context& ctx);
+  result<void> start_workers(context& ctx);
   void step(context& ctx);
+  void after_step(context& ctx);
   float validate();
   std::string generate();
   result<void> save();
@@ -68,6 +78,8 @@ class gpt_trainer : public leaf {
   std::optional<nn::gpt> model_;
   std::optional<nn::adamw> opt_;
   std::optional<nn::text_batcher> train_, val_;
+  std::shared_ptr<const worker_plan> plan_;  // with --workers (private type: shared_ptr allows it incomplete)
+  std::unique_ptr<cpu::worker_group> group_;  // after the model, optimizer and data it uses
   std::optional<banyan::progress> progress_;
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;

@@ -6,11 +6,16 @@
 //
 // Deterministic: the epoch's shuffle depends only on (seed, epoch); the last partial batch of an epoch
 // is dropped.
+//
+// With common.workers set, the steps run on per-core workers (banyan::cpu::worker_group), each on its
+// slice of the same global mini-batch; the model here holds the master parameters (evaluation and the
+// checkpoint read it); the topology and the replicas' memory are logged at start.
 #pragma once
 
 #include "banyan/trainer/options.hpp"
 #include "banyan/trainer/progress.hpp"
 
+#include <banyan/cpu/worker_group.hpp>
 #include <banyan/nn/adamw.hpp>
 #include <banyan/nn/data.hpp>
 #include <banyan/nn/mlp.hpp>
@@ -37,8 +42,9 @@ class mlp_trainer : public leaf {
   void on_start(context& ctx) override;
 
  private:
-  result<void> prepare();
+  result<void> prepare(context& ctx);
   void step(context& ctx);
+  void after_step(context& ctx);
   double evaluate();
   void finish(context& ctx);
   void shuffle();
@@ -58,6 +64,10 @@ class mlp_trainer : public leaf {
   long long steps_ = 0, total_steps_ = 0;
   float last_loss_ = 0.0f;
   double last_acc_ = 0.0;
+  // Workers: the step and epoch position of the current run (the workers read their rows from them).
+  long long run_first_step_ = 0;
+  int run_first_pos_ = 0;
+  std::unique_ptr<cpu::worker_group> group_;  // last: stopped before what it reads
 };
 
 }  // namespace banyan::trainer
