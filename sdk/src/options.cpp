@@ -1,10 +1,14 @@
 #include "banyan/sdk/options.hpp"
 
 #include "command_line.hpp"
+#include "deployment.hpp"
 
 #include "banyan/base/log.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <iterator>
 
 namespace banyan {
 
@@ -48,8 +52,12 @@ bool check_run_options(detail::command_line& c) {
     if (!c.cli.count("--heartbeat-timeout")) c.run.heartbeat_timeout = std::chrono::milliseconds(c.heartbeat_ms);
   }
   if (!c.run.node.empty() && c.run.deployment.empty()) return fail("--node needs --deployment FILE");
-  // --deployment without --node: the node comes from a launcher's rank (mpirun, srun), or
-  // banyan::run says what is missing.
+  // --deployment without --node: the node comes from a launcher's rank (mpirun, srun).
+  if (!c.run.deployment.empty() && c.run.node.empty() &&
+      std::none_of(std::begin(detail::launcher_rank_variables), std::end(detail::launcher_rank_variables),
+                   [](const char* var) { return std::getenv(var) != nullptr; })) {
+    return fail("--deployment needs --node NAME (or a launcher's rank: mpirun and srun set one)");
+  }
   return true;
 }
 
