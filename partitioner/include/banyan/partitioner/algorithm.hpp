@@ -61,6 +61,12 @@ result<std::unique_ptr<algorithm>> make_algorithm(std::string_view name);
 // for an unknown name.
 result<solution> solve(std::string_view name, const problem& p, const solve_options& o = {});
 
+// A proven lower bound on the cost of every mapping of `p` within capacity (0 when none is
+// proven): subtrees heavier than the largest node must be cut, at least at their lightest edges
+// (lower_bound.cpp). O(n log k) time. `solve` reports it as the lower_bound of every algorithm
+// that proves none better, so each heuristic's result comes with its gap.
+double proven_lower_bound(const problem& p);
+
 // Fills status/cost of `s` from `evaluate(p, s.map)`: over capacity becomes `infeasible` with the
 // violation as message. Used by every algorithm so that labels cannot lie.
 void finalize(const problem& p, solution& s);
