@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <limits>
 
 #include <poll.h>
@@ -163,26 +164,45 @@ bool write_all(int fd, const char* p, std::size_t size) {
 
 }  // namespace
 
-std::optional<std::string> run_bounded(const std::function<std::string()>& work, double deadline_s,
+std::optional<std::string> run_bounded(const std::function<std::string(const emit_fn&)>& work, double deadline_s,
                                        const stopwatch& clock, bool* overran) {
   *overran = false;
+  const emit_fn none = [](const std::string&) {};
   int fds[2];
-  if (::pipe(fds) != 0) return work();
+  if (::pipe(fds) != 0) return work(none);
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    return work();
+    return work(none);
   }
-  if (pid == 0) {  // child: work, send, leave without running any destructor or atexit handler
+  if (pid == 0) {  // child: frames of [u64 length][bytes]; the final answer is the last frame
     ::close(fds[0]);
-    const std::string out = work();
-    ::_exit(write_all(fds[1], out.data(), out.size()) ? 0 : 1);
+    bool ok = true;
+    auto frame = [&](const std::string& m) {
+      const std::uint64_t len = m.size();
+      ok = ok && write_all(fds[1], reinterpret_cast<const char*>(&len), sizeof len) && write_all(fds[1], m.data(), m.size());
+    };
+    const std::string out = work(frame);
+    frame(out);
+    ::_exit(ok ? 0 : 1);  // no destructors or atexit handlers of the parent's objects
   }
   ::close(fds[1]);
-  std::string bytes;
-  bool eof = false;
+  std::string bytes, last;
+  bool eof = false, any = false;
   char buf[1 << 16];
+  auto take_frames = [&] {
+    std::size_t at = 0;
+    std::uint64_t len = 0;
+    while (bytes.size() - at >= sizeof len) {
+      std::memcpy(&len, bytes.data() + at, sizeof len);
+      if (bytes.size() - at - sizeof len < len) break;
+      last.assign(bytes, at + sizeof len, len);
+      any = true;
+      at += sizeof len + len;
+    }
+    bytes.erase(0, at);
+  };
   while (!eof) {
     const double left = deadline_s - clock.seconds();
     if (left <= 0) break;
@@ -193,15 +213,20 @@ std::optional<std::string> run_bounded(const std::function<std::string()>& work,
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) { eof = true; break; }
     bytes.append(buf, static_cast<std::size_t>(got));
+    take_frames();
   }
   ::close(fds[0]);
   if (!eof) ::kill(pid, SIGKILL);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
-  if (!eof) { *overran = true; return std::nullopt; }
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) return std::nullopt;
-  return bytes;
+  if (!eof) {
+    *overran = true;
+    if (any) return last;
+    return std::nullopt;
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || !any || !bytes.empty()) return std::nullopt;
+  return last;
 }
 
 void put_solution(std::string& out, const solution& s) {

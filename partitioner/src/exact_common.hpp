@@ -46,9 +46,12 @@ void fall_back_to_warm_start(const problem& p, const solve_options& o, solution&
 // `deadline_s` (seconds on `clock`) at most, then kills the child: Z3 and CBC both have phases that
 // ignore their own limits and interrupts (Z3's preprocessing of a large pseudo-Boolean bound, CBC's
 // preprocessing and root node), and a separate process is the one thing that can always be
-// stopped. nullopt when the child was killed (`*overran` set) or failed. Where fork or pipe fail,
-// `work` runs in this process instead. `work` must not rely on other threads of this process.
-std::optional<std::string> run_bounded(const std::function<std::string()>& work, double deadline_s,
+// stopped. `work` may pass interim answers (incumbents) to `emit`; when the child is killed
+// (`*overran` set), the last complete one is returned, or nullopt when there was none or the child
+// failed. Where fork or pipe fail, `work` runs in this process instead (`emit` then does nothing).
+// `work` must not rely on other threads of this process.
+using emit_fn = std::function<void(const std::string&)>;
+std::optional<std::string> run_bounded(const std::function<std::string(const emit_fn&)>& work, double deadline_s,
                                        const stopwatch& clock, bool* overran);
 
 // A grace period after the time limit for a solver to stop on its own and report its incumbent

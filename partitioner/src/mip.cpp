@@ -185,7 +185,7 @@ class mip_algorithm : public algorithm {
       // Grace past the deadline for CBC to stop on its own and report its incumbent.
       bool overran = false;
       auto bytes = run_bounded(
-          [&] {
+          [&](const emit_fn&) {
             Cbc_solve(model);
             const cbc_outcome c = read_cbc(model, n, k);
             solution out;  // carries the outcome: status = kind, lower_bound = CBC's bound
@@ -199,7 +199,7 @@ class mip_algorithm : public algorithm {
           },
           o.timeout_s + kill_grace(o.timeout_s), clock, &overran);
       solution got;
-      if (bytes && get_solution(*bytes, got)) {
+      if (!overran && bytes && get_solution(*bytes, got)) {
         r.kind = static_cast<cbc_outcome::kind_t>(got.status);
         r.bound = got.lower_bound;
         r.message = got.message;
