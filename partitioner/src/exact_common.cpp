@@ -8,6 +8,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 namespace banyan::partitioner::detail {
@@ -170,6 +173,7 @@ std::optional<std::string> run_bounded(const std::function<std::string(const emi
   const emit_fn none = [](const std::string&) {};
   int fds[2];
   if (::pipe(fds) != 0) return work(none);
+  [[maybe_unused]] const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
@@ -178,6 +182,11 @@ std::optional<std::string> run_bounded(const std::function<std::string(const emi
   }
   if (pid == 0) {  // child: frames of [u64 length][bytes]; the final answer is the last frame
     ::close(fds[0]);
+#ifdef __linux__
+    // Dies with the parent (Ctrl-C of `banyan partition`) instead of solving on as an orphan.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+#endif
     bool ok = true;
     auto frame = [&](const std::string& m) {
       const std::uint64_t len = m.size();
