@@ -1,8 +1,8 @@
 // A proven lower bound on the cost of every mapping within capacity, cheap enough to report next to
 // every heuristic's result (issue #11 item 3).
 //
-// Argument. Let C be the largest node capacity (per dimension, with the capacity tolerance). A
-// subtree S(v) of load L(v) cannot lie on fewer than need(v) = ceil(L(v) / C) nodes, and cutting e
+// Argument. A subtree S(v) of load L(v) cannot lie on fewer than need(v) nodes, the fewest whose
+// capacities (largest first, with the tolerance; per dimension) add up to L(v); cutting e
 // of the edges inside S(v) leaves e + 1 fragments, each on one node, so at least need(v) - 1 edges
 // inside S(v) are cut: their traffic is at least the sum of the need(v) - 1 lightest edges inside
 // S(v). Each cut edge also costs at least the cheapest link between two different nodes. Subtrees
@@ -13,6 +13,7 @@
 #include "detail.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 namespace banyan::partitioner {
@@ -28,15 +29,26 @@ double proven_lower_bound(const problem& p) {
     }
   }
   if (!(min_link > 0)) return 0;
-  const double cap_cpu = *std::max_element(p.cpu_capacity.begin(), p.cpu_capacity.end()) * (1 + capacity_tolerance);
-  double cap_mem = std::numeric_limits<double>::infinity();
   const bool mem = !p.memory_capacity.empty();
-  if (mem) cap_mem = *std::max_element(p.memory_capacity.begin(), p.memory_capacity.end()) * (1 + capacity_tolerance);
-  // Fewest nodes a load needs; the 1e-12 keeps an exact multiple (2C / C) from rounding up.
-  auto nodes_for = [](double load, double cap) -> double {
-    if (!std::isfinite(cap) || load <= 0) return 1;
-    if (cap <= 0) return std::numeric_limits<double>::infinity();
-    return std::max(1.0, std::ceil(load / cap * (1 - 1e-12)));
+  // Fewest nodes whose capacities (largest first, with the tolerance) add up to a load: the
+  // fragments of a subtree lie on at least that many distinct nodes. prefix[m] = sum of the m
+  // largest capacities; +inf once an unconstrained node is reached. The (1 - 1e-12) keeps an
+  // exact fit (load 2C on two nodes of C) from needing one node more through rounding.
+  auto prefix_of = [&](const std::vector<double>& caps) {
+    std::vector<double> sorted(caps);
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    std::vector<double> prefix(sorted.size() + 1, 0);
+    for (std::size_t i = 0; i < sorted.size(); ++i) prefix[i + 1] = prefix[i] + sorted[i] * (1 + capacity_tolerance);
+    return prefix;
+  };
+  const std::vector<double> cpu_prefix = prefix_of(p.cpu_capacity);
+  const std::vector<double> mem_prefix = mem ? prefix_of(p.memory_capacity) : std::vector<double>{};
+  auto nodes_for = [](double load, const std::vector<double>& prefix) -> double {
+    if (load <= 0) return 1;
+    const double need = load * (1 - 1e-12);
+    const auto it = std::lower_bound(prefix.begin() + 1, prefix.end(), need);
+    if (it == prefix.end()) return std::numeric_limits<double>::infinity();  // fits nowhere: no mapping
+    return static_cast<double>(it - prefix.begin());
   };
   std::vector<double> cpu(t.cpu), memory(mem ? t.memory : std::vector<double>{});
   for (std::size_t v = n; v-- > 1;) {
@@ -44,10 +56,10 @@ double proven_lower_bound(const problem& p) {
     if (mem) memory[t.parent[v]] += memory[v];
   }
   auto need = [&](std::size_t v) {
-    return std::max(nodes_for(cpu[v], cap_cpu), mem ? nodes_for(memory[v], cap_mem) : 1.0);
+    return std::max(nodes_for(cpu[v], cpu_prefix), mem ? nodes_for(memory[v], mem_prefix) : 1.0);
   };
   const double root_need = need(0);
-  if (!(root_need >= 2)) return 0;
+  if (!(root_need >= 2) || !std::isfinite(root_need)) return 0;  // one node suffices, or nothing fits
   const std::size_t keep = static_cast<std::size_t>(std::min(root_need - 1, static_cast<double>(n - 1)));
 
   // lightest[v]: max-heap of the `keep` lightest edge weights inside S(v) (edges to v's parent excluded).

@@ -8,7 +8,8 @@
 namespace banyan::partitioner {
 namespace {
 
-problem chain(std::size_t n, std::size_t k, double cap) {
+problem chain(std::size_t n, const std::vector<double>& caps) {
+  const std::size_t k = caps.size();
   tree t;
   for (std::size_t v = 0; v < n; ++v) {
     t.parent.push_back(v == 0 ? no_vertex : static_cast<vertex_id>(v - 1));
@@ -21,7 +22,7 @@ problem chain(std::size_t n, std::size_t k, double cap) {
     node_spec nd;
     nd.name = "n" + std::to_string(j);
     nd.endpoint = "tcp://127.0.0.1:" + std::to_string(7100 + j);
-    nd.cpu = {cap, false};
+    nd.cpu = {caps[j], false};
     c.nodes.push_back(nd);
   }
   auto p = make_problem(std::move(t), std::move(c));
@@ -33,11 +34,19 @@ problem chain(std::size_t n, std::size_t k, double cap) {
 // needs 4 nodes, so 3 edges are cut: at least 1 + 2 + 3 = 6. Tighter: c3..c9 (7 units) need 3
 // nodes, so 2 of the edges carrying 4..9 are cut: at least 4 + 5 = 9. The bound takes the best.
 TEST(LowerBound, ChainNeedsItsLightestEdgesCut) {
-  const problem p = chain(10, 4, 3);
+  const problem p = chain(10, {3, 3, 3, 3});
   EXPECT_DOUBLE_EQ(proven_lower_bound(p), 4 + 5);
   EXPECT_LE(proven_lower_bound(p), testing::brute_force(p).cost);
   // Everything fits one node: nothing is proven.
-  EXPECT_EQ(proven_lower_bound(chain(10, 4, 10)), 0);
+  EXPECT_EQ(proven_lower_bound(chain(10, {10, 10, 10, 10})), 0);
+}
+
+// 12 unit loads on nodes of 10, 1, 1, 1: by the largest capacity alone two nodes would do (one cut
+// edge, the one carrying 1), but 10 + 1 < 12, so three nodes and two cut edges: at least 1 + 2.
+TEST(LowerBound, UnequalCapacitiesCountNodesLargestFirst) {
+  const problem p = chain(12, {1, 10, 1, 1});
+  EXPECT_DOUBLE_EQ(proven_lower_bound(p), 1 + 2);
+  EXPECT_LE(proven_lower_bound(p), testing::brute_force(p).cost);
 }
 
 TEST(LowerBound, NeverAboveTheOptimumAndOftenPositive) {
@@ -62,7 +71,7 @@ TEST(LowerBound, NeverAboveTheOptimumAndOftenPositive) {
 }
 
 TEST(LowerBound, EveryAlgorithmReportsIt) {
-  const problem p = chain(10, 4, 3);
+  const problem p = chain(10, {3, 3, 3, 3});
   const double lb = proven_lower_bound(p);
   ASSERT_GT(lb, 0);
   for (const auto& name : algorithm_names()) {
