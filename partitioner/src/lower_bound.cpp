@@ -17,18 +17,12 @@
 #include <limits>
 
 namespace banyan::partitioner {
+namespace {
 
-double proven_lower_bound(const problem& p) {
+// The counting bound described above.
+double counting_bound(const problem& p, double min_link) {
   const auto& t = p.t;
-  const std::size_t n = t.size(), k = p.k();
-  if (n < 2 || k < 2) return 0;
-  double min_link = std::numeric_limits<double>::infinity();
-  for (std::size_t a = 0; a < k; ++a) {
-    for (std::size_t b = 0; b < k; ++b) {
-      if (a != b) min_link = std::min(min_link, p.c.cost(static_cast<node_id>(a), static_cast<node_id>(b)));
-    }
-  }
-  if (!(min_link > 0)) return 0;
+  const std::size_t n = t.size();
   const bool mem = !p.memory_capacity.empty();
   // Fewest nodes whose capacities (largest first, with the tolerance) add up to a load: the
   // fragments of a subtree lie on at least that many distinct nodes. prefix[m] = sum of the m
@@ -100,6 +94,69 @@ double proven_lower_bound(const problem& p) {
     std::vector<double>().swap(mine);
   }
   return bound[0];
+}
+
+// A second argument, for trees up to 2 x 10^5 vertices: every fragment of a mapping within
+// capacity weighs at most the largest capacity C, so the cheapest set of edges whose removal leaves
+// only fragments of at most C is a lower bound (bin packing of the fragments onto nodes is
+// relaxed away). It is a knapsack over the tree; loads are rounded DOWN to units of C / 64, which
+// only relaxes it further, so the dynamic program's optimum stays a valid bound: f_v[l] = least
+// traffic cut inside S(v) with v's fragment at l units, children merged one by one (cut the edge:
+// + its traffic + the child's best; or join: loads add up to at most 64). O(n x 64) amortised.
+double knapsack_bound(const problem& p, double min_link) {
+  constexpr std::size_t units = 64;
+  const auto& t = p.t;
+  const std::size_t n = t.size();
+  if (n > 200000) return 0;
+  const double cap = *std::max_element(p.cpu_capacity.begin(), p.cpu_capacity.end()) * (1 + capacity_tolerance);
+  if (!(cap > 0)) return 0;
+  const double unit = cap / static_cast<double>(units);
+  const double inf = std::numeric_limits<double>::infinity();
+  auto own = [&](std::size_t v) {
+    const double l = std::floor(t.cpu[v] / unit * (1 - 1e-12));
+    std::vector<double> f(static_cast<std::size_t>(std::min(l, static_cast<double>(units))) + 1, inf);
+    f.back() = 0;
+    return f;
+  };
+  std::vector<std::vector<double>> f(n);
+  std::vector<double> merged;
+  for (std::size_t v = n; v-- > 0;) {
+    if (f[v].empty()) f[v] = own(v);  // a leaf
+    if (v == 0) break;
+    const auto par = static_cast<std::size_t>(t.parent[v]);
+    if (f[par].empty()) f[par] = own(par);
+    const auto& fc = f[v];
+    const auto& fp = f[par];
+    const double best_c = *std::min_element(fc.begin(), fc.end());
+    const double cut = t.weight[v] * min_link + best_c;
+    merged.assign(std::min(units, (fp.size() - 1) + (fc.size() - 1)) + 1, inf);
+    for (std::size_t a = 0; a < fp.size(); ++a) {
+      if (fp[a] == inf) continue;
+      merged[a] = std::min(merged[a], fp[a] + cut);
+      for (std::size_t b = 0; b < fc.size() && a + b <= units; ++b) {
+        if (fc[b] != inf) merged[a + b] = std::min(merged[a + b], fp[a] + fc[b]);
+      }
+    }
+    f[par].swap(merged);
+    std::vector<double>().swap(f[v]);
+  }
+  const double best = *std::min_element(f[0].begin(), f[0].end());
+  return std::isfinite(best) ? best : 0;
+}
+
+}  // namespace
+
+double proven_lower_bound(const problem& p) {
+  const std::size_t n = p.t.size(), k = p.k();
+  if (n < 2 || k < 2) return 0;
+  double min_link = std::numeric_limits<double>::infinity();
+  for (std::size_t a = 0; a < k; ++a) {
+    for (std::size_t b = 0; b < k; ++b) {
+      if (a != b) min_link = std::min(min_link, p.c.cost(static_cast<node_id>(a), static_cast<node_id>(b)));
+    }
+  }
+  if (!(min_link > 0)) return 0;
+  return std::max(counting_bound(p, min_link), knapsack_bound(p, min_link));
 }
 
 }  // namespace banyan::partitioner
