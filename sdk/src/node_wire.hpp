@@ -9,6 +9,15 @@
 //   quit         -               -            -        -            -           code (exit code), urgent             -
 //   request      requester path  -            method   target path  -           id, timeout_ms                       request
 //   reply        -               -            -        -            error text  id, code (reply_code)                reply
+//   child_start  -               -            -        child path   -           id (generation)                      -
+//   child_stop   -               -            -        child path   -           id (generation)                      -
+//   child_started -              -            -        child path   -           id (generation)                      -
+//   child_failed -               -            -        child path   reason      id (generation)                      -
+//
+// The child_* kinds carry supervision across nodes (docs/sdk.md "Supervision across nodes"): a
+// supervisor asks the node of a remote child to start or stop an incarnation (numbered by its
+// generation, 1 for the one each node starts itself); that node answers with child_started once
+// the incarnation's subtree has started, or child_failed with the user's failure reason.
 //
 // Every cell is a typed field of the wire schema (runtime/schema/envelope.capnp): numbers and codes
 // travel as numbers, never as decimal text. A field a kind does not use must keep its default.
@@ -23,7 +32,8 @@
 namespace banyan::detail {
 
 enum class wire_kind : std::uint16_t {
-  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7
+  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
+  child_start = 8, child_stop = 9, child_started = 10, child_failed = 11
 };
 
 // A reply's outcome (`code` of a reply envelope).

@@ -91,6 +91,9 @@ class context {
   virtual void quit(int exit_code = 0) = 0;
   // Writes one line to the run's log, prefixed with this component's path.
   virtual void log(std::string_view line) = 0;
+  // Takes a snapshot (component::snapshot) now and keeps it as the state a restart restores, if
+  // this component was added with keep_state(); otherwise does nothing.
+  virtual void checkpoint() = 0;
   // Reports this component's memory footprint for the profile.
   virtual void report_memory(std::uint64_t bytes) = 0;
 };
