@@ -12,7 +12,8 @@ result<vertex_id> scope::resolve(const component_tree& tree, vertex_id publisher
         if (v == 0)
           return error{broker::errc::invalid_scope, "scope " + describe() + " from `" + tree.path(publisher) +
                                                 "`: the publisher has only " +
-                                                std::to_string(tree.depth(publisher)) + " ancestors"};
+                                                std::to_string(tree.depth(publisher)) +
+                                                (tree.depth(publisher) == 1 ? " ancestor" : " ancestors")};
         v = tree.parent(v);
       }
       return v;

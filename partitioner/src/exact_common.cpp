@@ -1,7 +1,17 @@
 #include "exact_common.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <unistd.h>
 
 namespace banyan::partitioner::detail {
 namespace {
@@ -104,7 +114,7 @@ void fall_back_to_warm_start(const problem& p, const solve_options& o, solution&
     // start below replaces it).
     s.map.clear();
     s.status = solve_status::unknown;
-    s.message = "the solver's mapping is over capacity by banyan's rule (its feasibility tolerance is looser); discarded";
+    s.message = "the solver's mapping is over capacity (by evaluate); discarded";
   }
   if (!o.warm_start) return;
   const evaluation warm = evaluate(p, *o.warm_start);
@@ -140,6 +150,115 @@ std::vector<std::vector<node_id>> interchangeable_nodes(const problem& p) {
     if (cls.size() >= 2) classes.push_back(std::move(cls));
   }
   return classes;
+}
+
+namespace {
+
+bool write_all(int fd, const char* p, std::size_t size) {
+  while (size > 0) {
+    const ssize_t w = ::write(fd, p, size);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    size -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::string> run_bounded(const std::function<std::string(const emit_fn&)>& work, double deadline_s,
+                                       const stopwatch& clock, bool* overran) {
+  *overran = false;
+  const emit_fn none = [](const std::string&) {};
+  int fds[2];
+  if (::pipe(fds) != 0) return work(none);
+  [[maybe_unused]] const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return work(none);
+  }
+  if (pid == 0) {  // child: frames of [u64 length][bytes]; the final answer is the last frame
+    ::close(fds[0]);
+#ifdef __linux__
+    // Dies with the parent (Ctrl-C of `banyan partition`) instead of solving on as an orphan.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);
+#endif
+    bool ok = true;
+    auto frame = [&](const std::string& m) {
+      const std::uint64_t len = m.size();
+      ok = ok && write_all(fds[1], reinterpret_cast<const char*>(&len), sizeof len) && write_all(fds[1], m.data(), m.size());
+    };
+    const std::string out = work(frame);
+    frame(out);
+    ::_exit(ok ? 0 : 1);  // no destructors or atexit handlers of the parent's objects
+  }
+  ::close(fds[1]);
+  std::string bytes, last;
+  bool eof = false, any = false;
+  char buf[1 << 16];
+  auto take_frames = [&] {
+    std::size_t at = 0;
+    std::uint64_t len = 0;
+    while (bytes.size() - at >= sizeof len) {
+      std::memcpy(&len, bytes.data() + at, sizeof len);
+      if (bytes.size() - at - sizeof len < len) break;
+      last.assign(bytes, at + sizeof len, len);
+      any = true;
+      at += sizeof len + len;
+    }
+    bytes.erase(0, at);
+  };
+  while (!eof) {
+    const double left = deadline_s - clock.seconds();
+    if (left <= 0) break;
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int pr = ::poll(&pfd, 1, static_cast<int>(std::ceil(left * 1000)));
+    if (pr <= 0) continue;  // EINTR or timeout: the loop condition decides
+    const ssize_t got = ::read(fds[0], buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) { eof = true; break; }
+    bytes.append(buf, static_cast<std::size_t>(got));
+    take_frames();
+  }
+  ::close(fds[0]);
+  if (!eof) ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (!eof) {
+    *overran = true;
+    if (any) return last;
+    return std::nullopt;
+  }
+  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || !any || !bytes.empty()) return std::nullopt;
+  return last;
+}
+
+void put_solution(std::string& out, const solution& s) {
+  put(out, static_cast<std::int32_t>(s.status));
+  put(out, s.lower_bound);
+  put(out, static_cast<std::uint64_t>(s.message.size()));
+  out += s.message;
+  put(out, static_cast<std::uint64_t>(s.map.size()));
+  out.append(reinterpret_cast<const char*>(s.map.data()), s.map.size() * sizeof(node_id));
+}
+
+bool get_solution(const std::string& in, solution& s) {
+  std::size_t at = 0;
+  std::int32_t status = 0;
+  std::uint64_t len = 0, n = 0;
+  if (!get(in, at, status) || !get(in, at, s.lower_bound) || !get(in, at, len) || in.size() - at < len) return false;
+  s.status = static_cast<solve_status>(status);
+  s.message.assign(in, at, len);
+  at += len;
+  if (!get(in, at, n) || (in.size() - at) != n * sizeof(node_id)) return false;
+  s.map.resize(n);
+  std::memcpy(s.map.data(), in.data() + at, n * sizeof(node_id));
+  return true;
 }
 
 }  // namespace banyan::partitioner::detail

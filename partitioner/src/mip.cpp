@@ -8,23 +8,15 @@
 //   symmetry: value precedence among interchangeable nodes via cumulative bounds
 //     used[v][a] <= used[v-1][a] + x[v][a],  x[v][b] <= used[v-1][a]  (a before b in a class);
 //   warm start as a MIP start; the time limit returns the incumbent and CBC's best bound.
-// Time: CBC runs in a forked child with an elapsed-time limit a little inside the budget; CBC checks
-// its limit only between nodes and not in preprocessing or while completing a MIP start, so the
-// parent kills the child at the deadline (plus a small grace) and keeps the warm start. The total
-// wall time of solve() is thereby bounded whatever CBC does.
+// Time: CBC runs in a forked child (run_bounded) with an elapsed-time limit a little inside the
+// budget; CBC checks its limit only between nodes and not in preprocessing or while completing a
+// MIP start, so the parent kills the child at the deadline (plus a small grace) and keeps the warm
+// start. The total wall time of solve() is thereby bounded whatever CBC does.
 #include "exact_common.hpp"
 
 #include <coin/Cbc_C_Interface.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <limits>
-
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace banyan::partitioner::detail {
 namespace {
@@ -76,85 +68,6 @@ cbc_outcome read_cbc(Cbc_Model* model, std::size_t n, std::size_t k) {
   } else {
     r.message = Cbc_isSecondsLimitReached(model) ? "CBC time limit reached" : "CBC stopped early";
     r.bound = Cbc_getBestPossibleObjValue(model);
-  }
-  return r;
-}
-
-bool write_all(int fd, const void* data, std::size_t size) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t w = ::write(fd, p, size);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    size -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
-// Runs Cbc_solve in a forked child and reads its outcome through a pipe; kills the child when
-// `deadline` (seconds on `clock`) passes first, and then reports that nothing came back in time.
-// Without fork (or a pipe), solves in this process under CBC's own limit.
-cbc_outcome solve_bounded(Cbc_Model* model, std::size_t n, std::size_t k, double deadline, const stopwatch& clock) {
-  int fds[2];
-  if (::pipe(fds) != 0) { Cbc_solve(model); return read_cbc(model, n, k); }
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]); ::close(fds[1]);
-    Cbc_solve(model);
-    return read_cbc(model, n, k);
-  }
-  if (pid == 0) {  // child: solve, send the outcome, leave without running any destructor
-    ::close(fds[0]);
-    Cbc_solve(model);
-    const cbc_outcome r = read_cbc(model, n, k);
-    const std::int32_t kind = r.kind, has_map = r.map.empty() ? 0 : 1;
-    const std::int32_t seconds = r.message == "CBC time limit reached" ? 1 : 0;
-    bool ok = write_all(fds[1], &kind, sizeof kind) && write_all(fds[1], &has_map, sizeof has_map) &&
-              write_all(fds[1], &seconds, sizeof seconds) && write_all(fds[1], &r.bound, sizeof r.bound);
-    if (ok && has_map) ok = write_all(fds[1], r.map.data(), r.map.size() * sizeof(node_id));
-    ::_exit(ok ? 0 : 1);
-  }
-  ::close(fds[1]);
-  std::string bytes;
-  bool eof = false;
-  char buf[1 << 16];
-  while (!eof) {
-    const double left = deadline - clock.seconds();
-    if (left <= 0) break;
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int pr = ::poll(&pfd, 1, static_cast<int>(std::ceil(left * 1000)));
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) continue;  // timeout: the loop condition ends it
-    const ssize_t got = ::read(fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) { eof = true; break; }
-    bytes.append(buf, static_cast<std::size_t>(got));
-  }
-  ::close(fds[0]);
-  if (!eof) ::kill(pid, SIGKILL);
-  int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  cbc_outcome r;
-  const std::size_t head = 3 * sizeof(std::int32_t) + sizeof(double);
-  if (!eof || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || bytes.size() < head) {
-    r.message = eof ? "CBC failed in its child process" : "CBC overran the time limit and was stopped";
-    return r;
-  }
-  std::int32_t kind = 0, has_map = 0, seconds = 0;
-  std::memcpy(&kind, bytes.data(), sizeof kind);
-  std::memcpy(&has_map, bytes.data() + 4, sizeof has_map);
-  std::memcpy(&seconds, bytes.data() + 8, sizeof seconds);
-  std::memcpy(&r.bound, bytes.data() + 12, sizeof r.bound);
-  r.kind = static_cast<cbc_outcome::kind_t>(kind);
-  if (r.kind == cbc_outcome::stopped) r.message = seconds ? "CBC time limit reached" : "CBC stopped early";
-  if (has_map && bytes.size() == head + n * sizeof(node_id)) {
-    r.map.resize(n);
-    std::memcpy(r.map.data(), bytes.data() + head, n * sizeof(node_id));
-  } else if (has_map) {
-    r = cbc_outcome{};
-    r.message = "CBC's child process sent a truncated answer";
   }
   return r;
 }
@@ -270,8 +183,30 @@ class mip_algorithm : public algorithm {
       r.message = "time limit reached while building the model";
     } else {
       // Grace past the deadline for CBC to stop on its own and report its incumbent.
-      const double grace = std::min(1.0, std::max(0.2, 0.05 * o.timeout_s));
-      r = solve_bounded(model, n, k, o.timeout_s + grace, clock);
+      bool overran = false;
+      auto bytes = run_bounded(
+          [&](const emit_fn&) {
+            Cbc_solve(model);
+            const cbc_outcome c = read_cbc(model, n, k);
+            solution out;  // carries the outcome: status = kind, lower_bound = CBC's bound
+            out.status = static_cast<solve_status>(c.kind);
+            out.lower_bound = c.bound;
+            out.message = c.message;
+            out.map = c.map;
+            std::string b;
+            put_solution(b, out);
+            return b;
+          },
+          o.timeout_s + kill_grace(o.timeout_s), clock, &overran);
+      solution got;
+      if (!overran && bytes && get_solution(*bytes, got)) {
+        r.kind = static_cast<cbc_outcome::kind_t>(got.status);
+        r.bound = got.lower_bound;
+        r.message = got.message;
+        r.map = std::move(got.map);
+      } else {
+        r.message = overran ? "CBC overran the time limit and was stopped" : "CBC failed in its child process";
+      }
     }
     Cbc_deleteModel(model);
     s.map = std::move(r.map);

@@ -1,5 +1,6 @@
 #include "detail.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace banyan::partitioner {
@@ -55,6 +56,7 @@ result<solution> solve(std::string_view name, const problem& p, const solve_opti
   if (!a) return a.error();
   detail::stopwatch w;
   solution s = (*a)->solve(p, o);
+  s.lower_bound = std::max(s.lower_bound, proven_lower_bound(p));
   s.seconds = w.seconds();
   s.algorithm = std::string(name);
   finalize(p, s);

@@ -29,11 +29,38 @@ class smt_algorithm : public algorithm {
  public:
   std::string name() const override { return "smt"; }
 
+  // Z3 runs in a forked child (run_bounded): its own timeout and the watchdog's interrupt are not
+  // honoured in every phase (preprocessing a warm-start bound over tens of thousands of soft
+  // constraints took 25 s past a 5 s limit), so the parent kills it at the deadline plus a grace.
   solution solve(const problem& p, const solve_options& o) override {
+    const stopwatch clock;
+    bool overran = false;
+    auto bytes = run_bounded(
+        [&](const emit_fn& emit) {
+          std::string b;
+          put_solution(b, guarded_run(p, o, emit));
+          return b;
+        },
+        o.timeout_s + kill_grace(o.timeout_s), clock, &overran);
     solution s;
+    if (!bytes || !get_solution(*bytes, s)) {
+      s = solution{};
+      s.status = solve_status::unknown;
+      s.message = overran ? "Z3 overran the time limit and was stopped" : "Z3 failed in its child process";
+    } else if (overran) {
+      s.status = solve_status::feasible;  // an incumbent; evaluate has the last word below
+      s.message = "Z3 overran the time limit and was stopped; its last model is returned";
+    }
+    fall_back_to_warm_start(p, o, s);
+    return s;
+  }
+
+ private:
+  solution guarded_run(const problem& p, const solve_options& o, const emit_fn& emit) {
     try {
-      return run(p, o);
+      return run(p, o, emit);
     } catch (const z3::exception& e) {
+      solution s;
       s.status = solve_status::unknown;
       s.message = std::string("z3: ") + e.msg();
       if (o.warm_start) s.map = *o.warm_start;
@@ -41,8 +68,7 @@ class smt_algorithm : public algorithm {
     }
   }
 
- private:
-  solution run(const problem& p, const solve_options& o) {
+  solution run(const problem& p, const solve_options& o, const emit_fn& emit) {
     start_ = std::chrono::steady_clock::now();
     const auto& t = p.t;
     const std::size_t n = t.size(), k = p.k();
@@ -164,6 +190,30 @@ class smt_algorithm : public algorithm {
     std::thread watchdog([&] {
       std::unique_lock lock(mu);
       if (!cv.wait_until(lock, deadline, [&] { return done; })) ctx.interrupt();
+    });
+    // Each improved model Z3 finds goes to the parent as an incumbent, which it keeps if it has to
+    // kill this process at the deadline.
+    struct incumbent_sink {
+      z3::model model;
+      const emit_fn* emit;
+      std::function<void(const z3::model&)> send;
+    } sink{z3::model(ctx), &emit, {}};
+    sink.send = [&](const z3::model& mdl) {
+      solution inc;
+      inc.status = solve_status::feasible;
+      inc.map.assign(n, 0);
+      for (std::size_t v = 0; v < n; ++v) {
+        for (std::size_t j = 0; j < k; ++j) {
+          if (mdl.eval(X(v, j), true).is_true()) { inc.map[v] = static_cast<node_id>(j); break; }
+        }
+      }
+      std::string b;
+      put_solution(b, inc);
+      emit(b);
+    };
+    Z3_optimize_register_model_eh(ctx, opt, sink.model, &sink, [](void* user) {
+      auto* self = static_cast<incumbent_sink*>(user);
+      self->send(self->model);
     });
     z3::check_result r = z3::unknown;
     try {

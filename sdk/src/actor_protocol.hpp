@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 
 #include <functional>
+#include <string>
 
 namespace banyan::detail {
 
@@ -25,6 +26,18 @@ using resume_atom = caf::atom_constant<caf::atom("resume")>;      // a paused pu
 using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
 using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
 using undeliv_atom = caf::atom_constant<caf::atom("undeliv")>;    // node, count, reason: our publishes a gone node will not deliver
+// Supervision across nodes (node_wire.hpp's child_* envelopes, turned into messages by the gateway):
+using rstarted_atom = caf::atom_constant<caf::atom("rstarted")>;  // child vertex, generation: a remote child's subtree started
+using rfailed_atom = caf::atom_constant<caf::atom("rfailed")>;    // child vertex, generation, reason: a remote child failed
+
+// The text of an actor's exit reason as the user wrote it: a component's failure is
+// make_error(sec::runtime_error, what) (component_actor.cpp), so its context holds `what` alone;
+// any other reason (a kill, CAF's own) prints as CAF names it.
+inline std::string reason_text(const caf::error& reason) {
+  const auto& context = reason.context();
+  if (reason == caf::sec::runtime_error && context.match_elements<std::string>()) return context.get_as<std::string>(0);
+  return to_string(reason);
+}
 
 // Work a component posted to itself (ctx.post / ctx.after).
 struct task {

@@ -117,8 +117,12 @@ run_result run(app& application, const run_options& options) {
     }
     auto roots = state->where().roots(state->tree());
     done.set_roots_alive(roots.size());
+    // The tree's root is started and stopped from here; the other roots of a node (whose parents
+    // run on other nodes) by the node's gateway, which stands in for their remote supervisors.
+    if (node && (roots.size() > 1 || roots.front() != 0)) node->host_roots();
     std::vector<caf::actor> root_actors;
     for (auto v : roots) {
+      if (v != 0) continue;
       auto a = system.spawn<detail::component_actor>(state, v, caf::actor_addr{});
       state->set_actor(v, a);
       a->attach_functor([state](const caf::error& reason) {
@@ -148,6 +152,7 @@ run_result run(app& application, const run_options& options) {
         if (done.urgent()) caf::anon_send<caf::message_priority::high>(a, detail::shutdown_atom::value, true);
         else caf::anon_send(a, detail::shutdown_atom::value, false);
       }
+      if (node) node->shutdown_hosted(done.urgent());
       break;
     }
     done.wait_roots_down();

@@ -49,6 +49,7 @@ class actor_context final : public context {
   void quit(int exit_code) override { self_.state().done().request_quit(exit_code); }
   void log(std::string_view line) override { log::info(path(), line); }
   void report_memory(std::uint64_t bytes) override { self_.state().loads().set_memory(self_.vertex(), bytes); }
+  void checkpoint() override { self_.checkpoint(); }
 
  private:
   component_actor& self_;
@@ -57,11 +58,12 @@ class actor_context final : public context {
 }  // namespace
 
 component_actor::component_actor(caf::actor_config& cfg, std::shared_ptr<run_state> state, vertex_id v,
-                                 caf::actor_addr parent)
+                                 caf::actor_addr parent, bool initial)
     : caf::event_based_actor(cfg),
       state_(std::move(state)),
       vertex_(v),
       parent_(std::move(parent)),
+      initial_(initial),
       routes_(state_->front()) {}
 
 component_actor::~component_actor() = default;
@@ -78,9 +80,13 @@ caf::behavior component_actor::make_behavior() {
   set_exception_handler([this](caf::scheduled_actor*, std::exception_ptr& eptr) -> caf::error {
     std::string what = describe(eptr);
     log::error(state_->tree().path(vertex_), "failed: " + what);
+    stop_remote_children();
     return caf::make_error(caf::sec::runtime_error, what);
   });
   set_exit_handler([this](caf::exit_msg& msg) { on_exit_message(msg); });
+  // A child we stopped unlinks from us when it handles our exit message, so its end comes as a
+  // down message (children are monitored too); whichever of the two comes first counts.
+  set_down_handler([this](caf::down_msg& msg) { on_child_gone(msg.source, msg.reason); });
   // The supervisor registered us in the directory when it spawned us (before any later sibling
   // starts); unregister when this incarnation ends, unless a new one replaced it already.
   attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error&) {
@@ -112,10 +118,32 @@ caf::behavior component_actor::make_behavior() {
         starting_ = none;
         spawn_next();
       },
-      [this](ready_atom) { flush_held(); },
+      [this](rstarted_atom, vertex_id child_vertex, std::uint64_t generation) {
+        if (shutting_down_ || starting_ == none) return;
+        const child& c = children_[starting_];
+        if (!c.remote || c.vertex != child_vertex || c.generation != generation) return;
+        starting_ = none;
+        spawn_next();
+      },
+      [this](rfailed_atom, vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
+        on_remote_failure(child_vertex, generation, reason);
+      },
+      [this](ready_atom) {
+        flush_held();
+        flush_held_requests();
+      },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
         log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+        // Its node is gone: nothing can restart it there. Later siblings still start.
+        for (std::size_t i = 0; i < children_.size(); ++i) {
+          if (!children_[i].remote || state_->tree().path(children_[i].vertex) != child_path) continue;
+          children_[i].remote_up = false;
+          if (starting_ == i && !shutting_down_) {
+            starting_ = none;
+            spawn_next();
+          }
+        }
       },
       [this](undeliv_atom, const std::string& node, std::uint64_t count, const std::string& reason) {
         timed([&] { user_->on_undelivered(*ctx_, node, count, reason); });
@@ -185,6 +213,7 @@ void component_actor::on_exit() {
   services_.clear();
   remote_requests_.clear();
   held_.clear();
+  held_requests_.clear();
   children_.clear();
   ctx_.reset();
   user_.reset();
@@ -194,57 +223,125 @@ void component_actor::start() {
   const spec& s = state_->spec_of(vertex_);
   user_ = s.make()();
   ctx_ = std::make_unique<actor_context>(*this);
+  if (s.keeps_state()) {
+    if (auto kept = state_->kept().get(vertex_)) timed([&] { user_->restore(*ctx_, *kept); });
+  }
   timed([&] { user_->on_start(*ctx_); });
   const auto& kids = state_->tree().children(vertex_);
   children_.clear();
-  for (auto v : kids)
-    if (state_->is_local(v)) children_.push_back({v, caf::actor{}});  // others start on their nodes
+  for (auto v : kids) {
+    children_.push_back({v, caf::actor{}});
+    children_.back().remote = !state_->is_local(v);
+  }
   for (std::size_t i = 0; i < children_.size(); ++i) pending_.push_back(i);
   spawn_next();
 }
 
 void component_actor::spawn_next() {
-  if (starting_ != none) return;
-  if (pending_.empty()) {
-    if (!children_.empty()) timed([&] { user_->on_children_started(*ctx_); });
-    if (!reported_started_) {
-      reported_started_ = true;
-      if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
-      else state_->done().root_started();
-    }
-    return;
+  while (starting_ == none && !pending_.empty()) {
+    const std::size_t i = pending_.front();
+    // Its old incarnation is still stopping (and taking its snapshot): go on at its exit.
+    if (children_[i].actor) return;
+    pending_.erase(pending_.begin());
+    if (spawn_child(i)) starting_ = i;
   }
-  starting_ = pending_.front();
-  pending_.erase(pending_.begin());
-  spawn_child(starting_);
+  if (starting_ != none) return;
+  if (!children_.empty()) timed([&] { user_->on_children_started(*ctx_); });
+  if (!reported_started_) {
+    reported_started_ = true;
+    if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
+    else state_->done().root_started();
+  }
 }
 
-void component_actor::spawn_child(std::size_t i) {
-  auto a = spawn<component_actor>(state_, children_[i].vertex, address());
-  state_->set_actor(children_[i].vertex, a);
+bool component_actor::spawn_child(std::size_t i) {
+  child& c = children_[i];
+  c.stopping = false;
+  if (c.remote) {
+    c.remote_up = true;
+    // In the run's first start each node starts its own part of the tree (generation 1), in
+    // parallel; a restart asks the child's node and waits for its start, as for a local child.
+    if (initial_ && c.generation == 1) return false;
+    c.generation = state_->node()->next_generation(c.vertex);
+    state_->node()->send_child(wire_kind::child_start, c.vertex, c.generation);
+    return true;
+  }
+  auto a = spawn<component_actor>(state_, c.vertex, address(), initial_);
+  state_->set_actor(c.vertex, a);
   link_to(a);
-  children_[i].actor = a;
-  children_[i].stopping = false;
+  monitor(a);
+  c.actor = a;
+  return true;
+}
+
+void component_actor::stop_child(child& c) {
+  if (c.remote) {
+    if (c.remote_up) state_->node()->send_child(wire_kind::child_stop, c.vertex, c.generation);
+    c.remote_up = false;
+    return;
+  }
+  if (!c.actor || c.stopping) return;
+  // The handle stays until its exit arrives: its new incarnation starts only then (OTP's
+  // synchronous termination), after the old one has taken its snapshot.
+  c.stopping = true;
+  send_exit(c.actor, caf::exit_reason::user_shutdown);
+}
+
+void component_actor::checkpoint() {
+  if (!user_ || !ctx_ || !state_->spec_of(vertex_).keeps_state()) return;
+  std::optional<payload> snapshot;
+  timed([&] { snapshot = user_->snapshot(*ctx_); });
+  if (snapshot) state_->kept().put(vertex_, std::move(*snapshot));
+}
+
+void component_actor::stop_remote_children() {
+  for (auto& c : children_)
+    if (c.remote) stop_child(c);
+}
+
+void component_actor::on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.remote && c.vertex == child_vertex; });
+  if (it == children_.end() || !it->remote_up || it->generation != generation) return;  // stopped or replaced already
+  const std::size_t i = static_cast<std::size_t>(it - children_.begin());
+  it->remote_up = false;
+  if (starting_ == i) starting_ = none;
+  if (shutting_down_) return;
+  supervise(i, reason);
 }
 
 void component_actor::on_exit_message(caf::exit_msg& msg) {
   if (msg.source == parent_) {
+    // Stopped in good health (its supervisor restarts it, or failed itself): keep its state.
+    try {
+      checkpoint();
+    } catch (const std::exception& e) {
+      log::error(state_->tree().path(vertex_), std::string("snapshot failed: ") + e.what());
+    }
+    stop_remote_children();
     quit(msg.reason);  // our supervisor stopped or failed: the whole subtree goes with it
     return;
   }
+  on_child_gone(msg.source, msg.reason);
+}
+
+void component_actor::on_child_gone(const caf::actor_addr& source, const caf::error& reason) {
   auto it = std::find_if(children_.begin(), children_.end(),
-                         [&](const child& c) { return c.actor && c.actor.address() == msg.source; });
-  if (it == children_.end()) return;  // an incarnation we already replaced
+                         [&](const child& c) { return c.actor && c.actor.address() == source; });
+  if (it == children_.end()) return;  // an incarnation we already replaced, or its second notice
   std::size_t i = static_cast<std::size_t>(it - children_.begin());
-  bool failed = msg.reason && msg.reason != caf::exit_reason::user_shutdown && msg.reason != caf::exit_reason::normal;
+  bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
   children_[i].actor = caf::actor{};
   if (starting_ == i) starting_ = none;
   if (shutting_down_) {
     shutdown_next();
     return;
   }
-  if (children_[i].stopping || !failed) return;
-  supervise(i, to_string(msg.reason));
+  if (children_[i].stopping) {
+    if (starting_ == none && !pending_.empty() && pending_.front() == i) spawn_next();
+    return;
+  }
+  if (!failed) return;
+  supervise(i, reason_text(reason));
 }
 
 void component_actor::supervise(std::size_t i, const std::string& reason) {
@@ -260,6 +357,7 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
                       std::to_string(policy.within.count()) + " ms (limit " + std::to_string(policy.max_restarts) +
                       "); giving up and escalating";
     log::error(tree.path(vertex_), why);
+    stop_remote_children();
     quit(caf::make_error(caf::sec::runtime_error, why));
     return;
   }
@@ -273,15 +371,12 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
                                       (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : ""));
   // Stop the others in reverse start order, forget everything the old incarnations subscribed, then
   // start the new incarnations in order.
-  for (std::size_t j = last; j-- > first;) {
-    if (j != i && children_[j].actor) {
-      children_[j].stopping = true;
-      send_exit(children_[j].actor, caf::exit_reason::user_shutdown);
-      children_[j].actor = caf::actor{};
-    }
-  }
+  for (std::size_t j = last; j-- > first;)
+    if (j != i) stop_child(children_[j]);
+  // From here on, remote children start only when asked (and are waited for).
+  initial_ = false;
   for (std::size_t j = first; j < last; ++j) {
-    forget_subtree(children_[j].vertex);
+    state_->forget_subtree(children_[j].vertex);  // this node's part; a remote child's node forgets its own
     pending_.push_back(j);
   }
   if (starting_ >= first && starting_ < last) starting_ = none;
@@ -290,13 +385,8 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
   spawn_next();
 }
 
-void component_actor::forget_subtree(vertex_id v) {
-  for (auto id : state_->routing().unsubscribe_all(v))
-    if (state_->node()) state_->node()->broadcast_unsubscribe(id);
-  for (auto c : state_->tree().children(v)) forget_subtree(c);
-}
-
 void component_actor::shutdown_next() {
+  // Remote children are stopped by their own nodes (each node shuts down its part of the tree).
   for (std::size_t j = children_.size(); j-- > 0;) {
     if (children_[j].actor) {
       if (!children_[j].stopping) {
@@ -444,14 +534,34 @@ void component_actor::send_remote_request(vertex_id target, std::string method, 
                                                   std::to_string(node->max_payload_bytes()) + " bytes)"};
     return post_task([on_reply = std::move(on_reply), e = std::move(e)] { on_reply(e); });
   }
-  const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
-  auto sent = node->send_request(vertex_, target, method, data, timeout, id, caf::actor_cast<caf::actor>(this), block_at);
-  if (!sent) {
-    error e{sdk::errc::request_failed, what + ": " + sent.error().what()};
-    return post_task([on_reply = std::move(on_reply), e = std::move(e)] { on_reply(e); });
+  if (!state_->cluster_ready()) {
+    // Made during the cluster's start: held, in order, until every node is ready (as publishes are),
+    // so it behaves as in one process. Its timeout runs from now.
+    remote_requests_[id] = {std::move(on_reply), std::move(what)};
+    held_requests_.push_back({id, target, std::move(method), data, timeout});
+    delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id, static_cast<std::int64_t>(timeout.count()));
+    return;
   }
+  if (!held_requests_.empty()) flush_held_requests();
   remote_requests_[id] = {std::move(on_reply), std::move(what)};
   delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id, static_cast<std::int64_t>(timeout.count()));
+  transmit_request({id, target, std::move(method), data, timeout});
+}
+
+void component_actor::transmit_request(const held_request& r) {
+  const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
+  auto sent = state_->node()->send_request(vertex_, r.target, r.method, r.data, r.timeout, r.id,
+                                           caf::actor_cast<caf::actor>(this), block_at);
+  // Reported later, never from inside ctx.request() (as in one process).
+  if (!sent) post_task([this, id = r.id, e = error{sdk::errc::request_failed, sent.error().what()}] { finish_remote_request(id, e); });
+}
+
+void component_actor::flush_held_requests() {
+  while (!held_requests_.empty()) {
+    auto r = std::move(held_requests_.front());
+    held_requests_.pop_front();
+    if (remote_requests_.count(r.id)) transmit_request(r);  // else it timed out while held
+  }
 }
 
 void component_actor::finish_remote_request(std::uint64_t id, result<payload> outcome) {

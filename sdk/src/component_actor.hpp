@@ -15,7 +15,10 @@ namespace banyan::detail {
 
 class component_actor final : public caf::event_based_actor {
  public:
-  component_actor(caf::actor_config& cfg, std::shared_ptr<run_state> state, vertex_id v, caf::actor_addr parent);
+  // `initial`: this incarnation is part of the run's first start (each node starts its own part of
+  // the tree then); a restart's incarnations ask the nodes of their remote children to start them.
+  component_actor(caf::actor_config& cfg, std::shared_ptr<run_state> state, vertex_id v, caf::actor_addr parent,
+                  bool initial = true);
   ~component_actor() override;
 
   caf::behavior make_behavior() override;
@@ -33,25 +36,43 @@ class component_actor final : public caf::event_based_actor {
                     std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
   void post_task(std::function<void()> fn);
   void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
+  void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
   run_state& state() { return *state_; }
   vertex_id vertex() const { return vertex_; }
 
  private:
+  // A child runs here (actor) or on another node (remote: its node runs it, numbered by
+  // generation, and reports its start and failure; node_wire.hpp's child_* kinds).
   struct child {
     vertex_id vertex;
     caf::actor actor;
     bool stopping = false;  // stopped on purpose: its exit is not a failure
+    bool remote = false;
+    bool remote_up = false;         // remote: an incarnation is running (or starting)
+    std::uint64_t generation = 1;   // remote: of that incarnation
+  };
+  // Requests to other nodes made before every node was ready, in order; their reply handlers wait
+  // in remote_requests_ (and time out there).
+  struct held_request {
+    std::uint64_t id;
+    vertex_id target;
+    std::string method;
+    payload data;
+    std::chrono::milliseconds timeout;
   };
 
   template <class F>
   void timed(F&& f);
   void start();
-  void spawn_child(std::size_t i);
+  bool spawn_child(std::size_t i);  // true: wait for its start before the next one
   void spawn_next();
   void on_exit_message(caf::exit_msg& msg);
+  void on_child_gone(const caf::actor_addr& source, const caf::error& reason);
   void supervise(std::size_t i, const std::string& reason);
-  void forget_subtree(vertex_id v);
+  void on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason);
+  void stop_child(child& c);
+  void stop_remote_children();  // this incarnation fails or is stopped: its remote children go too
   void shutdown_next();
   result<void> send_on(const std::shared_ptr<const route_info>& info, const payload& data);
   void flush_held();
@@ -59,6 +80,8 @@ class component_actor final : public caf::event_based_actor {
   void send_remote_request(vertex_id target, std::string method, const payload& data,
                            std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
   void finish_remote_request(std::uint64_t id, result<payload> outcome);
+  void transmit_request(const held_request& r);
+  void flush_held_requests();
   void begin_shutdown(bool urgent);
   bool pause();  // false if it cannot pause now (already paused, starting or shutting down)
   void resume();
@@ -66,6 +89,7 @@ class component_actor final : public caf::event_based_actor {
   std::shared_ptr<run_state> state_;
   vertex_id vertex_;
   caf::actor_addr parent_;
+  bool initial_;
   std::unique_ptr<component> user_;
   std::unique_ptr<banyan::context> ctx_;
   std::vector<child> children_;
@@ -101,6 +125,7 @@ class component_actor final : public caf::event_based_actor {
     payload data;
   };
   std::deque<held_publish> held_;
+  std::deque<held_request> held_requests_;
 };
 
 }  // namespace banyan::detail

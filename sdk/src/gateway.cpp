@@ -1,11 +1,15 @@
 #include "gateway.hpp"
 
 #include "actor_protocol.hpp"
+#include "component_actor.hpp"
 #include "node.hpp"
 #include "node_wire.hpp"
 #include "run_state.hpp"
 
 #include "banyan/base/log.hpp"
+
+#include <algorithm>
+#include <utility>
 
 namespace banyan::detail {
 namespace {
@@ -17,8 +21,139 @@ gateway_actor::gateway_actor(caf::actor_config& cfg, run_state* state, node_runt
     : caf::event_based_actor(cfg), state_(state), node_(node), routes_(state->front()) {}
 
 caf::behavior gateway_actor::make_behavior() {
-  return {[this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) { dispatch(peer, *e); },
-          [this](tell_atom) { tell_unforwarded(); }};
+  set_exit_handler([this](caf::exit_msg& msg) {
+    if (!msg.source || msg.source == address()) return quit(msg.reason);  // node_runtime::stop()
+    on_hosted_gone(msg.source, msg.reason);
+  });
+  // A hosted root we stopped unlinks from us when it handles our exit message: its end comes as a
+  // down message (they are monitored too); whichever comes first counts.
+  set_down_handler([this](caf::down_msg& msg) { on_hosted_gone(msg.source, msg.reason); });
+  return {
+      [this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) { dispatch(peer, *e); },
+      [this](host_atom) {
+        for (auto v : state_->where().roots(state_->tree()))
+          if (v != 0) hosted_.push_back({v, caf::actor{}});
+        for (auto& h : hosted_) start_hosted(h, 1, /*initial=*/true);
+      },
+      [this](started_atom, vertex_id v) { on_hosted_started(v); },
+      [this](shutdown_atom, bool urgent) { shutdown_hosted(urgent); },
+      [this](tell_atom) { tell_unforwarded(); },
+  };
+}
+
+gateway_actor::hosted* gateway_actor::hosted_of(vertex_id v) {
+  for (auto& h : hosted_)
+    if (h.vertex == v) return &h;
+  return nullptr;
+}
+
+void gateway_actor::start_hosted(hosted& h, std::uint64_t generation, bool initial) {
+  if (h.actor) stop_hosted(h);
+  h.generation = generation;
+  // The old incarnation is still stopping (taking its snapshot): start at its exit.
+  if (h.exiting) {
+    h.start_pending = true;
+    return;
+  }
+  h.start_pending = false;
+  state_->forget_subtree(h.vertex);  // what the old incarnation subscribed
+  h.actor = spawn<component_actor>(state_->shared_from_this(), h.vertex, address(), initial);
+  state_->set_actor(h.vertex, h.actor);
+  link_to(h.actor);
+  monitor(h.actor);
+}
+
+void gateway_actor::stop_hosted(hosted& h) {
+  h.start_pending = false;
+  if (!h.actor) return;
+  // Its exit is not a failure; a new incarnation waits for it.
+  send_exit(h.actor, caf::exit_reason::user_shutdown);
+  h.exiting = std::exchange(h.actor, caf::actor{});
+  state_->forget_subtree(h.vertex);
+}
+
+void gateway_actor::on_hosted_started(vertex_id v) {
+  auto* h = hosted_of(v);
+  if (!h || !h->actor) return;
+  if (!h->counted_started) {
+    h->counted_started = true;
+    state_->done().root_started();
+  }
+  if (h->generation > 1) report(wire_kind::child_started, v, h->generation);
+}
+
+void gateway_actor::on_hosted_gone(const caf::actor_addr& source, const caf::error& reason) {
+  for (auto& h : hosted_) {
+    if (!h.exiting || h.exiting.address() != source) continue;
+    h.exiting = caf::actor{};  // stopped on purpose
+    if (shutting_down_ && !h.actor) return state_->done().root_down(false);
+    if (h.start_pending && !shutting_down_) start_hosted(h, h.generation, /*initial=*/false);
+    return;
+  }
+  auto it = std::find_if(hosted_.begin(), hosted_.end(), [&](const hosted& h) { return h.actor && h.actor.address() == source; });
+  if (it == hosted_.end()) return;  // not ours
+  it->actor = caf::actor{};
+  if (shutting_down_) return state_->done().root_down(false);
+  const bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
+  if (!failed) return;
+  // A root that fails during the node's start still lets the node announce itself: its supervisor
+  // (reached once the cluster is ready) decides what happens next.
+  if (!it->counted_started) {
+    it->counted_started = true;
+    state_->done().root_started();
+  }
+  state_->forget_subtree(it->vertex);
+  report(wire_kind::child_failed, it->vertex, it->generation, reason_text(reason));
+}
+
+void gateway_actor::report(wire_kind kind, vertex_id v, std::uint64_t generation, std::string text) {
+  if (!state_->cluster_ready()) {
+    held_reports_.push_back({kind, v, generation, std::move(text)});
+    return;
+  }
+  node_->send_child(kind, v, generation, std::move(text));
+}
+
+// A supervisor on another node asks to start or stop an incarnation of one of our hosted roots.
+void gateway_actor::on_child_command(const std::string& peer, runtime::envelope& e) {
+  const vertex_id v = *state_->tree().find(e.target);  // check() found it
+  auto* h = hosted_of(v);
+  if (!h) return log_dropped(peer, "supervision of `" + e.target + "`: not a hosted root of node `" + node_->self_name() + "`");
+  // Only the node of its supervisor may ask (another peer could otherwise stop any of our roots).
+  if (node_->deployment().node_of[state_->tree().parent(v)] != node_->index_of(peer))
+    return log_dropped(peer, "supervision of `" + e.target + "`: its supervisor is not on node `" + peer + "`");
+  if (shutting_down_ || e.id < h->generation) return;  // stale: a later incarnation was asked for already
+  if (static_cast<wire_kind>(e.kind) == wire_kind::child_stop) return stop_hosted(*h);
+  if (e.id == h->generation && h->actor) return;  // a repeated start
+  start_hosted(*h, e.id, /*initial=*/false);
+}
+
+// A hosted root of another node, whose parent runs here, started or failed.
+void gateway_actor::on_child_report(const std::string& peer, runtime::envelope& e) {
+  const vertex_id v = *state_->tree().find(e.target);  // check() found it
+  const vertex_id parent = state_->tree().parent(v);
+  if (!state_->is_local(parent)) return log_dropped(peer, "supervision report for `" + e.target + "`: its parent is not on this node");
+  // Only the node that hosts the child may report on it (a forged report would restart a child).
+  if (node_->deployment().node_of[v] != node_->index_of(peer))
+    return log_dropped(peer, "supervision report for `" + e.target + "`: it is not hosted by node `" + peer + "`");
+  auto supervisor = state_->actors().get(parent);
+  if (!supervisor) return;  // between incarnations: the next one starts its children afresh
+  if (static_cast<wire_kind>(e.kind) == wire_kind::child_started) anon_send(supervisor, rstarted_atom::value, v, e.id);
+  else anon_send(supervisor, rfailed_atom::value, v, e.id, std::move(e.text));
+}
+
+void gateway_actor::shutdown_hosted(bool urgent) {
+  shutting_down_ = true;
+  held_reports_.clear();
+  for (auto& h : hosted_) {
+    h.start_pending = false;
+    if (!h.actor) {
+      if (!h.exiting) state_->done().root_down(false);  // else at its exit
+      continue;
+    }
+    if (urgent) send<caf::message_priority::high>(h.actor, shutdown_atom::value, true);
+    else send(h.actor, shutdown_atom::value, false);
+  }
 }
 
 void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
@@ -40,6 +175,10 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
     case wire_kind::request: return serve_request(peer, e);
     case wire_kind::reply: return node_->take_reply(e);
     case wire_kind::undelivered: return on_undelivered(peer, e);
+    case wire_kind::child_start:
+    case wire_kind::child_stop: return on_child_command(peer, e);
+    case wire_kind::child_started:
+    case wire_kind::child_failed: return on_child_report(peer, e);
   }
 }
 
@@ -64,6 +203,7 @@ void gateway_actor::refuse(const std::string& peer, const std::string& why) {
 void gateway_actor::on_ready(const std::string& peer) {
   node_->peer_ready(peer);
   if (!state_->cluster_ready()) return;
+  for (auto& r : std::exchange(held_reports_, {})) node_->send_child(r.kind, r.vertex, r.generation, std::move(r.text));
   auto waiting = std::move(early_data_);
   early_data_.clear();
   for (auto& [from_peer, envelope] : waiting) dispatch(from_peer, envelope);

@@ -7,10 +7,18 @@
 // further nodes, holds data that arrives before this node is cluster-ready (early data) until the
 // last peer's `ready`, serves requests for local components and hands replies to node_runtime.
 //
+// It is also the local stand-in for remote supervisors: it starts (host_atom) and supervises the
+// node's hosted roots, the components whose parent runs on another node. It reports each one's
+// start and failure to the parent's node and starts or stops incarnations when the parent's node
+// asks (node_wire.hpp's child_* kinds), so a remote supervisor acts on them as on a local child.
+// At the run's end (shutdown_atom) it stops them and reports each one's end to completion.hpp as a
+// root's.
+//
 // Thread-safety: all of its state (route cache, early data) belongs to the gateway actor;
 // node_runtime's transport callback (the I/O thread) only enqueues envelopes to it (remote_atom).
 #pragma once
 
+#include "node_wire.hpp"
 #include "route_front.hpp"
 
 #include "banyan/runtime/transport.hpp"
@@ -29,6 +37,7 @@ class node_runtime;
 class run_state;
 
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
+using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
 
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
 // argument tuple, which UBSan reports.
@@ -51,6 +60,24 @@ class gateway_actor final : public caf::event_based_actor {
   void tell_unforwarded();
   void log_dropped(const std::string& peer, const std::string& why);
   void refuse(const std::string& peer, const std::string& why);  // a malformed envelope: counted, logged rate-limited
+  // Supervision of hosted roots.
+  struct hosted {
+    vertex_id vertex;
+    caf::actor actor;             // the running incarnation (invalid: none)
+    std::uint64_t generation = 1;  // of that incarnation, or of the one to start (1: the one this node starts itself)
+    caf::actor exiting;           // an incarnation stopped on purpose whose exit has not come yet
+    bool start_pending = false;   // start a new incarnation when `exiting` has gone
+    bool counted_started = false;  // reported to completion's start latch
+  };
+  hosted* hosted_of(vertex_id v);
+  void start_hosted(hosted& h, std::uint64_t generation, bool initial);
+  void stop_hosted(hosted& h);
+  void on_hosted_started(vertex_id v);
+  void on_hosted_gone(const caf::actor_addr& source, const caf::error& reason);
+  void on_child_command(const std::string& peer, runtime::envelope& e);
+  void on_child_report(const std::string& peer, runtime::envelope& e);
+  void report(wire_kind kind, vertex_id v, std::uint64_t generation, std::string text = {});
+  void shutdown_hosted(bool urgent);
 
   run_state* state_;
   node_runtime* node_;
@@ -62,6 +89,16 @@ class gateway_actor final : public caf::event_based_actor {
     std::string why;
   };
   std::map<std::pair<vertex_id, node_id>, lost_copies> unforwarded_;  // by publisher and next node
+  std::vector<hosted> hosted_;
+  bool shutting_down_ = false;
+  // Reports to supervisors made before this node was cluster-ready (the links may not be up yet).
+  struct held_report {
+    wire_kind kind;
+    vertex_id vertex;
+    std::uint64_t generation;
+    std::string text;
+  };
+  std::vector<held_report> held_reports_;
 };
 
 }  // namespace banyan::detail

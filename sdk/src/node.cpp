@@ -16,7 +16,12 @@
 namespace banyan::detail {
 
 node_runtime::node_runtime(run_state& state, resolved_deployment d)
-    : state_(state), deployment_(std::move(d)), sent_(new counters[deployment_.names.size()]) {}
+    : state_(state),
+      deployment_(std::move(d)),
+      sent_(new counters[deployment_.names.size()]),
+      generations_(new std::atomic<std::uint64_t>[deployment_.node_of.size()]) {
+  for (std::size_t v = 0; v < deployment_.node_of.size(); ++v) generations_[v] = 1;
+}
 
 node_runtime::~node_runtime() { stop(); }
 
@@ -200,6 +205,26 @@ void node_runtime::broadcast_quit(int exit_code, bool urgent) {
     if (i != deployment_.self) (void)transport_->send(deployment_.names[i], e, runtime::never_block);
 }
 
+void node_runtime::host_roots() { caf::anon_send(gateway_, host_atom::value); }
+
+void node_runtime::shutdown_hosted(bool urgent) {
+  if (urgent) caf::anon_send<caf::message_priority::high>(gateway_, shutdown_atom::value, true);
+  else caf::anon_send(gateway_, shutdown_atom::value, false);
+}
+
+void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t generation, std::string text) {
+  const auto& tree = state_.tree();
+  const bool to_child = kind == wire_kind::child_start || kind == wire_kind::child_stop;
+  const node_id to = deployment_.node_of[to_child ? child : tree.parent(child)];
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(kind);
+  e.target = tree.path(child);
+  e.id = generation;
+  e.text = text.size() > max_error_text_bytes ? text.substr(0, max_error_text_bytes) : std::move(text);
+  auto r = transport_->send(deployment_.names[to], std::move(e), runtime::never_block);
+  if (!r) log::warning(self_name(), "supervision of `" + tree.path(child) + "`: " + r.error().what());
+}
+
 std::vector<link_traffic> node_runtime::data_links() const {
   std::vector<link_traffic> out;
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
@@ -228,7 +253,7 @@ void node_runtime::peer_quit(int exit_code, bool urgent) {
 }
 
 void node_runtime::on_peer_up(const std::string& peer) {
-  log::info(self_name(), "link to `" + peer + "` is up");
+  // The transport logs the link's coming up itself (one line per link, not two).
   for (std::size_t i = 0; i < deployment_.names.size(); ++i)
     if (deployment_.names[i] == peer) sent_[i].failing = false;
   if (!announced_) return;

@@ -102,6 +102,20 @@ class node_runtime {
   // Ends every node; `urgent` (a signal) makes them stop ahead of queued messages too.
   void broadcast_quit(int exit_code, bool urgent);
 
+  // Supervision across nodes (node_wire.hpp's child_* kinds). send_child sends one to the node of
+  // `child` (start, stop) or of its parent (started, failed); never waits for credit. A send to a
+  // gone node is logged and dropped: that node's loss reaches the supervisor as on_child_failure.
+  void send_child(wire_kind kind, vertex_id child, std::uint64_t generation, std::string text = {});
+  // A new generation for the next incarnation of remote child `v` (1 is the one its node starts
+  // itself). Called by v's supervisor only, so successive supervisor incarnations never reuse one.
+  std::uint64_t next_generation(vertex_id v) { return generations_[v].fetch_add(1, std::memory_order_relaxed) + 1; }
+
+  // The node's roots other than the tree's (parents on other nodes) are the gateway's: it starts
+  // them (once, after start()) and stops them at the run's end, reporting each one's end to the
+  // run's completion latch as a root's (gateway.hpp).
+  void host_roots();
+  void shutdown_hosted(bool urgent);
+
   // Called by the gateway, in arrival order.
   void peer_ready(const std::string& peer);
   void peer_quit(int exit_code, bool urgent);
@@ -145,6 +159,7 @@ class node_runtime {
     std::atomic<bool> failing{false};
   };
   std::unique_ptr<counters[]> sent_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> generations_;  // per vertex: the last generation handed out
   std::chrono::milliseconds start_timeout_{60000}, heartbeat_timeout_{1000};
   std::size_t max_payload_bytes_ = 16 << 20;
   mutable std::mutex start_error_mutex_;

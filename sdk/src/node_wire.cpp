@@ -98,6 +98,16 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       allowed = f_sender | f_target | f_text | f_id;
       name = "undelivered";
       break;
+    case wire_kind::child_start:
+    case wire_kind::child_stop:
+    case wire_kind::child_started:
+      allowed = f_target | f_id;
+      name = "child";
+      break;
+    case wire_kind::child_failed:
+      allowed = f_target | f_id | f_text;
+      name = "child_failed";
+      break;
     default: return "unknown kind " + std::to_string(e.kind);
   }
   const std::string kind = std::string(name) + " envelope: ";
@@ -155,6 +165,15 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       }
       if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
       if (e.code == 0 && !e.text.empty()) return kind + "text on a successful reply";
+      return "";
+    case wire_kind::child_start:
+    case wire_kind::child_stop:
+    case wire_kind::child_started:
+    case wire_kind::child_failed:
+      if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
+      if (*tree.find(e.target) == 0) return kind + "target is the root, which has no supervisor";
+      if (auto f = id_fault(); !f.empty()) return f;
+      if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
       return "";
     case wire_kind::undelivered:
       if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;

@@ -9,8 +9,16 @@
 //   quit         -               -            -        -            -           code (exit code), urgent             -
 //   request      requester path  -            method   target path  -           id, timeout_ms                       request
 //   reply        -               -            -        -            error text  id, code (reply_code)                reply
+//   child_start  -               -            -        child path   -           id (generation)                      -
+//   child_stop   -               -            -        child path   -           id (generation)                      -
+//   child_started -              -            -        child path   -           id (generation)                      -
+//   child_failed -               -            -        child path   reason      id (generation)                      -
 //   undelivered  publisher path  -            -        lost node    reason      id (= count of messages)             -
 //
+// The child_* kinds carry supervision across nodes (docs/sdk.md "Supervision across nodes"): a
+// supervisor asks the node of a remote child to start or stop an incarnation (numbered by its
+// generation, 1 for the one each node starts itself); that node answers with child_started once
+// the incarnation's subtree has started, or child_failed with the user's failure reason.
 // `undelivered` goes back to a publisher's node from a node that was forwarding the publisher's
 // messages to a node that is gone (or could not send them on): how many copies will not arrive.
 //
@@ -27,7 +35,8 @@
 namespace banyan::detail {
 
 enum class wire_kind : std::uint16_t {
-  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7, undelivered = 8
+  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
+  child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12
 };
 
 // A reply's outcome (`code` of a reply envelope).

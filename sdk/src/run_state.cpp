@@ -1,6 +1,7 @@
 #include "run_state.hpp"
 
 #include "actor_protocol.hpp"
+#include "node.hpp"
 
 #include "banyan/base/log.hpp"
 
@@ -52,6 +53,14 @@ run_state::run_state(const app& application, const run_options& options)
 void run_state::set_actor(vertex_id v, caf::actor a) {
   actors_.set(v, std::move(a));
   flow_.reset(v);  // what was queued for the old incarnation is gone with it
+}
+
+void run_state::forget_subtree(vertex_id v) {
+  if (is_local(v)) {
+    for (auto id : routing_.unsubscribe_all(v))
+      if (node_) node_->broadcast_unsubscribe(id);
+  }
+  for (auto c : tree_->children(v)) forget_subtree(c);
 }
 
 void run_state::set_node(node_runtime* node, locality where) {

@@ -9,9 +9,10 @@
 //   where                     locality.hpp         set before any actor starts, read-only after
 //   front                     route_front.hpp      any thread; each actor keeps its own route_cache
 //   done                      completion.hpp       thread-safe: start and exit latch
+//   kept                      state_store.hpp      thread-safe: states kept across restarts
 //   node                      node.hpp, gateway.hpp multi-node runs only (null otherwise)
 //
-// Only operations that span parts live here (set_actor, set_node, set_cluster_ready); everything
+// Only operations that span parts live here (set_actor, forget_subtree, set_node, set_cluster_ready); everything
 // else is a call on one part. A new per-run service (pipeline stages, workers, a scheduler) is one
 // more part: its own header stating its thread-safety, a member and an accessor here, reached by
 // actors through component_actor::state(). Parts never reach back into run_state.
@@ -22,6 +23,7 @@
 #include "local_flow.hpp"
 #include "locality.hpp"
 #include "route_front.hpp"
+#include "state_store.hpp"
 
 #include "banyan/broker/profile.hpp"
 #include "banyan/broker/routing.hpp"
@@ -37,7 +39,7 @@ namespace banyan::detail {
 
 class node_runtime;
 
-class run_state {
+class run_state : public std::enable_shared_from_this<run_state> {
  public:
   run_state(const app& application, const run_options& options);
 
@@ -54,10 +56,15 @@ class run_state {
   bool is_local(vertex_id v) const { return where_.is_local(v); }
   const route_front& front() const { return front_; }
   completion& done() { return done_; }
+  state_store& kept() { return kept_; }
   node_runtime* node() const { return node_; }
 
   // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh.
   void set_actor(vertex_id v, caf::actor a);
+
+  // Drops every subscription the components of v's subtree on this node made (here and, through
+  // the node, at every peer): what a stopped or failed incarnation subscribed must not outlive it.
+  void forget_subtree(vertex_id v);
 
   // Multi-node: makes this run one node of a deployment. Call before any actor starts.
   void set_node(node_runtime* node, locality where);
@@ -78,6 +85,7 @@ class run_state {
   locality where_;
   route_front front_{routing_, actors_, where_};
   completion done_;
+  state_store kept_{tree_->size()};
   node_runtime* node_ = nullptr;
   std::atomic<bool> cluster_ready_{true};
 };

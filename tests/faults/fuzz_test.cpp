@@ -17,7 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // The SDK's kinds and reply codes (sdk/src/node_wire.hpp; the test speaks the protocol from outside).
-enum kind : std::uint16_t { data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7, undelivered = 8 };
+enum kind : std::uint16_t { data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
+                            child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12 };
 
 envelope well_formed(kind k) {
   envelope e;
@@ -51,6 +52,16 @@ envelope well_formed(kind k) {
       e.id = 99;
       e.code = 2;
       e.text = "no";
+      break;
+    case child_start:
+    case child_stop:
+    case child_started:
+    case child_failed:
+      // /mesh/zone1/pub is not a hosted root of n1 (commands are refused) and n1, not n0, hosts it
+      // (reports are refused): n1 must refuse every one of these, well-formed or not.
+      e.target = "/mesh/zone1/pub";
+      e.id = 2;
+      if (k == child_failed) e.text = "fuzz";
       break;
     case undelivered:
       e.sender = "/mesh/zone1/pub";
@@ -113,7 +124,7 @@ std::vector<envelope> mutations(kind k, std::mt19937_64& rng, int per_field) {
         case 10: e.timeout_ms = static_cast<std::uint32_t>(number_value(rng, m)); break;
         case 11: e.urgent = !e.urgent; break;
         case 12: e.payload = m % 2 ? shared_bytes() : shared_bytes::copy_of(text_value(rng, m)); break;
-        case 13: e.kind = static_cast<std::uint16_t>(m % 2 ? 0 : 9 + rng() % 60000); break;
+        case 13: e.kind = static_cast<std::uint16_t>(m % 2 ? 0 : 13 + rng() % 60000); break;
       }
       // A mutation that leaves a `quit` well-formed would end n1 here; the well-formed quit comes last.
       if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender.empty() && e.scope.empty() && e.topic.empty() &&
@@ -156,7 +167,7 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   std::size_t sent = 0;
-  for (kind k : {data, subscribe, unsubscribe, ready, quit, request, reply, undelivered}) {
+  for (kind k : {data, subscribe, unsubscribe, ready, quit, request, reply, child_start, child_stop, child_started, child_failed, undelivered}) {
     for (auto& e : mutations(k, rng, 8)) {
       ASSERT_TRUE((*n0)->send("n1", std::move(e), never_block).has_value());
       ++sent;

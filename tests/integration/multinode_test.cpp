@@ -308,7 +308,7 @@ TEST(MultiNode, ARestartedNodeRejoinsTheRunningCluster) {
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(nodes.wait_for(i, "lost node `n2`", 10s)) << nodes.log(i);
   nodes.restart(2);
   EXPECT_TRUE(nodes.wait_for(2, "every node is ready", 60s)) << nodes.log(2);
-  for (int i = 0; i < 2; ++i) EXPECT_TRUE(nodes.wait_for(i, "link to `n2` is up", 2, 30s)) << nodes.log(i);
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(nodes.wait_for(i, "link to `n2` up", 2, 30s)) << nodes.log(i);
   nodes.signal(0, SIGTERM);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
 }

@@ -4,8 +4,12 @@
 #include "banyan/partitioner/generator.hpp"
 
 #include "brute_force.hpp"
+// White-box: the process sandbox that bounds the exact solvers' wall time is private to the library.
+#include "../../partitioner/src/exact_common.hpp"
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <chrono>
 
@@ -162,6 +166,29 @@ TEST(Capacity, ExactSolversStopAtTheTimeLimit) {
       }
     }
   }
+}
+
+// The sandbox itself: a child that never finishes is killed at the deadline and its last interim
+// answer comes back; a child that finishes returns its final answer.
+TEST(Capacity, BoundedRunKillsAtTheDeadlineAndKeepsTheLastIncumbent) {
+  const detail::stopwatch clock;
+  bool overran = false;
+  auto stuck = detail::run_bounded(
+      [](const detail::emit_fn& emit) -> std::string {
+        emit("first");
+        emit("second");
+        for (;;) ::pause();  // blocks until killed; no timing involved
+      },
+      0.3, clock, &overran);
+  EXPECT_TRUE(overran);
+  ASSERT_TRUE(stuck.has_value());
+  EXPECT_EQ(*stuck, "second");
+  EXPECT_LT(clock.seconds(), 2.0);
+  auto done = detail::run_bounded([](const detail::emit_fn& emit) { emit("interim"); return std::string(100000, 'x'); },
+                                  clock.seconds() + 30, clock, &overran);
+  EXPECT_FALSE(overran);
+  ASSERT_TRUE(done.has_value());
+  EXPECT_EQ(*done, std::string(100000, 'x'));
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include "test_schemas.capnp.h"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -78,6 +79,81 @@ TEST(RequestReply, RepliesErrorsAndTimeoutsAreValues) {
   EXPECT_TRUE(has("unknown method: request failed: request `nope` to `/app/server`: `/app/server` serves no method `nope`"));
   EXPECT_TRUE(has("unknown path: no such component: path `/app/ghost` names no component"));
   EXPECT_TRUE(has("stall: timeout: request `stall` to `/app/server`: no reply within 50 ms"));
+  EXPECT_EQ(events.size(), 5u);
+}
+
+// Typed services (serve<Request, Reply>, request<Reply>) and the text helpers.
+class typed_server : public leaf {
+ public:
+  void on_start(context& ctx) override {
+    ctx.serve<Sample, Sample>("double", [](Sample::Reader q, Sample::Builder b) -> result<void> {
+      if (q.getValue() == 0) return error{sdk::errc::invalid_argument, "zero"};
+      b.setValue(q.getValue() * 2);
+      b.setText(std::string(q.getText().cStr()) + "!");
+      return {};
+    });
+    ctx.serve_text("upper", [](std::string_view in) -> result<std::string> {
+      std::string out(in);
+      for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      return out;
+    });
+  }
+};
+
+class typed_client : public leaf {
+ public:
+  explicit typed_client(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_start(context& ctx) override {
+    using namespace std::chrono_literals;
+    auto ask = [&](const char* what, payload body) {
+      ctx.request<Sample>("/app/server", "double", body, 10s, [this, what, &ctx](result<Sample::Reader> r) {
+        rec_->add(std::string(what) + ": " +
+                  (r ? "ok " + std::to_string(r->getValue()) + " " + r->getText().cStr() : r.error().what()));
+        if (++answers_ == 5) ctx.quit(0);
+      });
+    };
+    ask("typed", payload::build<Sample>([](Sample::Builder b) {
+          b.setValue(21);
+          b.setText("hi");
+        }));
+    ask("handler error", payload::build<Sample>([](Sample::Builder b) { b.setValue(0); }));
+    ask("invalid request", payload::copy_of(std::string_view("not capnp")));
+    ctx.request<Sample>("/app/server", "upper", payload::copy_of(std::string_view("abc")), 10s,
+                        [this, &ctx](result<Sample::Reader> r) {
+                          rec_->add(std::string("invalid reply: ") + (r ? "ok" : r.error().what()));
+                          if (++answers_ == 5) ctx.quit(0);
+                        });
+    ctx.request_text("/app/server", "upper", "abc", 10s, [this, &ctx](result<std::string> r) {
+      rec_->add("text: " + (r ? "ok " + *r : r.error().what()));
+      if (++answers_ == 5) ctx.quit(0);
+    });
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  int answers_ = 0;
+};
+
+TEST(RequestReply, TypedServicesValidateBothWaysAndKeepErrorsAsValues) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app"};
+  a.root().add_leaf<typed_server>("server");
+  a.root().add_leaf<typed_client>("client", rec);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  auto events = rec->events();
+  auto has = [&](const std::string& prefix) {
+    return std::any_of(events.begin(), events.end(), [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+  };
+  EXPECT_TRUE(has("typed: ok 42 hi!")) << ::testing::PrintToString(events);
+  EXPECT_TRUE(has("handler error: request failed: request `double` to `/app/server`: invalid argument: zero"))
+      << ::testing::PrintToString(events);
+  EXPECT_TRUE(has("invalid request: request failed: request `double` to `/app/server`: invalid payload: request `double` to "
+                  "`/app/server`: payload of 9 bytes is not a valid message"))
+      << ::testing::PrintToString(events);
+  EXPECT_TRUE(has("invalid reply: invalid payload: reply to `upper` from `/app/server`: payload of 3 bytes is not a valid message"))
+      << ::testing::PrintToString(events);
+  EXPECT_TRUE(has("text: ok ABC")) << ::testing::PrintToString(events);
   EXPECT_EQ(events.size(), 5u);
 }
 

@@ -126,5 +126,113 @@ TEST(Supervision, EscalationPastTheRootEndsTheRunWithFailure) {
   EXPECT_EQ(rec->count("start /app/always"), 2u);  // the first run and one allowed restart
 }
 
+// A supervisor records every failure's reason and ends the run once its children have started
+// again after one.
+class watcher : public composite {
+ public:
+  explicit watcher(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_child_failure(context&, const std::string& child, const std::string& reason) override {
+    rec_->add("failure " + child + ": " + reason);
+    failed_ = true;
+  }
+  void on_children_started(context& ctx) override {
+    if (failed_) ctx.quit(0);
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  bool failed_ = false;
+};
+
+TEST(Supervision, TheFailureReasonIsTheUsersMessage) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", supervision{restart_strategy::one_for_one, 3, std::chrono::seconds(30)}, std::in_place_type<watcher>, rec};
+  a.root().add_leaf<flaky>("once", rec, 1, false);
+  a.root().add_leaf<steady>("done", rec);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(rec->count("failure /app/once: boom in on_start"), 1u) << ::testing::PrintToString(rec->events());
+}
+
+// State across restarts (component::snapshot/restore, spec::keep_state). `tally` counts `add`
+// requests; with `checkpointing` it checkpoints after each. `crash` makes it fail.
+class tally : public leaf {
+ public:
+  tally(std::shared_ptr<recorder> rec, bool checkpointing) : rec_(std::move(rec)), checkpointing_(checkpointing) {}
+  void on_start(context& ctx) override {
+    rec_->add("start " + ctx.path() + " at " + std::to_string(count_));
+    ctx.serve("add", [this, &ctx](const payload&) -> result<payload> {
+      ++count_;
+      if (checkpointing_) ctx.checkpoint();
+      return payload::copy_of(std::to_string(count_));
+    });
+    ctx.serve("crash", [](const payload&) -> result<payload> { throw std::runtime_error("crash asked for"); });
+  }
+  std::optional<payload> snapshot(context&) override { return payload::copy_of(std::to_string(count_)); }
+  void restore(context&, const payload& state) override {
+    count_ = std::stoi(std::string(reinterpret_cast<const char*>(state.bytes().data()), state.size()));
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  bool checkpointing_;
+  int count_ = 0;
+};
+
+// Adds 3 to /app/g/a and 2 to /app/g/b, then crashes `a`; once the restart is done, ends the run.
+class tally_driver : public composite {
+ public:
+  explicit tally_driver(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_children_started(context& ctx) override {
+    if (rec_->bump("group started") > 1) return ctx.quit(0);
+    step(ctx, {"/app/g/a add", "/app/g/a add", "/app/g/b add", "/app/g/a add", "/app/g/b add", "/app/g/a crash"});
+  }
+
+ private:
+  void step(context& ctx, std::vector<std::string> todo) {
+    if (todo.empty()) return;
+    auto space = todo.front().find(' ');
+    std::string path = todo.front().substr(0, space), method = todo.front().substr(space + 1);
+    todo.erase(todo.begin());
+    ctx.request(path, method, payload{}, std::chrono::seconds(20), [this, &ctx, todo](result<payload>) { step(ctx, todo); });
+  }
+  std::shared_ptr<recorder> rec_;
+};
+
+struct tally_app {
+  std::shared_ptr<recorder> rec = std::make_shared<recorder>();
+  app a{"app"};
+  tally_app(restart_strategy strategy, bool keep, bool checkpointing) {
+    auto& g = a.root().add_composite<tally_driver>("g", {strategy, 3, std::chrono::seconds(30)}, rec);
+    g.add_leaf<tally>("a", rec, checkpointing).keep_state(keep);
+    g.add_leaf<tally>("b", rec, false).keep_state(keep);
+  }
+};
+
+TEST(SupervisionState, AFailedComponentRestartsFromItsLastCheckpoint) {
+  tally_app t(restart_strategy::one_for_one, true, true);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/g/a at 0"), 1u);
+  EXPECT_EQ(t.rec->count("start /app/g/a at 3"), 1u);  // restored before on_start
+  EXPECT_EQ(t.rec->count("start /app/g/b at 0"), 1u);  // not restarted
+}
+
+TEST(SupervisionState, AHealthySiblingStoppedForARestartKeepsItsStateWithoutCheckpoints) {
+  tally_app t(restart_strategy::one_for_all, true, false);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/g/a at 0"), 2u);  // failed, never checkpointed: nothing to restore
+  EXPECT_EQ(t.rec->count("start /app/g/b at 2"), 1u);  // snapshot taken when it was stopped
+}
+
+TEST(SupervisionState, WithoutKeepStateEveryIncarnationStartsAfresh) {
+  tally_app t(restart_strategy::one_for_all, false, true);
+  auto r = run(t.a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(t.rec->count("start /app/g/a at 0"), 2u);
+  EXPECT_EQ(t.rec->count("start /app/g/b at 0"), 2u);
+}
+
 }  // namespace
 }  // namespace banyan

@@ -61,6 +61,13 @@ result<std::unique_ptr<algorithm>> make_algorithm(std::string_view name);
 // for an unknown name.
 result<solution> solve(std::string_view name, const problem& p, const solve_options& o = {});
 
+// A proven lower bound on the cost of every mapping of `p` within capacity (0 when none is
+// proven): the larger of a counting argument (a subtree too heavy for m - 1 nodes has m - 1 cut
+// edges, at least its lightest) and, up to 2 x 10^5 vertices, a knapsack over the tree (the cheapest
+// cuts leaving fragments no heavier than the largest node); see lower_bound.cpp. O(n log k + 64 n). `solve` reports it as the lower_bound of every algorithm
+// that proves none better, so each heuristic's result comes with its gap.
+double proven_lower_bound(const problem& p);
+
 // Fills status/cost of `s` from `evaluate(p, s.map)`: over capacity becomes `infeasible` with the
 // violation as message. Used by every algorithm so that labels cannot lie.
 void finalize(const problem& p, solution& s);

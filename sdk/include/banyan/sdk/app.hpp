@@ -35,6 +35,13 @@ class spec {
     return add(std::move(name), false, {}, [=] { return std::unique_ptr<component>(new T(args...)); });
   }
 
+  // Restarts of this component restore its state (component::snapshot/restore). Returns *this.
+  spec& keep_state(bool keep = true) {
+    keep_state_ = keep;
+    return *this;
+  }
+  bool keeps_state() const { return keep_state_; }
+
   const std::string& name() const { return name_; }
   bool is_composite() const { return composite_; }
   const supervision& policy() const { return policy_; }
@@ -52,6 +59,7 @@ class spec {
   supervision policy_;
   factory make_;
   std::deque<spec> children_;  // deque: references to earlier children stay valid
+  bool keep_state_ = false;
 };
 
 // How a run routes and what it reports. banyan::run(app, argc, argv) fills this from the command line.

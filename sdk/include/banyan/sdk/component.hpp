@@ -10,6 +10,7 @@
 #include "banyan/sdk/context.hpp"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace banyan {
@@ -39,6 +40,17 @@ class component {
     (void)count;
     (void)reason;
   }
+
+  // State across restarts (optional). For a component added with keep_state() (app.hpp), each new
+  // incarnation gets restore() with the latest snapshot, before on_start. The SDK asks for a
+  // snapshot when it stops the component in good health (a sibling's restart under one_for_all or
+  // rest_for_one, its supervisor's restart) and whenever the component calls ctx.checkpoint(). A
+  // failed incarnation cannot be asked, so its successor restores the last checkpoint taken before
+  // the failure (none: no restore() call). Return nothing to keep no state. The state is bytes or a
+  // Cap'n Proto struct (payload::copy_of, payload::build<Schema>, read_as<Schema>); it stays on the
+  // component's node, where its restarts run. Moving a component uses the same pair (issue #18).
+  virtual std::optional<payload> snapshot(context&) { return std::nullopt; }
+  virtual void restore(context&, const payload& state) { (void)state; }
 };
 
 class leaf : public component {};

@@ -83,6 +83,57 @@ class context {
   virtual void request(std::string_view path, std::string method, const payload& data,
                        std::chrono::milliseconds timeout, reply_handler on_reply) = 0;
 
+  // Typed services (Cap'n Proto). The request is validated as `Request` first: an invalid one is
+  // refused (the requester gets request_failed naming the method and the invalid_payload reason)
+  // and `handler` is not called. `handler(Request::Reader, Reply::Builder) -> result<void>` fills
+  // the reply, or returns an error that reaches the requester as with serve() above. Readers and
+  // builders are valid only during the call.
+  template <class Request, class Reply, class F>
+  void serve(std::string method, F handler) {
+    std::string what = "request `" + method + "` to `" + path() + "`";
+    serve(std::move(method), [handler = std::move(handler), what](const payload& in) -> result<payload> {
+      result<void> outcome;
+      payload reply;
+      auto valid = read_as<Request>(in, what, [&](typename Request::Reader request) {
+        reply = payload::build<Reply>([&](typename Reply::Builder b) { outcome = handler(request, b); });
+      });
+      if (!valid) return valid.error();
+      if (!outcome) return outcome.error();
+      return reply;
+    });
+  }
+  // A typed request: `on_reply(result<Reply::Reader>)` gets the reply (valid during the call) or the
+  // error request() would give; a reply that fails validation as `Reply` is an invalid_payload
+  // error naming the method and the callee. Build the request with payload::build<Request>.
+  template <class Reply, class F>
+  void request(std::string_view path, std::string method, const payload& data, std::chrono::milliseconds timeout,
+               F on_reply) {
+    std::string what = "reply to `" + method + "` from `" + std::string(path) + "`";
+    request(path, std::move(method), data, timeout,
+            reply_handler([on_reply = std::move(on_reply), what](result<payload> r) mutable {
+              using reader = typename Reply::Reader;
+              if (!r) return on_reply(result<reader>(r.error()));
+              auto valid = read_as<Reply>(*r, what, [&](reader reply) { on_reply(result<reader>(reply)); });
+              if (!valid) on_reply(result<reader>(valid.error()));
+            }));
+  }
+  // Plain-text helpers: the payload's bytes as a string, both ways.
+  void serve_text(std::string method, std::function<result<std::string>(std::string_view)> handler) {
+    serve(std::move(method), [handler = std::move(handler)](const payload& in) -> result<payload> {
+      auto out = handler(std::string_view(reinterpret_cast<const char*>(in.bytes().data()), in.size()));
+      if (!out) return out.error();
+      return payload::copy_of(std::string_view(*out));
+    });
+  }
+  void request_text(std::string_view path, std::string method, std::string_view text, std::chrono::milliseconds timeout,
+                    std::function<void(result<std::string>)> on_reply) {
+    request(path, std::move(method), payload::copy_of(text), timeout,
+            reply_handler([on_reply = std::move(on_reply)](result<payload> r) {
+              if (!r) return on_reply(r.error());
+              on_reply(std::string(reinterpret_cast<const char*>(r->bytes().data()), r->size()));
+            }));
+  }
+
   // Runs `fn` later as a message to this component (keeps long work in short, interleaved steps).
   virtual void post(std::function<void()> fn) = 0;
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
@@ -91,6 +142,9 @@ class context {
   virtual void quit(int exit_code = 0) = 0;
   // Writes one line to the run's log, prefixed with this component's path.
   virtual void log(std::string_view line) = 0;
+  // Takes a snapshot (component::snapshot) now and keeps it as the state a restart restores, if
+  // this component was added with keep_state(); otherwise does nothing.
+  virtual void checkpoint() = 0;
   // Reports this component's memory footprint for the profile.
   virtual void report_memory(std::uint64_t bytes) = 0;
 };
