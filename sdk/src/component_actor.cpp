@@ -353,7 +353,8 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
   restarts_.push_back(now);
   while (!restarts_.empty() && now - restarts_.front() > policy.within) restarts_.pop_front();
   if (static_cast<int>(restarts_.size()) > policy.max_restarts) {
-    std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) + " times within " +
+    std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) +
+                      (restarts_.size() == 1 ? " time" : " times") + " within " +
                       std::to_string(policy.within.count()) + " ms (limit " + std::to_string(policy.max_restarts) +
                       "); giving up and escalating";
     log::error(tree.path(vertex_), why);
