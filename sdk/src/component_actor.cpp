@@ -50,6 +50,7 @@ class actor_context final : public context {
   void log(std::string_view line) override { log::info(path(), line); }
   void report_memory(std::uint64_t bytes) override { self_.state().loads().set_memory(self_.vertex(), bytes); }
   void checkpoint() override { self_.checkpoint(); }
+  void stop() override { self_.post_task([s = &self_] { s->stop_self(); }); }
 
  private:
   component_actor& self_;
@@ -124,6 +125,10 @@ caf::behavior component_actor::make_behavior() {
         if (!c.remote || c.vertex != child_vertex || c.generation != generation) return;
         starting_ = none;
         spawn_next();
+      },
+      [this](restart_atom) {
+        backing_off_ = false;
+        if (!shutting_down_) spawn_next();
       },
       [this](rfailed_atom, vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
         on_remote_failure(child_vertex, generation, reason);
@@ -237,7 +242,12 @@ void component_actor::start() {
   spawn_next();
 }
 
+void component_actor::stop_self() {
+  if (!shutting_down_) begin_shutdown(false);
+}
+
 void component_actor::spawn_next() {
+  if (backing_off_) return;
   while (starting_ == none && !pending_.empty()) {
     const std::size_t i = pending_.front();
     // Its old incarnation is still stopping (and taking its snapshot): go on at its exit.
@@ -304,9 +314,10 @@ void component_actor::on_remote_failure(vertex_id child_vertex, std::uint64_t ge
   if (it == children_.end() || !it->remote_up || it->generation != generation) return;  // stopped or replaced already
   const std::size_t i = static_cast<std::size_t>(it - children_.begin());
   it->remote_up = false;
-  if (starting_ == i) starting_ = none;
+  const bool was_starting = starting_ == i;
+  if (was_starting) starting_ = none;
   if (shutting_down_) return;
-  supervise(i, reason);
+  supervise(i, reason, true, was_starting);
 }
 
 void component_actor::on_exit_message(caf::exit_msg& msg) {
@@ -331,7 +342,8 @@ void component_actor::on_child_gone(const caf::actor_addr& source, const caf::er
   std::size_t i = static_cast<std::size_t>(it - children_.begin());
   bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
   children_[i].actor = caf::actor{};
-  if (starting_ == i) starting_ = none;
+  const bool was_starting = starting_ == i;
+  if (was_starting) starting_ = none;
   if (shutting_down_) {
     shutdown_next();
     return;
@@ -340,20 +352,31 @@ void component_actor::on_child_gone(const caf::actor_addr& source, const caf::er
     if (starting_ == none && !pending_.empty() && pending_.front() == i) spawn_next();
     return;
   }
-  if (!failed) return;
-  supervise(i, reason_text(reason));
+  if (!failed) {
+    // Ended by ctx.stop(): a permanent child is restarted, others stay down.
+    if (state_->spec_of(children_[i].vertex).restart() == restart_type::permanent) supervise(i, "stopped", false);
+    return;
+  }
+  supervise(i, reason_text(reason), true, was_starting);
 }
 
-void component_actor::supervise(std::size_t i, const std::string& reason) {
+void component_actor::supervise(std::size_t i, const std::string& reason, bool failure, bool was_starting) {
   const auto& tree = state_->tree();
   const std::string& child_path = tree.path(children_[i].vertex);
-  timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+  if (failure) timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+  auto type_of = [&](std::size_t j) { return state_->spec_of(children_[j].vertex).restart(); };
+  if (type_of(i) == restart_type::temporary) {
+    log::warning(tree.path(vertex_), "`" + child_path + "` is temporary: not restarted");
+    if (was_starting) spawn_next();  // its later siblings start without it
+    return;
+  }
   const supervision& policy = state_->spec_of(vertex_).policy();
   auto now = std::chrono::steady_clock::now();
   restarts_.push_back(now);
   while (!restarts_.empty() && now - restarts_.front() > policy.within) restarts_.pop_front();
   if (static_cast<int>(restarts_.size()) > policy.max_restarts) {
-    std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) + " times within " +
+    std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) +
+                      (restarts_.size() == 1 ? " time" : " times") + " within " +
                       std::to_string(policy.within.count()) + " ms (limit " + std::to_string(policy.max_restarts) +
                       "); giving up and escalating";
     log::error(tree.path(vertex_), why);
@@ -377,11 +400,19 @@ void component_actor::supervise(std::size_t i, const std::string& reason) {
   initial_ = false;
   for (std::size_t j = first; j < last; ++j) {
     state_->forget_subtree(children_[j].vertex);  // this node's part; a remote child's node forgets its own
-    pending_.push_back(j);
+    if (j == i || type_of(j) != restart_type::temporary) pending_.push_back(j);
   }
   if (starting_ >= first && starting_ < last) starting_ = none;
   std::sort(pending_.begin(), pending_.end());
   pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
+  if (policy.backoff.count() > 0) {
+    auto delay = policy.backoff;
+    for (std::size_t k = 1; k < restarts_.size() && delay < policy.max_backoff; ++k) delay *= 2;
+    delay = std::min(delay, policy.max_backoff);
+    backing_off_ = true;
+    delayed_send(caf::actor_cast<caf::actor>(this), delay, restart_atom::value);
+    return;
+  }
   spawn_next();
 }
 

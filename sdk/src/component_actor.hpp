@@ -36,6 +36,7 @@ class component_actor final : public caf::event_based_actor {
                     std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
   void post_task(std::function<void()> fn);
   void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
+  void stop_self();   // ctx.stop(): an orderly end of this component alone
   void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
   run_state& state() { return *state_; }
@@ -69,7 +70,10 @@ class component_actor final : public caf::event_based_actor {
   void spawn_next();
   void on_exit_message(caf::exit_msg& msg);
   void on_child_gone(const caf::actor_addr& source, const caf::error& reason);
-  void supervise(std::size_t i, const std::string& reason);
+  // A child ended: after a failure (`failure`: on_child_failure with `reason`, then per its restart
+  // type) or normally by ctx.stop() (restarted only if permanent).
+  // `was_starting`: it ended while it was starting (its later siblings wait for it).
+  void supervise(std::size_t i, const std::string& reason, bool failure = true, bool was_starting = false);
   void on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason);
   void stop_child(child& c);
   void stop_remote_children();  // this incarnation fails or is stopped: its remote children go too
@@ -100,6 +104,7 @@ class component_actor final : public caf::event_based_actor {
   std::size_t starting_ = none;        // the child whose start we are waiting for
   bool reported_started_ = false;
   std::deque<std::chrono::steady_clock::time_point> restarts_;
+  bool backing_off_ = false;  // a restart waits for its backoff (restart_atom)
   bool shutting_down_ = false;
   bool urgent_ = false;  // stopping on a signal: ahead of queued messages
   // Flow control (see pause()): after a publish found a target's backlog or a node link full.

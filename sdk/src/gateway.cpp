@@ -162,7 +162,7 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
   if (auto fault = check(e, state_->tree(), node_->index_of(peer)); !fault.empty()) return refuse(peer, fault);
   switch (static_cast<wire_kind>(e.kind)) {
     case wire_kind::ready: return on_ready(peer);
-    case wire_kind::quit: return node_->peer_quit(e.code, e.urgent);
+    case wire_kind::quit: return node_->peer_quit(peer, e.code, e.urgent);
     case wire_kind::subscribe:
     case wire_kind::unsubscribe: return on_subscription(peer, e);
     case wire_kind::data:

@@ -247,8 +247,12 @@ void node_runtime::peer_ready(const std::string& peer) {
   if (peers_ready_.size() + 1 == deployment_.names.size()) state_.set_cluster_ready();
 }
 
-void node_runtime::peer_quit(int exit_code, bool urgent) {
-  quitting_ = true;  // do not echo it back
+void node_runtime::peer_quit(const std::string& peer, int exit_code, bool urgent) {
+  if (!quitting_.exchange(true)) {  // do not echo it back; say it once
+    const std::string line = "node `" + peer + "` ended the run with exit code " + std::to_string(exit_code);
+    if (exit_code != 0) log::error(self_name(), line);
+    else log::info(self_name(), line);
+  }
   state_.done().request_quit(exit_code, urgent);
 }
 

@@ -118,7 +118,9 @@ class node_runtime {
 
   // Called by the gateway, in arrival order.
   void peer_ready(const std::string& peer);
-  void peer_quit(int exit_code, bool urgent);
+  // `peer` ended the run: logged as `node `peer` ended the run with exit code N` (an error when N is
+  // not 0), the line `banyan launch` reads to tell the node that failed from those it stopped.
+  void peer_quit(const std::string& peer, int exit_code, bool urgent);
 
   // Data envelopes sent to each node (index = node), for the profile's `links`.
   std::vector<link_traffic> data_links() const;

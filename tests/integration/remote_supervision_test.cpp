@@ -135,6 +135,11 @@ TEST(RemoteSupervision, EscalationPastTheRootEndsEveryNodeWithFailure) {
   EXPECT_NE(r.exit_code, -1) << r.output;  // ended by itself, not killed
   EXPECT_EQ(count(r.output, "START /sv/group/middle"), 2u) << r.output;
   EXPECT_NE(r.output.find("giving up and escalating"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAILURE /sv/group child `/sv/group/middle` failed 2 times within 30000 ms (limit 1)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("child `/sv/group` failed 1 time within 30000 ms (limit 0)"), std::string::npos) << r.output;
+  // banyan launch names the node where the failure began, not the first one it saw exit.
+  EXPECT_NE(r.output.find("failed: n0 (which ended n1, n2)"), std::string::npos) << r.output;
 }
 
 }  // namespace

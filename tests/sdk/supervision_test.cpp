@@ -234,5 +234,102 @@ TEST(SupervisionState, WithoutKeepStateEveryIncarnationStartsAfresh) {
   EXPECT_EQ(t.rec->count("start /app/g/b at 0"), 2u);
 }
 
+// Restart types and backoff (issue #21 item 4). `quitter` stops itself (ctx.stop) in its first
+// incarnation, or fails when `fail` is set; `ender` ends the run once `path` started `starts` times
+// and `expect_failures` failures were seen, or after its own children have started again.
+class quitter : public leaf {
+ public:
+  quitter(std::shared_ptr<recorder> rec, bool fail) : rec_(std::move(rec)), fail_(fail) {}
+  void on_start(context& ctx) override {
+    rec_->add("start " + ctx.path());
+    if (rec_->bump(ctx.path()) > 1) return;
+    if (fail_) throw std::runtime_error("quitter failed");
+    ctx.stop();
+  }
+  void on_stop(context& ctx) override { rec_->add("stop " + ctx.path()); }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  bool fail_;
+};
+
+// Ends the run from a timer chain: each tick checks whether `done` holds (at most 200 ticks of 10 ms).
+class ender : public composite {
+ public:
+  ender(std::shared_ptr<recorder> rec, std::function<bool(const recorder&)> done) : rec_(std::move(rec)), done_(std::move(done)) {}
+  void on_children_started(context& ctx) override { tick(ctx, 0); }
+  void on_child_failure(context&, const std::string& child, const std::string& reason) override {
+    rec_->add("failure " + child + ": " + reason);
+  }
+
+ private:
+  void tick(context& ctx, int n) {
+    if (done_(*rec_) || n == 200) return ctx.quit(0);
+    ctx.after(std::chrono::milliseconds(10), [this, &ctx, n] { tick(ctx, n + 1); });
+  }
+  std::shared_ptr<recorder> rec_;
+  std::function<bool(const recorder&)> done_;
+};
+
+TEST(RestartTypes, PermanentIsRestartedAfterStopTransientAndTemporaryAreNot) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", {}, std::in_place_type<ender>, rec, std::function<bool(const recorder&)>([](const recorder& r) {
+          return r.count("start /app/permanent") == 2 && r.count("stop /app/transient") == 1 && r.count("stop /app/temporary") == 1;
+        })};
+  a.root().add_leaf<quitter>("permanent", rec, false);
+  a.root().add_leaf<quitter>("transient", rec, false).restart(restart_type::transient);
+  a.root().add_leaf<quitter>("temporary", rec, false).restart(restart_type::temporary);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(rec->count("start /app/permanent"), 2u) << ::testing::PrintToString(rec->events());
+  EXPECT_EQ(rec->count("start /app/transient"), 1u);
+  EXPECT_EQ(rec->count("start /app/temporary"), 1u);
+  EXPECT_EQ(rec->count("stop /app/transient"), 1u);  // an orderly end: on_stop ran
+}
+
+TEST(RestartTypes, AFailedTemporaryChildIsReportedAndNeitherItNorItsSiblingsRestart) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", {restart_strategy::one_for_all, 3, std::chrono::seconds(30)}, std::in_place_type<ender>, rec,
+        std::function<bool(const recorder&)>([](const recorder& r) { return r.count("failure /app/temporary: quitter failed") == 1; })};
+  a.root().add_leaf<steady>("first", rec);
+  a.root().add_leaf<quitter>("temporary", rec, true).restart(restart_type::temporary);
+  a.root().add_leaf<steady>("last", rec);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(rec->count("failure /app/temporary: quitter failed"), 1u);
+  EXPECT_EQ(rec->count("start /app/temporary"), 1u);
+  EXPECT_EQ(rec->count("start /app/first"), 1u);
+  EXPECT_EQ(rec->count("start /app/last"), 1u);
+}
+
+TEST(RestartTypes, ATemporarySiblingIsNotRestartedWithAFailedOne) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", {restart_strategy::one_for_all, 3, std::chrono::seconds(30)}, std::in_place_type<ender>, rec,
+        std::function<bool(const recorder&)>([](const recorder& r) { return r.count("start /app/failing") == 2; })};
+  a.root().add_leaf<steady>("temporary", rec).restart(restart_type::temporary);
+  a.root().add_leaf<quitter>("failing", rec, true);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(rec->count("start /app/failing"), 2u);
+  EXPECT_EQ(rec->count("start /app/temporary"), 1u);  // stopped with the restart, not started again
+}
+
+TEST(RestartBackoff, EachRestartWaitsTwiceAsLongAsTheOneBefore) {
+  // middle fails in on_start 3 times: restarts after 40, 80 and 160 ms (with restarts 1, 2, 3 in
+  // the window), so its 4 starts span at least 280 ms.
+  auto rec = std::make_shared<recorder>();
+  app a{"app"};
+  supervision policy{restart_strategy::one_for_one, 5, std::chrono::seconds(30)};
+  policy.backoff = std::chrono::milliseconds(40);
+  auto& g = a.root().add_composite<group>("group", policy, rec, std::string("/app/group/middle"), 4);
+  g.add_leaf<flaky>("middle", rec, 3, false);
+  auto begin = std::chrono::steady_clock::now();
+  auto r = run(a, test_options());
+  auto took = std::chrono::steady_clock::now() - begin;
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(rec->count("start /app/group/middle"), 4u);
+  EXPECT_GE(took, std::chrono::milliseconds(280));
+}
+
 }  // namespace
 }  // namespace banyan

@@ -41,6 +41,9 @@ struct child {
   banyan::process p;
   int status = -1;  // exit code, or 128+signal
   bool done = false;
+  // The node said another node ended the run (the SDK's `node `X` ended the run with exit code N`
+  // line): its own non-zero exit follows from that node's, it is not where the failure began.
+  bool ended_by_peer = false;
 };
 
 volatile std::sig_atomic_t pending_signal = 0;
@@ -49,7 +52,10 @@ void on_signal(int sig) { pending_signal = sig; }
 // Writes the node's complete lines (all of them once its streams closed), each prefixed `[node] `.
 void forward_lines(child& c) {
   for (auto [s, to] : {std::pair{banyan::process::stream::out, stdout}, std::pair{banyan::process::stream::err, stderr}}) {
-    for (const auto& line : c.p.take_lines(s)) std::fprintf(to, "[%s] %s\n", c.node.c_str(), line.c_str());
+    for (const auto& line : c.p.take_lines(s)) {
+      if (line.find("` ended the run with exit code ") != std::string::npos) c.ended_by_peer = true;
+      std::fprintf(to, "[%s] %s\n", c.node.c_str(), line.c_str());
+    }
     std::fflush(to);
   }
 }
@@ -150,14 +156,17 @@ int run(const options& o) {
     for (auto& c : children) c.p.signal(sig);
   };
   std::size_t running = children.size();
+  bool asked_to_stop = false;  // by a signal or --run-for: non-zero exits are not failures to name
   while (running > 0) {
     if (pending_signal && !stopping) {
       banyan::log::info(tool, "forwarding signal " + std::to_string(pending_signal) + " to every node");
       stop_all(pending_signal);
+      asked_to_stop = true;
     }
     if (o.run_for.count() > 0 && !stopping && std::chrono::steady_clock::now() >= deadline) {
       banyan::log::info(tool, "--run-for " + banyan::format_duration(o.run_for) + " passed; stopping every node");
       stop_all(SIGTERM);
+      asked_to_stop = true;
     }
     // Wakes on output, an exit or a signal; at least every 100 ms to check the deadline.
     banyan::process::wait_any(all, std::chrono::milliseconds(100));
@@ -169,10 +178,22 @@ int run(const options& o) {
       c.status = c.p.status()->shell_code();
       if (!o.json) banyan::log::info(tool, "node " + c.node + " exited with " + std::to_string(c.status));
       if (c.status != 0 && !stopping) {
-        banyan::log::info(tool, "node " + c.node + " failed; stopping the others");
+        // Not "failed" yet: a node stopped by another's failure exits non-zero too, maybe first.
+        banyan::log::info(tool, "stopping the others");
         stop_all(SIGTERM);
       }
     }
+  }
+  for (auto& c : children) forward_lines(c);
+  // The nodes where a failure began: non-zero, and not told by another node that it ended the run.
+  std::string failed, stopped_by_them;
+  for (const auto& c : children) {
+    if (c.status == 0) continue;
+    std::string& list = c.ended_by_peer ? stopped_by_them : failed;
+    list += (list.empty() ? "" : ", ") + c.node;
+  }
+  if (!failed.empty() && !asked_to_stop && !o.json) {
+    banyan::log::error(tool, "failed: " + failed + (stopped_by_them.empty() ? "" : " (which ended " + stopped_by_them + ")"));
   }
 
   int code = 0;

@@ -35,7 +35,7 @@ const std::vector<banyan::cli::command>& commands() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"banyan: actor-model middleware SDK tools (partition, launch, profile, pipeline, ...)",
+  CLI::App app{"banyan: actor-model middleware SDK tools (partition, launch, gen-tree, keygen, pipeline, ...)",
                "banyan"};
   app.require_subcommand(1);
   std::map<CLI::App*, banyan::cli::action> actions;

@@ -41,6 +41,12 @@ class spec {
     return *this;
   }
   bool keeps_state() const { return keep_state_; }
+  // How its supervisor treats its end (component.hpp). Returns *this.
+  spec& restart(restart_type type) {
+    restart_ = type;
+    return *this;
+  }
+  restart_type restart() const { return restart_; }
 
   const std::string& name() const { return name_; }
   bool is_composite() const { return composite_; }
@@ -60,6 +66,7 @@ class spec {
   factory make_;
   std::deque<spec> children_;  // deque: references to earlier children stay valid
   bool keep_state_ = false;
+  restart_type restart_ = restart_type::permanent;
 };
 
 // How a run routes and what it reports. banyan::run(app, argc, argv) fills this from the command line.

@@ -64,12 +64,25 @@ enum class restart_strategy {
   rest_for_one,  // stop the children started after the failed one, then restart those and it in order
 };
 
+// Per child (spec::restart): whether its supervisor restarts it (Erlang/OTP's restart types).
+enum class restart_type {
+  permanent,  // restarted after a failure and after ctx.stop() (the default)
+  transient,  // restarted only after a failure
+  temporary,  // never restarted: a failure is reported (on_child_failure) and the child stays down,
+              // nor is it restarted with a failed sibling (one_for_all, rest_for_one); its own
+              // failure restarts no sibling and does not count towards max_restarts
+};
+
 struct supervision {
   restart_strategy strategy = restart_strategy::one_for_one;
   // More than `max_restarts` restarts within `within` makes the composite give up and fail itself,
   // escalating to its parent; at the root, banyan::run returns non-zero.
   int max_restarts = 3;
   std::chrono::milliseconds within{5000};
+  // Restart backoff: a restart waits `backoff` (0: none), doubled for each earlier restart still
+  // within `within`, at most `max_backoff`. Meanwhile the composite handles its messages as usual.
+  std::chrono::milliseconds backoff{0};
+  std::chrono::milliseconds max_backoff{5000};
 };
 
 }  // namespace banyan

@@ -138,6 +138,10 @@ class context {
   virtual void post(std::function<void()> fn) = 0;
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 
+  // Ends this component normally: its children stop, then its on_stop runs. Its supervisor restarts
+  // it only if it is restart_type::permanent (app.hpp's spec::restart). In one process only: on
+  // another node than its supervisor, a stopped component stays down whatever its restart type.
+  virtual void stop() = 0;
   // Ends banyan::run with `exit_code` after an orderly shutdown of the whole tree.
   virtual void quit(int exit_code = 0) = 0;
   // Writes one line to the run's log, prefixed with this component's path.
