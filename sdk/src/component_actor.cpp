@@ -81,6 +81,15 @@ caf::behavior component_actor::make_behavior() {
   set_exception_handler([this](caf::scheduled_actor*, std::exception_ptr& eptr) -> caf::error {
     std::string what = describe(eptr);
     log::error(state_->tree().path(vertex_), "failed: " + what);
+    if (user_ && ctx_) {
+      try {
+        timed([&] { user_->on_failure(*ctx_, what); });
+      } catch (const std::exception& e) {
+        log::error(state_->tree().path(vertex_), std::string("on_failure threw: ") + e.what());
+      } catch (...) {
+        log::error(state_->tree().path(vertex_), "on_failure threw");
+      }
+    }
     stop_remote_children();
     return caf::make_error(caf::sec::runtime_error, what);
   });

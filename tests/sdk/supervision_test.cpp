@@ -331,5 +331,29 @@ TEST(RestartBackoff, EachRestartWaitsTwiceAsLongAsTheOneBefore) {
   EXPECT_GE(took, std::chrono::milliseconds(280));
 }
 
+// The cleanup hook runs in the failed incarnation, with the reason, before its supervisor hears.
+class cleaner : public leaf {
+ public:
+  explicit cleaner(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_start(context& ctx) override {
+    rec_->add("start " + ctx.path());
+    if (rec_->bump(ctx.path()) == 1) throw std::runtime_error("dirty");
+  }
+  void on_failure(context& ctx, const std::string& reason) override { rec_->add("cleanup " + ctx.path() + ": " + reason); }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+};
+
+TEST(CleanupHook, RunsInTheFailedIncarnationBeforeItsSupervisorActs) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", {}, std::in_place_type<watcher>, rec};
+  a.root().add_leaf<cleaner>("c", rec);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  const std::vector<std::string> want{"start /app/c", "cleanup /app/c: dirty", "failure /app/c: dirty", "start /app/c"};
+  EXPECT_EQ(rec->events(), want);
+}
+
 }  // namespace
 }  // namespace banyan

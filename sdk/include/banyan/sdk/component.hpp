@@ -22,6 +22,11 @@ class component {
   virtual void on_start(context&) {}
   // Runs on orderly shutdown, after all children have stopped. Not called after a failure.
   virtual void on_stop(context&) {}
+  // The cleanup hook: runs in the failed incarnation right after its failure (an exception escaped
+  // one of its hooks or handlers), before its supervisor hears of it: release what on_stop would
+  // have (files, devices, locks). `reason` is the exception's what(). An exception escaping it is
+  // logged and ignored. Not called for a composite's own escalation (it did not throw).
+  virtual void on_failure(context&, const std::string& reason) { (void)reason; }
   // Runs in a composite once all its children have started (children start one at a time, in order),
   // and again each time a supervision restart has started all the restarted children.
   virtual void on_children_started(context&) {}
