@@ -50,6 +50,9 @@ class actor_context final : public context {
   void log(std::string_view line) override { log::info(path(), line); }
   void report_memory(std::uint64_t bytes) override { self_.state().loads().set_memory(self_.vertex(), bytes); }
   void checkpoint() override { self_.checkpoint(); }
+  result<void> monitor(std::string_view path, down_handler on_down) override {
+    return self_.watch(path, std::move(on_down));
+  }
   void stop() override { self_.post_task([s = &self_] { s->stop_self(); }); }
 
  private:
@@ -99,8 +102,13 @@ caf::behavior component_actor::make_behavior() {
   set_down_handler([this](caf::down_msg& msg) { on_child_gone(msg.source, msg.reason); });
   // The supervisor registered us in the directory when it spawned us (before any later sibling
   // starts); unregister when this incarnation ends, unless a new one replaced it already.
-  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error&) {
+  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error& reason) {
     if (state->actors().get(v).address() == self) state->set_actor(v, caf::actor{});
+    const bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
+    for (const auto& [watcher, id] : state->watching().of(v)) {
+      if (auto w = caf::actor_cast<caf::actor>(watcher))
+        caf::anon_send(w, mondown_atom::value, id, state->tree().path(v), failed ? reason_text(reason) : std::string("stopped"));
+    }
   });
   start();
   behavior_ready_ = true;
@@ -134,6 +142,10 @@ caf::behavior component_actor::make_behavior() {
         if (!c.remote || c.vertex != child_vertex || c.generation != generation) return;
         starting_ = none;
         spawn_next();
+      },
+      [this](mondown_atom, std::uint64_t id, const std::string& path, const std::string& reason) {
+        auto it = monitors_.find(id);
+        if (it != monitors_.end()) timed([&] { it->second(path, reason); });
       },
       [this](restart_atom) {
         backing_off_ = false;
@@ -225,6 +237,7 @@ void component_actor::on_exit() {
   routes_.clear();
   handlers_.clear();
   services_.clear();
+  monitors_.clear();
   remote_requests_.clear();
   held_.clear();
   held_requests_.clear();
@@ -249,6 +262,19 @@ void component_actor::start() {
   }
   for (std::size_t i = 0; i < children_.size(); ++i) pending_.push_back(i);
   spawn_next();
+}
+
+result<void> component_actor::watch(std::string_view path, banyan::context::down_handler on_down) {
+  auto v = state_->tree().find(path);
+  if (!v) return v.error();
+  if (!state_->is_local(*v)) {
+    return error{sdk::errc::invalid_argument, "monitor `" + std::string(path) +
+                                                  "`: it runs on another node; monitors across nodes are not supported yet"};
+  }
+  const std::uint64_t id = next_monitor_++;
+  monitors_.emplace(id, std::move(on_down));
+  state_->watching().add(*v, caf::actor_cast<caf::actor_addr>(this), id);
+  return {};
 }
 
 void component_actor::stop_self() {

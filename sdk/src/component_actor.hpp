@@ -37,6 +37,7 @@ class component_actor final : public caf::event_based_actor {
   void post_task(std::function<void()> fn);
   void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
   void stop_self();   // ctx.stop(): an orderly end of this component alone
+  result<void> watch(std::string_view path, banyan::context::down_handler on_down);  // ctx.monitor
   void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
   run_state& state() { return *state_; }
@@ -121,6 +122,8 @@ class component_actor final : public caf::event_based_actor {
   std::unordered_map<std::uint64_t, remote_request> remote_requests_;
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<std::string, banyan::context::service> services_;
+  std::unordered_map<std::uint64_t, banyan::context::down_handler> monitors_;  // by id (watchers.hpp)
+  std::uint64_t next_monitor_ = 1;
   route_cache routes_;  // this component's publishes
   std::uint64_t sequence_ = 0;
   // Publishes made before every node of a deployment was ready, in order (multi-node runs only).

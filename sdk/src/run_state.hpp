@@ -10,6 +10,7 @@
 //   front                     route_front.hpp      any thread; each actor keeps its own route_cache
 //   done                      completion.hpp       thread-safe: start and exit latch
 //   kept                      state_store.hpp      thread-safe: states kept across restarts
+//   watching                  watchers.hpp         thread-safe: monitors of components' ends
 //   node                      node.hpp, gateway.hpp multi-node runs only (null otherwise)
 //
 // Only operations that span parts live here (set_actor, forget_subtree, set_node, set_cluster_ready); everything
@@ -24,6 +25,7 @@
 #include "locality.hpp"
 #include "route_front.hpp"
 #include "state_store.hpp"
+#include "watchers.hpp"
 
 #include "banyan/broker/profile.hpp"
 #include "banyan/broker/routing.hpp"
@@ -57,6 +59,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   const route_front& front() const { return front_; }
   completion& done() { return done_; }
   state_store& kept() { return kept_; }
+  watchers& watching() { return watching_; }
   node_runtime* node() const { return node_; }
 
   // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh.
@@ -86,6 +89,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   route_front front_{routing_, actors_, where_};
   completion done_;
   state_store kept_{tree_->size()};
+  watchers watching_{tree_->size()};
   node_runtime* node_ = nullptr;
   std::atomic<bool> cluster_ready_{true};
 };

@@ -355,5 +355,38 @@ TEST(CleanupHook, RunsInTheFailedIncarnationBeforeItsSupervisorActs) {
   EXPECT_EQ(rec->events(), want);
 }
 
+// Monitors: the watcher hears of every end of the watched component, with the reason; bad paths
+// are errors naming the path.
+class monitoring : public composite {
+ public:
+  explicit monitoring(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_children_started(context& ctx) override {
+    if (started_++ > 0) return;
+    auto bad = ctx.monitor("/app/ghost", [](const std::string&, const std::string&) {});
+    rec_->add(bad ? "ghost ok" : "ghost: " + bad.error().what());
+  }
+  void on_start(context& ctx) override {
+    (void)ctx.monitor("/app/c", [this, &ctx](const std::string& path, const std::string& reason) {
+      rec_->add("down " + path + ": " + reason);
+      if (rec_->count("down /app/c: dirty") == 1 && reason == "dirty") ctx.quit(0);
+    });
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+  int started_ = 0;
+};
+
+TEST(Monitors, AWatcherHearsEachEndOfTheWatchedComponentWithItsReason) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", {}, std::in_place_type<monitoring>, rec};
+  a.root().add_leaf<cleaner>("c", rec);
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(rec->count("down /app/c: dirty"), 1u) << ::testing::PrintToString(rec->events());
+  EXPECT_EQ(rec->count("ghost: no such component: path `/app/ghost` names no component"), 1u)
+      << ::testing::PrintToString(rec->events());
+}
+
 }  // namespace
 }  // namespace banyan

@@ -138,6 +138,13 @@ class context {
   virtual void post(std::function<void()> fn) = 0;
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 
+  // Monitors the component at `path` (Erlang's monitor): `on_down(path, reason)` runs in this
+  // component each time an incarnation of it ends — `reason` is the failure's text, or `stopped`
+  // for an orderly end (ctx.stop(), a supervisor stopping it, the run's shutdown). Lasts for this
+  // incarnation. Errors: no_such_component; invalid_argument when `path` runs on another node
+  // (monitors across nodes are not supported yet).
+  using down_handler = std::function<void(const std::string& path, const std::string& reason)>;
+  virtual result<void> monitor(std::string_view path, down_handler on_down) = 0;
   // Ends this component normally: its children stop, then its on_stop runs. Its supervisor restarts
   // it only if it is restart_type::permanent (app.hpp's spec::restart). In one process only: on
   // another node than its supervisor, a stopped component stays down whatever its restart type.
