@@ -360,12 +360,9 @@ TEST(CleanupHook, RunsInTheFailedIncarnationBeforeItsSupervisorActs) {
 class monitoring : public composite {
  public:
   explicit monitoring(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
-  void on_children_started(context& ctx) override {
-    if (started_++ > 0) return;
+  void on_start(context& ctx) override {
     auto bad = ctx.monitor("/app/ghost", [](const std::string&, const std::string&) {});
     rec_->add(bad ? "ghost ok" : "ghost: " + bad.error().what());
-  }
-  void on_start(context& ctx) override {
     (void)ctx.monitor("/app/c", [this, &ctx](const std::string& path, const std::string& reason) {
       rec_->add("down " + path + ": " + reason);
       if (rec_->count("down /app/c: dirty") == 1 && reason == "dirty") ctx.quit(0);
@@ -374,7 +371,6 @@ class monitoring : public composite {
 
  private:
   std::shared_ptr<recorder> rec_;
-  int started_ = 0;
 };
 
 TEST(Monitors, AWatcherHearsEachEndOfTheWatchedComponentWithItsReason) {

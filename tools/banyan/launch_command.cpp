@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 
 namespace banyan::cli {
@@ -44,6 +45,7 @@ struct child {
   // The node said another node ended the run (the SDK's `node `X` ended the run with exit code N`
   // line): its own non-zero exit follows from that node's, it is not where the failure began.
   bool ended_by_peer = false;
+  bool signalled = false;  // launch stopped it (a signal, --run-for, or the others' grace ran out)
 };
 
 volatile std::sig_atomic_t pending_signal = 0;
@@ -153,10 +155,15 @@ int run(const options& o) {
   bool stopping = false;
   auto stop_all = [&](int sig) {
     stopping = true;
+    for (auto& c : children)
+      if (!c.done) c.signalled = true;
     for (auto& c : children) c.p.signal(sig);
   };
   std::size_t running = children.size();
   bool asked_to_stop = false;  // by a signal or --run-for: non-zero exits are not failures to name
+  // After a node fails, the others normally end by themselves (the SDK passes its quit on to every
+  // node); launch stops them only if they have not within this grace.
+  std::optional<std::chrono::steady_clock::time_point> grace_until;
   while (running > 0) {
     if (pending_signal && !stopping) {
       banyan::log::info(tool, "forwarding signal " + std::to_string(pending_signal) + " to every node");
@@ -177,11 +184,11 @@ int run(const options& o) {
       --running;
       c.status = c.p.status()->shell_code();
       if (!o.json) banyan::log::info(tool, "node " + c.node + " exited with " + std::to_string(c.status));
-      if (c.status != 0 && !stopping) {
-        // Not "failed" yet: a node stopped by another's failure exits non-zero too, maybe first.
-        banyan::log::info(tool, "stopping the others");
-        stop_all(SIGTERM);
-      }
+      if (c.status != 0 && !stopping && !grace_until) grace_until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    }
+    if (grace_until && !stopping && running > 0 && std::chrono::steady_clock::now() >= *grace_until) {
+      banyan::log::info(tool, "a node failed and the others are still running after 3 s; stopping them");
+      stop_all(SIGTERM);
     }
   }
   for (auto& c : children) forward_lines(c);
@@ -189,6 +196,7 @@ int run(const options& o) {
   std::string failed, stopped_by_them;
   for (const auto& c : children) {
     if (c.status == 0) continue;
+    if (c.signalled && !c.ended_by_peer) continue;  // stopped by launch
     std::string& list = c.ended_by_peer ? stopped_by_them : failed;
     list += (list.empty() ? "" : ", ") + c.node;
   }
