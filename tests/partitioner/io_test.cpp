@@ -238,5 +238,32 @@ TEST(Dot, ColoursEveryComponentAndMarksCutEdges) {
   EXPECT_NE(s.find("v0 -> v2;"), std::string::npos) << s;
 }
 
+// Labels break lines with DOT's `\n` (not a literal backslash), numbers are plain (20,000, not
+// 2e+04) and carry their units, and a legend says what they are.
+TEST(Dot, LabelsArePlainNumbersWithUnitsOnTwoLines) {
+  auto t = parse_profile(replace(replace(good_profile, "\"messages\": 800, \"bytes\": 51200", "\"messages\": 20000, \"bytes\": 51200"),
+                                 "\"load\": {\"cpu\": 0.003}", "\"load\": {\"cpu\": 1234567}"),
+                         "p.json");
+  ASSERT_TRUE(t) << t.error().message;
+  auto c = parse_cluster(replace(replace(good_cluster, "\"40%\"", "2000000"), "cpu: 0.5", "cpu: 3000000"), "c.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  auto p = make_problem(*t, *c);
+  ASSERT_TRUE(p) << p.error().message;
+  for (std::size_t max_vertices : {std::size_t{2000}, std::size_t{1}}) {  // drawn whole, and as fragments
+    std::ostringstream out;
+    write_dot(out, *p, {0, 1, 0}, max_vertices, {.traffic = "messages", .load = "cpu s"});
+    const std::string s = out.str();
+    SCOPED_TRACE(s);
+    EXPECT_NE(s.find("label=\"20,000 messages\""), std::string::npos);
+    EXPECT_EQ(s.find("e+"), std::string::npos);
+    EXPECT_EQ(s.find("\\\\n"), std::string::npos) << "a literal backslash before n";
+    EXPECT_NE(s.find("red edges: cut, traffic (messages)"), std::string::npos);
+  }
+  std::ostringstream whole;
+  write_dot(whole, *p, {0, 1, 0}, 2000, {.traffic = "messages", .load = "cpu s"});
+  EXPECT_NE(whole.str().find("label=\"alu\\n0.01 cpu s\""), std::string::npos) << whole.str();
+  EXPECT_NE(whole.str().find("label=\"reg\\n1,234,567 cpu s\""), std::string::npos) << whole.str();
+}
+
 }  // namespace
 }  // namespace banyan::partitioner

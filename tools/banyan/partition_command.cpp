@@ -135,7 +135,7 @@ int run(const options& o) {
   if (best && !o.dot.empty()) {
     std::ofstream f(o.dot);
     if (!f) return fail(o.dot + ": cannot open for writing");
-    bp::write_dot(f, p, best->map);
+    bp::write_dot(f, p, best->map, 2000, {.traffic = o.unit, .load = "cpu s"});
     f.close();
     summary["dot"] = o.dot;
     if (const std::string svg = render_svg(o.dot); !svg.empty()) summary["svg"] = svg;

@@ -80,10 +80,18 @@ void write_deployment(std::ostream& out, const problem& p, const mapping& m,
 // `d.yaml: the root `/r` has no assignment`. `t` needs only paths and parents.
 result<mapping> mapping_of(const tree& t, const deployment& d);
 
-// Graphviz: one box per component filled with its node's colour, cut edges bold red and labelled
-// with their traffic. Trees above `max_vertices` are drawn as their parts only (one box per
-// connected same-node fragment) so that `dot` stays usable.
-void write_dot(std::ostream& out, const problem& p, const mapping& m,
-               std::size_t max_vertices = 2000);
+// What the numbers in a drawing are: the edge weight's unit (`banyan partition --weight`) and the
+// load's (the profile's `load.cpu`, handler CPU seconds unless the profile says otherwise).
+struct dot_units {
+  std::string traffic = "messages";
+  std::string load = "cpu s";
+};
+
+// Graphviz: one box per component filled with its node's colour and labelled with its name and
+// load, cut edges bold red and labelled with their traffic, numbers in plain notation with their
+// units (a legend says which). Trees above `max_vertices` are drawn as their parts only (one box
+// per connected same-node fragment) so that `dot` stays usable.
+void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_t max_vertices = 2000,
+               const dot_units& units = {});
 
 }  // namespace banyan::partitioner
