@@ -32,11 +32,11 @@ std::string quote(const std::string& s) {
 }
 
 // Plain notation for people: 20000 as `20,000`, 0.0021 as `0.0021`; 4 significant digits, and an
-// exponent only outside 1e-4..1e15.
+// exponent only outside 1e-6..1e15.
 std::string num(double x) {
   const double a = std::fabs(x);
   if (x == 0) return "0";
-  if (a < 1e-4 || a >= 1e15) return detail::format_number(x, 4);
+  if (a < 1e-6 || a >= 1e15) return detail::format_number(x, 4);
   char buf[64];
   if (a >= 1000) {
     std::snprintf(buf, sizeof buf, "%.0f", std::round(x));
