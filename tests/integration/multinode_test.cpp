@@ -1,5 +1,7 @@
 // Multi-node integration tests: several node processes on loopback (ipc:// endpoints in a fresh
 // temporary folder), each run bounded by a time limit and by banyan launch's own --run-for.
+#include "node_runs.hpp"
+
 #include "banyan/base/process.hpp"
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
@@ -26,33 +28,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct scratch_dir {
-  fs::path path;
-  scratch_dir() {
-    char tmpl[] = "/tmp/banyan-mn-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-};
-
-struct outcome {
-  int exit_code;
-  std::string output;
-};
-
-// Runs `cmd` through sh, stdout and stderr merged; after `limit` its whole process group is killed.
-// The exit code is -1 when it was killed.
-outcome run_command(const std::string& cmd, std::chrono::seconds limit) {
-  auto p = process::spawn({"sh", "-c", cmd}, {.out = output_mode::capture, .err = output_mode::merge,
-                                               .own_process_group = true});
-  if (!p) return {-1, p.error().what()};
-  auto st = p->wait(limit);
-  if (!st) {
-    p->kill();
-    return {-1, p->output() + "\n" + st.error().what()};
-  }
-  return {st->signal != 0 ? -1 : st->code, p->output()};
-}
+using test::outcome;
+using test::run_argv;
+using test::run_command;
+using test::scratch_dir;
 
 // Three nodes; zone0 and the checker with the root on n0, zone1 on n1, zone2 and zone1/slow on n2.
 fs::path write_deployment(const fs::path& dir) {

@@ -2,6 +2,8 @@
 // on two other nodes (ipc:// endpoints in a fresh temporary folder), and must act exactly as it does
 // in one process: the same restarts for each strategy, the same escalation, the user's failure
 // reason. Each run is bounded by banyan launch's --run-for and a kill past a time limit.
+#include "node_runs.hpp"
+
 #include "banyan/base/process.hpp"
 
 #include <gtest/gtest.h>
@@ -17,30 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-struct scratch_dir {
-  fs::path path;
-  scratch_dir() {
-    char tmpl[] = "/tmp/banyan-sv-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~scratch_dir() { fs::remove_all(path); }
-};
-
-struct outcome {
-  int exit_code;
-  std::string output;
-};
-
-outcome run_argv(const std::vector<std::string>& argv, std::chrono::seconds limit) {
-  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
-  if (!p) return {-1, p.error().what()};
-  auto st = p->wait(limit);
-  if (!st) {
-    p->kill();
-    return {-1, p->output() + "\n" + st.error().what()};
-  }
-  return {st->signal != 0 ? -1 : st->code, p->output()};
-}
+using test::outcome;
+using test::run_argv;
+using test::run_command;
+using test::scratch_dir;
 
 // The supervisors on n0, middle on n1, last on n2: both supervised children are remote.
 fs::path write_deployment(const fs::path& dir) {
