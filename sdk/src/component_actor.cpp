@@ -46,6 +46,15 @@ class actor_context final : public context {
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
     self_.post_after(delay, std::move(fn));
   }
+  poster cross_thread_poster() override {
+    // A weak address: resolving it fails once the actor is gone; anon_send is safe from any thread.
+    return [addr = self_.address()](std::function<void()> fn) {
+      auto target = caf::actor_cast<caf::actor>(addr);
+      if (!target) return false;
+      caf::anon_send(target, post_atom::value, task{std::move(fn)});
+      return true;
+    };
+  }
   void quit(int exit_code) override { self_.state().done().request_quit(exit_code); }
   void log(std::string_view line) override { log::info(path(), line); }
   void report_memory(std::uint64_t bytes) override { self_.state().loads().set_memory(self_.vertex(), bytes); }

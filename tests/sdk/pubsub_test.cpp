@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <thread>
+#include <vector>
 
 namespace banyan {
 namespace {
@@ -360,6 +362,44 @@ TEST(PubSub, InvalidTypedPayloadIsAnErrorValueNotACrash) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0], "value 7");
   EXPECT_EQ(events[1].rfind("invalid payload: topic `typed` from `/app/pub`", 0), 0u) << events[1];
+}
+
+// A thread of the component's own (a worker) hands results back through cross_thread_poster(): every
+// posted function runs in the component, in the order that thread posted them; once the component
+// has ended the handle says so and drops the function.
+struct handoff_state {
+  std::vector<int> seen;  // written only by functions running in the component
+  context::poster keep;   // the handle, tried again after the run
+  std::thread worker;
+};
+
+class handing_leaf : public leaf {
+ public:
+  explicit handing_leaf(std::shared_ptr<handoff_state> s) : s_(std::move(s)) {}
+  void on_start(context& ctx) override {
+    s_->keep = ctx.cross_thread_poster();
+    s_->worker = std::thread([post = s_->keep, s = s_.get(), &ctx] {
+      for (int i = 0; i < 1000; ++i) EXPECT_TRUE(post([s, i] { s->seen.push_back(i); }));
+      EXPECT_TRUE(post([&ctx] { ctx.quit(0); }));
+    });
+  }
+
+ private:
+  std::shared_ptr<handoff_state> s_;
+};
+
+TEST(PubSub, AnotherThreadPostsToAComponentInOrderUntilItEnds) {
+  auto s = std::make_shared<handoff_state>();
+  app a{"app"};
+  a.root().add_leaf<handing_leaf>("leaf", s);
+  auto r = run(a, test_options());
+  s->worker.join();
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(s->seen.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(s->seen[i], i);
+  bool ran = false;
+  EXPECT_FALSE(s->keep([&ran] { ran = true; }));
+  EXPECT_FALSE(ran);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // What a component can do: its view of the tree, the broker and its own actor.
 //
 // A context belongs to one component incarnation and may be used only from inside that component's
-// hooks and handlers (the actor's thread of control), never from other threads.
+// hooks and handlers (the actor's thread of control), never from other threads; other threads reach
+// the component through cross_thread_poster().
 #pragma once
 
 #include "banyan/broker/error.hpp"
@@ -137,6 +138,13 @@ class context {
   // Runs `fn` later as a message to this component (keeps long work in short, interleaved steps).
   virtual void post(std::function<void()> fn) = 0;
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+  // The one way in from other threads (a worker thread handing back a result): a handle that posts a
+  // function to this incarnation from any thread, to run in it like post(). It returns false, and
+  // drops the function, once this incarnation has ended (a restart is a new incarnation: take a new
+  // handle in its on_start). Copyable; it does not keep the component alive. A function that arrives
+  // while the incarnation is stopping is dropped as post()'s would be.
+  using poster = std::function<bool(std::function<void()>)>;
+  virtual poster cross_thread_poster() = 0;
 
   // Monitors the component at `path` (Erlang's monitor): `on_down(path, reason)` runs in this
   // component each time an incarnation of it ends — `reason` is the failure's text, or `stopped`
