@@ -270,26 +270,30 @@ TEST(WorkerGroup, ReplicaErrorsComeBackFromStart) {
 }
 
 // Nodes of a cluster stood in for by groups in one process: exchange() waits for every node's mean,
-// combines them in node order weighted by worker counts, and hands the same bits back to each; it
-// counts the floats that go up and come down.
+// combines them in node order weighted by worker counts (weighted_mean, as the trainer's gradient
+// server does), the losses likewise, and hands the same bits back to each; it counts the floats that
+// go up and come down.
 struct in_memory_cluster {
-  explicit in_memory_cluster(int n) : nodes(n), bufs(static_cast<std::size_t>(n)), counts(static_cast<std::size_t>(n)) {}
-  void exchange(int node, float* g, std::size_t n, int workers) {
+  explicit in_memory_cluster(int n)
+      : nodes(n), bufs(static_cast<std::size_t>(n)), counts(static_cast<std::size_t>(n)), node_losses(static_cast<std::size_t>(n)) {}
+  void exchange(int node, float* g, std::size_t n, int workers, float& loss) {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return leaving == 0; });
     bufs[static_cast<std::size_t>(node)] = g;
     counts[static_cast<std::size_t>(node)] = workers;
+    node_losses[static_cast<std::size_t>(node)] = loss;
     floats_up += n;
     const auto gen = generation;
     if (++arrived == nodes) {
-      int total = 0;
-      for (int c : counts) total += c;
       result.assign(n, 0.0f);
-      for (std::size_t i = 0; i < n; ++i) {
-        float s = 0.0f;
-        for (int k = 0; k < nodes; ++k) s += bufs[static_cast<std::size_t>(k)][i] * static_cast<float>(counts[static_cast<std::size_t>(k)]);
-        result[i] = s / static_cast<float>(total);
+      weighted_mean(std::vector<const float*>(bufs.begin(), bufs.end()), counts, n, result.data());
+      double s = 0.0;
+      int total = 0;
+      for (int k = 0; k < nodes; ++k) {
+        s += static_cast<double>(node_losses[static_cast<std::size_t>(k)]) * counts[static_cast<std::size_t>(k)];
+        total += counts[static_cast<std::size_t>(k)];
       }
+      cluster_loss = static_cast<float>(s / total);
       arrived = 0;
       leaving = nodes;
       ++generation;
@@ -298,6 +302,7 @@ struct in_memory_cluster {
       cv.wait(lock, [&] { return generation != gen; });
     }
     std::memcpy(g, result.data(), n * sizeof(float));
+    loss = cluster_loss;
     floats_down += n;
     ++exchanges;
     if (--leaving == 0) cv.notify_all();
@@ -308,7 +313,9 @@ struct in_memory_cluster {
   std::uint64_t generation = 0;
   std::vector<float*> bufs;
   std::vector<int> counts;
+  std::vector<float> node_losses;
   std::vector<float> result;
+  float cluster_loss = 0.0f;
   std::size_t floats_up = 0, floats_down = 0, exchanges = 0;
 };
 
@@ -328,7 +335,9 @@ std::vector<float> run_two_nodes(const nn::adamw_config& cfg, int steps, in_memo
     auto rows = text_rows(4);
     text_slice mine = [rows, k](std::int64_t step, int w, std::vector<int>& tok, std::vector<int>& tgt) { rows(step, 2 * k + w, tok, tgt); };
     group_options o{.where = two_domains(2), .optimizer = cfg};
-    o.exchange = [&cluster, k](float* g, std::size_t n, int workers, std::int64_t) { cluster.exchange(k, g, n, workers); };
+    o.exchange = [&cluster, k](float* g, std::size_t n, int workers, std::int64_t, float& loss) {
+      cluster.exchange(k, g, n, workers, loss);
+    };
     auto g = worker_group::start(o, masters[k]->params(), *opts[k], gpt_replicas(gcfg, b, T, mine));
     EXPECT_TRUE(g);
     if (!g) return {};
@@ -338,11 +347,11 @@ std::vector<float> run_two_nodes(const nn::adamw_config& cfg, int steps, in_memo
   std::thread node1([&] { losses1 = groups[1]->run(0, steps); });
   const auto losses0 = groups[0]->run(0, steps);
   node1.join();
-  // Every node holds the same parameters; the losses are the mean over both nodes' workers.
+  // Every node holds the same parameters and reports the same losses: the cluster's, over both
+  // nodes' workers.
   EXPECT_EQ(0, std::memcmp(masters[0]->params().base(), masters[1]->params().base(), masters[0]->params().bytes()));
-  std::vector<float> out;
-  for (int s = 0; s < steps; ++s) out.push_back((losses0[s] + losses1[s]) / 2.0f);
-  return out;
+  EXPECT_EQ(losses0, losses1);
+  return losses0;
 }
 
 TEST(WorkerGroup, TwoNodesExchangingOneGradientPerStepMatchOneInstance) {

@@ -95,6 +95,8 @@ struct worker_group::impl {
   int built = 0;
   std::optional<error> build_error;
   std::vector<std::vector<float>> losses;  // [step - first][worker]
+  std::vector<float> cluster_losses;       // [step - first], from the exchange
+  std::int64_t steps_before_run = 0;       // the group's steps before the current run()
   run_stats stats;
 
   int N() const { return static_cast<int>(workers.size()); }
@@ -177,7 +179,15 @@ struct worker_group::impl {
     if (layers_done.fetch_add(1, std::memory_order_acq_rel) + 1 < static_cast<int>(backward_order.size())) return;
     layers_done.store(0, std::memory_order_relaxed);
     if (whole_step) {
-      if (options.exchange) options.exchange(node_sum.data(), node_sum.size(), N(), j);
+      if (options.exchange) {
+        // Every worker stored its loss before its backward began, so the node's mean is complete.
+        const auto k = static_cast<std::size_t>(j - steps_before_run);
+        double s = 0.0;
+        for (float l : losses[k]) s += l;
+        float loss = static_cast<float>(s / N());
+        options.exchange(node_sum.data(), node_sum.size(), N(), cmd_first + static_cast<std::int64_t>(k), loss);
+        cluster_losses[k] = loss;
+      }
       // Clipping as adamw::step does it (torch's clip_grad_norm_), then the update, shared out.
       nn::backend& be = *workers.front()->be;  // cpu kernels on this thread (one OpenMP thread)
       if (options.optimizer.grad_clip > 0.0f) {
@@ -292,6 +302,8 @@ struct worker_group::impl {
       }
       for (int k = 0; k < count; ++k) {
         const float loss = w.rep->forward(first + k);
+        // Stored before the backward: the cluster exchange reads every worker's loss of this step.
+        losses[static_cast<std::size_t>(k)][static_cast<std::size_t>(w.index)] = loss;
         w.rep->zero_grad();
         w.rep->backward();
         const auto t_end = clock_type::now();
@@ -299,7 +311,6 @@ struct worker_group::impl {
           for (int l : backward_order) arrive(w, l);
         }
         w.tail_ms += ms_since(t_end);
-        losses[static_cast<std::size_t>(k)][static_cast<std::size_t>(w.index)] = loss;
         ++w.step;
       }
       std::unique_lock lock(mu);
@@ -394,6 +405,7 @@ std::vector<float> worker_group::run(std::int64_t first, int count) {
     }
   }
   p.losses.assign(static_cast<std::size_t>(count), std::vector<float>(static_cast<std::size_t>(p.N()), 0.0f));
+  p.cluster_losses.assign(static_cast<std::size_t>(count), 0.0f);
   {
     std::unique_lock lock(p.mu);
     for (auto& w : p.workers) std::fill(w->have.begin(), w->have.end(), -1);  // the master may have changed
@@ -410,11 +422,15 @@ std::vector<float> worker_group::run(std::int64_t first, int count) {
   // The last step's whole-step update ran on the thread that opened it (no worker waits for a next
   // forward to help), and it publishes before that worker finishes the step.
   assert(p.update_step.load() < 0);
-  std::vector<float> out;
-  for (const auto& per_worker : p.losses) {
-    double s = 0.0;
-    for (float l : per_worker) s += l;
-    out.push_back(static_cast<float>(s / p.N()));
+  p.steps_before_run += count;
+  std::vector<float> out = p.cluster_losses;
+  if (!p.options.exchange) {
+    out.clear();
+    for (const auto& per_worker : p.losses) {
+      double s = 0.0;
+      for (float l : per_worker) s += l;
+      out.push_back(static_cast<float>(s / p.N()));
+    }
   }
   p.stats = {};
   for (const auto& w : p.workers) {
@@ -450,6 +466,17 @@ memory_report worker_group::memory() const {
   }
   m.optimizer_bytes = 2 * p.master->bytes();
   return m;
+}
+
+void weighted_mean(std::span<const float* const> means, std::span<const int> workers, std::size_t n, float* out) {
+  int total = 0;
+  for (int w : workers) total += w;
+  const float inv = 1.0f / static_cast<float>(total);
+  for (std::size_t i = 0; i < n; ++i) {
+    float s = 0.0f;
+    for (std::size_t k = 0; k < means.size(); ++k) s += means[k][i] * static_cast<float>(workers[k]);
+    out[i] = s * inv;
+  }
 }
 
 }  // namespace banyan::cpu

@@ -18,10 +18,19 @@
 
 namespace banyan::trainer {
 
+gpt_trainer::~gpt_trainer() {
+  // Stopped mid-step (the run ends, or the component fails): release a worker waiting for the
+  // cluster mean, then wait for the driver before the group and the model go.
+  if (exchange_) exchange_->cancel();
+  if (driver_.joinable()) driver_.join();
+}
+
 void gpt_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
   if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
-  progress_.emplace(app_, static_cast<std::uint64_t>(opts_->steps - start_step_), progress_style(opts_->common.json));
+  // Rank 0 speaks for the cluster; the other node trainers train silently.
+  progress_.emplace(app_, static_cast<std::uint64_t>(opts_->steps - start_step_),
+                    progress_style(opts_->common.json || rank_ > 0));  // ranks > 0 never update it
   ctx.post([this, &ctx] { step(ctx); });
 }
 
@@ -33,8 +42,16 @@ result<void> gpt_trainer::prepare(context& ctx) {
   if (!o.common.checkpoint.empty()) {
     if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
   }
+  if (o.data_parallel < 1 || (o.data_parallel > 1 && o.common.workers.empty())) {
+    return error{nn::errc::invalid_argument, "--data-parallel " + std::to_string(o.data_parallel) +
+                                                 (o.data_parallel < 1 ? ": must be at least 1" : ": needs --workers")};
+  }
+  if (o.batch % o.data_parallel != 0) {
+    return error{nn::errc::invalid_argument, "--batch " + std::to_string(o.batch) + ": must be a multiple of --data-parallel " +
+                                                 std::to_string(o.data_parallel)};
+  }
   if (!o.common.workers.empty() || o.common.share_params) {  // argument errors before any work
-    auto plan = plan_workers(o.common, o.batch);
+    auto plan = plan_workers(o.common, o.batch / o.data_parallel);
     if (!plan) return std::move(plan).error();
     plan_ = std::make_shared<const worker_plan>(std::move(plan).value());
   }
@@ -91,20 +108,28 @@ result<void> gpt_trainer::start_workers(context& ctx) {
   const auto& o = *opts_;
   const auto* plan = plan_.get();
   // Worker w's slice of the global batch the single instance would train on at `step`.
-  const int b = plan->per_worker_batch, T = o.seq_len;
+  const int b = plan->per_worker_batch, T = o.seq_len, first_worker = rank_ * plan->where.size();
   const std::uint64_t seed = o.common.seed;
   const nn::text_batcher* batcher = &*train_;
   auto slice = [=](std::int64_t step, int w, std::vector<int>& tok, std::vector<int>& tgt) {
     nn::rng r(seed * 1000003ull + static_cast<std::uint64_t>(step));
     std::vector<int> in, out;
     batcher->next(r, in, out);
-    const auto off = static_cast<std::ptrdiff_t>(w) * b * T;
+    const auto off = static_cast<std::ptrdiff_t>(first_worker + w) * b * T;
     tok.assign(in.begin() + off, in.begin() + off + static_cast<std::ptrdiff_t>(b) * T);
     tgt.assign(out.begin() + off, out.begin() + off + static_cast<std::ptrdiff_t>(b) * T);
   };
   log::info(ctx.path(), describe(*plan, o.common));
+  if (o.data_parallel > 1) {
+    exchange_ = std::make_unique<node_exchange>(ctx, static_cast<std::uint32_t>(rank_), std::chrono::seconds(60));
+    log::info(ctx.path(), format("data-parallel: node trainer %d of %d, rows %d..%d of each batch of %d; "
+                                 "%zu gradient bytes up and down per step",
+                                 rank_, o.data_parallel, first_worker * b, (first_worker + plan->where.size()) * b - 1,
+                                 o.batch, gradient_header_bytes + model_->params().bytes()));
+  }
   auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(o.grad_clip),
-                                         .share_params = o.common.share_params},
+                                         .share_params = o.common.share_params,
+                                         .exchange = exchange_ ? exchange_->function() : cpu::cluster_exchange{}},
                                         model_->params(), *opt_, cpu::gpt_replicas(model_->config(), b, T, slice));
   if (!group) return std::move(group).error();
   group_ = std::move(group).value();
@@ -122,12 +147,16 @@ void gpt_trainer::step(context& ctx) {
     int n = std::min(10, o.steps - step_);
     if (o.val_every > 0) n = std::min(n, o.val_every - step_ % o.val_every);
     if (o.checkpoint_every > 0 && !o.common.checkpoint.empty()) n = std::min(n, o.checkpoint_every - step_ % o.checkpoint_every);
-    for (float loss : group_->run(step_, n)) {
-      ++step_;
-      last_loss_ = loss;
-      if (!std::isfinite(loss)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
-    }
-    return after_step(ctx);
+    // On a thread of its own: this component's actor must stay free while the workers run, since
+    // the cluster exchange publishes and receives through it.
+    driver_ = std::thread([this, &ctx, n, post = ctx.cross_thread_poster()] {
+      auto losses = group_->run(step_, n);
+      post([this, &ctx, losses = std::move(losses)] {
+        driver_.join();
+        ran(ctx, losses);
+      });
+    });
+    return;
   }
   // Batches depend only on (seed, step), so a resumed run sees the same data as an uninterrupted one.
   nn::rng r(o.common.seed * 1000003ull + static_cast<std::uint64_t>(step_));
@@ -142,8 +171,24 @@ void gpt_trainer::step(context& ctx) {
   after_step(ctx);
 }
 
+void gpt_trainer::ran(context& ctx, const std::vector<float>& losses) {
+  if (exchange_) {
+    if (auto failed = exchange_->failure()) return fail(ctx, "data-parallel: " + std::string(failed->what()));
+  }
+  for (float loss : losses) {
+    ++step_;
+    last_loss_ = loss;
+    if (!std::isfinite(loss)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+  }
+  after_step(ctx);
+}
+
 void gpt_trainer::after_step(context& ctx) {
   const auto& o = *opts_;
+  if (rank_ > 0) {  // rank 0 validates, saves and reports for every node trainer
+    ctx.post([this, &ctx] { step(ctx); });
+    return;
+  }
   if (o.val_every > 0 && step_ % o.val_every == 0) {
     last_val_ = validate();
     progress_->event(format("step %d: train loss %.4f, val loss %.4f", step_, last_loss_, last_val_));
@@ -206,6 +251,7 @@ std::string gpt_trainer::generate() {
 
 void gpt_trainer::finish(context& ctx) {
   const auto& o = *opts_;
+  if (rank_ > 0) return log::info(ctx.path(), format("done: %d steps, train loss %.6f", step_, last_loss_));
   progress_->finish(format("%s  loss %.4f", position().c_str(), last_loss_));
   last_val_ = validate();
   if (!o.common.checkpoint.empty()) {
@@ -221,6 +267,8 @@ void gpt_trainer::finish(context& ctx) {
                      {"workers", group_ ? group_->size() : 0},
                      {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
                      {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+                     {"data_parallel", o.data_parallel},
+                     {"gradient_bytes", model_->params().bytes()},  // one gradient, as the exchange sends it
                      {"checkpoint", o.common.checkpoint}, {"sample", sample}};
     // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

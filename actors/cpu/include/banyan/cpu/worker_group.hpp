@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace banyan::cpu {
@@ -55,10 +56,18 @@ using replica_factory = std::function<result<std::unique_ptr<replica>>(nn::backe
 
 // The level above the node server, for data parallelism across nodes (issue 14 item 4): called once
 // per step, on the thread that completed the node's sum of the last layer, with this node's mean
-// gradient (`n` floats, the master's layout) and its worker count; it must write the cluster's mean
-// gradient over every node's workers into the same buffer before returning (blocking until the other
-// nodes' sums are in), the same bits on every node. The optimizer then updates the whole step.
-using cluster_exchange = std::function<void(float* node_mean, std::size_t n, int workers, std::int64_t step)>;
+// gradient (`n` floats, the master's layout), its worker count, the global step and the node's mean
+// loss of the step; it must write the cluster's mean gradient over every node's workers into the
+// same buffer, and the cluster's mean loss into `loss`, before returning (blocking until the other
+// nodes' sums are in), the same bits on every node. The optimizer then updates the whole step, and
+// run() returns the cluster's losses. (actors/trainer's data_parallel.hpp does it over sdk components.)
+using cluster_exchange =
+    std::function<void(float* node_mean, std::size_t n, int workers, std::int64_t step, float& loss)>;
+
+// The cluster level's arithmetic, for every implementation of cluster_exchange: the nodes' mean
+// gradients `means[k]` (n floats each), weighted by their worker counts, summed in the order given
+// (never arrival order) and scaled by 1 / (sum of the counts), into `out`.
+void weighted_mean(std::span<const float* const> means, std::span<const int> workers, std::size_t n, float* out);
 
 struct group_options {
   placement where;

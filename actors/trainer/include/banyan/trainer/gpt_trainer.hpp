@@ -12,9 +12,13 @@
 // With common.workers set, the steps run on per-core workers (banyan::cpu::worker_group): worker w
 // trains on rows [w*b, (w+1)*b) of the same global batch, the model here holds the master parameters
 // the gradient servers update (validation, sampling and checkpoints read it), and the topology and
-// the replicas' memory are logged at start.
+// the replicas' memory are logged at start. With data_parallel = K > 1 it is one of K node trainers
+// under a gradient_server (data_parallel.hpp): rank r's workers train on rows [r*B/K, (r+1)*B/K),
+// the node means meet at the server once per step, and rank 0 alone validates, saves checkpoints,
+// samples and prints (every rank holds the same parameters).
 #pragma once
 
+#include "banyan/trainer/data_parallel.hpp"
 #include "banyan/trainer/options.hpp"
 #include "banyan/trainer/progress.hpp"
 
@@ -28,6 +32,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace banyan::trainer {
 
@@ -52,17 +58,23 @@ struct gpt_options {
   bool require_resume = false;  // implies resume
   int sample_chars = 300;      // text generated at the end
   float temperature = 0.8f;
+  // Data parallelism across node trainers (data_parallel.hpp): K > 1 node trainers, each with
+  // common.workers workers on rows [rank*batch/K, (rank+1)*batch/K) of the global batch.
+  int data_parallel = 1;
 };
 
 class gpt_trainer : public leaf {
  public:
-  explicit gpt_trainer(std::shared_ptr<const gpt_options> opts) : opts_(std::move(opts)) {}
+  // `rank`: this node trainer's place among opts->data_parallel (0 when there is one trainer).
+  explicit gpt_trainer(std::shared_ptr<const gpt_options> opts, int rank = 0) : opts_(std::move(opts)), rank_(rank) {}
+  ~gpt_trainer() override;
   void on_start(context& ctx) override;
 
  private:
   result<void> prepare(context& ctx);
   result<void> start_workers(context& ctx);
   void step(context& ctx);
+  void ran(context& ctx, const std::vector<float>& losses);
   void after_step(context& ctx);
   float validate();
   std::string generate();
@@ -72,6 +84,7 @@ class gpt_trainer : public leaf {
   nn::checkpoint_identity identity() const;
 
   std::shared_ptr<const gpt_options> opts_;
+  int rank_ = 0;
   std::string app_;
   nn::char_corpus corpus_;
   std::unique_ptr<nn::backend> be_;
@@ -79,7 +92,9 @@ class gpt_trainer : public leaf {
   std::optional<nn::adamw> opt_;
   std::optional<nn::text_batcher> train_, val_;
   std::shared_ptr<const worker_plan> plan_;  // with --workers (private type: shared_ptr allows it incomplete)
-  std::unique_ptr<cpu::worker_group> group_;  // after the model, optimizer and data it uses
+  std::unique_ptr<node_exchange> exchange_;   // with data_parallel > 1
+  std::unique_ptr<cpu::worker_group> group_;  // after the model, optimizer, data and exchange it uses
+  std::thread driver_;  // runs the group's steps, so this component's actor stays free (the exchange needs it)
   std::optional<banyan::progress> progress_;
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;
