@@ -123,7 +123,7 @@ run_result run(app& application, const run_options& options) {
     std::vector<caf::actor> root_actors;
     for (auto v : roots) {
       if (v != 0) continue;
-      auto a = system.spawn<detail::component_actor>(state, v, caf::actor_addr{});
+      auto a = detail::spawn_component(system, state, v, caf::actor_addr{}, true);
       state->set_actor(v, a);
       a->attach_functor([state](const caf::error& reason) {
         state->done().root_down(reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown);

@@ -320,7 +320,7 @@ bool component_actor::spawn_child(std::size_t i) {
     state_->node()->send_child(wire_kind::child_start, c.vertex, c.generation);
     return true;
   }
-  auto a = spawn<component_actor>(state_, c.vertex, address(), initial_);
+  auto a = spawn_component(*this, state_, c.vertex, address(), initial_);
   state_->set_actor(c.vertex, a);
   link_to(a);
   monitor(a);

@@ -136,4 +136,15 @@ class component_actor final : public caf::event_based_actor {
   std::deque<held_request> held_requests_;
 };
 
+// Spawns the component at `v` from `spawner` (an actor, or the actor system for the root): on a
+// thread of its own when its spec asks for one (spec::own_thread), else on the shared scheduler.
+template <class Spawner>
+caf::actor spawn_component(Spawner& spawner, std::shared_ptr<run_state> state, vertex_id v, caf::actor_addr parent,
+                           bool initial) {
+  if (state->spec_of(v).owns_thread()) {
+    return spawner.template spawn<component_actor, caf::detached>(std::move(state), v, std::move(parent), initial);
+  }
+  return spawner.template spawn<component_actor>(std::move(state), v, std::move(parent), initial);
+}
+
 }  // namespace banyan::detail

@@ -57,7 +57,7 @@ void gateway_actor::start_hosted(hosted& h, std::uint64_t generation, bool initi
   }
   h.start_pending = false;
   state_->forget_subtree(h.vertex);  // what the old incarnation subscribed
-  h.actor = spawn<component_actor>(state_->shared_from_this(), h.vertex, address(), initial);
+  h.actor = spawn_component(*this, state_->shared_from_this(), h.vertex, address(), initial);
   state_->set_actor(h.vertex, h.actor);
   link_to(h.actor);
   monitor(h.actor);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -400,6 +401,57 @@ TEST(PubSub, AnotherThreadPostsToAComponentInOrderUntilItEnds) {
   bool ran = false;
   EXPECT_FALSE(s->keep([&ran] { ran = true; }));
   EXPECT_FALSE(ran);
+}
+
+// spec::own_thread(): a component whose handler blocks (here: until a sibling has run) keeps its own
+// thread, so a run on one scheduler thread still makes progress, and every hook and handler of it
+// runs on that one thread.
+struct own_thread_state {
+  std::promise<void> sibling_ran;
+  std::thread::id started_on, handled_on;
+  bool sibling_seen = false;
+};
+
+class blocking_leaf : public leaf {
+ public:
+  explicit blocking_leaf(std::shared_ptr<own_thread_state> s) : s_(std::move(s)) {}
+  void on_start(context& ctx) override {
+    s_->started_on = std::this_thread::get_id();
+    ctx.post([this, &ctx] {
+      s_->handled_on = std::this_thread::get_id();
+      // Bounded: without a thread of its own this handler holds the only scheduler thread, the
+      // sibling never starts, and the test fails here after 10 s instead of hanging.
+      s_->sibling_seen = s_->sibling_ran.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+      ctx.quit(0);
+    });
+  }
+
+ private:
+  std::shared_ptr<own_thread_state> s_;
+};
+
+class sibling_leaf : public leaf {
+ public:
+  explicit sibling_leaf(std::shared_ptr<own_thread_state> s) : s_(std::move(s)) {}
+  void on_start(context& ctx) override {
+    ctx.post([s = s_] { s->sibling_ran.set_value(); });
+  }
+
+ private:
+  std::shared_ptr<own_thread_state> s_;
+};
+
+TEST(PubSub, AComponentOnItsOwnThreadMayBlockWithoutStallingTheOthers) {
+  auto s = std::make_shared<own_thread_state>();
+  app a{"app"};
+  a.root().add_leaf<blocking_leaf>("blocker", s).own_thread();
+  a.root().add_leaf<sibling_leaf>("sibling", s);
+  auto o = test_options();
+  o.threads = 1;
+  auto r = run(a, o);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(s->sibling_seen);
+  EXPECT_EQ(s->started_on, s->handled_on);
 }
 
 }  // namespace

@@ -41,6 +41,15 @@ class spec {
     return *this;
   }
   bool keeps_state() const { return keep_state_; }
+  // Runs this component on a thread of its own (a detached CAF actor) instead of the shared
+  // scheduler's: for a component whose handlers block for long, or that binds its thread to a core
+  // in on_start (per-core workers). Every hook and handler of every incarnation runs on that thread;
+  // a thread per incarnation is the cost. Returns *this.
+  spec& own_thread(bool own = true) {
+    own_thread_ = own;
+    return *this;
+  }
+  bool owns_thread() const { return own_thread_; }
   // How its supervisor treats its end (component.hpp). Returns *this.
   spec& restart(restart_type type) {
     restart_ = type;
@@ -66,6 +75,7 @@ class spec {
   factory make_;
   std::deque<spec> children_;  // deque: references to earlier children stay valid
   bool keep_state_ = false;
+  bool own_thread_ = false;
   restart_type restart_ = restart_type::permanent;
 };
 
