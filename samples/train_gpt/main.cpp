@@ -1,12 +1,12 @@
 // train_gpt: trains a small character-level GPT on the fortunes corpus as a banyan app
-// (/train_gpt/trainer is the leaf that does the work, banyan::trainer::gpt_trainer; with
-// --data-parallel K it is a gradient server over K node trainers /train_gpt/trainer/n0..n<K-1>).
+// (/train_gpt/trainer does the work, banyan::trainer::gpt_trainer; with --workers its children are
+// the per-core workers, numa<d>/w<i>; with --data-parallel K it is a gradient server over K such
+// node trainers /train_gpt/trainer/n0..n<K-1>).
 // `train_gpt --help` lists the options.
 #include <banyan/sdk/sdk.hpp>
 #include <banyan/trainer/gpt_trainer.hpp>
 
 #include <memory>
-#include <string>
 
 int main(int argc, char** argv) {
   using banyan::trainer::gpt_options;
@@ -38,16 +38,9 @@ int main(int argc, char** argv) {
           "K > 1: K node trainers /train_gpt/trainer/n0.. (each with --workers) under one gradient server; "
           "a deployment may put them on different nodes")
       .positive();
-  // The tree's shape depends on --data-parallel, so parse before building it (banyan::run parses again).
+  // The tree's shape depends on --workers and --data-parallel: parse before building it (banyan::run
+  // parses again).
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
-  std::shared_ptr<const gpt_options> shared(opts);
-  if (opts->data_parallel > 1) {
-    auto& server = app.root().add_composite<banyan::trainer::gradient_server>("trainer", {}, opts->data_parallel);
-    for (int rank = 0; rank < opts->data_parallel; ++rank) {
-      server.add_leaf<banyan::trainer::gpt_trainer>("n" + std::to_string(rank), shared, rank);
-    }
-  } else {
-    app.root().add_leaf<banyan::trainer::gpt_trainer>("trainer", shared);
-  }
+  banyan::trainer::add_gpt_trainer(app.root(), "trainer", opts);
   return banyan::run(app, argc, argv);
 }

@@ -1,5 +1,6 @@
-// train_mnist: trains an MLP classifier on Fashion-MNIST as a banyan app (/train_mnist/trainer is the
-// leaf that does the work, banyan::trainer::mlp_trainer). `train_mnist --help` lists the options.
+// train_mnist: trains an MLP classifier on Fashion-MNIST as a banyan app (/train_mnist/trainer does the
+// work, banyan::trainer::mlp_trainer; with --workers its children are the per-core workers,
+// numa<d>/w<i>). `train_mnist --help` lists the options.
 #include <banyan/sdk/sdk.hpp>
 #include <banyan/trainer/mlp_trainer.hpp>
 
@@ -18,6 +19,8 @@ int main(int argc, char** argv) {
   cli.add("--hidden", opts->hidden, "Hidden layer widths");
   cli.add("--checkpoint", opts->common.checkpoint, "Save the trained model here");
   cli.add("--seed", opts->common.seed, "Seed for initialisation and shuffling");
-  app.root().add_leaf<banyan::trainer::mlp_trainer>("trainer", std::shared_ptr<const mlp_options>(opts));
+  // The tree's shape depends on --workers: parse before building it (banyan::run parses again).
+  if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
+  banyan::trainer::add_mlp_trainer(app.root(), "trainer", opts);
   return banyan::run(app, argc, argv);
 }

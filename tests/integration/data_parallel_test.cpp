@@ -123,5 +123,28 @@ TEST(DataParallel, BadCountsAreClearErrors) {
   EXPECT_NE(uneven.output.find("--batch 6: must be a multiple of --data-parallel 4"), std::string::npos) << uneven.output;
 }
 
+// --workers 2: the workers are leaves of the tree under a NUMA-domain composite, each on its own
+// thread, and the node trainer drives them with broker messages (the profile sees them).
+TEST(WorkerLeaves, WorkersAreComponentsOfTheTreeDrivenByMessages) {
+  scratch_dir dir;
+  const auto prof = dir.path / "profile.json";
+  auto r = run_command(train_args() + " --workers 2 --profile " + prof.string(), 120s);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto p = profile::load(prof.string());
+  ASSERT_TRUE(p.has_value()) << p.error().what();
+  for (const char* composite : {"/train_gpt/trainer", "/train_gpt/trainer/numa0"}) {
+    auto v = p->tree->find(composite);
+    ASSERT_TRUE(v.has_value()) << composite;
+    EXPECT_TRUE(p->composite[*v]) << composite;
+  }
+  for (const char* worker : {"/train_gpt/trainer/numa0/w0", "/train_gpt/trainer/numa0/w1"}) {
+    auto v = p->tree->find(worker);
+    ASSERT_TRUE(v.has_value()) << worker;
+    EXPECT_FALSE(p->composite[*v]) << worker;
+    // work/ready up, one work/steps down (6 steps are one run), work/done up.
+    EXPECT_EQ(p->edges[*v].messages, 3u) << worker;
+  }
+}
+
 }  // namespace
 }  // namespace banyan

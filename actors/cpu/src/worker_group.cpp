@@ -250,7 +250,9 @@ struct worker_group::impl {
     }
   }
 
-  void thread_main(worker& w) {
+  // On worker w's own thread, once: names and binds it, builds its replica there. Counts it built;
+  // the last one to be built finishes the group's start (buffers that need every replica).
+  std::optional<error> setup(worker& w) {
     const auto& slot = options.where.workers[static_cast<std::size_t>(w.index)];
     const std::string name = "banyan-w" + std::to_string(w.index);  // for top -H and debuggers (15 chars max)
     pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
@@ -282,13 +284,61 @@ struct worker_group::impl {
         }
       }
     }
-    std::uint64_t seen = 0;
-    {
-      std::unique_lock lock(mu);
-      if (failed && !build_error) build_error = std::move(*failed);
-      ++built;
-      cv_done.notify_all();
+    std::unique_lock lock(mu);
+    if (failed && !build_error) build_error = failed;
+    if (++built == N() && !build_error) finish_start();
+    cv_done.notify_all();
+    return failed;
+  }
+
+  // The current run's steps on worker w's thread.
+  void steps(worker& w, std::int64_t first, int count) {
+    for (int k = 0; k < count; ++k) {
+      const float loss = w.rep->forward(first + k);
+      // Stored before the backward: the cluster exchange reads every worker's loss of this step.
+      losses[static_cast<std::size_t>(k)][static_cast<std::size_t>(w.index)] = loss;
+      w.rep->zero_grad();
+      w.rep->backward();
+      const auto t_end = clock_type::now();
+      if (!options.overlap) {
+        for (int l : backward_order) arrive(w, l);
+      }
+      w.tail_ms += ms_since(t_end);
+      ++w.step;
     }
+  }
+
+  // Called once every replica is built (under mu).
+  void finish_start() {
+    const int D = this->D();
+    // Server buffers and, with share_params, the per-domain copies: domain 0 reads the master, domain
+    // d > 0 reads its first worker's parameters, which the node server keeps equal to the master.
+    domain_sum.resize(static_cast<std::size_t>(D));
+    domain_out.resize(static_cast<std::size_t>(D));
+    for (int d = 0; d < D; ++d) {
+      const auto& members = options.where.domains[static_cast<std::size_t>(d)];
+      if (D == 1) {
+        domain_out[d] = node_sum.data();
+      } else if (members.size() == 1) {
+        domain_out[d] = workers[static_cast<std::size_t>(members[0])]->rep->grads().base();
+      } else {
+        domain_sum[d].assign(master->numel(), 0.0f);
+        domain_out[d] = domain_sum[d].data();
+      }
+      if (options.share_params) {
+        nn::arena* copy = d == 0 ? master : &workers[static_cast<std::size_t>(members[0])]->rep->params();
+        domain_params.push_back(copy);
+        for (std::size_t i = d == 0 ? 0 : 1; i < members.size(); ++i) {
+          workers[static_cast<std::size_t>(members[i])]->rep->params().share(*copy);
+        }
+      }
+    }
+  }
+
+  // A thread the group owns: set up, then one command (a run's steps) per generation.
+  void thread_main(worker& w) {
+    setup(w);
+    std::uint64_t seen = 0;
     for (;;) {
       std::int64_t first = 0;
       int count = 0;
@@ -300,19 +350,7 @@ struct worker_group::impl {
         first = cmd_first;
         count = cmd_count;
       }
-      for (int k = 0; k < count; ++k) {
-        const float loss = w.rep->forward(first + k);
-        // Stored before the backward: the cluster exchange reads every worker's loss of this step.
-        losses[static_cast<std::size_t>(k)][static_cast<std::size_t>(w.index)] = loss;
-        w.rep->zero_grad();
-        w.rep->backward();
-        const auto t_end = clock_type::now();
-        if (!options.overlap) {
-          for (int l : backward_order) arrive(w, l);
-        }
-        w.tail_ms += ms_since(t_end);
-        ++w.step;
-      }
+      steps(w, first, count);
       std::unique_lock lock(mu);
       if (--pending == 0) cv_done.notify_all();
     }
@@ -351,6 +389,7 @@ result<std::unique_ptr<worker_group>> worker_group::start(const group_options& o
   }
   impl* raw = p.get();
   std::unique_ptr<worker_group> group(new worker_group(std::move(p)));
+  if (options.external_threads) return group;  // each worker's own thread calls attach()
   for (auto& w : raw->workers) {
     impl::worker* wp = w.get();
     w->thread = std::thread([raw, wp] { raw->thread_main(*wp); });
@@ -359,28 +398,6 @@ result<std::unique_ptr<worker_group>> worker_group::start(const group_options& o
     std::unique_lock lock(raw->mu);
     raw->cv_done.wait(lock, [&] { return raw->built == raw->N(); });
     if (raw->build_error) return *raw->build_error;  // the destructor joins the threads
-  }
-  // Server buffers and, with share_params, the per-domain copies: domain 0 reads the master, domain
-  // d > 0 reads its first worker's parameters, which the node server keeps equal to the master.
-  raw->domain_sum.resize(static_cast<std::size_t>(D));
-  raw->domain_out.resize(static_cast<std::size_t>(D));
-  for (int d = 0; d < D; ++d) {
-    const auto& members = options.where.domains[static_cast<std::size_t>(d)];
-    if (D == 1) {
-      raw->domain_out[d] = raw->node_sum.data();
-    } else if (members.size() == 1) {
-      raw->domain_out[d] = raw->workers[static_cast<std::size_t>(members[0])]->rep->grads().base();
-    } else {
-      raw->domain_sum[d].assign(master.numel(), 0.0f);
-      raw->domain_out[d] = raw->domain_sum[d].data();
-    }
-    if (options.share_params) {
-      nn::arena* copy = d == 0 ? &master : &raw->workers[static_cast<std::size_t>(members[0])]->rep->params();
-      raw->domain_params.push_back(copy);
-      for (std::size_t i = d == 0 ? 0 : 1; i < members.size(); ++i) {
-        raw->workers[static_cast<std::size_t>(members[i])]->rep->params().share(*copy);
-      }
-    }
   }
   return group;
 }
@@ -398,19 +415,11 @@ worker_group::~worker_group() {
 
 std::vector<float> worker_group::run(std::int64_t first, int count) {
   impl& p = *impl_;
+  assert(!p.options.external_threads && "external threads: begin(), work() on each, end()");
   if (count <= 0) return {};
-  if (p.options.share_params) {
-    for (std::size_t d = 1; d < p.domain_params.size(); ++d) {
-      std::memcpy(p.domain_params[d]->base(), p.master->base(), p.master->bytes());
-    }
-  }
-  p.losses.assign(static_cast<std::size_t>(count), std::vector<float>(static_cast<std::size_t>(p.N()), 0.0f));
-  p.cluster_losses.assign(static_cast<std::size_t>(count), 0.0f);
+  begin(first, count);
   {
     std::unique_lock lock(p.mu);
-    for (auto& w : p.workers) std::fill(w->have.begin(), w->have.end(), -1);  // the master may have changed
-    p.cmd_first = first;
-    p.cmd_count = count;
     p.pending = p.N();
     ++p.generation;
   }
@@ -419,6 +428,51 @@ std::vector<float> worker_group::run(std::int64_t first, int count) {
     std::unique_lock lock(p.mu);
     p.cv_done.wait(lock, [&] { return p.pending == 0; });
   }
+  return end();
+}
+
+result<void> worker_group::attach(int worker) {
+  impl& p = *impl_;
+  assert(p.options.external_threads && worker >= 0 && worker < p.N());
+  if (auto failed = p.setup(*p.workers[static_cast<std::size_t>(worker)])) return *failed;
+  return {};
+}
+
+bool worker_group::ready() const {
+  std::unique_lock lock(impl_->mu);
+  return impl_->built == impl_->N() && !impl_->build_error;
+}
+
+void worker_group::begin(std::int64_t first, int count) {
+  impl& p = *impl_;
+  if (p.options.share_params) {
+    for (std::size_t d = 1; d < p.domain_params.size(); ++d) {
+      std::memcpy(p.domain_params[d]->base(), p.master->base(), p.master->bytes());
+    }
+  }
+  p.losses.assign(static_cast<std::size_t>(count), std::vector<float>(static_cast<std::size_t>(p.N()), 0.0f));
+  p.cluster_losses.assign(static_cast<std::size_t>(count), 0.0f);
+  std::unique_lock lock(p.mu);
+  for (auto& w : p.workers) std::fill(w->have.begin(), w->have.end(), -1);  // the master may have changed
+  p.cmd_first = first;
+  p.cmd_count = count;
+}
+
+void worker_group::work(int worker) {
+  impl& p = *impl_;
+  std::int64_t first = 0;
+  int count = 0;
+  {
+    std::unique_lock lock(p.mu);
+    first = p.cmd_first;
+    count = p.cmd_count;
+  }
+  p.steps(*p.workers[static_cast<std::size_t>(worker)], first, count);
+}
+
+std::vector<float> worker_group::end() {
+  impl& p = *impl_;
+  const int count = p.cmd_count;
   // The last step's whole-step update ran on the thread that opened it (no worker waits for a next
   // forward to help), and it publishes before that worker finishes the step.
   assert(p.update_step.load() < 0);

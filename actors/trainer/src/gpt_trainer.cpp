@@ -18,20 +18,13 @@
 
 namespace banyan::trainer {
 
-gpt_trainer::~gpt_trainer() {
-  // Stopped mid-step (the run ends, or the component fails): release a worker waiting for the
-  // cluster mean, then wait for the driver before the group and the model go.
-  if (exchange_) exchange_->cancel();
-  if (driver_.joinable()) driver_.join();
-}
-
 void gpt_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
   if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
   // Rank 0 speaks for the cluster; the other node trainers train silently.
   progress_.emplace(app_, static_cast<std::uint64_t>(opts_->steps - start_step_),
                     progress_style(opts_->common.json || rank_ > 0));  // ranks > 0 never update it
-  ctx.post([this, &ctx] { step(ctx); });
+  if (!driver_) ctx.post([this, &ctx] { step(ctx); });  // with workers: once they are all ready
 }
 
 result<void> gpt_trainer::prepare(context& ctx) {
@@ -127,15 +120,25 @@ result<void> gpt_trainer::start_workers(context& ctx) {
                                  rank_, o.data_parallel, first_worker * b, (first_worker + plan->where.size()) * b - 1,
                                  o.batch, gradient_header_bytes + model_->params().bytes()));
   }
+  if (auto wrong = check_worker_leaves(hub_.get(), *plan, o.common, ctx.path()); !wrong) return wrong;
   auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(o.grad_clip),
                                          .share_params = o.common.share_params,
-                                         .exchange = exchange_ ? exchange_->function() : cpu::cluster_exchange{}},
+                                         .exchange = exchange_ ? exchange_->function() : cpu::cluster_exchange{},
+                                         .external_threads = true},
                                         model_->params(), *opt_, cpu::gpt_replicas(model_->config(), b, T, slice));
   if (!group) return std::move(group).error();
   group_ = std::move(group).value();
-  const auto mem = group_->memory();
-  log::info(ctx.path(), describe(mem, o.common.share_params));
-  ctx.report_memory(mem.total() + 2 * model_->activations().bytes());
+  // The worker leaves start after this on_start, attach to the group on their own threads, and say
+  // ready; then the steps begin.
+  driver_ = std::make_unique<worker_driver>(
+      ctx, hub_, *group_,
+      [this, &ctx] {
+        const auto mem = group_->memory();
+        log::info(ctx.path(), describe(mem, opts_->common.share_params));
+        ctx.report_memory(mem.total() + 2 * model_->activations().bytes());
+        step(ctx);
+      },
+      [this, &ctx](const error& e) { fail(ctx, e); });
   return {};
 }
 
@@ -147,16 +150,8 @@ void gpt_trainer::step(context& ctx) {
     int n = std::min(10, o.steps - step_);
     if (o.val_every > 0) n = std::min(n, o.val_every - step_ % o.val_every);
     if (o.checkpoint_every > 0 && !o.common.checkpoint.empty()) n = std::min(n, o.checkpoint_every - step_ % o.checkpoint_every);
-    // On a thread of its own: this component's actor must stay free while the workers run, since
-    // the cluster exchange publishes and receives through it.
-    driver_ = std::thread([this, &ctx, n, post = ctx.cross_thread_poster()] {
-      auto losses = group_->run(step_, n);
-      post([this, &ctx, losses = std::move(losses)] {
-        driver_.join();
-        ran(ctx, losses);
-      });
-    });
-    return;
+    // The worker leaves run them; this actor stays free (the cluster exchange goes through it).
+    return driver_->run(step_, n, [this, &ctx](std::vector<float> losses) { ran(ctx, losses); });
   }
   // Batches depend only on (seed, step), so a resumed run sees the same data as an uninterrupted one.
   nn::rng r(o.common.seed * 1000003ull + static_cast<std::uint64_t>(step_));
@@ -280,6 +275,28 @@ void gpt_trainer::finish(context& ctx) {
   }
   std::fflush(stdout);
   ctx.quit(0);
+}
+
+spec& add_gpt_trainer(spec& parent, const std::string& name, std::shared_ptr<const gpt_options> opts) {
+  const auto& o = *opts;
+  const int nodes = std::max(1, o.data_parallel);
+  // A node trainer that gives up (its workers failed) is not restarted mid-step: it escalates.
+  const supervision give_up{.strategy = restart_strategy::one_for_all, .max_restarts = 0};
+  auto node_trainer = [&](spec& at, const std::string& node_name, int rank) -> spec& {
+    std::optional<worker_plan> plan;
+    if (!o.common.workers.empty() && o.batch % nodes == 0) {
+      if (auto p = plan_workers(o.common, o.batch / nodes)) plan = std::move(p).value();
+    }
+    if (!plan) return at.add_composite<gpt_trainer>(node_name, give_up, opts, rank, std::shared_ptr<worker_hub>());
+    auto hub = std::make_shared<worker_hub>(plan->where.size());
+    auto& trainer = at.add_composite<gpt_trainer>(node_name, give_up, opts, rank, hub);
+    add_worker_leaves(trainer, plan->where, hub);
+    return trainer;
+  };
+  if (nodes == 1) return node_trainer(parent, name, 0);
+  auto& server = parent.add_composite<gradient_server>(name, give_up, nodes);
+  for (int rank = 0; rank < nodes; ++rank) node_trainer(server, "n" + std::to_string(rank), rank);
+  return server;
 }
 
 }  // namespace banyan::trainer

@@ -24,7 +24,7 @@ void mlp_trainer::on_start(context& ctx) {
                                  model_->num_params(), be_->name().c_str()));
   }
   progress_.emplace(app_, static_cast<std::uint64_t>(total_steps_), progress_style(opts_->common.json, 0));
-  ctx.post([this, &ctx] { step(ctx); });
+  if (!driver_) ctx.post([this, &ctx] { step(ctx); });  // with workers: once they are all ready
 }
 
 result<void> mlp_trainer::prepare(context& ctx) {
@@ -78,14 +78,21 @@ result<void> mlp_trainer::prepare(context& ctx) {
         y[static_cast<std::size_t>(i)] = train_.labels[static_cast<std::size_t>(img)];
       }
     };
+    if (auto wrong = check_worker_leaves(hub_.get(), *plan, o.common, ctx.path()); !wrong) return wrong;
     auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(0.0f),
-                                           .share_params = o.common.share_params},
+                                           .share_params = o.common.share_params, .external_threads = true},
                                           model_->params(), *opt_, cpu::mlp_replicas(model_->config(), b, slice));
     if (!group) return std::move(group).error();
     group_ = std::move(group).value();
-    const auto mem = group_->memory();
-    log::info(ctx.path(), describe(mem, o.common.share_params));
-    ctx.report_memory(mem.total());
+    driver_ = std::make_unique<worker_driver>(
+        ctx, hub_, *group_,
+        [this, &ctx] {
+          const auto mem = group_->memory();
+          log::info(ctx.path(), describe(mem, opts_->common.share_params));
+          ctx.report_memory(mem.total());
+          step(ctx);
+        },
+        [&ctx](const error& e) { fail(ctx, e); });
   }
   return {};
 }
@@ -103,10 +110,12 @@ void mlp_trainer::step(context& ctx) {
     const int n = std::min(20, (train_.count - pos_) / o.batch);
     run_first_step_ = steps_;
     run_first_pos_ = pos_;
-    for (float loss : group_->run(steps_, n)) last_loss_ = loss;
-    steps_ += n;
-    pos_ += n * o.batch;
-    return after_step(ctx);
+    return driver_->run(steps_, n, [this, &ctx, n](std::vector<float> losses) {
+      for (float loss : losses) last_loss_ = loss;
+      steps_ += n;
+      pos_ += n * opts_->batch;
+      after_step(ctx);
+    });
   }
   const int D = train_.rows * train_.cols;
   xb_.resize(static_cast<std::size_t>(o.batch) * D);
@@ -177,6 +186,19 @@ void mlp_trainer::finish(context& ctx) {
   }
   std::fflush(stdout);
   ctx.quit(0);
+}
+
+spec& add_mlp_trainer(spec& parent, const std::string& name, std::shared_ptr<const mlp_options> opts) {
+  std::optional<worker_plan> plan;
+  if (!opts->common.workers.empty()) {
+    if (auto p = plan_workers(opts->common, opts->batch)) plan = std::move(p).value();
+  }
+  if (!plan) return parent.add_composite<mlp_trainer>(name, {}, opts, std::shared_ptr<worker_hub>());
+  auto hub = std::make_shared<worker_hub>(plan->where.size());
+  auto& trainer = parent.add_composite<mlp_trainer>(name, supervision{.strategy = restart_strategy::one_for_all, .max_restarts = 0},
+                                                    opts, hub);
+  add_worker_leaves(trainer, plan->where, hub);
+  return trainer;
 }
 
 }  // namespace banyan::trainer

@@ -27,6 +27,21 @@ result<worker_plan> plan_workers(const common_options& o, int batch) {
   return worker_plan{std::move(topo).value(), std::move(where).value(), batch / n};
 }
 
+result<void> check_worker_leaves(const worker_hub* hub, const worker_plan& plan, const common_options& o,
+                                 const std::string& trainer) {
+  if (!hub) {
+    return error{cpu::errc::invalid_argument,
+                 "--workers " + o.workers + ": `" + trainer + "` has no worker leaves (build it with trainer::add_*_trainer)"};
+  }
+  if (hub->size() != plan.where.size()) {
+    return error{cpu::errc::invalid_argument,
+                 "--workers " + o.workers + ": " + std::to_string(plan.where.size()) + " workers on this node, but `" +
+                     trainer + "` has " + std::to_string(hub->size()) +
+                     " worker leaves (the tree was built on a machine with other cores: give --workers a count)"};
+  }
+  return {};
+}
+
 std::string describe(const worker_plan& plan, const common_options& o) {
   return format("topology: %s; %d workers (%s%s), batch %d each%s: %s", plan.topo.summary().c_str(), plan.where.size(),
                 o.workers.c_str(), plan.where.oversubscribed ? ", more than the cores" : "", plan.per_worker_batch,

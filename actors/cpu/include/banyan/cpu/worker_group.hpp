@@ -77,6 +77,9 @@ struct group_options {
   bool overlap = true;        // false: publish every layer only after the whole backward (to measure)
   bool bind = true;           // bind workers to their PUs (needs topo; never on a synthetic topology)
   cluster_exchange exchange;  // empty: this node is the whole cluster
+  // The workers' threads belong to the caller (sdk components on threads of their own,
+  // actors/trainer's worker leaves): start() starts none; see attach(), begin(), work() and end().
+  bool external_threads = false;
 };
 
 struct memory_report {
@@ -109,8 +112,21 @@ class worker_group {
   worker_group& operator=(const worker_group&) = delete;
 
   // Runs global steps [first, first + count) on every worker and returns each step's loss: the mean of
-  // the workers' losses, in worker order. The master parameters hold the result when it returns.
+  // the workers' losses, in worker order (with an exchange: the cluster's). The master parameters
+  // hold the result when it returns. Not with external_threads.
   std::vector<float> run(std::int64_t first, int count);
+
+  // With external_threads, run() in the caller's hands. Once, on worker w's own thread: attach(w)
+  // names and binds the thread (options.bind) and builds the replica there; the group is ready() once
+  // every worker has attached without error. Then per run: begin(first, count) on the driving
+  // thread; work(w) on every worker's thread, all at the same time (the servers wait for each
+  // other's layers), each returning when its worker has done the steps; then end(), once every
+  // work() has returned, gives what run() would have.
+  result<void> attach(int worker);
+  bool ready() const;
+  void begin(std::int64_t first, int count);
+  void work(int worker);
+  std::vector<float> end();
 
   // The averaged gradient of the last step, as the optimizer received it (after clipping when it
   // clips): the master's layout. For checks against a single instance.

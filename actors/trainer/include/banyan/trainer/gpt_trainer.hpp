@@ -20,6 +20,7 @@
 
 #include "banyan/trainer/data_parallel.hpp"
 #include "banyan/trainer/options.hpp"
+#include "banyan/trainer/worker_leaves.hpp"
 #include "banyan/trainer/progress.hpp"
 
 #include <banyan/cpu/worker_group.hpp>
@@ -32,7 +33,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace banyan::trainer {
@@ -63,11 +63,14 @@ struct gpt_options {
   int data_parallel = 1;
 };
 
-class gpt_trainer : public leaf {
+// A composite: with workers its children are the worker subtree (worker_leaves.hpp), else none.
+// Build it with add_gpt_trainer, which adds that subtree.
+class gpt_trainer : public composite {
  public:
-  // `rank`: this node trainer's place among opts->data_parallel (0 when there is one trainer).
-  explicit gpt_trainer(std::shared_ptr<const gpt_options> opts, int rank = 0) : opts_(std::move(opts)), rank_(rank) {}
-  ~gpt_trainer() override;
+  // `rank`: this node trainer's place among opts->data_parallel (0 when there is one trainer);
+  // `workers`: the hub of its worker leaves (add_worker_leaves), needed when opts asks for workers.
+  gpt_trainer(std::shared_ptr<const gpt_options> opts, int rank = 0, std::shared_ptr<worker_hub> workers = {})
+      : opts_(std::move(opts)), rank_(rank), hub_(std::move(workers)) {}
   void on_start(context& ctx) override;
 
  private:
@@ -92,12 +95,19 @@ class gpt_trainer : public leaf {
   std::optional<nn::adamw> opt_;
   std::optional<nn::text_batcher> train_, val_;
   std::shared_ptr<const worker_plan> plan_;  // with --workers (private type: shared_ptr allows it incomplete)
+  std::shared_ptr<worker_hub> hub_;
   std::unique_ptr<node_exchange> exchange_;   // with data_parallel > 1
   std::unique_ptr<cpu::worker_group> group_;  // after the model, optimizer, data and exchange it uses
-  std::thread driver_;  // runs the group's steps, so this component's actor stays free (the exchange needs it)
+  std::unique_ptr<worker_driver> driver_;     // before the group goes
   std::optional<banyan::progress> progress_;
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;
 };
+
+// Adds the GPT trainer to `parent` as `name`: a gpt_trainer; with opts->common.workers its worker
+// subtree from this machine's topology (worker_leaves.hpp); with opts->data_parallel = K > 1 a
+// gradient_server `name` over K such node trainers n0..n<K-1> (data_parallel.hpp). Options the
+// trainer will refuse (a bad --workers) build the plain trainer, which reports them at start.
+spec& add_gpt_trainer(spec& parent, const std::string& name, std::shared_ptr<const gpt_options> opts);
 
 }  // namespace banyan::trainer

@@ -8,12 +8,14 @@
 // is dropped.
 //
 // With common.workers set, the steps run on per-core workers (banyan::cpu::worker_group), each on its
-// slice of the same global mini-batch; the model here holds the master parameters (evaluation and the
-// checkpoint read it); the topology and the replicas' memory are logged at start.
+// slice of the same global mini-batch, as worker leaves under this composite (worker_leaves.hpp; build
+// it with add_mlp_trainer); the model here holds the master parameters (evaluation and the checkpoint
+// read it); the topology and the replicas' memory are logged at start.
 #pragma once
 
 #include "banyan/trainer/options.hpp"
 #include "banyan/trainer/progress.hpp"
+#include "banyan/trainer/worker_leaves.hpp"
 
 #include <banyan/cpu/worker_group.hpp>
 #include <banyan/nn/adamw.hpp>
@@ -36,9 +38,11 @@ struct mlp_options {
   std::vector<int> hidden{256, 128};  // hidden layer widths
 };
 
-class mlp_trainer : public leaf {
+class mlp_trainer : public composite {
  public:
-  explicit mlp_trainer(std::shared_ptr<const mlp_options> opts) : opts_(std::move(opts)) {}
+  // `workers`: the hub of its worker leaves (add_worker_leaves), needed when opts asks for workers.
+  explicit mlp_trainer(std::shared_ptr<const mlp_options> opts, std::shared_ptr<worker_hub> workers = {})
+      : opts_(std::move(opts)), hub_(std::move(workers)) {}
   void on_start(context& ctx) override;
 
  private:
@@ -51,6 +55,7 @@ class mlp_trainer : public leaf {
   std::string position() const;
 
   std::shared_ptr<const mlp_options> opts_;
+  std::shared_ptr<worker_hub> hub_;
   std::string app_;
   nn::image_set train_, test_;
   std::unique_ptr<nn::backend> be_;
@@ -67,7 +72,12 @@ class mlp_trainer : public leaf {
   // Workers: the step and epoch position of the current run (the workers read their rows from them).
   long long run_first_step_ = 0;
   int run_first_pos_ = 0;
-  std::unique_ptr<cpu::worker_group> group_;  // last: stopped before what it reads
+  std::unique_ptr<cpu::worker_group> group_;  // after what it reads
+  std::unique_ptr<worker_driver> driver_;     // before the group goes
 };
+
+// Adds the MLP trainer to `parent` as `name`, with its worker subtree when opts->common.workers asks
+// for workers (from this machine's topology; a bad --workers builds the plain trainer, which reports it).
+spec& add_mlp_trainer(spec& parent, const std::string& name, std::shared_ptr<const mlp_options> opts);
 
 }  // namespace banyan::trainer

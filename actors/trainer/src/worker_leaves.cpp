@@ -1,0 +1,134 @@
+#include "banyan/trainer/worker_leaves.hpp"
+
+#include <banyan/cpu/error.hpp>
+
+#include <charconv>
+#include <stdexcept>
+
+namespace banyan::trainer {
+
+namespace {
+
+std::string_view text_of(const delivery& d) {
+  return {reinterpret_cast<const char*>(d.bytes().data()), d.bytes().size()};
+}
+
+// "<worker>" or "<worker>\n<error>": which worker, and what went wrong if anything.
+struct worker_note {
+  int worker = -1;
+  std::string error;
+};
+
+std::optional<worker_note> parse_note(std::string_view text) {
+  worker_note n;
+  const auto nl = text.find('\n');
+  const auto number = text.substr(0, nl);
+  auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), n.worker);
+  if (ec != std::errc() || end != number.data() + number.size() || n.worker < 0) return std::nullopt;
+  if (nl != std::string_view::npos) n.error = std::string(text.substr(nl + 1));
+  return n;
+}
+
+}  // namespace
+
+void worker_hub::open(cpu::worker_group* group, std::string trainer_path) {
+  std::lock_guard lock(m_);
+  group_ = group;
+  trainer_path_ = std::move(trainer_path);
+}
+
+void worker_hub::close() {
+  std::lock_guard lock(m_);
+  group_ = nullptr;
+}
+
+cpu::worker_group* worker_hub::group(std::string* trainer_path) const {
+  std::lock_guard lock(m_);
+  if (trainer_path) *trainer_path = trainer_path_;
+  return group_;
+}
+
+// --- worker leaf ---------------------------------------------------------------------------------
+
+void worker_leaf::on_start(context& ctx) {
+  std::string trainer;
+  cpu::worker_group* group = hub_->group(&trainer);
+  if (!group) {
+    const auto& t = ctx.tree();
+    throw std::runtime_error("worker `" + ctx.path() + "`: no worker group from its node trainer `" +
+                             t.path(t.parent(t.parent(ctx.id()))) +
+                             "` in this process (a node trainer's workers must be deployed on its node, and it "
+                             "must have started them)");
+  }
+  // Subscribed before saying ready, so no run of steps can be missed.
+  auto ok = ctx.subscribe(work_steps_topic, [this, group, trainer, &ctx](const delivery&) {
+    group->work(worker_);  // blocks this leaf's own thread, and only it, for the run's steps
+    auto sent = ctx.publish(work_done_topic, std::to_string(worker_), scope::at(trainer));
+    if (!sent) throw std::runtime_error(sent.error().what());
+  });
+  if (!ok) throw std::runtime_error(ok.error().what());
+  // On this leaf's own thread (spec::own_thread): bind it, build the replica here.
+  auto attached = group->attach(worker_);
+  auto sent = ctx.publish(work_ready_topic,
+                          std::to_string(worker_) + (attached ? "" : "\n" + std::string(attached.error().what())),
+                          scope::at(trainer));
+  if (!sent) throw std::runtime_error(sent.error().what());
+}
+
+void add_worker_leaves(spec& trainer, const cpu::placement& where, const std::shared_ptr<worker_hub>& hub) {
+  for (std::size_t d = 0; d < where.domains.size(); ++d) {
+    // A worker's failure cannot be repaired by restarting it alone (its replica is part of a step
+    // every worker takes together): the domain gives up at once, and its trainer hears of it.
+    auto& domain = trainer.add_composite("numa" + std::to_string(d), supervision{.strategy = restart_strategy::one_for_all, .max_restarts = 0});
+    for (int w : where.domains[d]) domain.add_leaf<worker_leaf>("w" + std::to_string(w), hub, w).own_thread();
+  }
+}
+
+// --- the node trainer's side ----------------------------------------------------------------------
+
+worker_driver::worker_driver(context& ctx, std::shared_ptr<worker_hub> hub, cpu::worker_group& group,
+                             std::function<void()> on_ready, std::function<void(const error&)> on_error)
+    : ctx_(ctx), hub_(std::move(hub)), group_(group), on_ready_(std::move(on_ready)), on_error_(std::move(on_error)) {
+  ready_.assign(static_cast<std::size_t>(group.size()), false);
+  finished_.assign(static_cast<std::size_t>(group.size()), false);
+  for (auto [topic, handler] : {std::pair{work_ready_topic, &worker_driver::ready}, std::pair{work_done_topic, &worker_driver::finished}}) {
+    auto ok = ctx.subscribe(topic, [this, handler](const delivery& d) { (this->*handler)(d); });
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+  hub_->open(&group, ctx.path());
+}
+
+worker_driver::~worker_driver() { hub_->close(); }
+
+void worker_driver::ready(const delivery& d) {
+  auto note = parse_note(text_of(d));
+  if (!note || note->worker >= group_.size() || ready_[static_cast<std::size_t>(note->worker)]) {
+    return on_error_(error{cpu::errc::worker, "`" + d.topic() + "` from `" + d.sender() + "`: unexpected"});
+  }
+  if (!note->error.empty()) return on_error_(error{cpu::errc::worker, "worker `" + d.sender() + "`: " + note->error});
+  ready_[static_cast<std::size_t>(note->worker)] = true;
+  if (++ready_count_ == group_.size()) on_ready_();
+}
+
+void worker_driver::run(std::int64_t first, int count, std::function<void(std::vector<float>)> done) {
+  done_ = std::move(done);
+  finished_.assign(finished_.size(), false);
+  finished_count_ = 0;
+  group_.begin(first, count);
+  auto sent = ctx_.publish(work_steps_topic, std::string_view(""), scope::self());
+  if (!sent) on_error_(sent.error());
+}
+
+void worker_driver::finished(const delivery& d) {
+  auto note = parse_note(text_of(d));
+  if (!done_ || !note || note->worker >= group_.size() || finished_[static_cast<std::size_t>(note->worker)]) {
+    return on_error_(error{cpu::errc::worker, "`" + d.topic() + "` from `" + d.sender() + "`: unexpected"});
+  }
+  finished_[static_cast<std::size_t>(note->worker)] = true;
+  if (++finished_count_ < group_.size()) return;
+  auto done = std::move(done_);
+  done_ = nullptr;
+  done(group_.end());
+}
+
+}  // namespace banyan::trainer
