@@ -49,6 +49,23 @@ TEST(Csv, ErrorGivesLineAndColumn) {
   EXPECT_EQ(t.error().code, bp::errc::parse);
 }
 
+// A huge microbatch or stage number is refused before anything is sized by it (it used to allocate
+// ~40 GB), and a huge or binary cell is cut and escaped in the message.
+TEST(Csv, HugeNumbersAndHugeCellsAreClearErrors) {
+  for (const char* text : {"0F0,0F999999999\n", "999999999F0,0B0\n"}) {
+    auto t = bp::read_csv(text, "x.csv");
+    ASSERT_FALSE(t) << text;
+    EXPECT_EQ(t.error().code, bp::errc::invalid);
+    EXPECT_NE(t.error().message.find("the table has only 2 compute actions"), std::string::npos) << t.error().message;
+  }
+  const std::string cell = "0F0" + std::string(10 << 20, 'x') + std::string("\x01\xff", 2);
+  auto t = bp::read_csv(cell + "\n", "big.csv");
+  ASSERT_FALSE(t);
+  EXPECT_LT(t.error().message.size(), 300u);
+  EXPECT_NE(t.error().message.find("big.csv:1:1"), std::string::npos) << t.error().message;
+  EXPECT_EQ(t.error().message.find('\x01'), std::string::npos);
+}
+
 TEST(Csv, StageOnTwoRanksIsAnError) {
   auto t = bp::read_csv("0F0,0B0\n0F1,0B1\n", "x.csv");
   ASSERT_FALSE(t);

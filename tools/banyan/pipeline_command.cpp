@@ -44,7 +44,17 @@ struct options {
   bool json = false, lower = false, list = false;
 };
 
-int fail(const std::string& what, int code = exit_failed) { return cli::fail(tool, what, code); }
+// With --json an error is JSON too, on stdout where the result would have been:
+// {"error": "<message>", "exit_code": N}; the message also goes to stderr as usual.
+bool json_errors = false;
+
+int fail(const std::string& what, int code = exit_failed) {
+  if (json_errors) {
+    const nlohmann::json j{{"error", what}, {"exit_code", code}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  return cli::fail(tool, what, code);
+}
 int bad_input(const std::string& what) { return fail(what, exit_bad_arguments); }
 
 banyan::result<std::string> read_file(const std::string& path) {
@@ -306,6 +316,7 @@ action setup_pipeline(CLI::App& app) {
   search->add_option("--out-csv", o->out_csv, "write the best schedule as torch CSV");
   for (auto* sub : {show, validate, simulate, search}) sub->add_flag("--json", o->json, "print JSON on stdout");
   return [o, show, validate, simulate, search]() -> int {
+    json_errors = o->json;
     if (show->parsed()) return run_show(*o);
     if (validate->parsed()) return run_validate(*o);
     if (simulate->parsed()) return run_simulate(*o);

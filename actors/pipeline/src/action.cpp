@@ -1,5 +1,7 @@
 #include <banyan/pipeline/action.hpp>
 
+#include <banyan/base/log.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -46,7 +48,8 @@ std::string to_string(const action& a) {
 
 result<action> parse_action(std::string_view text) {
   std::string_view s = trim(text);
-  const std::string quoted = "`" + std::string(s) + "`";
+  // Escaped and cut: a cell may be megabytes of anything.
+  const std::string quoted = "`" + log::escape(s, 40) + "`";
   action a;
   if (!read_number(s, a.stage))
     return error{errc::parse, "action " + quoted + ": expected a stage number first (as in `2F0`)"};
@@ -64,7 +67,7 @@ result<action> parse_action(std::string_view text) {
                  ": expected a kind after the stage (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)"};
   if (!read_number(s, a.microbatch))
     return error{errc::parse, "action " + quoted + ": expected a microbatch number after the kind"};
-  if (!s.empty()) return error{errc::parse, "action " + quoted + ": unexpected `" + std::string(s) + "` at the end"};
+  if (!s.empty()) return error{errc::parse, "action " + quoted + ": unexpected `" + log::escape(s, 40) + "` at the end"};
   return a;
 }
 
@@ -77,11 +80,28 @@ bool table::has_comms() const {
 
 result<table> infer_shape(std::vector<std::vector<action>> ranks) {
   table t;
+  // Every stage runs a forward of every microbatch, so a table of C compute actions has at most C
+  // stages and C microbatches: a larger number is a typo (`0F999999999`), refused before anything
+  // is sized by it.
+  std::size_t compute = 0;
   for (const auto& row : ranks)
-    for (const auto& a : row) {
+    for (const auto& a : row) compute += is_compute(a.op);
+  for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
+    for (std::size_t i = 0; i < ranks[r].size(); ++i) {
+      const action& a = ranks[r][i];
+      for (auto [what, number] : {std::pair{"stage", a.stage}, std::pair{"microbatch", a.microbatch}}) {
+        if (static_cast<std::size_t>(number) >= std::max<std::size_t>(compute, 1)) {
+          return error{errc::invalid, "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
+                                          "): " + what + " " + std::to_string(number) + " needs at least " +
+                                          std::to_string(static_cast<long long>(number) + 1) + " " + what +
+                                          "s, but the table has only " + std::to_string(compute) +
+                                          " compute actions (each microbatch runs a forward on every stage)"};
+        }
+      }
       t.stages = std::max(t.stages, a.stage + 1);
       t.microbatches = std::max(t.microbatches, a.microbatch + 1);
     }
+  }
   t.stage_rank.assign(t.stages, -1);
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     for (std::size_t i = 0; i < ranks[r].size(); ++i) {

@@ -1,5 +1,7 @@
 #include "dsl_ast.hpp"
 
+#include <banyan/pipeline/validate.hpp>
+
 #include <algorithm>
 #include <deque>
 #include <optional>
@@ -19,6 +21,9 @@ struct unit {
 // microbatch order, so "issued" is a counter; W follows the order of the I's (FIFO).
 struct rank_state {
   std::vector<int> next_f, next_b;
+  // Everything before these positions of the forward and backward unit orders is issued (the counters
+  // only grow), so finding the next unit is amortised O(1) and compiling is linear in m.
+  std::size_t f_cursor = 0, b_cursor = 0;
   std::vector<std::deque<std::pair<long, int>>> pending_w;  // (issue sequence, microbatch) per chunk
   long seq = 0;
   int consumed = 0;
@@ -49,24 +54,20 @@ struct compiler {
     }
     switch (it.op) {
       case kind::F: {
-        if (chunk < 0)
-          for (const unit& u : forder)
-            if (u.mb >= st.next_f[u.chunk]) {
-              chunk = u.chunk;
-              break;
-            }
+        if (chunk < 0) {
+          while (st.f_cursor < forder.size() && forder[st.f_cursor].mb < st.next_f[forder[st.f_cursor].chunk]) ++st.f_cursor;
+          if (st.f_cursor < forder.size()) chunk = forder[st.f_cursor].chunk;
+        }
         if (chunk < 0 || st.next_f[chunk] >= m) return false;
         out.push_back({kind::F, {chunk, st.next_f[chunk]++}});
         break;
       }
       case kind::B:
       case kind::I: {
-        if (chunk < 0)
-          for (const unit& u : border)
-            if (u.mb >= st.next_b[u.chunk]) {
-              chunk = u.chunk;
-              break;
-            }
+        if (chunk < 0) {
+          while (st.b_cursor < border.size() && border[st.b_cursor].mb < st.next_b[border[st.b_cursor].chunk]) ++st.b_cursor;
+          if (st.b_cursor < border.size()) chunk = border[st.b_cursor].chunk;
+        }
         if (chunk < 0 || st.next_b[chunk] >= m || st.next_b[chunk] >= st.next_f[chunk]) return false;
         const int mb = st.next_b[chunk]++;
         out.push_back({it.op, {chunk, mb}});
@@ -231,6 +232,12 @@ result<table> compile(const program& prog, const shape& s) {
                    " m=" + std::to_string(m) + " v=" + std::to_string(v) + "): the sequence leaves " + std::to_string(left_f) +
                    " forwards, " + std::to_string(left_b) + " backwards and " + std::to_string(left_w) + " weight gradients unscheduled"};
     for (const auto& [k, u] : cc.out) t.ranks[r].push_back({stage_of(prog.place, p, u.chunk, r), u.mb, k});
+  }
+  // A program may fit some shapes only (Megatron's interleaved warm-up deadlocks for some partial
+  // groups): refuse exactly the shapes whose table cannot run, with the validator's reason.
+  if (auto wrong = validate(t)) {
+    return error{errc::unsupported, prog.source + ": this program does not support p=" + std::to_string(p) +
+                                        " m=" + std::to_string(m) + " v=" + std::to_string(v) + ": " + wrong->message};
   }
   return t;
 }

@@ -1,5 +1,7 @@
 #include "dsl_ast.hpp"
 
+#include <banyan/base/log.hpp>
+
 #include <cctype>
 
 namespace banyan::pipeline {
@@ -15,10 +17,11 @@ struct token {
 
 std::string describe(const token& t) {
   switch (t.t) {
-    case token::type::ident: return "`" + t.text + "`";
-    case token::type::number: return "number " + t.text;
-    case token::type::string: return "string \"" + t.text + "\"";
-    case token::type::symbol: return "`" + t.text + "`";
+    // Escaped and cut: a token may be megabytes of anything.
+    case token::type::ident: return "`" + log::escape(t.text, 40) + "`";
+    case token::type::number: return "number " + log::escape(t.text, 40);
+    case token::type::string: return "string \"" + log::escape(t.text, 40) + "\"";
+    case token::type::symbol: return "`" + log::escape(t.text, 40) + "`";
     case token::type::newline: return "end of line";
     case token::type::end: return "end of input";
   }
