@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 
 namespace banyan {
 
@@ -63,15 +64,47 @@ bool check_run_options(detail::command_line& c) {
 
 }  // namespace
 
+namespace {
+
+// Every live options' bound variables, for holds_option_variable (app.hpp's constructor arguments).
+std::mutex bound_mutex;
+std::vector<const void*>& bound_variables() {
+  static std::vector<const void*> v;
+  return v;
+}
+
+}  // namespace
+
+bool detail::holds_option_variable(const void* begin, std::size_t size) {
+  const auto* b = static_cast<const char*>(begin);
+  std::lock_guard lock(bound_mutex);
+  for (const void* v : bound_variables()) {
+    const auto* p = static_cast<const char*>(v);
+    if (p >= b && p < b + size) return true;
+  }
+  return false;
+}
+
 options::options(const std::string& app_name) : impl_(std::make_unique<detail::command_line>(app_name)) {}
 
-options::~options() = default;
+options::~options() {
+  if (!impl_) return;  // moved from
+  std::lock_guard lock(bound_mutex);
+  auto& all = bound_variables();
+  for (const auto& b : impl_->bindings) {
+    if (auto it = std::find(all.begin(), all.end(), b.variable); it != all.end()) all.erase(it);
+  }
+}
 options::options(options&&) noexcept = default;
 options& options::operator=(options&&) noexcept = default;
 
 void options::description(std::string text) { impl_->cli.description(std::move(text)); }
 
 options::option options::add_binding(std::string name, std::string help, detail::option_binding b) {
+  if (b.variable) {
+    std::lock_guard lock(bound_mutex);
+    bound_variables().push_back(b.variable);
+  }
   auto& binding = impl_->bindings.emplace_back(std::move(b));
   auto* bound = &binding;
   const std::string shown = name;

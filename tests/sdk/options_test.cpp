@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,42 @@ TEST(Options, TheOldHeartbeatSpellingWorksAndWarnsOnce) {
   args wrong{"--heartbeat-timeout-ms", "soon"};
   app b{"app"};
   EXPECT_EQ(b.options().parse(wrong.argc(), wrong.argv()), 2);
+}
+
+// A component added with an option's variable (or a struct holding one) sees the parsed value, not
+// the default it held when the tree was described; any other argument is copied when added.
+struct probe_config {
+  int a = 1;
+  std::string b = "x";
+};
+
+class probe_leaf : public leaf {
+ public:
+  probe_leaf(std::shared_ptr<std::string> out, int n, probe_config c, int plain)
+      : out_(std::move(out)), text_(std::to_string(n) + " " + std::to_string(c.a) + " " + c.b + " " + std::to_string(plain)) {}
+  void on_start(context& ctx) override {
+    *out_ = text_;
+    ctx.quit(0);
+  }
+
+ private:
+  std::shared_ptr<std::string> out_;
+  std::string text_;
+};
+
+TEST(Options, ComponentsAddedWithOptionVariablesSeeTheParsedValues) {
+  auto out = std::make_shared<std::string>();
+  int n = 1, plain = 7;
+  probe_config c;
+  app a{"app"};
+  a.options().add("--n", n, "n");
+  a.options().add("--a", c.a, "a");
+  a.options().add("--b", c.b, "b");
+  a.root().add_leaf<probe_leaf>("probe", out, n, c, plain);
+  plain = 8;  // not an option's variable: the leaf keeps the 7 it was added with
+  args av{"--n", "5", "--a", "6", "--b", "y", "--threads", "2"};
+  EXPECT_EQ(run(a, av.argc(), av.argv()), 0);
+  EXPECT_EQ(*out, "5 6 y 7");
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 //   auto& alu = app.root().add_composite("alu", {banyan::restart_strategy::one_for_all, 3, 5s});
 //   alu.add_leaf<adder>("add0", 32);                           // constructor arguments are copied and
 //   return banyan::run(app, argc, argv);                       // reused for every restart
+//
+// An argument that is (or holds) a variable bound to one of the app's options (app.options().add) is
+// not copied: it is read each time the component is built, so the component sees the value the
+// command line gave although the tree was described before banyan::run parsed it.
 #pragma once
 
 #include "banyan/broker/profile.hpp"
@@ -16,8 +20,46 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <utility>
+#include <type_traits>
+#include <tuple>
 
 namespace banyan {
+
+namespace detail {
+
+// A component's constructor argument as a spec keeps it: a copy, or, when the argument is (or
+// holds) a variable bound to a command-line option (options::add), that variable itself, read each
+// time the component is built, so it sees the value the command line gave even though the tree was
+// described before banyan::run parsed it.
+template <class V>
+class ctor_arg {
+ public:
+  template <class A>
+  explicit ctor_arg(A&& a) {
+    if constexpr (std::is_lvalue_reference_v<A>) {
+      if (holds_option_variable(std::addressof(a), sizeof(V))) {
+        live_ = std::addressof(a);
+        return;
+      }
+    }
+    copy_.emplace(std::forward<A>(a));
+  }
+  const V& get() const { return live_ ? *live_ : *copy_; }
+
+ private:
+  std::optional<V> copy_;
+  const V* live_ = nullptr;
+};
+
+template <class T, class... Args>
+std::function<std::unique_ptr<component>()> make_factory(Args&&... args) {
+  return [held = std::tuple<ctor_arg<std::decay_t<Args>>...>(ctor_arg<std::decay_t<Args>>(std::forward<Args>(args))...)] {
+    return std::apply([](const auto&... a) { return std::unique_ptr<component>(new T(a.get()...)); }, held);
+  };
+}
+
+}  // namespace detail
 
 // One component in the app description. References stay valid while the app lives.
 class spec {
@@ -25,14 +67,14 @@ class spec {
   using factory = std::function<std::unique_ptr<component>()>;
 
   template <class T = composite, class... Args>
-  spec& add_composite(std::string name, supervision policy = {}, Args... args) {
+  spec& add_composite(std::string name, supervision policy = {}, Args&&... args) {
     static_assert(std::is_base_of_v<composite, T>, "add_composite<T>: T must derive from banyan::composite");
-    return add(std::move(name), true, policy, [=] { return std::unique_ptr<component>(new T(args...)); });
+    return add(std::move(name), true, policy, detail::make_factory<T>(std::forward<Args>(args)...));
   }
   template <class T, class... Args>
-  spec& add_leaf(std::string name, Args... args) {
+  spec& add_leaf(std::string name, Args&&... args) {
     static_assert(std::is_base_of_v<leaf, T>, "add_leaf<T>: T must derive from banyan::leaf");
-    return add(std::move(name), false, {}, [=] { return std::unique_ptr<component>(new T(args...)); });
+    return add(std::move(name), false, {}, detail::make_factory<T>(std::forward<Args>(args)...));
   }
 
   // Restarts of this component restore its state (component::snapshot/restore). Returns *this.
@@ -109,9 +151,8 @@ class app {
  public:
   explicit app(std::string root_name, supervision root_policy = {});
   template <class T, class... Args>
-  app(std::string root_name, supervision root_policy, std::in_place_type_t<T>, Args... args)
-      : root_(std::move(root_name), true, root_policy,
-              [=] { return std::unique_ptr<component>(new T(args...)); }),
+  app(std::string root_name, supervision root_policy, std::in_place_type_t<T>, Args&&... args)
+      : root_(std::move(root_name), true, root_policy, detail::make_factory<T>(std::forward<Args>(args)...)),
         options_(root_.name()) {}
 
   spec& root() { return root_; }

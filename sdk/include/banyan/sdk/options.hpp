@@ -19,7 +19,8 @@
 // replaces the default). What the variable holds when add() is called is the default --help shows.
 //
 // Thread-safety: none; use from main(), before banyan::run. Variables given to add() must outlive
-// the last parse.
+// the last parse, and the run when a component was added with them (app.hpp: such an argument is
+// read when the component is built, so it sees the parsed value).
 #pragma once
 
 #include "banyan/base/duration.hpp"
@@ -57,7 +58,13 @@ struct option_binding {
   // Parses one value (or one list item) into the variable; returns what is wrong, if anything.
   std::function<std::optional<std::string>(std::string_view text, bool positive)> parse;
   std::function<void(bool)> set_flag;
+  const void* variable = nullptr;  // the bound variable (see holds_option_variable)
 };
+
+// Whether [begin, begin + size) is, or holds, a variable bound to a command-line option of a live
+// banyan::options (app.hpp reads such constructor arguments when it builds the component, after the
+// command line was parsed, instead of copying them before).
+bool holds_option_variable(const void* begin, std::size_t size);
 
 template <class T>
 inline constexpr bool is_duration = false;
@@ -148,6 +155,7 @@ class options {
     b.type = detail::option_type<T>();
     b.default_text = detail::option_text(value);
     b.parse = [&value](std::string_view text, bool positive) { return detail::parse_option_value(text, value, positive); };
+    b.variable = &value;
     return add_binding(std::move(name), std::move(help), std::move(b));
   }
   template <detail::option_scalar T>
@@ -163,12 +171,14 @@ class options {
       if (!wrong) value.push_back(std::move(item));
       return wrong;
     };
+    b.variable = &value;
     return add_binding(std::move(name), std::move(help), std::move(b));
   }
   option add(std::string name, bool& value, std::string help) {
     detail::option_binding b;
     b.flag = true;
     b.set_flag = [&value](bool on) { value = on; };
+    b.variable = &value;
     return add_binding(std::move(name), std::move(help), std::move(b));
   }
 
