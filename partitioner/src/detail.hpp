@@ -59,6 +59,25 @@ class stopwatch {
 // capacities hold. `m` must be within capacity; it stays so. Returns the number of moves applied.
 std::size_t refine(const problem& p, mapping& m, std::size_t max_passes = 8);
 
+// A start from tree dynamic programming (peel.cpp): fills the nodes in `order`, each with the set of
+// unplaced components that cuts the least traffic while it fits the node and the rest fits the
+// later nodes (loads bucketed into `buckets` per node, exact loads kept). False when it finds none.
+bool peel_start(const problem& p, const children& ch, const std::vector<node_id>& order, std::size_t buckets,
+                mapping& m);
+
+// Lagrangian relaxation of the capacities (lagrange.cpp): a proven lower bound and, when
+// `want_starts`, up to 12 labellings repaired to fit, as starts. `upper` is the best known cost
+// (infinity when none); O(iterations x n x k), x k again with unequal link costs.
+struct lagrange_result {
+  double bound = 0;
+  std::vector<mapping> starts;
+};
+lagrange_result lagrangian(const problem& p, const children& ch, double upper, std::size_t iterations, bool want_starts);
+
+// A scale for "no change": 1e-12 of the largest possible cost (0 when no edge carries traffic), so
+// that comparisons of costs are relative, whatever the unit of traffic.
+inline double cost_epsilon(const problem& p) { return 1e-12 * max_possible_cost(p); }
+
 std::unique_ptr<algorithm> make_bottom_up();
 std::unique_ptr<algorithm> make_smt();
 std::unique_ptr<algorithm> make_mip();

@@ -2,10 +2,12 @@
 // proven optimum of the same instance (smt or mip, warm-started from bottom-up), or to the best
 // cost any algorithm found where nothing is proven, and time. Results: docs/benchmarks.md.
 //
-//   partition_bench [--sizes 20,50,...] [--nodes 4,8,16] [--seeds 3] [--exact-timeout 60]
-//                   [--exact-max 200] [--json out.json]
+//   partition_bench [--sizes 20,50,...] [--nodes 4,8,16] [--seeds 3] [--exact-time-limit 60s]
+//                   [--exact-max 200] [--results out.json]
+//   partition_bench --families 84 [--family-size 24] [--first-seed 1] [--exact-time-limit 10s]
 #include "banyan/partitioner/algorithm.hpp"
 #include "banyan/partitioner/generator.hpp"
+#include "partition_sweep.hpp"
 
 #include "banyan/cli.hpp"
 
@@ -63,8 +65,17 @@ int main(int argc, char** argv) {
   banyan::cli::add_deprecated_alias(app, results, "--json", "partition_bench");
   bool exact_all = false;
   app.add_flag("--exact-all", exact_all, "run mip even when smt already proved the optimum");
+  family_sweep_options sweep;
+  app.add_option("--families", sweep.instances, "run the family sweep (issue #11) over this many instances instead");
+  app.add_option("--family-size", sweep.components, "components per family instance (stars: at least 31)");
+  app.add_option("--first-seed", sweep.first_seed, "seed of the sweep's first instance");
   if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
   const double exact_timeout = std::chrono::duration<double>(exact_time_limit).count();
+  if (app.count("--families") > 0) {
+    sweep.exact_time_limit_s = exact_timeout;
+    sweep.results = json_out;
+    return run_family_sweep(sweep);
+  }
 
   nlohmann::json rows = nlohmann::json::array();
   std::map<std::string, std::size_t> largest_proven;  // exact solver -> largest size proven
