@@ -43,13 +43,21 @@ def split_comment(line):
     return line, None
 
 
+def keep_dashes(text):
+    """`--mode` outside code spans, escaped so that Doxygen does not print an en dash."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"(?<![\w-])--(?=\w)", r"\\-\\-", parts[i])
+    return "`".join(parts)
+
+
 def doc_line(line):
     """A comment-only line as a `///` doc line; example code gets a Markdown code indent."""
     indent = line[: len(line) - len(line.lstrip())]
     text = line.lstrip()[2:]
     if text.startswith("   ") and text.strip():
-        text = "    " + text
-    return indent + "///" + text
+        return indent + "///    " + text
+    return indent + "///" + keep_dashes(text)
 
 
 def main(path):
@@ -133,7 +141,7 @@ def main(path):
         code, col = split_comment(line)
         member = code.strip() and not code.lstrip().startswith(("#", "}"))
         if col is not None and in_decl_scope and member:
-            out.append(code + "///<" + line[col + 2:])
+            out.append(code + "///<" + keep_dashes(line[col + 2:]))
             continuation_col = col
         else:
             out.append(line)
