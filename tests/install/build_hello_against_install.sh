@@ -2,8 +2,9 @@
 # Installs the SDK from a build tree into a scratch prefix and builds, out of tree and against it with
 # find_package(banyan), what a user would: samples/hello, and the worked example of docs/install.md
 # (tests/install/consumer), a project that enables CXX only (`project(weather LANGUAGES CXX)`), compiles
-# a .capnp schema with capnp_generate_cpp and, when the prefix holds them, links banyan::trainer and
-# banyan::cpu. Runs them: the installed headers, libraries and package config must be enough.
+# a .capnp schema with capnp_generate_cpp and, when the prefix holds them, links banyan::trainer,
+# banyan::cpu, banyan::partitioner, banyan::pipeline and banyan::runtime. Runs them: the installed
+# headers, libraries and package config must be enough.
 #   build_hello_against_install.sh BUILD_DIR SOURCE_DIR SCRATCH_DIR
 set -euo pipefail
 build=$1 src=$2 scratch=$3
@@ -40,4 +41,8 @@ echo "$out" | grep -qx "south: 8 readings, mean 21.25 C"
 if ls "$prefix"/lib*/libbanyan_trainer.so >/dev/null 2>&1; then
   [ -x "$consumer/weather_trainer" ] || { echo "FAIL: banyan::trainer is installed but was not linked" >&2; exit 1; }
   "$consumer/weather_trainer" | grep "trainer backend cpu on 1 package, 2 NUMA domains, 4 cores"
+fi
+if ls "$prefix"/lib*/libbanyan_partitioner.so "$prefix"/lib*/libbanyan_pipeline.so >/dev/null 2>&1; then
+  [ -x "$consumer/weather_tools" ] || { echo "FAIL: banyan::partitioner and banyan::pipeline are installed but were not linked" >&2; exit 1; }
+  "$consumer/weather_tools" | grep "partitioning algorithms; pipeline action 2F0"
 fi
