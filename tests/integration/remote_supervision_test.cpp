@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace banyan {
 namespace {
@@ -63,7 +64,7 @@ outcome single(const std::vector<std::string>& args) {
 outcome three_nodes(const std::vector<std::string>& args) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "50s", "--", SUPERVISE_APP, "--threads", "2"};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "30s", "--", SUPERVISE_APP, "--threads", "2"};
   argv.insert(argv.end(), args.begin(), args.end());
   return run_argv(argv, 60s);
 }
@@ -122,6 +123,77 @@ TEST(RemoteSupervision, EscalationPastTheRootEndsEveryNodeWithFailure) {
   EXPECT_NE(r.output.find("child `/sv/group` failed 1 time within 30000 ms (limit 0)"), std::string::npos) << r.output;
   // banyan launch names the node where the failure began, not the first one it saw exit.
   EXPECT_NE(r.output.find("failed: n0 (which ended n1, n2)"), std::string::npos) << r.output;
+}
+
+// OTP parity across nodes (issue #21 items 4, 5): middle on n1 under group on n0, with each restart
+// type. The same lines in one process and on three nodes: group's monitor of the remote middle
+// hears each end with its reason, the cleanup hook runs on middle's node, a remote ctx.stop() is
+// restarted only when permanent, and the restarted middle restores its state on its own node.
+struct otp_case {
+  std::string type;
+  std::size_t starts;
+  std::vector<std::string> lines;   // each present in both runs
+  std::vector<std::string> absent;  // in neither
+};
+
+void expect_otp_like_one_process(const otp_case& c) {
+  for (bool multi : {false, true}) {
+    std::vector<std::string> args{"--scenario", "otp", "--middle-restart", c.type};
+    auto r = multi ? three_nodes(args) : single(args);
+    const std::string where = multi ? "three nodes: " : "one process: ";
+    ASSERT_EQ(r.exit_code, 0) << where << r.output;
+    EXPECT_EQ(count(r.output, "START /sv/group/middle"), c.starts) << where << r.output;
+    EXPECT_EQ(count(r.output, "CLEANUP /sv/group/middle boom in a handler"), 1u) << where << r.output;
+    EXPECT_EQ(count(r.output, "FAILURE /sv/group/middle boom in a handler"), 1u) << where << r.output;
+    EXPECT_EQ(count(r.output, "DOWN /sv/group/middle boom in a handler"), 1u) << where << r.output;
+    for (const auto& line : c.lines) EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
+    for (const auto& line : c.absent) EXPECT_EQ(r.output.find(line), std::string::npos) << where << line << "\n" << r.output;
+  }
+}
+
+TEST(RemoteOtp, APermanentRemoteChildIsRestartedAfterItsFailureAndItsStopWithItsState) {
+  expect_otp_like_one_process({"permanent", 3,
+                               {"DOWN /sv/group/middle stopped", "INCARNATION /sv/group/middle 1",
+                                "INCARNATION /sv/group/middle 2", "INCARNATION /sv/group/middle 3"},
+                               {"AFTER", "MONITOR"}});
+}
+
+TEST(RemoteOtp, ATransientRemoteChildIsRestartedAfterItsFailureButNotAfterItsStop) {
+  expect_otp_like_one_process({"transient", 2,
+                               {"DOWN /sv/group/middle stopped", "INCARNATION /sv/group/middle 2"},
+                               {"INCARNATION /sv/group/middle 3", "MONITOR"}});
+}
+
+TEST(RemoteOtp, ATemporaryRemoteChildStaysDownAfterItsFailure) {
+  expect_otp_like_one_process({"temporary", 1, {"INCARNATION /sv/group/middle 1"}, {"INCARNATION /sv/group/middle 2", "MONITOR"}});
+}
+
+// After its stop the child is not running (the request is answered with that error, not a pong).
+TEST(RemoteOtp, AStoppedTransientChildIsNotRunning) {
+  auto r = three_nodes({"--scenario", "otp", "--middle-restart", "transient"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("AFTER request failed: request `ping` to `/sv/group/middle`: `/sv/group/middle` is not running"),
+            std::string::npos) << r.output;
+}
+
+// A dynamic child (issue #21 item 4): last, on n2, is started and stopped by group on n0 at run
+// time, as in one process.
+TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) {
+  for (bool multi : {false, true}) {
+    std::vector<std::string> args{"--scenario", "dynamic"};
+    auto r = multi ? three_nodes(args) : single(args);
+    const std::string where = multi ? "three nodes: " : "one process: ";
+    ASSERT_EQ(r.exit_code, 0) << where << r.output;
+    EXPECT_EQ(count(r.output, "START /sv/group/last"), 1u) << where << r.output;
+    for (const std::string line : {"DYN start ok",
+                                   "DYN again invalid argument: start_child `last`: it is running already",
+                                   "DYN first invalid argument: `first` is no dynamic child of `/sv/group`",
+                                   "DYN ping pong from /sv/group/last", "DYN stop ok", "DOWN /sv/group/last stopped"})
+      EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
+    EXPECT_NE(r.output.find("`/sv/group/last` is not running\n"), std::string::npos) << where << r.output;
+    // Started only when asked (and once).
+    EXPECT_LT(r.output.find("DYN before"), r.output.find("START /sv/group/last")) << where << r.output;
+  }
 }
 
 }  // namespace

@@ -47,6 +47,15 @@ class spec {
     return *this;
   }
   restart_type restart() const { return restart_; }
+  // A dynamic child: part of the tree (so profiles, the partitioner and deployments see it, and it
+  // runs on the node the deployment gives it) but not started with its parent. The parent starts
+  // it with ctx.start_child(name) and removes it with ctx.stop_child(name); while it runs it is
+  // supervised as any child (its restart type, the parent's strategy). Returns *this.
+  spec& dynamic(bool on = true) {
+    dynamic_ = on;
+    return *this;
+  }
+  bool is_dynamic() const { return dynamic_; }
 
   const std::string& name() const { return name_; }
   bool is_composite() const { return composite_; }
@@ -67,6 +76,7 @@ class spec {
   std::deque<spec> children_;  // deque: references to earlier children stay valid
   bool keep_state_ = false;
   restart_type restart_ = restart_type::permanent;
+  bool dynamic_ = false;
 };
 
 // How a run routes and what it reports. banyan::run(app, argc, argv) fills this from the command line.
