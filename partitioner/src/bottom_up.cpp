@@ -204,15 +204,17 @@ class bottom_up : public algorithm {
     };
     if (best.cost > 0 && n >= 2 && p.k() >= 2) {
       // Buckets per node: fine on small trees, coarser as n x k grows; none beyond ~10^4 components.
-      const double budget = 4e7 / static_cast<double>(n * p.k());
+      const double budget = 8e6 / static_cast<double>(n * p.k());  // six runs of k fills, O(n B^2) each
       const std::size_t buckets = static_cast<std::size_t>(std::min(256.0, std::sqrt(budget)));
       if (buckets >= 16 && n * buckets <= 400000) {
         std::vector<node_id> order(p.k());
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(), [&](node_id a, node_id b) { return p.cpu_capacity[a] > p.cpu_capacity[b]; });
         for (int pass = 0; pass < 2 && best.cost > 0; ++pass) {
-          mapping m;
-          if (peel_start(p, ch, order, buckets, m)) consider(std::move(m), "tree-dp");
+          for (double share : {0.0, 0.95, 0.99}) {
+            mapping m;
+            if (peel_start(p, ch, order, buckets, share, m)) consider(std::move(m), "tree-dp");
+          }
           std::reverse(order.begin(), order.end());
         }
       }

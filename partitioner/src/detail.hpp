@@ -2,11 +2,14 @@
 #pragma once
 
 #include "banyan/partitioner/algorithm.hpp"
+#include "banyan/partitioner/io.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banyan::partitioner::detail {
@@ -43,6 +46,10 @@ inline double mem_of(const tree& t, vertex_id v) { return t.has_memory() ? t.mem
 
 // The whole file at `path` (text.cpp); errc::io naming the path when it cannot be read.
 result<std::string> read_file(const std::string& path);
+// The streaming profile reader (profile_stream.cpp): the tree when the file is a valid profile in
+// the shape banyan writes, nullopt for anything else (the full reader then names the error).
+std::optional<tree> read_profile_stream(const std::string& path, const profile_options& o);
+std::optional<tree> parse_profile_stream(std::string_view text, const profile_options& o);
 // `x` with at most `digits` significant digits, as ostream writes it (text.cpp).
 std::string format_number(double x, int digits);
 
@@ -61,9 +68,10 @@ std::size_t refine(const problem& p, mapping& m, std::size_t max_passes = 8);
 
 // A start from tree dynamic programming (peel.cpp): fills the nodes in `order`, each with the set of
 // unplaced components that cuts the least traffic while it fits the node and the rest fits the
-// later nodes (loads bucketed into `buckets` per node, exact loads kept). False when it finds none.
+// later nodes (loads bucketed into `buckets` per node, exact loads kept), and, when `share` > 0,
+// holds at least that fraction of its proportional part of what remains. False when it finds none.
 bool peel_start(const problem& p, const children& ch, const std::vector<node_id>& order, std::size_t buckets,
-                mapping& m);
+                double share, mapping& m);
 
 // Lagrangian relaxation of the capacities (lagrange.cpp): a proven lower bound and, when
 // `want_starts`, up to 12 labellings repaired to fit, as starts. `upper` is the best known cost

@@ -33,7 +33,7 @@ class peeler {
       : p_(p), t_(p.t), ch_(ch), b_(buckets), width_(2 * (buckets + 1)) {}
 
   // Fills node `j` from the vertices with m[v] == no_node; false when no valid set exists.
-  bool fill(node_id j, double rest_capacity, mapping& m) {
+  bool fill(node_id j, double rest_capacity, double share, mapping& m) {
     const std::size_t n = t_.size();
     cap_ = p_.cpu_capacity[j];
     if (!(cap_ > 0)) cap_ = 0;
@@ -42,7 +42,10 @@ class peeler {
       if (m[v] == no_node) remaining += t_.cpu[v];
     }
     // What stays must fit the later nodes: load(S) >= remaining - rest (relative tolerance).
-    const double lo = remaining - rest_capacity * (1 + capacity_tolerance);
+    // Optionally at least `share` of j's proportional part of what remains (full nodes early leave
+    // room to later ones when capacity is tight).
+    const double lo = std::max(remaining - rest_capacity * (1 + capacity_tolerance),
+                               share * remaining * cap_ / std::max(cap_ + rest_capacity, 1e-300));
     pool_.clear();
     start_.assign(n + 1, -1);
     steps_.assign(n + 1, 0);
@@ -169,13 +172,13 @@ class peeler {
 }  // namespace
 
 bool peel_start(const problem& p, const children& ch, const std::vector<node_id>& order, std::size_t buckets,
-                mapping& m) {
+                double share, mapping& m) {
   m.assign(p.t.size(), no_node);
   peeler pe(p, ch, buckets);
   for (std::size_t i = 0; i < order.size(); ++i) {
     double rest = 0;
     for (std::size_t r = i + 1; r < order.size(); ++r) rest += p.cpu_capacity[order[r]];
-    if (!pe.fill(order[i], rest, m)) return false;
+    if (!pe.fill(order[i], rest, i + 1 < order.size() ? share : 0.0, m)) return false;
   }
   for (node_id x : m) {
     if (x == no_node) return false;

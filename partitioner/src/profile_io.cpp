@@ -68,9 +68,9 @@ struct reader {
   }
 };
 
-}  // namespace
-
-result<tree> parse_profile(const std::string& text, const std::string& name, const profile_options& o) {
+// The full reader: a JSON document, every error named. Valid files normally take the streaming
+// reader (profile_stream.cpp); this one runs when that says "not mine", to find the message.
+result<tree> parse_profile_full(const std::string& text, const std::string& name, const profile_options& o) {
   json doc;
   try {
     doc = json::parse(text);
@@ -209,10 +209,18 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
   return t;
 }
 
+}  // namespace
+
+result<tree> parse_profile(const std::string& text, const std::string& name, const profile_options& o) {
+  if (auto t = detail::parse_profile_stream(text, o)) return std::move(*t);
+  return parse_profile_full(text, name, o);
+}
+
 result<tree> load_profile(const std::string& path, const profile_options& o) {
+  if (auto t = detail::read_profile_stream(path, o)) return std::move(*t);
   auto text = detail::read_file(path);
   if (!text) return text.error();
-  return parse_profile(*text, path, o);
+  return parse_profile_full(*text, path, o);
 }
 
 void write_profile(std::ostream& out, const tree& t, const std::string& mode) {

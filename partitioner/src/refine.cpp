@@ -48,7 +48,9 @@ class refiner {
 
   // Members of S(u) under the current mapping, into members_; returns (cpu, mem, delta to `to`).
   struct subtree_eval { double cpu = 0, mem = 0, delta = 0; };
-  subtree_eval eval_subtree(vertex_id u, node_id to) {
+  // With `max_members`, stops early and returns delta = +inf when S(u) is larger (swaps use it to
+  // keep a pass linear: a swap partner the size of a whole fragment is not worth a walk per try).
+  subtree_eval eval_subtree(vertex_id u, node_id to, std::size_t max_members = static_cast<std::size_t>(-1)) {
     subtree_eval e;
     const node_id b = m_[u];
     members_.clear();
@@ -61,6 +63,10 @@ class refiner {
       const vertex_id x = members_[i];
       e.cpu += t_.cpu[x];
       e.mem += mem_of(t_, x);
+      if (ch_.count(x) + members_.size() > max_members) {  // before the walk: a star's root has n children
+        e.delta = std::numeric_limits<double>::infinity();
+        return e;
+      }
       for (auto it = ch_.begin(x); it != ch_.end(x); ++it) {
         if (m_[*it] == b) members_.push_back(*it);
         else e.delta += t_.weight[*it] * (c(to, m_[*it]) - c(b, m_[*it]));
@@ -186,10 +192,15 @@ class refiner {
   // move to v's node frees enough room and keeps the pair's total gain negative.
   std::size_t swaps() {
     if (blocked_.empty()) return 0;
-    std::sort(blocked_.begin(), blocked_.end(), [](const candidate& a, const candidate& b) {
+    // Only the 64 best are tried: select them in O(n) before sorting (a star has ~n blocked moves).
+    const auto better = [](const candidate& a, const candidate& b) {
       return a.delta < b.delta || (a.delta == b.delta && a.v < b.v);
-    });
-    if (blocked_.size() > 64) blocked_.resize(64);
+    };
+    if (blocked_.size() > 64) {
+      std::nth_element(blocked_.begin(), blocked_.begin() + 64, blocked_.end(), better);
+      blocked_.resize(64);
+    }
+    std::sort(blocked_.begin(), blocked_.end(), better);
     // Fragment tops per node: the roots of maximal same-node connected pieces, and their children
     // inside the piece (branches); these are the subtrees worth sending back.
     std::vector<std::vector<vertex_id>> pool(p_.k());
@@ -201,10 +212,11 @@ class refiner {
     }
     std::size_t moved = 0;
     std::vector<vertex_id> saved;
+    constexpr std::size_t swap_limit = 256;
     for (const auto& cd : blocked_) {
       const node_id a = m_[cd.v], j = cd.to;
       if (a == j) continue;
-      const auto ev = eval_subtree(cd.v, j);
+      const auto ev = eval_subtree(cd.v, j, swap_limit);
       if (!(ev.delta < -eps_)) continue;
       const double need_cpu = ev.cpu - free_.cpu[j];
       saved = members_;
@@ -214,9 +226,12 @@ class refiner {
       vertex_id best_u = no_vertex;
       std::size_t scanned = 0;
       for (vertex_id u : pool[j]) {
-        if (m_[u] != j || scanned++ > 256) continue;
+        if (scanned > 256) break;
+        if (m_[u] != j) continue;
+        ++scanned;
         if (std::find(saved.begin(), saved.end(), u) != saved.end()) continue;
-        const auto eu = eval_subtree(u, a);
+        const auto eu = eval_subtree(u, a, swap_limit);
+        if (!std::isfinite(eu.delta)) continue;
         if (eu.cpu < need_cpu - p_.cpu_capacity[j] * capacity_tolerance) continue;
         const bool ok_j = within(p_.cpu_capacity[j] - free_.cpu[j] + ev.cpu - eu.cpu, p_.cpu_capacity[j]) &&
                           (free_.mem.empty() || within(p_.memory_capacity[j] - free_.mem[j] + ev.mem - eu.mem, p_.memory_capacity[j]));

@@ -52,10 +52,10 @@ bool ok(const solution& s) { return s.status == solve_status::optimal || s.statu
 void table(const char* title, const std::vector<outcome>& rows, const std::function<std::string(const family_options&)>& key) {
   std::map<std::string, std::vector<const outcome*>> groups;
   for (const auto& r : rows) groups[key(r.f)].push_back(&r);
-  std::printf("\n%-16s %5s %6s %9s %9s %5s %8s %8s %10s\n", title, "inst", "proven", "bu.med", "bu.worst", ">5%",
-              ">metis", ">greedy", "bu/bound");
+  std::printf("\n%-16s %5s %6s %9s %9s %5s %10s %10s %8s %8s %10s\n", title, "inst", "proven", "bu.med", "bu.worst", ">5%",
+              "best.med", "best.worst", ">metis", ">greedy", "bu/bound");
   for (const auto& [name, g] : groups) {
-    std::vector<double> rs, gaps;
+    std::vector<double> rs, gaps, vs_best;
     int proven = 0, over5 = 0, above_metis = 0, above_greedy = 0, n = 0;
     for (const outcome* r : g) {
       if (r->infeasible) continue;
@@ -71,9 +71,11 @@ void table(const char* title, const std::vector<outcome>& rows, const std::funct
       if (!std::isnan(r->metis) && r->bu > r->metis * (1 + 1e-9)) ++above_metis;
       if (!std::isnan(r->greedy) && r->bu > r->greedy * (1 + 1e-9)) ++above_greedy;
       if (r->bound > 0) gaps.push_back(r->bu / r->bound);
+      vs_best.push_back(ratio(r->bu, r->reference));
     }
-    std::printf("%-16s %5d %6d %9.4f %9.4f %5d %8d %8d %10.3f\n", name.c_str(), n, proven, median(rs),
-                rs.empty() ? NAN : *std::max_element(rs.begin(), rs.end()), over5, above_metis, above_greedy, median(gaps));
+    std::printf("%-16s %5d %6d %9.4f %9.4f %5d %10.4f %10.4f %8d %8d %10.3f\n", name.c_str(), n, proven, median(rs),
+                rs.empty() ? NAN : *std::max_element(rs.begin(), rs.end()), over5, median(vs_best),
+                vs_best.empty() ? NAN : *std::max_element(vs_best.begin(), vs_best.end()), above_metis, above_greedy, median(gaps));
   }
 }
 
