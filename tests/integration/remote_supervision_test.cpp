@@ -11,6 +11,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -61,10 +64,12 @@ outcome single(const std::vector<std::string>& args) {
   return run_argv(argv, 60s);
 }
 
-outcome three_nodes(const std::vector<std::string>& args) {
+outcome three_nodes(const std::vector<std::string>& args, const fs::path& profile = {}) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "30s", "--", SUPERVISE_APP, "--threads", "2"};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "30s"};
+  if (!profile.empty()) argv.insert(argv.end(), {"--profile", profile.string()});
+  argv.insert(argv.end(), {"--", SUPERVISE_APP, "--threads", "2"});
   argv.insert(argv.end(), args.begin(), args.end());
   return run_argv(argv, 60s);
 }
@@ -194,6 +199,34 @@ TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) {
     // Started only when asked (and once).
     EXPECT_LT(r.output.find("DYN before"), r.output.find("START /sv/group/last")) << where << r.output;
   }
+}
+
+// Request/reply traffic in the profile (issue #21 item 6): group's `crash` request to middle (no
+// reply: middle throws) and `ping` to last (with its reply) are on the edges of their paths, each
+// counted once, in one process as in the profile `banyan launch` merges from three nodes.
+std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> edges_in(const fs::path& profile) {
+  std::ifstream in(profile);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;  // child path -> messages, bytes
+  std::regex edge(R"re("bytes": (\d+),\s*"child": "([^"]+)",\s*"messages": (\d+))re");
+  for (std::sregex_iterator it(text.begin(), text.end(), edge), end; it != end; ++it)
+    out[(*it)[2]] = {std::stoull((*it)[3]), std::stoull((*it)[1])};
+  return out;
+}
+
+TEST(RemoteRequestTraffic, RequestsAndRepliesAreCountedOnceOnTheirEdgesInTheMergedProfile) {
+  scratch_dir dir;
+  auto one = single({"--profile", (dir.path / "one.json").string()});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto multi = three_nodes({}, dir.path / "three.json");
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  const auto want = edges_in(dir.path / "one.json");
+  // ping (empty) and its reply `pong from /sv/group/last` (24 bytes); crash (empty, unanswered).
+  ASSERT_EQ(want.count("/sv/group/last"), 1u);
+  EXPECT_EQ(want.at("/sv/group/last"), std::make_pair(std::uint64_t{2}, std::uint64_t{24}));
+  ASSERT_EQ(want.count("/sv/group/middle"), 1u);
+  EXPECT_EQ(want.at("/sv/group/middle").first, 1u);
+  EXPECT_EQ(edges_in(dir.path / "three.json"), want) << multi.output;
 }
 
 }  // namespace
