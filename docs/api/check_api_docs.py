@@ -20,11 +20,16 @@ REQUIRED = [
     ("classbanyan_1_1context.html", "serve"),
     ("classbanyan_1_1context.html", "request"),
     ("classbanyan_1_1context.html", "serve_text"),
+    ("classbanyan_1_1context.html", "request_text"),
     ("classbanyan_1_1context.html", "publish"),
     ("classbanyan_1_1context.html", "subscribe"),
     ("classbanyan_1_1context.html", "post"),
+    ("classbanyan_1_1context.html", "after"),
     ("classbanyan_1_1payload.html", "build"),
     ("classbanyan_1_1payload.html", "copy_of"),
+    ("classbanyan_1_1spec.html", "add_composite"),
+    ("classbanyan_1_1spec.html", "add_leaf"),
+    ("classbanyan_1_1app.html", "app"),
     ("classbanyan_1_1component.html", "on_start"),
 ]
 # Text the main page must show: the worked example, included from tests/install/consumer.

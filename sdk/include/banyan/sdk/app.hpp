@@ -24,11 +24,17 @@ class spec {
  public:
   using factory = std::function<std::unique_ptr<component>()>;
 
+  // Adds a composite child called `name` that supervises its own children with `policy`. `T` is
+  // your class derived from banyan::composite (banyan::composite itself by default); every
+  // incarnation is built from copies of `args` taken now. Returns the child's spec, to add to.
   template <class T = composite, class... Args>
   spec& add_composite(std::string name, supervision policy = {}, Args... args) {
     static_assert(std::is_base_of_v<composite, T>, "add_composite<T>: T must derive from banyan::composite");
     return add(std::move(name), true, policy, [=] { return std::unique_ptr<component>(new T(args...)); });
   }
+  // Adds a leaf child of class `T` (derived from banyan::leaf) called `name`; every incarnation is
+  // built from copies of `args` taken now, so a variable passed here keeps the value it has at this
+  // call. Returns the child's spec.
   template <class T, class... Args>
   spec& add_leaf(std::string name, Args... args) {
     static_assert(std::is_base_of_v<leaf, T>, "add_leaf<T>: T must derive from banyan::leaf");
@@ -107,7 +113,10 @@ struct run_result {
 
 class app {
  public:
+  // An app whose root is a plain composite called `root_name` (its path is `/root_name`).
   explicit app(std::string root_name, supervision root_policy = {});
+  // An app whose root is your own composite class `T`, built for every incarnation from copies of
+  // `args`: `banyan::app app{"house", {}, std::in_place_type<house>, 3};`.
   template <class T, class... Args>
   app(std::string root_name, supervision root_policy, std::in_place_type_t<T>, Args... args)
       : root_(std::move(root_name), true, root_policy,

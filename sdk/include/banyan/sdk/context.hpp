@@ -125,6 +125,7 @@ class context {
       return payload::copy_of(std::string_view(*out));
     });
   }
+  // Sends `text` as a request; `on_reply` gets the reply's bytes as a string, or request()'s error.
   void request_text(std::string_view path, std::string method, std::string_view text, std::chrono::milliseconds timeout,
                     std::function<void(result<std::string>)> on_reply) {
     request(path, std::move(method), payload::copy_of(text), timeout,
@@ -136,6 +137,7 @@ class context {
 
   // Runs `fn` later as a message to this component (keeps long work in short, interleaved steps).
   virtual void post(std::function<void()> fn) = 0;
+  // Runs `fn` as a message to this component once `delay` has passed (a timer).
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 
   // Monitors the component at `path` (Erlang's monitor): `on_down(path, reason)` runs in this
