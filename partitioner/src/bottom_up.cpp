@@ -212,8 +212,12 @@ class bottom_up : public algorithm {
         std::stable_sort(order.begin(), order.end(), [&](node_id a, node_id b) { return p.cpu_capacity[a] > p.cpu_capacity[b]; });
         for (int pass = 0; pass < 2 && best.cost > 0; ++pass) {
           for (double share : {0.0, 0.95, 0.99}) {
-            mapping m;
-            if (peel_start(p, ch, order, buckets, share, m)) consider(std::move(m), "tree-dp");
+            // Second choices for the first node too, on small problems (a beam of 6 at the top).
+            const std::size_t ranks = p.k() > 2 && n * p.k() <= 2000 ? 6 : 1;
+            for (std::size_t rank = 0; rank < ranks; ++rank) {
+              mapping m;
+              if (peel_start(p, ch, order, buckets, share, rank, m)) consider(std::move(m), "tree-dp");
+            }
           }
           std::reverse(order.begin(), order.end());
         }

@@ -50,6 +50,8 @@ result<std::string> read_file(const std::string& path);
 // the shape banyan writes, nullopt for anything else (the full reader then names the error).
 std::optional<tree> read_profile_stream(const std::string& path, const profile_options& o);
 std::optional<tree> parse_profile_stream(std::string_view text, const profile_options& o);
+// The full reader (profile_io.cpp): a JSON document, every error named.
+result<tree> parse_profile_full(const std::string& text, const std::string& name, const profile_options& o);
 // `x` with at most `digits` significant digits, as ostream writes it (text.cpp).
 std::string format_number(double x, int digits);
 
@@ -69,9 +71,10 @@ std::size_t refine(const problem& p, mapping& m, std::size_t max_passes = 8);
 // A start from tree dynamic programming (peel.cpp): fills the nodes in `order`, each with the set of
 // unplaced components that cuts the least traffic while it fits the node and the rest fits the
 // later nodes (loads bucketed into `buckets` per node, exact loads kept), and, when `share` > 0,
-// holds at least that fraction of its proportional part of what remains. False when it finds none.
+// holds at least that fraction of its proportional part of what remains. The first node takes the
+// `first_rank`-th cheapest valid set (0: the cheapest). False when it finds none.
 bool peel_start(const problem& p, const children& ch, const std::vector<node_id>& order, std::size_t buckets,
-                double share, mapping& m);
+                double share, std::size_t first_rank, mapping& m);
 
 // Lagrangian relaxation of the capacities (lagrange.cpp): a proven lower bound and, when
 // `want_starts`, up to 12 labellings repaired to fit, as starts. `upper` is the best known cost

@@ -33,7 +33,7 @@ class peeler {
       : p_(p), t_(p.t), ch_(ch), b_(buckets), width_(2 * (buckets + 1)) {}
 
   // Fills node `j` from the vertices with m[v] == no_node; false when no valid set exists.
-  bool fill(node_id j, double rest_capacity, double share, mapping& m) {
+  bool fill(node_id j, double rest_capacity, double share, std::size_t rank, mapping& m) {
     const std::size_t n = t_.size();
     cap_ = p_.cpu_capacity[j];
     if (!(cap_ > 0)) cap_ = 0;
@@ -78,15 +78,18 @@ class peeler {
       }
     }
     const entry* root = final_front(static_cast<vertex_id>(n));
-    std::int32_t best = -1;
+    // The cheapest valid entry, or the rank-th cheapest (other starts explore second choices).
+    std::vector<std::int32_t> valid;
     for (std::size_t y = 0; y <= b_; ++y) {
       const entry& e = root[y];
-      if (e.cost == inf || e.load < lo) continue;
-      if (best < 0 || e.cost < root[best].cost || (e.cost == root[best].cost && e.load > root[best].load)) {
-        best = static_cast<std::int32_t>(y);
-      }
+      if (e.cost != inf && e.load >= lo) valid.push_back(static_cast<std::int32_t>(y));
     }
-    if (best < 0) return false;
+    if (valid.empty()) return false;
+    std::stable_sort(valid.begin(), valid.end(), [&](std::int32_t a, std::int32_t b) {
+      return root[a].cost < root[b].cost || (root[a].cost == root[b].cost && root[a].load > root[b].load);
+    });
+    if (rank >= valid.size()) return false;
+    const std::int32_t best = valid[rank];
     // Walk the choices back down: (vertex, side, bucket) of its final front.
     struct item { vertex_id v; std::int32_t side, bucket; };
     std::vector<item> stack{{static_cast<vertex_id>(n), 0, best}};
@@ -172,13 +175,13 @@ class peeler {
 }  // namespace
 
 bool peel_start(const problem& p, const children& ch, const std::vector<node_id>& order, std::size_t buckets,
-                double share, mapping& m) {
+                double share, std::size_t first_rank, mapping& m) {
   m.assign(p.t.size(), no_node);
   peeler pe(p, ch, buckets);
   for (std::size_t i = 0; i < order.size(); ++i) {
     double rest = 0;
     for (std::size_t r = i + 1; r < order.size(); ++r) rest += p.cpu_capacity[order[r]];
-    if (!pe.fill(order[i], rest, i + 1 < order.size() ? share : 0.0, m)) return false;
+    if (!pe.fill(order[i], rest, i + 1 < order.size() ? share : 0.0, i == 0 ? first_rank : 0, m)) return false;
   }
   for (node_id x : m) {
     if (x == no_node) return false;
