@@ -316,7 +316,6 @@ result<void> component_actor::start_dynamic(std::string_view name) {
   if (c.active) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: it is running already"};
   if (shutting_down_) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: `" + state_->tree().path(vertex_) + "` is stopping"};
   c.active = true;
-  initial_ = false;  // a remote one is started by its node when asked, and waited for
   if (c.remote && !state_->cluster_ready()) {
     held_dynamic_.push_back(i);  // its node may not be linked yet: asked once every node is ready
     return {};
@@ -373,12 +372,14 @@ bool component_actor::spawn_child(std::size_t i) {
     c.remote_up = true;
     // In the run's first start each node starts its own part of the tree (generation 1), in
     // parallel; a restart asks the child's node and waits for its start, as for a local child.
-    if (initial_ && c.generation == 1 && !state_->spec_of(c.vertex).is_dynamic()) return false;
+    // A dynamic child (or one under a dynamic ancestor) is never started by its node itself.
+    if (initial_ && c.generation == 1 && !state_->under_dynamic(c.vertex)) return false;
     c.generation = state_->node()->next_generation(c.vertex);
     state_->node()->send_child(wire_kind::child_start, c.vertex, c.generation);
     return true;
   }
-  auto a = spawn<component_actor>(state_, c.vertex, address(), initial_);
+  // A dynamic child's subtree is not started by other nodes on their own: it asks for its remote children.
+  auto a = spawn<component_actor>(state_, c.vertex, address(), initial_ && !state_->under_dynamic(c.vertex));
   state_->set_actor(c.vertex, a);
   link_to(a);
   monitor(a);

@@ -34,9 +34,10 @@ caf::behavior gateway_actor::make_behavior() {
         for (auto v : state_->where().roots(state_->tree()))
           if (v != 0) hosted_.push_back({v, caf::actor{}});
         for (auto& h : hosted_) {
-          if (!state_->spec_of(h.vertex).is_dynamic()) start_hosted(h, 1, /*initial=*/true);
+          if (!state_->under_dynamic(h.vertex)) start_hosted(h, 1, /*initial=*/true);
           else if (!h.counted_started) {
-            // Started only when its supervisor asks (ctx.start_child): the node is ready without it.
+            // Started only when its supervisor asks (ctx.start_child, or a dynamic ancestor's start):
+            // the node is ready without it.
             h.counted_started = true;
             state_->done().root_started();
           }

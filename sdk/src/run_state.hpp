@@ -50,6 +50,13 @@ class run_state : public std::enable_shared_from_this<run_state> {
   const component_tree& tree() const { return *tree_; }
   std::shared_ptr<const component_tree> shared_tree() const { return tree_; }
   const spec& spec_of(vertex_id v) const { return *specs_[v]; }
+  // Whether `v` or one of its ancestors is a dynamic child (spec::dynamic): not started with the run.
+  bool under_dynamic(vertex_id v) const {
+    for (;; v = tree_->parent(v)) {
+      if (specs_[v]->is_dynamic()) return true;
+      if (v == 0) return false;
+    }
+  }
   const run_options& options() const { return options_; }
 
   routing_table& routing() { return routing_; }
