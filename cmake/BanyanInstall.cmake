@@ -14,5 +14,6 @@ install(FILES
   ${CMAKE_CURRENT_BINARY_DIR}/banyanConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/banyanConfigVersion.cmake
   ${CMAKE_CURRENT_LIST_DIR}/BanyanFindCAF.cmake
+  ${CMAKE_CURRENT_LIST_DIR}/BanyanCapnProto.cmake
   ${CMAKE_CURRENT_LIST_DIR}/BanyanApp.cmake
   DESTINATION ${banyan_cmake_dir})

@@ -87,6 +87,7 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
   }
   std::vector<node_id> at(np, no_node);
   room free(p);
+  const double tie = cost_epsilon(p);  // relative, so tiny traffic still decides
   std::vector<double> cost(k);
   for (std::int32_t q : order) {
     std::fill(cost.begin(), cost.end(), 0.0);
@@ -100,8 +101,8 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
     for (std::size_t j = 0; j < k; ++j) {
       const auto a = static_cast<node_id>(j);
       if (!free.fits(p, a, ps.cpu[q], ps.mem[q])) continue;
-      if (best < 0 || cost[j] < cost[best] - 1e-12 ||
-          (cost[j] <= cost[best] + 1e-12 && free.cpu[j] / std::max(p.cpu_capacity[j], 1e-300) >
+      if (best < 0 || cost[j] < cost[best] - tie ||
+          (cost[j] <= cost[best] + tie && free.cpu[j] / std::max(p.cpu_capacity[j], 1e-300) >
                                                  free.cpu[best] / std::max(p.cpu_capacity[best], 1e-300))) {
         best = a;
       }
@@ -166,6 +167,7 @@ class bottom_up : public algorithm {
     solution best;
     best.cost = std::numeric_limits<double>::infinity();
     std::size_t tried = 0;
+    const char* best_start = "parts";
     for (double f : fractions) {
       const parts ps = form_parts(p, ch, f * cap_cpu, f * cap_mem);
       std::vector<std::int32_t> top_down(ps.root.size());
@@ -186,6 +188,54 @@ class bottom_up : public algorithm {
       }
       if (best.cost == 0) break;  // nothing can beat a cost of zero
     }
+    // More starts, each refined, the cheapest kept: tree dynamic programming (peel.cpp) in two node
+    // orders, and the METIS and greedy baselines' mappings where they fit (so bottom-up is never
+    // above either on an instance where their mapping is feasible: same seed, same mapping).
+    auto consider = [&](mapping m, const char* what) {
+      if (m.size() != n || !evaluate(p, m).feasible) return;
+      refine(p, m, n <= 200000 ? 16 : 4);
+      const double c = evaluate(p, m).cost;
+      ++tried;
+      if (c < best.cost) {
+        best.cost = c;
+        best.map = std::move(m);
+        best_start = what;
+      }
+    };
+    if (best.cost > 0 && n >= 2 && p.k() >= 2) {
+      // Buckets per node: fine on small trees, coarser as n x k grows; none beyond ~10^4 components.
+      const double budget = 8e6 / static_cast<double>(n * p.k());  // six runs of k fills, O(n B^2) each
+      const std::size_t buckets = static_cast<std::size_t>(std::min(256.0, std::sqrt(budget)));
+      if (buckets >= 16 && n * buckets <= 400000) {
+        std::vector<node_id> order(p.k());
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](node_id a, node_id b) { return p.cpu_capacity[a] > p.cpu_capacity[b]; });
+        for (int pass = 0; pass < 2 && best.cost > 0; ++pass) {
+          for (double share : {0.0, 0.95, 0.99}) {
+            // Second choices for the first node too, on small problems (a beam of 6 at the top).
+            const std::size_t ranks = p.k() > 2 && n * p.k() <= 2000 ? 6 : 1;
+            for (std::size_t rank = 0; rank < ranks; ++rank) {
+              mapping m;
+              if (peel_start(p, ch, order, buckets, share, rank, m)) consider(std::move(m), "tree-dp");
+            }
+          }
+          std::reverse(order.begin(), order.end());
+        }
+      }
+      if (n <= 200000 && best.cost > 0) {
+        for (const char* base : {"metis", "greedy"}) {
+          auto a = make_algorithm(base);
+          if (a) consider((*a)->solve(p, o).map, base);
+        }
+      }
+      // Lagrangian prices on the capacities: a lower bound, and repaired labellings as starts.
+      const double per_iteration = static_cast<double>(n * p.k() * (p.c.uniform_cost() ? 1 : p.k()));
+      if (best.cost > 0 && per_iteration * 100 <= 1e8) {
+        auto lr = lagrangian(p, ch, best.cost, 100, n <= 2000);
+        best.lower_bound = std::max(best.lower_bound, lr.bound);
+        for (auto& m : lr.starts) consider(std::move(m), "lagrangian");
+      }
+    }
     // Iterated local search on small and medium trees: kick the best mapping, refine, keep the
     // result when it is no worse (sideways moves let it drift across plateaus). The budget shrinks
     // with n so that the whole run stays O(n log n)-ish in practice; none above 50,000 components.
@@ -194,12 +244,12 @@ class bottom_up : public algorithm {
       rng r(o.seed);
       mapping cur = best.map;
       double cur_cost = best.cost;
-      for (std::size_t it = 0; it < iterations && best.cost > 0; ++it) {
+      for (std::size_t it = 0; it < iterations && best.cost > best.lower_bound; ++it) {
         mapping m = cur;
         perturb(p, ch, m, r);
         refine(p, m, 16);
         const double c = evaluate(p, m).cost;
-        if (c <= cur_cost + 1e-12 * std::max(1.0, cur_cost)) {
+        if (c <= cur_cost + cost_epsilon(p)) {
           cur = std::move(m);
           cur_cost = c;
           if (c < best.cost) {
@@ -214,7 +264,7 @@ class bottom_up : public algorithm {
       best.message = "no placement of the parts fitted the node capacities (bin packing failed)";
     } else {
       best.status = solve_status::feasible;
-      best.message = std::to_string(tried) + " part-size trials";
+      best.message = std::to_string(tried) + " starts, best from " + best_start;
     }
     return best;
   }

@@ -21,6 +21,12 @@ std::string cap(const capacity_spec& c) { return c.percent ? "\"" + num(c.amount
 
 // YAML-safe scalar: plain when it cannot be misread, double-quoted otherwise.
 std::string scalar(const std::string& s) {
+  // A path of plain characters is a plain scalar (a leading '/' is never special in YAML); this
+  // skips yaml-cpp's emitter for the 10^5-10^6 assignment lines of a big deployment.
+  const bool plain = s.size() > 1 && s[0] == '/' && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' || c == '_' || c == '-' || c == '.';
+  });
+  if (plain) return s;
   YAML::Emitter e;
   e << s;
   return e.c_str();
@@ -63,7 +69,9 @@ void write_deployment(std::ostream& out, const problem& p, const mapping& m, con
   for (const auto& h : header) out << "# " << h << "\n";
   write_nodes(out, p.c);
   out << "assignments:  # subtree path -> node; unassigned components stay with their parent\n";
-  for (const auto& a : assignments_of(p, m)) out << "  " << scalar(a.path) << ": " << scalar(p.c.nodes[a.node].name) << "\n";
+  std::vector<std::string> node_names;
+  for (const auto& n : p.c.nodes) node_names.push_back(scalar(n.name));
+  for (const auto& a : assignments_of(p, m)) out << "  " << scalar(a.path) << ": " << node_names[a.node] << "\n";
 }
 
 result<mapping> mapping_of(const tree& t, const deployment& d) {

@@ -2,11 +2,14 @@
 #pragma once
 
 #include "banyan/partitioner/algorithm.hpp"
+#include "banyan/partitioner/io.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banyan::partitioner::detail {
@@ -43,6 +46,12 @@ inline double mem_of(const tree& t, vertex_id v) { return t.has_memory() ? t.mem
 
 // The whole file at `path` (text.cpp); errc::io naming the path when it cannot be read.
 result<std::string> read_file(const std::string& path);
+// The streaming profile reader (profile_stream.cpp): the tree when the file is a valid profile in
+// the shape banyan writes, nullopt for anything else (the full reader then names the error).
+std::optional<tree> read_profile_stream(const std::string& path, const profile_options& o);
+std::optional<tree> parse_profile_stream(std::string_view text, const profile_options& o);
+// The full reader (profile_io.cpp): a JSON document, every error named.
+result<tree> parse_profile_full(const std::string& text, const std::string& name, const profile_options& o);
 // `x` with at most `digits` significant digits, as ostream writes it (text.cpp).
 std::string format_number(double x, int digits);
 
@@ -58,6 +67,27 @@ class stopwatch {
 // Local refinement (refine.cpp): moves boundary subtrees and swaps them while the cost drops and
 // capacities hold. `m` must be within capacity; it stays so. Returns the number of moves applied.
 std::size_t refine(const problem& p, mapping& m, std::size_t max_passes = 8);
+
+// A start from tree dynamic programming (peel.cpp): fills the nodes in `order`, each with the set of
+// unplaced components that cuts the least traffic while it fits the node and the rest fits the
+// later nodes (loads bucketed into `buckets` per node, exact loads kept), and, when `share` > 0,
+// holds at least that fraction of its proportional part of what remains. The first node takes the
+// `first_rank`-th cheapest valid set (0: the cheapest). False when it finds none.
+bool peel_start(const problem& p, const children& ch, const std::vector<node_id>& order, std::size_t buckets,
+                double share, std::size_t first_rank, mapping& m);
+
+// Lagrangian relaxation of the capacities (lagrange.cpp): a proven lower bound and, when
+// `want_starts`, up to 12 labellings repaired to fit, as starts. `upper` is the best known cost
+// (infinity when none); O(iterations x n x k), x k again with unequal link costs.
+struct lagrange_result {
+  double bound = 0;
+  std::vector<mapping> starts;
+};
+lagrange_result lagrangian(const problem& p, const children& ch, double upper, std::size_t iterations, bool want_starts);
+
+// A scale for "no change": 1e-12 of the largest possible cost (0 when no edge carries traffic), so
+// that comparisons of costs are relative, whatever the unit of traffic.
+inline double cost_epsilon(const problem& p) { return 1e-12 * max_possible_cost(p); }
 
 std::unique_ptr<algorithm> make_bottom_up();
 std::unique_ptr<algorithm> make_smt();

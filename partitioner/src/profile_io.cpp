@@ -70,7 +70,11 @@ struct reader {
 
 }  // namespace
 
-result<tree> parse_profile(const std::string& text, const std::string& name, const profile_options& o) {
+namespace detail {
+
+// The full reader: a JSON document, every error named. Valid files normally take the streaming
+// reader (profile_stream.cpp); this one runs when that says "not mine", to find the message.
+result<tree> parse_profile_full(const std::string& text, const std::string& name, const profile_options& o) {
   json doc;
   try {
     doc = json::parse(text);
@@ -209,10 +213,18 @@ result<tree> parse_profile(const std::string& text, const std::string& name, con
   return t;
 }
 
+}  // namespace detail
+
+result<tree> parse_profile(const std::string& text, const std::string& name, const profile_options& o) {
+  if (auto t = detail::parse_profile_stream(text, o)) return std::move(*t);
+  return detail::parse_profile_full(text, name, o);
+}
+
 result<tree> load_profile(const std::string& path, const profile_options& o) {
+  if (auto t = detail::read_profile_stream(path, o)) return std::move(*t);
   auto text = detail::read_file(path);
   if (!text) return text.error();
-  return parse_profile(*text, path, o);
+  return detail::parse_profile_full(*text, path, o);
 }
 
 void write_profile(std::ostream& out, const tree& t, const std::string& mode) {

@@ -10,6 +10,7 @@
 #include "detail.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace banyan::partitioner::detail {
@@ -26,7 +27,8 @@ class refiner {
  public:
   refiner(const problem& p, mapping& m) : p_(p), t_(p.t), m_(m), ch_(p.t), free_(p) {
     for (std::size_t v = 0; v < t_.size(); ++v) free_.take(m_[v], t_.cpu[v], mem_of(t_, static_cast<vertex_id>(v)));
-    eps_ = 1e-12 * std::max(1.0, max_possible_cost(p));
+    uniform_ = p.c.uniform_cost();
+    eps_ = cost_epsilon(p);  // relative: traffic of 1e-12 is as real as traffic of 1e12
   }
 
   std::size_t run(std::size_t max_passes) {
@@ -46,7 +48,9 @@ class refiner {
 
   // Members of S(u) under the current mapping, into members_; returns (cpu, mem, delta to `to`).
   struct subtree_eval { double cpu = 0, mem = 0, delta = 0; };
-  subtree_eval eval_subtree(vertex_id u, node_id to) {
+  // With `max_members`, stops early and returns delta = +inf when S(u) is larger (swaps use it to
+  // keep a pass linear: a swap partner the size of a whole fragment is not worth a walk per try).
+  subtree_eval eval_subtree(vertex_id u, node_id to, std::size_t max_members = static_cast<std::size_t>(-1)) {
     subtree_eval e;
     const node_id b = m_[u];
     members_.clear();
@@ -59,6 +63,10 @@ class refiner {
       const vertex_id x = members_[i];
       e.cpu += t_.cpu[x];
       e.mem += mem_of(t_, x);
+      if (ch_.count(x) + members_.size() > max_members) {  // before the walk: a star's root has n children
+        e.delta = std::numeric_limits<double>::infinity();
+        return e;
+      }
       for (auto it = ch_.begin(x); it != ch_.end(x); ++it) {
         if (m_[*it] == b) members_.push_back(*it);
         else e.delta += t_.weight[*it] * (c(to, m_[*it]) - c(b, m_[*it]));
@@ -108,6 +116,15 @@ class refiner {
       if (v > 0) consider(pa, subtree_delta(pa), sc_[v], sm_[v], false);
       for (const auto& [g, w] : L) {
         if (g != pa) consider(g, subtree_delta(g), sc_[v], sm_[v], false);
+      }
+      // With unequal link costs a fragment's top may gain by moving to a node it does not talk to
+      // yet (a cheaper link to its parent's node): try every node there.
+      if (!uniform_ && v > 0 && pa != b) {
+        for (std::size_t j = 0; j < p_.k(); ++j) {
+          const auto g = static_cast<node_id>(j);
+          if (g == pa || std::any_of(L.begin(), L.end(), [&](const auto& e) { return e.first == g; })) continue;
+          consider(g, subtree_delta(g), sc_[v], sm_[v], false);
+        }
       }
       // Vertex moves to a neighbour's node (the parent's one, or a child's on another node).
       if (v > 0 && pa != b) consider(pa, eval_single(v, pa), t_.cpu[v], mem_of(t_, v), true);
@@ -175,10 +192,15 @@ class refiner {
   // move to v's node frees enough room and keeps the pair's total gain negative.
   std::size_t swaps() {
     if (blocked_.empty()) return 0;
-    std::sort(blocked_.begin(), blocked_.end(), [](const candidate& a, const candidate& b) {
+    // Only the 64 best are tried: select them in O(n) before sorting (a star has ~n blocked moves).
+    const auto better = [](const candidate& a, const candidate& b) {
       return a.delta < b.delta || (a.delta == b.delta && a.v < b.v);
-    });
-    if (blocked_.size() > 64) blocked_.resize(64);
+    };
+    if (blocked_.size() > 64) {
+      std::nth_element(blocked_.begin(), blocked_.begin() + 64, blocked_.end(), better);
+      blocked_.resize(64);
+    }
+    std::sort(blocked_.begin(), blocked_.end(), better);
     // Fragment tops per node: the roots of maximal same-node connected pieces, and their children
     // inside the piece (branches); these are the subtrees worth sending back.
     std::vector<std::vector<vertex_id>> pool(p_.k());
@@ -190,10 +212,11 @@ class refiner {
     }
     std::size_t moved = 0;
     std::vector<vertex_id> saved;
+    constexpr std::size_t swap_limit = 256;
     for (const auto& cd : blocked_) {
       const node_id a = m_[cd.v], j = cd.to;
       if (a == j) continue;
-      const auto ev = eval_subtree(cd.v, j);
+      const auto ev = eval_subtree(cd.v, j, swap_limit);
       if (!(ev.delta < -eps_)) continue;
       const double need_cpu = ev.cpu - free_.cpu[j];
       saved = members_;
@@ -203,9 +226,12 @@ class refiner {
       vertex_id best_u = no_vertex;
       std::size_t scanned = 0;
       for (vertex_id u : pool[j]) {
-        if (m_[u] != j || scanned++ > 256) continue;
+        if (scanned > 256) break;
+        if (m_[u] != j) continue;
+        ++scanned;
         if (std::find(saved.begin(), saved.end(), u) != saved.end()) continue;
-        const auto eu = eval_subtree(u, a);
+        const auto eu = eval_subtree(u, a, swap_limit);
+        if (!std::isfinite(eu.delta)) continue;
         if (eu.cpu < need_cpu - p_.cpu_capacity[j] * capacity_tolerance) continue;
         const bool ok_j = within(p_.cpu_capacity[j] - free_.cpu[j] + ev.cpu - eu.cpu, p_.cpu_capacity[j]) &&
                           (free_.mem.empty() || within(p_.memory_capacity[j] - free_.mem[j] + ev.mem - eu.mem, p_.memory_capacity[j]));
@@ -236,17 +262,86 @@ class refiner {
   children ch_;
   room free_;
   double eps_;
+  bool uniform_ = true;
   std::vector<double> sc_, sm_;
   std::vector<std::vector<std::pair<node_id, double>>> below_;
   std::vector<candidate> cands_, blocked_;
   std::vector<vertex_id> members_;
 };
 
+// Relabels whole nodes: the contents of nodes a and b trade places when both fit and the cost
+// drops (only the k x k traffic between nodes matters, so each trial is O(k^2)). Exhaustive over
+// all permutations for k <= 5, pairwise hill climbing above. Matters only with unequal link costs.
+std::size_t relabel(const problem& p, mapping& m) {
+  const std::size_t k = p.k();
+  if (k < 2 || p.c.uniform_cost()) return 0;
+  const auto& t = p.t;
+  std::vector<double> traffic(k * k, 0), cpu(k, 0), mem(k, 0);
+  for (std::size_t v = 0; v < t.size(); ++v) {
+    cpu[m[v]] += t.cpu[v];
+    mem[m[v]] += mem_of(t, static_cast<vertex_id>(v));
+    if (v > 0 && m[v] != m[t.parent[v]]) traffic[m[v] * k + m[t.parent[v]]] += t.weight[v];
+  }
+  auto fits = [&](std::size_t content, std::size_t at) {
+    return within(cpu[content], p.cpu_capacity[at]) &&
+           (p.memory_capacity.empty() || !std::isfinite(p.memory_capacity[at]) || within(mem[content], p.memory_capacity[at]));
+  };
+  // perm[a]: the node that gets what is on a now.
+  auto cost_of = [&](const std::vector<node_id>& perm) {
+    double c = 0;
+    for (std::size_t a = 0; a < k; ++a) {
+      for (std::size_t b = 0; b < k; ++b) {
+        if (traffic[a * k + b] != 0) c += traffic[a * k + b] * p.c.cost(perm[a], perm[b]);
+      }
+    }
+    return c;
+  };
+  std::vector<node_id> perm(k), best(k);
+  for (std::size_t a = 0; a < k; ++a) perm[a] = best[a] = static_cast<node_id>(a);
+  const double eps = cost_epsilon(p);
+  double best_cost = cost_of(perm);
+  const double start = best_cost;
+  if (k <= 5) {
+    while (std::next_permutation(perm.begin(), perm.end())) {
+      bool ok = true;
+      for (std::size_t a = 0; a < k && ok; ++a) ok = fits(a, static_cast<std::size_t>(perm[a]));
+      if (!ok) continue;
+      const double c = cost_of(perm);
+      if (c < best_cost - eps) {
+        best_cost = c;
+        best = perm;
+      }
+    }
+  } else {
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (std::size_t a = 0; a < k; ++a) {
+        for (std::size_t b = a + 1; b < k; ++b) {
+          std::swap(best[a], best[b]);
+          const bool ok = fits(a, static_cast<std::size_t>(best[a])) && fits(b, static_cast<std::size_t>(best[b]));
+          const double c = ok ? cost_of(best) : INFINITY;
+          if (c < best_cost - eps) {
+            best_cost = c;
+            improved = true;
+          } else {
+            std::swap(best[a], best[b]);
+          }
+        }
+      }
+    }
+  }
+  if (!(best_cost < start - eps)) return 0;
+  for (auto& x : m) x = best[x];
+  return 1;
+}
+
 }  // namespace
 
 std::size_t refine(const problem& p, mapping& m, std::size_t max_passes) {
+  std::size_t moved = relabel(p, m);
   refiner r(p, m);
-  return r.run(max_passes);
+  moved += r.run(max_passes);
+  return moved + relabel(p, m);
 }
 
 }  // namespace banyan::partitioner::detail

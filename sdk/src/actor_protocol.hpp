@@ -17,7 +17,7 @@ namespace banyan::detail {
 
 using deliver_atom = caf::atom_constant<caf::atom("deliver")>;    // routed_message, target index
 using post_atom = caf::atom_constant<caf::atom("post")>;          // task: the component's own work
-using request_atom = caf::atom_constant<caf::atom("request")>;    // method, payload -> error text, reply
+using request_atom = caf::atom_constant<caf::atom("request")>;    // method, payload, requester vertex -> error text, reply
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  // urgent: stop ahead of queued messages
 using started_atom = caf::atom_constant<caf::atom("started")>;    // a child's subtree has started
 using ready_atom = caf::atom_constant<caf::atom("ready")>;        // every node is ready: flush held publishes
@@ -31,6 +31,7 @@ using undeliv_atom = caf::atom_constant<caf::atom("undeliv")>;    // node, count
 // Supervision across nodes (node_wire.hpp's child_* envelopes, turned into messages by the gateway):
 using rstarted_atom = caf::atom_constant<caf::atom("rstarted")>;  // child vertex, generation: a remote child's subtree started
 using rfailed_atom = caf::atom_constant<caf::atom("rfailed")>;    // child vertex, generation, reason: a remote child failed
+using rstopped_atom = caf::atom_constant<caf::atom("rstopped")>;  // child vertex, generation: a remote child ended by ctx.stop()
 
 // The text of an actor's exit reason as the user wrote it: a component's failure is
 // make_error(sec::runtime_error, what) (component_actor.cpp), so its context holds `what` alone;

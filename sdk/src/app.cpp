@@ -175,6 +175,7 @@ run_result run(app& application, const run_options& options) {
   out.traffic.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   out.traffic.loads = state->loads().snapshot();
   out.traffic.edges = state->routing().traffic();
+  state->requests().add_to(out.traffic.edges);  // request/reply traffic on the edges of its paths
   out.traffic.flows = state->routing().flows();
   out.traffic.composite.resize(state->tree().size());
   for (vertex_id v = 0; v < state->tree().size(); ++v) out.traffic.composite[v] = state->spec_of(v).is_composite();

@@ -63,6 +63,8 @@ class actor_context final : public context {
     return self_.watch(path, std::move(on_down));
   }
   void stop() override { self_.post_task([s = &self_] { s->stop_self(); }); }
+  result<void> start_child(std::string_view name) override { return self_.start_dynamic(name); }
+  result<void> stop_child(std::string_view name) override { return self_.stop_dynamic(name); }
 
  private:
   component_actor& self_;
@@ -114,10 +116,12 @@ caf::behavior component_actor::make_behavior() {
   attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error& reason) {
     if (state->actors().get(v).address() == self) state->set_actor(v, caf::actor{});
     const bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
+    const std::string why = failed ? reason_text(reason) : std::string("stopped");
     for (const auto& [watcher, id] : state->watching().of(v)) {
-      if (auto w = caf::actor_cast<caf::actor>(watcher))
-        caf::anon_send(w, mondown_atom::value, id, state->tree().path(v), failed ? reason_text(reason) : std::string("stopped"));
+      if (auto w = caf::actor_cast<caf::actor>(watcher)) caf::anon_send(w, mondown_atom::value, id, state->tree().path(v), why);
     }
+    if (auto* node = state->node())
+      for (const auto& w : state->watching().remote_of(v)) node->send_down(v, w.node, w.watcher, w.id, why);
   });
   start();
   behavior_ready_ = true;
@@ -125,7 +129,7 @@ caf::behavior component_actor::make_behavior() {
       [this](deliver_atom, const std::shared_ptr<const routed_message>& m, std::uint32_t index) { deliver(*m, index); },
       [](resume_atom) {},  // a late wake-up (the pause already ended)
       [this](post_atom, const task& t) { timed(t.fn); },
-      [this](request_atom, const std::string& method, const payload& data) -> caf::result<std::string, payload> {
+      [this](request_atom, const std::string& method, const payload& data, vertex_id requester) -> caf::result<std::string, payload> {
         std::string err;
         payload reply;
         timed([&] {
@@ -138,6 +142,7 @@ caf::behavior component_actor::make_behavior() {
           if (r) reply = std::move(*r);
           else err = r.error().what();
         });
+        state_->requests().record(vertex_, requester, reply.size());  // the profile's request traffic
         return {std::move(err), std::move(reply)};
       },
       [this](started_atom, vertex_id child_vertex) {
@@ -163,9 +168,18 @@ caf::behavior component_actor::make_behavior() {
       [this](rfailed_atom, vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
         on_remote_failure(child_vertex, generation, reason);
       },
+      [this](rstopped_atom, vertex_id child_vertex, std::uint64_t generation) { on_remote_stopped(child_vertex, generation); },
       [this](ready_atom) {
+        // Monitors first: a watched component's end caused by a held request is then reported.
+        for (const auto& [watched, id] : std::exchange(held_monitors_, {})) state_->node()->send_monitor(vertex_, watched, id);
         flush_held();
         flush_held_requests();
+        for (auto i : std::exchange(held_dynamic_, {})) {
+          if (children_[i].active) pending_.push_back(i);
+        }
+        std::sort(pending_.begin(), pending_.end());
+        pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
+        if (!shutting_down_ && !pending_.empty()) spawn_next();
       },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
         log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
@@ -229,7 +243,7 @@ bool component_actor::pause() {
          caf::message_handler{
              [this](resume_atom) { resume(); },
              [](post_atom, const task&) -> caf::result<void> { return caf::skip; },
-             [](request_atom, const std::string&, const payload&) -> caf::result<std::string, payload> {
+             [](request_atom, const std::string&, const payload&, vertex_id) -> caf::result<std::string, payload> {
                return caf::skip;
              },
          }.or_else(main_));
@@ -247,6 +261,8 @@ void component_actor::on_exit() {
   handlers_.clear();
   services_.clear();
   monitors_.clear();
+  held_monitors_.clear();
+  held_dynamic_.clear();
   remote_requests_.clear();
   held_.clear();
   held_requests_.clear();
@@ -268,21 +284,71 @@ void component_actor::start() {
   for (auto v : kids) {
     children_.push_back({v, caf::actor{}});
     children_.back().remote = !state_->is_local(v);
+    children_.back().active = !state_->spec_of(v).is_dynamic();
   }
-  for (std::size_t i = 0; i < children_.size(); ++i) pending_.push_back(i);
+  for (std::size_t i = 0; i < children_.size(); ++i)
+    if (children_[i].active) pending_.push_back(i);
   spawn_next();
 }
 
 result<void> component_actor::watch(std::string_view path, banyan::context::down_handler on_down) {
   auto v = state_->tree().find(path);
   if (!v) return v.error();
-  if (!state_->is_local(*v)) {
-    return error{sdk::errc::invalid_argument, "monitor `" + std::string(path) +
-                                                  "`: it runs on another node; monitors across nodes are not supported yet"};
-  }
-  const std::uint64_t id = next_monitor_++;
+  const std::uint64_t id = state_->watching().next_id();
   monitors_.emplace(id, std::move(on_down));
-  state_->watching().add(*v, caf::actor_cast<caf::actor_addr>(this), id);
+  if (state_->is_local(*v)) {
+    state_->watching().add(*v, caf::actor_cast<caf::actor_addr>(this), id);
+  } else if (state_->cluster_ready()) {
+    state_->node()->send_monitor(vertex_, *v, id);  // its node tells us of each end (`down`)
+  } else {
+    held_monitors_.emplace_back(*v, id);  // the links may not be up yet: sent with ready_atom
+  }
+  return {};
+}
+
+std::size_t component_actor::dynamic_child(std::string_view name) const {
+  for (std::size_t i = 0; i < children_.size(); ++i) {
+    const spec& s = state_->spec_of(children_[i].vertex);
+    if (s.name() == name && s.is_dynamic()) return i;
+  }
+  return none;
+}
+
+error component_actor::no_dynamic_child(std::string_view name) const {
+  return error{sdk::errc::invalid_argument, "`" + std::string(name) + "` is no dynamic child of `" + state_->tree().path(vertex_) + "`"};
+}
+
+result<void> component_actor::start_dynamic(std::string_view name) {
+  const std::size_t i = dynamic_child(name);
+  if (i == none) return no_dynamic_child(name);
+  child& c = children_[i];
+  if (c.active) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: it is running already"};
+  if (shutting_down_) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: `" + state_->tree().path(vertex_) + "` is stopping"};
+  c.active = true;
+  if (c.remote && !state_->cluster_ready()) {
+    held_dynamic_.push_back(i);  // its node may not be linked yet: asked once every node is ready
+    return {};
+  }
+  state_->forget_subtree(c.vertex);
+  pending_.push_back(i);
+  std::sort(pending_.begin(), pending_.end());
+  pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
+  spawn_next();
+  return {};
+}
+
+result<void> component_actor::stop_dynamic(std::string_view name) {
+  const std::size_t i = dynamic_child(name);
+  if (i == none) return no_dynamic_child(name);
+  child& c = children_[i];
+  if (!c.active) return error{sdk::errc::invalid_argument, "stop_child `" + std::string(name) + "`: it is not running"};
+  c.active = false;
+  pending_.erase(std::remove(pending_.begin(), pending_.end(), i), pending_.end());
+  held_dynamic_.erase(std::remove(held_dynamic_.begin(), held_dynamic_.end(), i), held_dynamic_.end());
+  if (starting_ == i) starting_ = none;  // its later siblings do not wait for it
+  stop_child(c);
+  state_->forget_subtree(c.vertex);  // this node's part; a remote child's node forgets its own
+  if (starting_ == none && !pending_.empty()) spawn_next();  // siblings that waited for it
   return {};
 }
 
@@ -315,12 +381,14 @@ bool component_actor::spawn_child(std::size_t i) {
     c.remote_up = true;
     // In the run's first start each node starts its own part of the tree (generation 1), in
     // parallel; a restart asks the child's node and waits for its start, as for a local child.
-    if (initial_ && c.generation == 1) return false;
+    // A dynamic child (or one under a dynamic ancestor) is never started by its node itself.
+    if (initial_ && c.generation == 1 && !state_->under_dynamic(c.vertex)) return false;
     c.generation = state_->node()->next_generation(c.vertex);
     state_->node()->send_child(wire_kind::child_start, c.vertex, c.generation);
     return true;
   }
-  auto a = spawn_component(*this, state_, c.vertex, address(), initial_);
+  // A dynamic child's subtree is not started by other nodes on their own: it asks for its remote children.
+  auto a = spawn_component(*this, state_, c.vertex, address(), initial_ && !state_->under_dynamic(c.vertex));
   state_->set_actor(c.vertex, a);
   link_to(a);
   monitor(a);
@@ -364,6 +432,20 @@ void component_actor::on_remote_failure(vertex_id child_vertex, std::uint64_t ge
   supervise(i, reason, true, was_starting);
 }
 
+void component_actor::on_remote_stopped(vertex_id child_vertex, std::uint64_t generation) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.remote && c.vertex == child_vertex; });
+  if (it == children_.end() || !it->remote_up || it->generation != generation) return;  // stopped or replaced already
+  const std::size_t i = static_cast<std::size_t>(it - children_.begin());
+  it->remote_up = false;
+  const bool was_starting = starting_ == i;
+  if (was_starting) starting_ = none;
+  if (shutting_down_) return;
+  // As for a local child that called ctx.stop(): only a permanent one is restarted.
+  if (state_->spec_of(child_vertex).restart() == restart_type::permanent) return supervise(i, "stopped", false);
+  if (state_->spec_of(child_vertex).is_dynamic()) it->active = false;  // start_child may start it again
+  if (was_starting) spawn_next();
+}
+
 void component_actor::on_exit_message(caf::exit_msg& msg) {
   if (msg.source == parent_) {
     // Stopped in good health (its supervisor restarts it, or failed itself): keep its state.
@@ -399,6 +481,7 @@ void component_actor::on_child_gone(const caf::actor_addr& source, const caf::er
   if (!failed) {
     // Ended by ctx.stop(): a permanent child is restarted, others stay down.
     if (state_->spec_of(children_[i].vertex).restart() == restart_type::permanent) supervise(i, "stopped", false);
+    else if (state_->spec_of(children_[i].vertex).is_dynamic()) children_[i].active = false;  // start_child may start it again
     return;
   }
   supervise(i, reason_text(reason), true, was_starting);
@@ -411,6 +494,7 @@ void component_actor::supervise(std::size_t i, const std::string& reason, bool f
   auto type_of = [&](std::size_t j) { return state_->spec_of(children_[j].vertex).restart(); };
   if (type_of(i) == restart_type::temporary) {
     log::warning(tree.path(vertex_), "`" + child_path + "` is temporary: not restarted");
+    if (state_->spec_of(children_[i].vertex).is_dynamic()) children_[i].active = false;  // start_child may start it again
     if (was_starting) spawn_next();  // its later siblings start without it
     return;
   }
@@ -439,12 +523,13 @@ void component_actor::supervise(std::size_t i, const std::string& reason, bool f
   // Stop the others in reverse start order, forget everything the old incarnations subscribed, then
   // start the new incarnations in order.
   for (std::size_t j = last; j-- > first;)
-    if (j != i) stop_child(children_[j]);
+    if (j != i && children_[j].active) stop_child(children_[j]);
   // From here on, remote children start only when asked (and are waited for).
   initial_ = false;
   for (std::size_t j = first; j < last; ++j) {
     state_->forget_subtree(children_[j].vertex);  // this node's part; a remote child's node forgets its own
-    if (j == i || type_of(j) != restart_type::temporary) pending_.push_back(j);
+    if (j == i || (children_[j].active && type_of(j) != restart_type::temporary)) pending_.push_back(j);
+    else if (state_->spec_of(children_[j].vertex).is_dynamic()) children_[j].active = false;  // stays down
   }
   if (starting_ >= first && starting_ < last) starting_ = none;
   std::sort(pending_.begin(), pending_.end());
@@ -580,7 +665,8 @@ void component_actor::send_request(std::string_view path, std::string method, co
   auto target = state_->actors().get(*v);
   if (!target) return fail(error{sdk::errc::request_failed, "`" + std::string(path) + "` is not running"});
   std::string what = "request `" + method + "` to `" + std::string(path) + "`";
-  request(target, caf::duration{timeout}, request_atom::value, std::move(method), data)
+  state_->requests().record(vertex_, *v, data.size());  // the profile's request traffic
+  request(target, caf::duration{timeout}, request_atom::value, std::move(method), data, vertex_)
       .then(
           [this, on_reply, what](std::string& err, payload& reply) {
             timed([&] {
@@ -593,7 +679,7 @@ void component_actor::send_request(std::string_view path, std::string method, co
               if (e == caf::sec::request_timeout)
                 on_reply(error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
               else
-                on_reply(error{sdk::errc::request_failed, what + ": " + to_string(e)});
+                on_reply(error{sdk::errc::request_failed, what + ": " + reason_text(e)});  // the callee's what(), not CAF's rendering
             });
           });
 }
@@ -624,6 +710,7 @@ void component_actor::send_remote_request(vertex_id target, std::string method, 
 }
 
 void component_actor::transmit_request(const held_request& r) {
+  state_->requests().record(vertex_, r.target, r.data.size());  // the profile's request traffic
   const std::size_t block_at = in_remote_delivery_ ? runtime::never_block : node_runtime::publisher_block_at;
   auto sent = state_->node()->send_request(vertex_, r.target, r.method, r.data, r.timeout, r.id,
                                            caf::actor_cast<caf::actor>(this), block_at);

@@ -38,6 +38,8 @@ class component_actor final : public caf::event_based_actor {
   void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
   void stop_self();   // ctx.stop(): an orderly end of this component alone
   result<void> watch(std::string_view path, banyan::context::down_handler on_down);  // ctx.monitor
+  result<void> start_dynamic(std::string_view name);  // ctx.start_child
+  result<void> stop_dynamic(std::string_view name);   // ctx.stop_child
   void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
   run_state& state() { return *state_; }
@@ -53,7 +55,10 @@ class component_actor final : public caf::event_based_actor {
     bool remote = false;
     bool remote_up = false;         // remote: an incarnation is running (or starting)
     std::uint64_t generation = 1;   // remote: of that incarnation
+    bool active = true;  // false: a dynamic child not started (or stopped by stop_child)
   };
+  std::size_t dynamic_child(std::string_view name) const;  // none if no such
+  error no_dynamic_child(std::string_view name) const;
   // Requests to other nodes made before every node was ready, in order; their reply handlers wait
   // in remote_requests_ (and time out there).
   struct held_request {
@@ -76,6 +81,7 @@ class component_actor final : public caf::event_based_actor {
   // `was_starting`: it ended while it was starting (its later siblings wait for it).
   void supervise(std::size_t i, const std::string& reason, bool failure = true, bool was_starting = false);
   void on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason);
+  void on_remote_stopped(vertex_id child_vertex, std::uint64_t generation);  // it called ctx.stop()
   void stop_child(child& c);
   void stop_remote_children();  // this incarnation fails or is stopped: its remote children go too
   void shutdown_next();
@@ -123,7 +129,9 @@ class component_actor final : public caf::event_based_actor {
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<std::string, banyan::context::service> services_;
   std::unordered_map<std::uint64_t, banyan::context::down_handler> monitors_;  // by id (watchers.hpp)
-  std::uint64_t next_monitor_ = 1;
+  // Monitors of components on other nodes made before every node was ready: (watched, id).
+  std::vector<std::pair<vertex_id, std::uint64_t>> held_monitors_;
+  std::vector<std::size_t> held_dynamic_;  // remote dynamic children started before every node was ready
   route_cache routes_;  // this component's publishes
   std::uint64_t sequence_ = 0;
   // Publishes made before every node of a deployment was ready, in order (multi-node runs only).

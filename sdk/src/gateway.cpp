@@ -33,7 +33,15 @@ caf::behavior gateway_actor::make_behavior() {
       [this](host_atom) {
         for (auto v : state_->where().roots(state_->tree()))
           if (v != 0) hosted_.push_back({v, caf::actor{}});
-        for (auto& h : hosted_) start_hosted(h, 1, /*initial=*/true);
+        for (auto& h : hosted_) {
+          if (!state_->under_dynamic(h.vertex)) start_hosted(h, 1, /*initial=*/true);
+          else if (!h.counted_started) {
+            // Started only when its supervisor asks (ctx.start_child, or a dynamic ancestor's start):
+            // the node is ready without it.
+            h.counted_started = true;
+            state_->done().root_started();
+          }
+        }
       },
       [this](started_atom, vertex_id v) { on_hosted_started(v); },
       [this](shutdown_atom, bool urgent) { shutdown_hosted(urgent); },
@@ -95,7 +103,11 @@ void gateway_actor::on_hosted_gone(const caf::actor_addr& source, const caf::err
   it->actor = caf::actor{};
   if (shutting_down_) return state_->done().root_down(false);
   const bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
-  if (!failed) return;
+  if (!failed) {
+    // Ended itself (ctx.stop()): its supervisor applies its restart type.
+    state_->forget_subtree(it->vertex);
+    return report(wire_kind::child_stopped, it->vertex, it->generation);
+  }
   // A root that fails during the node's start still lets the node announce itself: its supervisor
   // (reached once the cluster is ready) decides what happens next.
   if (!it->counted_started) {
@@ -138,8 +150,31 @@ void gateway_actor::on_child_report(const std::string& peer, runtime::envelope& 
     return log_dropped(peer, "supervision report for `" + e.target + "`: it is not hosted by node `" + peer + "`");
   auto supervisor = state_->actors().get(parent);
   if (!supervisor) return;  // between incarnations: the next one starts its children afresh
-  if (static_cast<wire_kind>(e.kind) == wire_kind::child_started) anon_send(supervisor, rstarted_atom::value, v, e.id);
-  else anon_send(supervisor, rfailed_atom::value, v, e.id, std::move(e.text));
+  switch (static_cast<wire_kind>(e.kind)) {
+    case wire_kind::child_started: return anon_send(supervisor, rstarted_atom::value, v, e.id);
+    case wire_kind::child_stopped: return anon_send(supervisor, rstopped_atom::value, v, e.id);
+    default: return anon_send(supervisor, rfailed_atom::value, v, e.id, std::move(e.text));
+  }
+}
+
+// A component on `peer` monitors one of ours: tell it of each end from now on.
+void gateway_actor::on_monitor(const std::string& peer, runtime::envelope& e) {
+  const vertex_id watched = *state_->tree().find(e.target);  // check() found both
+  const vertex_id watcher = *state_->tree().find(e.sender);
+  if (!state_->is_local(watched)) return log_dropped(peer, "monitor of `" + e.target + "`: not on this node");
+  if (node_->deployment().node_of[watcher] != node_->index_of(peer))
+    return log_dropped(peer, "monitor by `" + e.sender + "`: it is not on node `" + peer + "`");
+  state_->watching().add_remote(watched, {node_->index_of(peer), watcher, e.id});
+}
+
+// A component we monitor on `peer` ended: tell the watcher (a stale id is ignored there).
+void gateway_actor::on_down(const std::string& peer, runtime::envelope& e) {
+  const vertex_id watcher = *state_->tree().find(e.target);  // check() found both
+  const vertex_id watched = *state_->tree().find(e.sender);
+  if (!state_->is_local(watcher)) return log_dropped(peer, "down for `" + e.target + "`: not on this node");
+  if (node_->deployment().node_of[watched] != node_->index_of(peer))
+    return log_dropped(peer, "down of `" + e.sender + "`: it is not hosted by node `" + peer + "`");
+  if (auto a = state_->actors().get(watcher)) anon_send(a, mondown_atom::value, e.id, e.sender, std::move(e.text));
 }
 
 void gateway_actor::shutdown_hosted(bool urgent) {
@@ -178,7 +213,10 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
     case wire_kind::child_start:
     case wire_kind::child_stop: return on_child_command(peer, e);
     case wire_kind::child_started:
-    case wire_kind::child_failed: return on_child_report(peer, e);
+    case wire_kind::child_failed:
+    case wire_kind::child_stopped: return on_child_report(peer, e);
+    case wire_kind::monitor: return on_monitor(peer, e);
+    case wire_kind::down: return on_down(peer, e);
   }
 }
 
@@ -280,13 +318,15 @@ void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e)
   auto actor = state_->actors().get(target);
   if (!actor) return reply(reply_code::failed, "`" + path + "` is not running", {});
   const std::chrono::milliseconds timeout{e.timeout_ms};
-  request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()))
+  const vertex_id requester = *state_->tree().find(e.sender);  // check() found it
+  request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()),
+          requester)
       .then([reply](std::string& err, payload& data) { err.empty() ? reply(reply_code::ok, "", data) : reply(reply_code::failed, err, {}); },
             [reply, timeout](caf::error& err) {
               if (err == caf::sec::request_timeout)
                 reply(reply_code::timeout, "no reply within " + std::to_string(timeout.count()) + " ms", {});
               else
-                reply(reply_code::failed, to_string(err), {});
+                reply(reply_code::failed, reason_text(err), {});  // the callee's what(), not CAF's rendering
             });
 }
 

@@ -11,7 +11,8 @@
 // node's hosted roots, the components whose parent runs on another node. It reports each one's
 // start and failure to the parent's node and starts or stops incarnations when the parent's node
 // asks (node_wire.hpp's child_* kinds), so a remote supervisor acts on them as on a local child.
-// At the run's end (shutdown_atom) it stops them and reports each one's end to completion.hpp as a
+// It also keeps monitors across nodes: a peer's component watching one of ours (`monitor`), and
+// the news of a remote watched component's end for one of ours (`down`). At the run's end (shutdown_atom) it stops them and reports each one's end to completion.hpp as a
 // root's.
 //
 // Thread-safety: all of its state (route cache, early data) belongs to the gateway actor;
@@ -76,6 +77,8 @@ class gateway_actor final : public caf::event_based_actor {
   void on_hosted_gone(const caf::actor_addr& source, const caf::error& reason);
   void on_child_command(const std::string& peer, runtime::envelope& e);
   void on_child_report(const std::string& peer, runtime::envelope& e);
+  void on_monitor(const std::string& peer, runtime::envelope& e);  // monitors across nodes
+  void on_down(const std::string& peer, runtime::envelope& e);
   void report(wire_kind kind, vertex_id v, std::uint64_t generation, std::string text = {});
   void shutdown_hosted(bool urgent);
 

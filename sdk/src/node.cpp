@@ -225,6 +225,26 @@ void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t gen
   if (!r) log::warning(self_name(), "supervision of `" + tree.path(child) + "`: " + r.error().what());
 }
 
+void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id) {
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::monitor);
+  e.sender = state_.tree().path(watcher);
+  e.target = state_.tree().path(watched);
+  e.id = id;
+  auto r = transport_->send(deployment_.names[deployment_.node_of[watched]], std::move(e), runtime::never_block);
+  if (!r) log::warning(self_name(), "monitor of `" + state_.tree().path(watched) + "`: " + r.error().what());
+}
+
+void node_runtime::send_down(vertex_id watched, std::uint32_t to, vertex_id watcher, std::uint64_t id, std::string reason) {
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::down);
+  e.sender = state_.tree().path(watched);
+  e.target = state_.tree().path(watcher);
+  e.id = id;
+  e.text = reason.size() > max_error_text_bytes ? reason.substr(0, max_error_text_bytes) : std::move(reason);
+  (void)transport_->send(deployment_.names[to], std::move(e), runtime::never_block);
+}
+
 std::vector<link_traffic> node_runtime::data_links() const {
   std::vector<link_traffic> out;
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {

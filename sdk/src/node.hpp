@@ -108,6 +108,12 @@ class node_runtime {
   void send_child(wire_kind kind, vertex_id child, std::uint64_t generation, std::string text = {});
   // A new generation for the next incarnation of remote child `v` (1 is the one its node starts
   // itself). Called by v's supervisor only, so successive supervisor incarnations never reuse one.
+  // Monitors across nodes (node_wire.hpp's monitor and down kinds): asks the node of `watched` to
+  // report its ends to `watcher` (here) under monitor `id`; and tells node `to` that an incarnation
+  // of local `watched` ended. Never wait for credit; a send to a gone node is dropped (the run is
+  // ending, or that node is lost and its watchers with it).
+  void send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id);
+  void send_down(vertex_id watched, std::uint32_t to, vertex_id watcher, std::uint64_t id, std::string reason);
   std::uint64_t next_generation(vertex_id v) { return generations_[v].fetch_add(1, std::memory_order_relaxed) + 1; }
 
   // The node's roots other than the tree's (parents on other nodes) are the gateway's: it starts

@@ -101,8 +101,17 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
     case wire_kind::child_start:
     case wire_kind::child_stop:
     case wire_kind::child_started:
+    case wire_kind::child_stopped:
       allowed = f_target | f_id;
       name = "child";
+      break;
+    case wire_kind::monitor:
+      allowed = f_sender | f_target | f_id;
+      name = "monitor";
+      break;
+    case wire_kind::down:
+      allowed = f_sender | f_target | f_id | f_text;
+      name = "down";
       break;
     case wire_kind::child_failed:
       allowed = f_target | f_id | f_text;
@@ -170,8 +179,16 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
     case wire_kind::child_stop:
     case wire_kind::child_started:
     case wire_kind::child_failed:
+    case wire_kind::child_stopped:
       if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
       if (*tree.find(e.target) == 0) return kind + "target is the root, which has no supervisor";
+      if (auto f = id_fault(); !f.empty()) return f;
+      if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
+      return "";
+    case wire_kind::monitor:
+    case wire_kind::down:
+      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
       if (auto f = id_fault(); !f.empty()) return f;
       if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
       return "";

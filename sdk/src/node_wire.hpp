@@ -18,7 +18,10 @@
 // The child_* kinds carry supervision across nodes (docs/sdk.md "Supervision across nodes"): a
 // supervisor asks the node of a remote child to start or stop an incarnation (numbered by its
 // generation, 1 for the one each node starts itself); that node answers with child_started once
-// the incarnation's subtree has started, or child_failed with the user's failure reason.
+// the incarnation's subtree has started, or child_failed with the user's failure reason, or
+// child_stopped when it ended itself in order (ctx.stop(): its supervisor applies its restart type).
+// `monitor` asks the node of a watched component to tell the watcher's node each time an
+// incarnation of it ends; `down` is that news, with the reason (`stopped` for an orderly end).
 // `undelivered` goes back to a publisher's node from a node that was forwarding the publisher's
 // messages to a node that is gone (or could not send them on): how many copies will not arrive.
 //
@@ -36,7 +39,8 @@ namespace banyan::detail {
 
 enum class wire_kind : std::uint16_t {
   data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
-  child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12
+  child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12,
+  child_stopped = 13, monitor = 14, down = 15
 };
 
 // A reply's outcome (`code` of a reply envelope).

@@ -11,6 +11,7 @@
 //   done                      completion.hpp       thread-safe: start and exit latch
 //   kept                      state_store.hpp      thread-safe: states kept across restarts
 //   watching                  watchers.hpp         thread-safe: monitors of components' ends
+//   requests                  request_traffic.hpp  thread-safe: request/reply traffic per tree edge
 //   node                      node.hpp, gateway.hpp multi-node runs only (null otherwise)
 //
 // Only operations that span parts live here (set_actor, forget_subtree, set_node, set_cluster_ready); everything
@@ -22,6 +23,7 @@
 #include "completion.hpp"
 #include "directory.hpp"
 #include "local_flow.hpp"
+#include "request_traffic.hpp"
 #include "locality.hpp"
 #include "route_front.hpp"
 #include "state_store.hpp"
@@ -48,6 +50,13 @@ class run_state : public std::enable_shared_from_this<run_state> {
   const component_tree& tree() const { return *tree_; }
   std::shared_ptr<const component_tree> shared_tree() const { return tree_; }
   const spec& spec_of(vertex_id v) const { return *specs_[v]; }
+  // Whether `v` or one of its ancestors is a dynamic child (spec::dynamic): not started with the run.
+  bool under_dynamic(vertex_id v) const {
+    for (;; v = tree_->parent(v)) {
+      if (specs_[v]->is_dynamic()) return true;
+      if (v == 0) return false;
+    }
+  }
   const run_options& options() const { return options_; }
 
   routing_table& routing() { return routing_; }
@@ -60,6 +69,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   completion& done() { return done_; }
   state_store& kept() { return kept_; }
   watchers& watching() { return watching_; }
+  request_traffic& requests() { return requests_; }
   node_runtime* node() const { return node_; }
 
   // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh.
@@ -90,6 +100,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   completion done_;
   state_store kept_{tree_->size()};
   watchers watching_{tree_->size()};
+  request_traffic requests_{tree_};
   node_runtime* node_ = nullptr;
   std::atomic<bool> cluster_ready_{true};
 };

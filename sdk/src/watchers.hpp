@@ -2,8 +2,9 @@
 // SDK.
 //
 // Per watched component, the watchers' actor addresses (weak: a monitor never keeps its watcher
-// alive) with the watcher's own id for its handler. One process only: a node knows its own
-// components' ends.
+// alive) with the watcher's own id for its handler; and watchers on other nodes (their node, vertex
+// and id), who are told by a `down` envelope (node_wire.hpp). Ids come from next_id(), unique in
+// this process across incarnations, so news meant for an ended watcher never reaches its successor.
 //
 // Thread-safety: every member may be called from any thread (one mutex). Cost: of() copies the
 // watched component's list.
@@ -13,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <utility>
@@ -33,9 +35,26 @@ class watchers {
     return lists_[watched];
   }
 
+  struct remote_watcher {
+    std::uint32_t node;
+    vertex_id watcher;
+    std::uint64_t id;
+  };
+  void add_remote(vertex_id watched, remote_watcher w) {
+    std::lock_guard lock(mutex_);
+    remote_[watched].push_back(w);
+  }
+  std::vector<remote_watcher> remote_of(vertex_id watched) const {
+    std::lock_guard lock(mutex_);
+    return remote_[watched];
+  }
+  std::uint64_t next_id() { return next_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   mutable std::mutex mutex_;
   std::vector<std::vector<std::pair<caf::actor_addr, std::uint64_t>>> lists_;
+  std::vector<std::vector<remote_watcher>> remote_{lists_.size()};
+  std::atomic<std::uint64_t> next_{1};
 };
 
 }  // namespace banyan::detail

@@ -46,6 +46,20 @@ TEST(Scope, TooManyLevelsUpIsAnError) {
   EXPECT_EQ(r.error().code, broker::errc::invalid_scope);
 }
 
+// The error counts the publisher's ancestors in proper English: "only 1 ancestor", "only 2
+// ancestors" (issue #21 item 6 saw "only 1 ancestors").
+TEST(Scope, TooManyLevelsUpNamesTheAncestorsInTheRightNumber) {
+  small_tree t;
+  auto one = scope::up(2).resolve(t.tree, t.mem);
+  ASSERT_FALSE(one.has_value());
+  EXPECT_NE(one.error().message.find("`/chip/mem`: the publisher has only 1 ancestor"), std::string::npos)
+      << one.error().message;
+  EXPECT_EQ(one.error().message.find("ancestors"), std::string::npos) << one.error().message;
+  auto two = scope::up(3).resolve(t.tree, t.add0);
+  ASSERT_FALSE(two.has_value());
+  EXPECT_NE(two.error().message.find("the publisher has only 2 ancestors"), std::string::npos) << two.error().message;
+}
+
 TEST(ComponentTree, PathsLookupAndAncestry) {
   small_tree t;
   EXPECT_EQ(t.tree.path(t.add0), "/chip/alu/add0");

@@ -292,6 +292,27 @@ TEST(MultiNode, ARestartedNodeRejoinsTheRunningCluster) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
 }
 
+// Each link's coming up is logged once, by the transport (issue #21 item 6: the SDK logged it a
+// second time, as "link to `n1` is up").
+TEST(MultiNode, EachLinkUpIsLoggedOnce) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.wait_for(i, "every node is ready", 60s)) << nodes.log(i);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      if (i == j) continue;
+      ASSERT_TRUE(nodes.wait_for(i, "link to `n" + std::to_string(j) + "` up", 30s)) << nodes.log(i);
+      const std::regex link_up("link to `n" + std::to_string(j) + "`( is)? up");
+      const std::string& log = nodes.log(i);
+      const auto lines = std::distance(std::sregex_iterator(log.begin(), log.end(), link_up), std::sregex_iterator());
+      EXPECT_EQ(lines, 1) << "n" << i << " about n" << j << ":\n" << log;
+    }
+  }
+  nodes.signal(0, SIGTERM);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
+}
+
 // A fast publisher and slow subscribers on another node: the subscribers' node holds at most the
 // links' credit (not the whole backlog), the publishers are paused, and nothing is lost.
 TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {

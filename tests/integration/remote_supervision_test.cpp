@@ -11,7 +11,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
 #include <string>
+#include <vector>
 
 namespace banyan {
 namespace {
@@ -60,10 +64,12 @@ outcome single(const std::vector<std::string>& args) {
   return run_argv(argv, 60s);
 }
 
-outcome three_nodes(const std::vector<std::string>& args) {
+outcome three_nodes(const std::vector<std::string>& args, const fs::path& profile = {}) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "50s", "--", SUPERVISE_APP, "--threads", "2"};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "30s"};
+  if (!profile.empty()) argv.insert(argv.end(), {"--profile", profile.string()});
+  argv.insert(argv.end(), {"--", SUPERVISE_APP, "--threads", "2"});
   argv.insert(argv.end(), args.begin(), args.end());
   return run_argv(argv, 60s);
 }
@@ -122,6 +128,105 @@ TEST(RemoteSupervision, EscalationPastTheRootEndsEveryNodeWithFailure) {
   EXPECT_NE(r.output.find("child `/sv/group` failed 1 time within 30000 ms (limit 0)"), std::string::npos) << r.output;
   // banyan launch names the node where the failure began, not the first one it saw exit.
   EXPECT_NE(r.output.find("failed: n0 (which ended n1, n2)"), std::string::npos) << r.output;
+}
+
+// OTP parity across nodes (issue #21 items 4, 5): middle on n1 under group on n0, with each restart
+// type. The same lines in one process and on three nodes: group's monitor of the remote middle
+// hears each end with its reason, the cleanup hook runs on middle's node, a remote ctx.stop() is
+// restarted only when permanent, and the restarted middle restores its state on its own node.
+struct otp_case {
+  std::string type;
+  std::size_t starts;
+  std::vector<std::string> lines;   // each present in both runs
+  std::vector<std::string> absent;  // in neither
+};
+
+void expect_otp_like_one_process(const otp_case& c) {
+  for (bool multi : {false, true}) {
+    std::vector<std::string> args{"--scenario", "otp", "--middle-restart", c.type};
+    auto r = multi ? three_nodes(args) : single(args);
+    const std::string where = multi ? "three nodes: " : "one process: ";
+    ASSERT_EQ(r.exit_code, 0) << where << r.output;
+    EXPECT_EQ(count(r.output, "START /sv/group/middle"), c.starts) << where << r.output;
+    EXPECT_EQ(count(r.output, "CLEANUP /sv/group/middle boom in a handler"), 1u) << where << r.output;
+    EXPECT_EQ(count(r.output, "FAILURE /sv/group/middle boom in a handler"), 1u) << where << r.output;
+    EXPECT_EQ(count(r.output, "DOWN /sv/group/middle boom in a handler"), 1u) << where << r.output;
+    for (const auto& line : c.lines) EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
+    for (const auto& line : c.absent) EXPECT_EQ(r.output.find(line), std::string::npos) << where << line << "\n" << r.output;
+  }
+}
+
+TEST(RemoteOtp, APermanentRemoteChildIsRestartedAfterItsFailureAndItsStopWithItsState) {
+  expect_otp_like_one_process({"permanent", 3,
+                               {"DOWN /sv/group/middle stopped", "INCARNATION /sv/group/middle 1",
+                                "INCARNATION /sv/group/middle 2", "INCARNATION /sv/group/middle 3"},
+                               {"AFTER", "MONITOR"}});
+}
+
+TEST(RemoteOtp, ATransientRemoteChildIsRestartedAfterItsFailureButNotAfterItsStop) {
+  expect_otp_like_one_process({"transient", 2,
+                               {"DOWN /sv/group/middle stopped", "INCARNATION /sv/group/middle 2"},
+                               {"INCARNATION /sv/group/middle 3", "MONITOR"}});
+}
+
+TEST(RemoteOtp, ATemporaryRemoteChildStaysDownAfterItsFailure) {
+  expect_otp_like_one_process({"temporary", 1, {"INCARNATION /sv/group/middle 1"}, {"INCARNATION /sv/group/middle 2", "MONITOR"}});
+}
+
+// After its stop the child is not running (the request is answered with that error, not a pong).
+TEST(RemoteOtp, AStoppedTransientChildIsNotRunning) {
+  auto r = three_nodes({"--scenario", "otp", "--middle-restart", "transient"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("AFTER request failed: request `ping` to `/sv/group/middle`: `/sv/group/middle` is not running"),
+            std::string::npos) << r.output;
+}
+
+// A dynamic child (issue #21 item 4): last, on n2, is started and stopped by group on n0 at run
+// time, as in one process.
+TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) {
+  for (bool multi : {false, true}) {
+    std::vector<std::string> args{"--scenario", "dynamic"};
+    auto r = multi ? three_nodes(args) : single(args);
+    const std::string where = multi ? "three nodes: " : "one process: ";
+    ASSERT_EQ(r.exit_code, 0) << where << r.output;
+    EXPECT_EQ(count(r.output, "START /sv/group/last"), 1u) << where << r.output;
+    for (const std::string line : {"DYN start ok",
+                                   "DYN again invalid argument: start_child `last`: it is running already",
+                                   "DYN first invalid argument: `first` is no dynamic child of `/sv/group`",
+                                   "DYN ping pong from /sv/group/last", "DYN stop ok", "DOWN /sv/group/last stopped"})
+      EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
+    EXPECT_NE(r.output.find("`/sv/group/last` is not running\n"), std::string::npos) << where << r.output;
+    // Started only when asked (and once).
+    EXPECT_LT(r.output.find("DYN before"), r.output.find("START /sv/group/last")) << where << r.output;
+  }
+}
+
+// Request/reply traffic in the profile (issue #21 item 6): group's `crash` request to middle (no
+// reply: middle throws) and `ping` to last (with its reply) are on the edges of their paths, each
+// counted once, in one process as in the profile `banyan launch` merges from three nodes.
+std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> edges_in(const fs::path& profile) {
+  std::ifstream in(profile);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;  // child path -> messages, bytes
+  std::regex edge(R"re("bytes": (\d+),\s*"child": "([^"]+)",\s*"messages": (\d+))re");
+  for (std::sregex_iterator it(text.begin(), text.end(), edge), end; it != end; ++it)
+    out[(*it)[2]] = {std::stoull((*it)[3]), std::stoull((*it)[1])};
+  return out;
+}
+
+TEST(RemoteRequestTraffic, RequestsAndRepliesAreCountedOnceOnTheirEdgesInTheMergedProfile) {
+  scratch_dir dir;
+  auto one = single({"--profile", (dir.path / "one.json").string()});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto multi = three_nodes({}, dir.path / "three.json");
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  const auto want = edges_in(dir.path / "one.json");
+  // ping (empty) and its reply `pong from /sv/group/last` (24 bytes); crash (empty, unanswered).
+  ASSERT_EQ(want.count("/sv/group/last"), 1u);
+  EXPECT_EQ(want.at("/sv/group/last"), std::make_pair(std::uint64_t{2}, std::uint64_t{24}));
+  ASSERT_EQ(want.count("/sv/group/middle"), 1u);
+  EXPECT_EQ(want.at("/sv/group/middle").first, 1u);
+  EXPECT_EQ(edges_in(dir.path / "three.json"), want) << multi.output;
 }
 
 }  // namespace

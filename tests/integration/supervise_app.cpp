@@ -9,9 +9,20 @@
 // it has seen --failures failures and its children have all started again. The first group also
 // asks `last` for `ping` as soon as its children have started, and prints `PING <reply or error>`. Counts of incarnations
 // live in each process, which is enough: every incarnation of a component runs on its own node.
+//
+// --scenario otp (OTP parity across nodes, issue #21 items 4, 5): middle has restart type
+// --middle-restart and keeps its state (an incarnation count, checkpointed in on_start and printed
+// as `INCARNATION <path> <n>`); group monitors it and prints `DOWN <path> <reason>`; middle prints
+// `CLEANUP <path> <reason>` from its cleanup hook. group asks middle to `crash` once its children
+// have started, then (restarted) to `stop` (ctx.stop()), then ends the run when middle has started a
+// third time; when middle stays down (transient after its stop, temporary after its failure), group
+// asks it for `ping` once more, prints `AFTER <error>` and ends the run.
+// --scenario dynamic (issue #21 item 4): last is a dynamic child; group starts it, pings it, stops
+// it and pings it again, printing `DYN ...` lines.
 #include <banyan/sdk/sdk.hpp>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 namespace {
@@ -22,7 +33,13 @@ struct config {
   std::string strategy = "one_for_one";
   int max_restarts = 3;
   int root_restarts = 3;
+  std::string scenario = "classic";
+  std::string middle_restart = "permanent";
 };
+
+std::string text_of(const banyan::result<banyan::payload>& r) {
+  return r ? std::string(reinterpret_cast<const char*>(r->bytes().data()), r->size()) : r.error().what();
+}
 
 void say(const std::string& line) {
   std::printf("%s\n", line.c_str());
@@ -47,15 +64,31 @@ class flaky : public banyan::leaf {
   void on_start(banyan::context& ctx) override {
     say("START " + ctx.path());
     const bool fail = ++middle_incarnations <= c_.failures;
+    if (c_.scenario == "otp") {
+      say("INCARNATION " + ctx.path() + " " + std::to_string(++incarnation_));
+      ctx.checkpoint();
+      ctx.serve("stop", [&ctx](const banyan::payload&) -> banyan::result<banyan::payload> {
+        ctx.stop();
+        return banyan::payload{};
+      });
+    }
     if (fail && c_.fail_in == "start") throw std::runtime_error("boom in on_start");
     ctx.serve("crash", [fail](const banyan::payload&) -> banyan::result<banyan::payload> {
       if (fail) throw std::runtime_error("boom in a handler");
       return banyan::payload{};
     });
   }
+  void on_failure(banyan::context& ctx, const std::string& reason) override { say("CLEANUP " + ctx.path() + " " + reason); }
+  std::optional<banyan::payload> snapshot(banyan::context&) override {
+    return banyan::payload::copy_of(std::to_string(incarnation_));
+  }
+  void restore(banyan::context&, const banyan::payload& state) override {
+    incarnation_ = std::stoi(std::string(reinterpret_cast<const char*>(state.bytes().data()), state.size()));
+  }
 
  private:
   config c_;
+  int incarnation_ = 0;
 };
 
 int group_failures_seen = 0;  // by every incarnation of /sv/group, in this process
@@ -65,12 +98,53 @@ bool pinged = false;  // the first group in this process asked last for `ping`
 class group : public banyan::composite {
  public:
   explicit group(config c) : c_(c) {}
-  void on_start(banyan::context& ctx) override { say("START " + ctx.path()); }
+  void on_start(banyan::context& ctx) override {
+    say("START " + ctx.path());
+    if (c_.scenario == "classic") return;
+    const std::string watched = c_.scenario == "otp" ? "/sv/group/middle" : "/sv/group/last";
+    auto m = ctx.monitor(watched, [this, &ctx](const std::string& path, const std::string& reason) {
+      say("DOWN " + path + " " + reason);
+      if (c_.scenario == "otp" && !(c_.middle_restart == "temporary" || (c_.middle_restart == "transient" && reason == "stopped")))
+        return;
+      if (c_.scenario == "dynamic" && reason != "stopped") return;
+      ctx.request(path, "ping", {}, std::chrono::seconds(20), [&ctx](banyan::result<banyan::payload> r) {
+        say("AFTER " + text_of(r));
+        ctx.quit(0);
+      });
+    });
+    if (!m) say("MONITOR " + m.error().what());
+  }
   void on_child_failure(banyan::context&, const std::string& child, const std::string& reason) override {
     ++group_failures_seen;
     say("FAILURE " + child + " " + reason);
   }
   void on_children_started(banyan::context& ctx) override {
+    if (c_.scenario == "otp") {
+      // 1: crash middle; 2 (restarted): stop it; 3 (permanent: restarted after its stop): done.
+      switch (++phase_) {
+        case 1: return ctx.request("/sv/group/middle", "crash", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload>) {});
+        case 2: return ctx.request("/sv/group/middle", "stop", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload>) {});
+        default: return ctx.quit(0);
+      }
+    }
+    if (c_.scenario == "dynamic") {
+      if (++phase_ == 1) {
+        say("DYN before");
+        auto started = ctx.start_child("last");
+        say("DYN start " + (started ? std::string("ok") : started.error().what()));
+        auto again = ctx.start_child("last");
+        say("DYN again " + (again ? std::string("ok") : again.error().what()));
+        auto nobody = ctx.start_child("first");
+        say("DYN first " + (nobody ? std::string("ok") : nobody.error().what()));
+        return;
+      }
+      // last has started: ask it, then remove it (group's monitor asks once more when it is gone).
+      return ctx.request("/sv/group/last", "ping", {}, std::chrono::seconds(20), [&ctx](banyan::result<banyan::payload> r) {
+        say("DYN ping " + text_of(r));
+        auto stopped = ctx.stop_child("last");
+        say("DYN stop " + (stopped ? std::string("ok") : stopped.error().what()));
+      });
+    }
     if (!pinged) {
       // Made while the cluster may still be starting (n2 not ready yet): held until it is.
       pinged = true;
@@ -85,6 +159,7 @@ class group : public banyan::composite {
 
  private:
   config c_;
+  int phase_ = 0;  // times its children have (re)started, in this incarnation
 };
 
 class top : public banyan::composite {
@@ -100,6 +175,8 @@ void add_options(banyan::options& o, config& c) {
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");
   o.add("--root-restarts", c.root_restarts, "the root's restart limit (within 30 s)");
+  o.add("--scenario", c.scenario, "classic, otp (restart types, monitor, cleanup, state) or dynamic (a dynamic child)");
+  o.add("--middle-restart", c.middle_restart, "middle's restart type in the otp scenario: permanent, transient or temporary");
 }
 
 }  // namespace
@@ -131,7 +208,21 @@ int main(int argc, char** argv) {
   add_options(app.options(), again);
   auto& g = app.root().add_composite<group>("group", {strategy, c.max_restarts, 30s}, c);
   g.add_leaf<steady>("first");
-  g.add_leaf<flaky>("middle", c);
-  g.add_leaf<steady>("last");
+  auto& middle = g.add_leaf<flaky>("middle", c);
+  auto& last = g.add_leaf<steady>("last");
+  if (c.scenario == "otp") {
+    middle.keep_state();
+    if (c.middle_restart == "transient") middle.restart(banyan::restart_type::transient);
+    else if (c.middle_restart == "temporary") middle.restart(banyan::restart_type::temporary);
+    else if (c.middle_restart != "permanent") {
+      std::fprintf(stderr, "--middle-restart `%s`: must be permanent, transient or temporary\n", c.middle_restart.c_str());
+      return 2;
+    }
+  } else if (c.scenario == "dynamic") {
+    last.dynamic();
+  } else if (c.scenario != "classic") {
+    std::fprintf(stderr, "--scenario `%s`: must be classic, otp or dynamic\n", c.scenario.c_str());
+    return 2;
+  }
   return banyan::run(app, argc, argv);
 }

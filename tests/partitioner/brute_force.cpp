@@ -44,8 +44,9 @@ bool naive_feasible(const problem& p, const mapping& m) {
       cpu += p.t.cpu[v];
       if (p.t.has_memory()) mem += p.t.memory[v];
     }
-    if (cpu > p.cpu_capacity[j] + 1e-9) return false;
-    if (!p.memory_capacity.empty() && mem > p.memory_capacity[j] + 1e-9) return false;
+    // The documented rule, written out again: relative tolerance 1e-9, no absolute slack.
+    if (cpu > p.cpu_capacity[j] * (1 + 1e-9)) return false;
+    if (!p.memory_capacity.empty() && mem > p.memory_capacity[j] * (1 + 1e-9)) return false;
   }
   return true;
 }
@@ -65,8 +66,8 @@ brute_result brute_force(const problem& p) {
       return;
     }
     for (std::size_t j = 0; j < k; ++j) {
-      if (cpu[j] + p.t.cpu[v] > p.cpu_capacity[j] + 1e-9) continue;
-      if (dim2 && mem[j] + p.t.memory[v] > p.memory_capacity[j] + 1e-9) continue;
+      if (cpu[j] + p.t.cpu[v] > p.cpu_capacity[j] * (1 + 1e-9)) continue;
+      if (dim2 && mem[j] + p.t.memory[v] > p.memory_capacity[j] * (1 + 1e-9)) continue;
       m[v] = static_cast<node_id>(j);
       cpu[j] += p.t.cpu[v];
       if (dim2) mem[j] += p.t.memory[v];

@@ -24,6 +24,7 @@ struct script {
   std::vector<std::vector<publish_step>> publishes; // per vertex
   std::vector<bool> is_leaf;
   std::vector<std::string> leaf_paths;
+  std::string starter;  // the leaf that asks every leaf to `go` (written before the run ends)
   std::size_t expected_deliveries = 0;
   std::atomic<int> started{0};
   std::atomic<int> finished{0};
@@ -57,6 +58,7 @@ class prop_leaf : public leaf {
     });
     if (s_->started.fetch_add(1) + 1 == static_cast<int>(s_->leaf_paths.size())) {
       // Every leaf has subscribed: start all publishers.
+      s_->starter = ctx.path();
       for (const auto& path : s_->leaf_paths)
         ctx.request(path, "go", payload{}, std::chrono::seconds(30), [](result<payload> r) { EXPECT_TRUE(r.has_value()); });
     }
@@ -164,6 +166,17 @@ void run_case(std::uint64_t seed, std::size_t max_n, routing_mode mode) {
   auto r = run(a, testing::test_options(mode));
   ASSERT_EQ(r.exit_code, 0) << "run did not complete: delivered " << s->delivered.load() << " of " << want.size();
   EXPECT_EQ(s->got, want);
+  // The starter's `go` requests and their replies are traffic too (issue #21 item 6): one of each
+  // on every edge between the starter and each leaf.
+  const auto starter = std::find(paths.begin(), paths.end(), s->starter);
+  ASSERT_NE(starter, paths.end()) << s->starter;
+  for (const auto& leaf_path : s->leaf_paths) {
+    auto ua = ancestors(static_cast<vertex_id>(starter - paths.begin()));
+    auto ub = ancestors(static_cast<vertex_id>(std::find(paths.begin(), paths.end(), leaf_path) - paths.begin()));
+    std::set<vertex_id> sa(ua.begin(), ua.end()), sb(ub.begin(), ub.end());
+    for (auto v : sa) if (!sb.count(v)) edge_messages[v] += 2;
+    for (auto v : sb) if (!sa.count(v)) edge_messages[v] += 2;
+  }
   // The run numbers vertices its own way: compare edges by path.
   for (std::size_t v = 1; v < n; ++v)
     ASSERT_EQ(r.traffic.edges[*r.traffic.tree->find(paths[v])].messages, edge_messages[v]) << "edge " << paths[v];

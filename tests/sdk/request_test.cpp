@@ -157,5 +157,48 @@ TEST(RequestReply, TypedServicesValidateBothWaysAndKeepErrorsAsValues) {
   EXPECT_EQ(events.size(), 5u);
 }
 
+// Request/reply traffic is in the profile (issue #21 item 6): each request and each reply counts
+// once, with its payload bytes, on every tree edge of the path between requester and callee.
+class asker : public leaf {
+ public:
+  void on_start(context& ctx) override {
+    using namespace std::chrono_literals;
+    ctx.request("/app/right/server", "echo", payload::copy_of(std::string_view("0123456789")), 10s,
+                [this, &ctx](result<payload> r) {
+                  if (!r || ++answers_ == 3) ctx.quit(r ? 0 : 1);
+                });
+    ctx.request("/app/right/server", "echo", payload::copy_of(std::string_view("0123456789")), 10s,
+                [this, &ctx](result<payload> r) {
+                  if (!r || ++answers_ == 3) ctx.quit(r ? 0 : 1);
+                });
+    ctx.request("/app/right/server", "echo", payload::copy_of(std::string_view("0123456789")), 10s,
+                [this, &ctx](result<payload> r) {
+                  if (!r || ++answers_ == 3) ctx.quit(r ? 0 : 1);
+                });
+  }
+
+ private:
+  int answers_ = 0;
+};
+
+TEST(RequestReply, RequestsAndRepliesAreCountedOnTheEdgesOfTheirPath) {
+  auto gate = std::make_shared<std::shared_future<void>>();
+  app a{"app"};
+  a.root().add_composite("right").add_leaf<server>("server", gate);  // started before its client
+  a.root().add_composite("left").add_leaf<asker>("client");
+  a.root().add_composite("aside");
+  auto r = run(a, test_options());
+  ASSERT_EQ(r.exit_code, 0);
+  const auto& tree = *r.traffic.tree;
+  auto edge = [&](const char* path) { return r.traffic.edges[*tree.find(path)]; };
+  // 3 requests of 10 bytes and 3 replies of 10 bytes cross each edge of /app/left/client ->
+  // /app/right/server; nothing else.
+  for (const char* path : {"/app/left/client", "/app/left", "/app/right", "/app/right/server"}) {
+    EXPECT_EQ(edge(path).messages, 6u) << path;
+    EXPECT_EQ(edge(path).bytes, 60u) << path;
+  }
+  EXPECT_EQ(edge("/app/aside").messages, 0u);
+}
+
 }  // namespace
 }  // namespace banyan

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace banyan {
 namespace {
 
@@ -382,6 +384,59 @@ TEST(Monitors, AWatcherHearsEachEndOfTheWatchedComponentWithItsReason) {
   EXPECT_EQ(rec->count("down /app/c: dirty"), 1u) << ::testing::PrintToString(rec->events());
   EXPECT_EQ(rec->count("ghost: no such component: path `/app/ghost` names no component"), 1u)
       << ::testing::PrintToString(rec->events());
+}
+
+// Dynamic children (issue #21 item 4): declared with spec::dynamic(), started and stopped by the
+// parent at run time, supervised while they run.
+class dyn_parent : public composite {
+ public:
+  explicit dyn_parent(std::shared_ptr<recorder> rec) : rec_(std::move(rec)) {}
+  void on_start(context& ctx) override {
+    (void)ctx.monitor("/app/worker", [this, &ctx](const std::string& path, const std::string& reason) {
+      rec_->add("down " + path + ": " + reason);
+      if (reason == "stopped") ctx.quit(0);
+    });
+  }
+  void on_children_started(context& ctx) override {
+    if (rec_->bump("parent started children") == 1) {
+      rec_->add("before start_child");
+      auto bad = ctx.stop_child("worker");
+      rec_->add(bad ? "stop ok" : bad.error().what());
+      auto ok = ctx.start_child("worker");
+      rec_->add(ok ? "start ok" : ok.error().what());
+      auto nobody = ctx.start_child("fixed");
+      rec_->add(nobody ? "fixed ok" : nobody.error().what());
+      return;
+    }
+    // The worker has started (again, after its failure): remove it.
+    auto ok = ctx.stop_child("worker");
+    rec_->add(ok ? "stop ok" : ok.error().what());
+  }
+  void on_child_failure(context&, const std::string& child, const std::string& reason) override {
+    rec_->add("failure " + child + ": " + reason);
+  }
+
+ private:
+  std::shared_ptr<recorder> rec_;
+};
+
+TEST(DynamicChildren, AParentStartsASupervisedChildAtRunTimeAndRemovesIt) {
+  auto rec = std::make_shared<recorder>();
+  app a{"app", {}, std::in_place_type<dyn_parent>, rec};
+  a.root().add_leaf<steady>("fixed", rec);
+  a.root().add_leaf<cleaner>("worker", rec).dynamic();  // fails in its first incarnation
+  auto r = run(a, test_options());
+  EXPECT_EQ(r.exit_code, 0);
+  const auto events = rec->events();
+  auto at = [&](const std::string& e) { return std::find(events.begin(), events.end(), e) - events.begin(); };
+  EXPECT_LT(at("before start_child"), at("start /app/worker")) << ::testing::PrintToString(events);
+  EXPECT_EQ(rec->count("invalid argument: stop_child `worker`: it is not running"), 1u) << ::testing::PrintToString(events);
+  EXPECT_EQ(rec->count("invalid argument: `fixed` is no dynamic child of `/app`"), 1u) << ::testing::PrintToString(events);
+  EXPECT_EQ(rec->count("start /app/worker"), 2u) << ::testing::PrintToString(events);  // restarted after its failure
+  EXPECT_EQ(rec->count("failure /app/worker: dirty"), 1u);
+  EXPECT_EQ(rec->count("down /app/worker: dirty"), 1u);
+  EXPECT_EQ(rec->count("stop ok"), 1u);
+  EXPECT_EQ(rec->count("down /app/worker: stopped"), 1u) << ::testing::PrintToString(events);
 }
 
 }  // namespace

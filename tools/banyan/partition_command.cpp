@@ -1,9 +1,13 @@
 // `banyan partition PROFILE.json --cluster CLUSTER.yaml --algorithm NAME|all|a,b`: maps a traffic
 // profile onto a cluster, prints one row per algorithm (cost, cost / best lower bound, max load /
 // capacity, cut edges, time, status), and writes the cheapest feasible mapping as a deployment.
+// `--load messages` partitions by the messages each component handled instead of its CPU time, and
+// CPU loads measured too thinly to trust are warned about (profile_loads.hpp).
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
+#include "banyan/profile_loads.hpp"
 
+#include "banyan/base/log.hpp"
 #include "banyan/base/process.hpp"
 #include "banyan/base/progress.hpp"
 #include "banyan/partitioner/algorithm.hpp"
@@ -27,7 +31,7 @@ namespace bp = banyan::partitioner;
 constexpr const char* tool = "banyan partition";
 
 struct options {
-  std::string profile, cluster, algo = "bottom-up", out, results, dot, unit = "messages";
+  std::string profile, cluster, algo = "bottom-up", out, results, dot, unit = "messages", load = "cpu";
   std::chrono::milliseconds time_limit{10000};
   std::uint64_t seed = 1;
   bool json = false;
@@ -63,10 +67,25 @@ int run(const options& o) {
   bp::profile_options po;
   if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
   else if (o.unit != "messages") return bad_input("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
+  if (o.load != "cpu" && o.load != "messages") return bad_input("--load must be `cpu` or `messages`, got `" + o.load + "`");
   auto t = bp::load_profile(o.profile, po);
   if (!t) return bad_input(t.error().message);
+  auto loads = read_profile_loads(o.profile);
+  if (!loads) return bad_input(loads.error().message);
   auto c = bp::load_cluster(o.cluster);
   if (!c) return bad_input(c.error().message);
+  const load_confidence& confidence = loads->confidence;
+  if (o.load == "messages") {
+    if (auto ok = use_message_loads(*t, *loads, o.profile); !ok) return bad_input(ok.error().message);
+    for (const auto& n : c->nodes) {
+      if (!n.cpu.percent) {
+        banyan::log::warning(tool, o.cluster + ": node `" + n.name + "` has an absolute capacity.cpu, read as "
+                                   "messages with --load messages; give capacities as percentages (\"40%\")");
+      }
+    }
+  } else if (!confidence.trusted()) {
+    banyan::log::warning(tool, o.profile + ": " + confidence.describe());
+  }
   auto pr = bp::make_problem(std::move(*t), std::move(*c));
   if (!pr) return bad_input(o.profile + " on " + o.cluster + ": " + pr.error().message);
   const bp::problem& p = *pr;
@@ -116,7 +135,14 @@ int run(const options& o) {
     }
     rows.push_back(r);
   }
+  nlohmann::json load{{"unit", o.load},
+                      {"window_s", confidence.window_s},
+                      {"cpu_s", confidence.cpu_s},
+                      {"messages", confidence.messages},
+                      {"cpu_confidence", confidence.level()}};
+  if (confidence.judged()) load["cpu_well_sampled_share"] = confidence.well_sampled_share;
   nlohmann::json summary{{"profile", o.profile}, {"cluster", o.cluster}, {"components", p.t.size()}, {"nodes", p.k()},
+                         {"load", load},
                          {"lower_bound", bound}, {"results", rows}, {"chosen", best ? nlohmann::json(best->algorithm) : nlohmann::json(nullptr)}};
   if (best) {
     summary["cost"] = best->cost;
@@ -135,7 +161,7 @@ int run(const options& o) {
   if (best && !o.dot.empty()) {
     std::ofstream f(o.dot);
     if (!f) return fail(o.dot + ": cannot open for writing");
-    bp::write_dot(f, p, best->map, 2000, {.traffic = o.unit, .load = "cpu s"});
+    bp::write_dot(f, p, best->map, 2000, {.traffic = o.unit, .load = o.load == "messages" ? "messages" : "cpu s"});
     f.close();
     summary["dot"] = o.dot;
     if (const std::string svg = render_svg(o.dot); !svg.empty()) summary["svg"] = svg;
@@ -149,7 +175,8 @@ int run(const options& o) {
   if (o.json) {
     std::cout << summary.dump(2) << "\n";
   } else {
-    std::printf("%s: %zu components on %zu nodes; best lower bound %s\n", o.profile.c_str(), p.t.size(), p.k(),
+    std::printf("%s: %zu components on %zu nodes; loads in %s (cpu confidence %s); best lower bound %s\n",
+                o.profile.c_str(), p.t.size(), p.k(), o.load == "messages" ? "messages" : "cpu s", confidence.level(),
                 bound > 0 ? std::to_string(bound).c_str() : "none proven");
     std::printf("%-12s %14s %9s %8s %9s %9s  %s\n", "algorithm", "cost", "vs.bound", "max.util", "cut.edges", "time.s", "status");
     for (const auto& s : sols) {
@@ -187,6 +214,10 @@ action setup_partition(CLI::App& sub) {
   auto* results = sub.add_option("--results", o->results, "write every algorithm's result as JSON");
   sub.add_option("--dot", o->dot, "write a Graphviz rendering coloured by node (and .svg when `dot` is installed)");
   sub.add_option("--weight", o->unit, "edge traffic unit: messages | bytes")->capture_default_str();
+  sub.add_option("--load", o->load,
+                 "component load: cpu (handler CPU seconds; warned about when measured too thinly to trust) | "
+                 "messages (messages handled: the same in every run of the same input; use percentage capacities)")
+      ->capture_default_str();
   sub.add_option("--seed", o->seed, "seed for randomised algorithms")->capture_default_str();
   sub.add_flag("--json", o->json, "print the summary as JSON on stdout");
   add_deprecated_alias(sub, algorithm, "--algo", tool);

@@ -2,10 +2,14 @@
 // proven optimum of the same instance (smt or mip, warm-started from bottom-up), or to the best
 // cost any algorithm found where nothing is proven, and time. Results: docs/benchmarks.md.
 //
-//   partition_bench [--sizes 20,50,...] [--nodes 4,8,16] [--seeds 3] [--exact-timeout 60]
-//                   [--exact-max 200] [--json out.json]
+//   partition_bench [--sizes 20,50,...] [--nodes 4,8,16] [--seeds 3] [--exact-time-limit 60s]
+//                   [--exact-max 200] [--results out.json]
+//   partition_bench --families 84 [--family-size 24] [--first-seed 1] [--exact-time-limit 10s]
 #include "banyan/partitioner/algorithm.hpp"
+#include "banyan/partitioner/families.hpp"
 #include "banyan/partitioner/generator.hpp"
+#include "banyan/partitioner/io.hpp"
+#include "partition_sweep.hpp"
 
 #include "banyan/cli.hpp"
 
@@ -36,6 +40,51 @@ struct cell {
   int infeasible = 0, runs = 0;
 };
 
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The library's whole path for one profile, stage by stage: what `banyan partition --algorithm
+// bottom-up -o` does, without the CLI's own extras.
+int time_end_to_end(const std::string& profile, const std::string& cluster_file, const std::string& out) {
+  const double t0 = now_s();
+  auto t = load_profile(profile);
+  if (!t) { std::fprintf(stderr, "%s\n", t.error().message.c_str()); return 1; }
+  const double t1 = now_s();
+  auto c = load_cluster(cluster_file);
+  if (!c) { std::fprintf(stderr, "%s\n", c.error().message.c_str()); return 1; }
+  auto p = make_problem(std::move(*t), std::move(*c));
+  if (!p) { std::fprintf(stderr, "%s\n", p.error().message.c_str()); return 1; }
+  const double t2 = now_s();
+  auto s = solve("bottom-up", *p);
+  const double t3 = now_s();
+  {
+    std::ofstream f(out);
+    write_deployment(f, *p, s->map, {"partition_bench --end-to-end"});
+  }
+  const double t4 = now_s();
+  std::printf("%zu components: read profile %.3f s, cluster+problem %.3f s, bottom-up %.3f s (cost %.6g, bound %.6g, %s), "
+              "write deployment %.3f s, total %.3f s\n", p->t.size(), t1 - t0, t2 - t1, t3 - t2, s->cost, s->lower_bound,
+              s->message.c_str(), t4 - t3, t4 - t0);
+  return 0;
+}
+
+int write_family(const std::string& shape, std::size_t n, std::size_t k, const std::string& profile, const std::string& cluster_file) {
+  family_options f{.components = n, .traffic = family_traffic::pareto, .load_scale = 1e-3, .nodes = k};
+  bool found = false;
+  for (family_shape s : all_family_shapes()) {
+    if (shape == to_string(s)) { f.shape = s; found = true; }
+  }
+  if (!found) { std::fprintf(stderr, "--shape: unknown shape `%s`\n", shape.c_str()); return 2; }
+  auto p = generate_family(f);
+  if (!p) { std::fprintf(stderr, "%s\n", p.error().message.c_str()); return 1; }
+  std::ofstream a(profile), b(cluster_file);
+  write_profile(a, p->t);
+  write_cluster(b, p->c);
+  std::printf("%s: %s\n", profile.c_str(), describe(f).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,8 +112,28 @@ int main(int argc, char** argv) {
   banyan::cli::add_deprecated_alias(app, results, "--json", "partition_bench");
   bool exact_all = false;
   app.add_flag("--exact-all", exact_all, "run mip even when smt already proved the optimum");
+  family_sweep_options sweep;
+  app.add_option("--families", sweep.instances, "run the family sweep (issue #11) over this many instances instead");
+  app.add_option("--family-size", sweep.components, "components per family instance (stars: at least 31)");
+  app.add_option("--first-seed", sweep.first_seed, "seed of the sweep's first instance");
+  std::vector<std::string> end_to_end;
+  app.add_option("--end-to-end", end_to_end, "PROFILE CLUSTER DEPLOYMENT: time each stage of reading, bottom-up and writing")->expected(3);
+  std::string write_shape;
+  std::size_t write_n = 1000000, write_k = 8;
+  std::vector<std::string> write_files;
+  app.add_option("--write-family", write_files, "PROFILE CLUSTER: write a family instance (--shape, --family-n, --family-k)")->expected(2);
+  app.add_option("--shape", write_shape, "chain | chain+branches | star | caterpillar | binary | heavy-60% | gen-tree");
+  app.add_option("--family-n", write_n, "components of the written instance");
+  app.add_option("--family-k", write_k, "nodes of the written instance");
   if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
+  if (!write_files.empty()) return write_family(write_shape, write_n, write_k, write_files[0], write_files[1]);
+  if (!end_to_end.empty()) return time_end_to_end(end_to_end[0], end_to_end[1], end_to_end[2]);
   const double exact_timeout = std::chrono::duration<double>(exact_time_limit).count();
+  if (app.count("--families") > 0) {
+    sweep.exact_time_limit_s = exact_timeout;
+    sweep.results = json_out;
+    return run_family_sweep(sweep);
+  }
 
   nlohmann::json rows = nlohmann::json::array();
   std::map<std::string, std::size_t> largest_proven;  // exact solver -> largest size proven

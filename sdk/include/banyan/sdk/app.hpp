@@ -66,11 +66,19 @@ class spec {
  public:
   using factory = std::function<std::unique_ptr<component>()>;
 
+  // Adds a composite child called `name` that supervises its own children with `policy`. `T` is
+  // your class derived from banyan::composite (banyan::composite itself by default); every
+  // incarnation is built from copies of `args` taken now (an app option's variable is read when the
+  // incarnation is built instead: see the top of this file). Returns the child's spec, to add to.
   template <class T = composite, class... Args>
   spec& add_composite(std::string name, supervision policy = {}, Args&&... args) {
     static_assert(std::is_base_of_v<composite, T>, "add_composite<T>: T must derive from banyan::composite");
     return add(std::move(name), true, policy, detail::make_factory<T>(std::forward<Args>(args)...));
   }
+  // Adds a leaf child of class `T` (derived from banyan::leaf) called `name`; every incarnation is
+  // built from copies of `args` taken now, so a variable passed here keeps the value it has at this
+  // call, except an app option's variable (or a struct holding one), which is read when the
+  // incarnation is built, after the command line was parsed. Returns the child's spec.
   template <class T, class... Args>
   spec& add_leaf(std::string name, Args&&... args) {
     static_assert(std::is_base_of_v<leaf, T>, "add_leaf<T>: T must derive from banyan::leaf");
@@ -98,6 +106,15 @@ class spec {
     return *this;
   }
   restart_type restart() const { return restart_; }
+  // A dynamic child: part of the tree (so profiles, the partitioner and deployments see it, and it
+  // runs on the node the deployment gives it) but not started with its parent. The parent starts
+  // it with ctx.start_child(name) and removes it with ctx.stop_child(name); while it runs it is
+  // supervised as any child (its restart type, the parent's strategy). Returns *this.
+  spec& dynamic(bool on = true) {
+    dynamic_ = on;
+    return *this;
+  }
+  bool is_dynamic() const { return dynamic_; }
 
   const std::string& name() const { return name_; }
   bool is_composite() const { return composite_; }
@@ -119,6 +136,7 @@ class spec {
   bool keep_state_ = false;
   bool own_thread_ = false;
   restart_type restart_ = restart_type::permanent;
+  bool dynamic_ = false;
 };
 
 // How a run routes and what it reports. banyan::run(app, argc, argv) fills this from the command line.
@@ -149,7 +167,10 @@ struct run_result {
 
 class app {
  public:
+  // An app whose root is a plain composite called `root_name` (its path is `/root_name`).
   explicit app(std::string root_name, supervision root_policy = {});
+  // An app whose root is your own composite class `T`, built for every incarnation from copies of
+  // `args` (option variables as above): `banyan::app app{"house", {}, std::in_place_type<house>, 3};`.
   template <class T, class... Args>
   app(std::string root_name, supervision root_policy, std::in_place_type_t<T>, Args&&... args)
       : root_(std::move(root_name), true, root_policy, detail::make_factory<T>(std::forward<Args>(args)...)),

@@ -28,7 +28,8 @@ class component {
   // logged and ignored. Not called for a composite's own escalation (it did not throw).
   virtual void on_failure(context&, const std::string& reason) { (void)reason; }
   // Runs in a composite once all its children have started (children start one at a time, in order),
-  // and again each time a supervision restart has started all the restarted children.
+  // and again each time a supervision restart has started all the restarted children, or
+  // ctx.start_child has started a dynamic child.
   virtual void on_children_started(context&) {}
   // Runs in a composite when its child at `child_path` failed, before supervision acts on it.
   virtual void on_child_failure(context&, const std::string& child_path, const std::string& reason) {

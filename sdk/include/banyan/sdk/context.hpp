@@ -126,6 +126,7 @@ class context {
       return payload::copy_of(std::string_view(*out));
     });
   }
+  // Sends `text` as a request; `on_reply` gets the reply's bytes as a string, or request()'s error.
   void request_text(std::string_view path, std::string method, std::string_view text, std::chrono::milliseconds timeout,
                     std::function<void(result<std::string>)> on_reply) {
     request(path, std::move(method), payload::copy_of(text), timeout,
@@ -137,6 +138,7 @@ class context {
 
   // Runs `fn` later as a message to this component (keeps long work in short, interleaved steps).
   virtual void post(std::function<void()> fn) = 0;
+  // Runs `fn` as a message to this component once `delay` has passed (a timer).
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
   // The one way in from other threads (a worker thread handing back a result): a handle that posts a
   // function to this incarnation from any thread, to run in it like post(). It returns false, and
@@ -149,14 +151,20 @@ class context {
   // Monitors the component at `path` (Erlang's monitor): `on_down(path, reason)` runs in this
   // component each time an incarnation of it ends — `reason` is the failure's text, or `stopped`
   // for an orderly end (ctx.stop(), a supervisor stopping it, the run's shutdown). Lasts for this
-  // incarnation. Errors: no_such_component; invalid_argument when `path` runs on another node
-  // (monitors across nodes are not supported yet).
+  // incarnation. Works alike when `path` runs on another node (its node sends the news; a node
+  // that is lost sends none: its components' supervisors hear of it). Errors: no_such_component.
   using down_handler = std::function<void(const std::string& path, const std::string& reason)>;
   virtual result<void> monitor(std::string_view path, down_handler on_down) = 0;
   // Ends this component normally: its children stop, then its on_stop runs. Its supervisor restarts
-  // it only if it is restart_type::permanent (app.hpp's spec::restart). In one process only: on
-  // another node than its supervisor, a stopped component stays down whatever its restart type.
+  // it only if it is restart_type::permanent (app.hpp's spec::restart), on whichever node it runs.
   virtual void stop() = 0;
+  // Dynamic children (spec::dynamic): starts this composite's child `name` now (after the children
+  // starting already; its subtree starts as a restart's does), or stops it in order (children first,
+  // then its on_stop; its monitors hear `stopped`; not restarted). Either node may host it.
+  // Errors: invalid_argument when `name` is no dynamic child of this component, or is already
+  // running (start_child) or not running (stop_child).
+  virtual result<void> start_child(std::string_view name) = 0;
+  virtual result<void> stop_child(std::string_view name) = 0;
   // Ends banyan::run with `exit_code` after an orderly shutdown of the whole tree.
   virtual void quit(int exit_code = 0) = 0;
   // Writes one line to the run's log, prefixed with this component's path.

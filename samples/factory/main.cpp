@@ -1,0 +1,267 @@
+// factory: three production lines of four machines each, a quality service and a ledger.
+//
+//   /factory                         root, one_for_one
+//     quality                         serves `inspect` (typed: Inspection -> Verdict)
+//     ledger                          subscribes line/+/packed (a wildcard); its dynamic child
+//       auditor                       is started once every line is done, asked, and removed
+//     line1 (one_for_one)  line2 (one_for_all)  line3 (rest_for_one)
+//       feeder -> cutter -> press -> packer     topics line/<n>/raw, cut, pressed (scope: the line)
+//
+// Each line makes --parts parts, one at a time: the feeder sends the next part when the last one
+// was packed (line/<n>/packed, published to the whole factory). Every press jams on part --jam-at
+// in its first incarnation (it throws), so each line's supervisor restarts it under its own
+// strategy: line1 restarts the press, line2 the whole line (the feeder keeps its place with
+// keep_state), line3 the press and the packer. After each (re)start a line tells its feeder to
+// send its current part again (line/<n>/go), so no part is lost. The packer asks the quality
+// service for a grade with a typed request.
+//
+// Lines starting `FACTORY ` are the result: the same, sorted, in one process and on any
+// deployment (samples/factory/three_nodes.sh runs it on three nodes whose cuts separate every line
+// from its machines and compares).
+#include <banyan/sdk/sdk.hpp>
+
+#include "factory.capnp.h"
+
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace {
+
+struct config {
+  int parts = 6;
+  int jam_at = 3;
+};
+
+void say(const std::string& line) {
+  std::printf("FACTORY %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::string topic(int line, const char* what) { return "line/" + std::to_string(line) + "/" + what; }
+
+// Sends the line's parts one at a time; its place (the next part) survives its restarts.
+class feeder : public banyan::leaf {
+ public:
+  feeder(int line, config c) : line_(line), c_(c) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe(topic(line_, "go"), [this, &ctx](const banyan::delivery&) { send(ctx); });
+    (void)ctx.subscribe<Part>(topic(line_, "packed"), [this, &ctx](Part::Reader p, const banyan::delivery&) {
+      if (static_cast<int>(p.getSerial()) != next_) return;  // a part sent again, packed twice
+      ++next_;
+      ctx.checkpoint();
+      send(ctx);
+    });
+  }
+  std::optional<banyan::payload> snapshot(banyan::context&) override {
+    return banyan::payload::copy_of(std::to_string(next_));
+  }
+  void restore(banyan::context&, const banyan::payload& state) override {
+    next_ = std::stoi(std::string(reinterpret_cast<const char*>(state.bytes().data()), state.size()));
+  }
+
+ private:
+  void send(banyan::context& ctx) {
+    if (next_ > c_.parts) return;
+    (void)ctx.publish<Part>(topic(line_, "raw"), [&](Part::Builder p) {
+      p.setLine(static_cast<std::uint8_t>(line_));
+      p.setSerial(static_cast<std::uint32_t>(next_));
+    }, banyan::scope::parent());
+  }
+  int line_;
+  config c_;
+  int next_ = 1;
+};
+
+// Cuts: gives the part its weight.
+class cutter : public banyan::leaf {
+ public:
+  explicit cutter(int line) : line_(line) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe<Part>(topic(line_, "raw"), [this, &ctx](Part::Reader in, const banyan::delivery&) {
+      const std::uint32_t serial = in.getSerial();
+      (void)ctx.publish<Part>(topic(line_, "cut"), [&](Part::Builder p) {
+        p.setLine(static_cast<std::uint8_t>(line_));
+        p.setSerial(serial);
+        p.setWeight(900 + (serial * 37 + static_cast<std::uint32_t>(line_) * 11) % 200);
+      }, banyan::scope::parent());
+    });
+  }
+
+ private:
+  int line_;
+};
+
+// The faulty machine: jams (throws) on part jam_at in its first incarnation. Every incarnation of a
+// press runs in one process (its node), so a count per process is enough.
+std::mutex jams_mutex;
+std::set<int> jammed;  // lines whose press has jammed
+
+class press : public banyan::leaf {
+ public:
+  press(int line, config c) : line_(line), c_(c) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe<Part>(topic(line_, "cut"), [this, &ctx](Part::Reader in, const banyan::delivery&) {
+      if (static_cast<int>(in.getSerial()) == c_.jam_at) {
+        std::lock_guard lock(jams_mutex);
+        if (jammed.insert(line_).second) throw std::runtime_error("jammed on part " + std::to_string(c_.jam_at));
+      }
+      const std::uint32_t serial = in.getSerial(), weight = in.getWeight();
+      (void)ctx.publish<Part>(topic(line_, "pressed"), [&](Part::Builder p) {
+        p.setLine(static_cast<std::uint8_t>(line_));
+        p.setSerial(serial);
+        p.setWeight(weight);
+      }, banyan::scope::parent());
+    });
+  }
+  void on_failure(banyan::context& ctx, const std::string& reason) override { ctx.log("cleanup after: " + reason); }
+
+ private:
+  int line_;
+  config c_;
+};
+
+// Packs: asks the quality service for a grade (a typed request), then reports the part packed.
+class packer : public banyan::leaf {
+ public:
+  explicit packer(int line) : line_(line) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe<Part>(topic(line_, "pressed"), [this, &ctx](Part::Reader in, const banyan::delivery&) {
+      const std::uint32_t serial = in.getSerial(), weight = in.getWeight();
+      auto query = banyan::payload::build<Inspection>([&](Inspection::Builder q) {
+        q.setLine(static_cast<std::uint8_t>(line_));
+        q.setSerial(serial);
+        q.setWeight(weight);
+      });
+      ctx.request<Verdict>("/factory/quality", "inspect", query, std::chrono::seconds(20),
+                           [this, &ctx, serial, weight](banyan::result<Verdict::Reader> v) {
+                             if (!v) return ctx.log("no verdict: " + v.error().what());
+                             std::string grade = v->getGrade().cStr();
+                             (void)ctx.publish<Part>(topic(line_, "packed"), [&](Part::Builder p) {
+                               p.setLine(static_cast<std::uint8_t>(line_));
+                               p.setSerial(serial);
+                               p.setWeight(weight);
+                               p.setGrade(grade);
+                             }, banyan::scope::root());
+                           });
+    });
+  }
+
+ private:
+  int line_;
+};
+
+// A line: supervises its machines and, after each (re)start of them, has the feeder send its
+// current part again.
+class line : public banyan::composite {
+ public:
+  explicit line(int number) : number_(number) {}
+  void on_children_started(banyan::context& ctx) override {
+    (void)ctx.publish(topic(number_, "go"), std::string_view{}, banyan::scope::self());
+  }
+  void on_child_failure(banyan::context& ctx, const std::string& child, const std::string& reason) override {
+    say("FAILURE " + child + ": " + reason + " (" + ctx.path() + " restarts by its strategy)");
+  }
+
+ private:
+  int number_;
+};
+
+class quality : public banyan::leaf {
+ public:
+  void on_start(banyan::context& ctx) override {
+    ctx.serve<Inspection, Verdict>("inspect", [](Inspection::Reader q, Verdict::Builder v) -> banyan::result<void> {
+      v.setGrade(q.getWeight() >= 1000 ? "A" : q.getWeight() >= 950 ? "B" : "C");
+      return {};
+    });
+  }
+};
+
+// Audits the ledger's totals when asked (a dynamic child: it runs only while it is needed).
+class auditor : public banyan::leaf {
+ public:
+  void on_start(banyan::context& ctx) override {
+    ctx.serve_text("audit", [](std::string_view totals) -> banyan::result<std::string> {
+      std::uint64_t sum = 0;
+      for (char ch : totals) sum = sum * 31 + static_cast<unsigned char>(ch);
+      return "checked " + std::to_string(totals.size()) + " bytes, checksum " + std::to_string(sum % 1000003);
+    });
+  }
+};
+
+// Collects every line's packed parts (a wildcard subscription); once all are in, starts its
+// auditor, has it check the totals, removes it and ends the run.
+class ledger : public banyan::composite {
+ public:
+  explicit ledger(config c) : c_(c) {}
+  void on_start(banyan::context& ctx) override {
+    (void)ctx.subscribe<Part>("line/+/packed", [this, &ctx](Part::Reader p, const banyan::delivery&) {
+      if (!packed_[p.getLine()].emplace(p.getSerial(), std::string(p.getGrade().cStr())).second) return;
+      if (done_ || !all_in()) return;
+      done_ = true;
+      for (const auto& [number, parts] : packed_) {
+        std::string row = "line " + std::to_string(number) + ":";
+        for (const auto& [serial, grade] : parts) row += " " + std::to_string(serial) + grade;
+        say(row);
+        totals_ += row + "\n";
+      }
+      auto started = ctx.start_child("auditor");
+      if (!started) say("auditor: " + started.error().what());
+    });
+    (void)ctx.monitor("/factory/ledger/auditor", [&ctx](const std::string& path, const std::string& reason) {
+      say("DOWN " + path + ": " + reason);
+      if (reason == "stopped") ctx.quit(0);
+    });
+  }
+  void on_children_started(banyan::context& ctx) override {
+    if (!done_) return;  // the auditor is not started yet
+    ctx.request_text("/factory/ledger/auditor", "audit", totals_, std::chrono::seconds(20),
+                     [&ctx](banyan::result<std::string> r) {
+                       say("AUDIT " + (r ? *r : r.error().what()));
+                       auto stopped = ctx.stop_child("auditor");
+                       if (!stopped) say("auditor: " + stopped.error().what());
+                     });
+  }
+
+ private:
+  bool all_in() const {
+    if (packed_.size() != 3) return false;
+    for (const auto& [number, parts] : packed_)
+      if (static_cast<int>(parts.size()) != c_.parts) return false;
+    return true;
+  }
+  config c_;
+  std::map<int, std::map<std::uint32_t, std::string>> packed_;
+  bool done_ = false;
+  std::string totals_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace std::chrono_literals;
+  config c;
+  banyan::app app{"factory", {banyan::restart_strategy::one_for_one, 3, 10s}};
+  app.options().add("--parts", c.parts, "Parts each line makes").positive();
+  app.options().add("--jam-at", c.jam_at, "The part each press jams on, once").positive();
+  if (auto code = app.options().parse(argc, argv)) return *code;
+
+  // Services first: children start in order, so the quality service and the ledger are up before
+  // any line sends its first part.
+  app.root().add_leaf<quality>("quality");
+  auto& books = app.root().add_composite<ledger>("ledger", {}, c);
+  books.add_leaf<auditor>("auditor").dynamic();
+  const banyan::restart_strategy strategies[] = {banyan::restart_strategy::one_for_one,
+                                                 banyan::restart_strategy::one_for_all,
+                                                 banyan::restart_strategy::rest_for_one};
+  for (int n = 1; n <= 3; ++n) {
+    auto& l = app.root().add_composite<line>("line" + std::to_string(n), {strategies[n - 1], 3, 10s}, n);
+    l.add_leaf<feeder>("feeder", n, c).keep_state();
+    l.add_leaf<cutter>("cutter", n);
+    l.add_leaf<press>("press", n, c);
+    l.add_leaf<packer>("packer", n);
+  }
+  return banyan::run(app, argc, argv);
+}
