@@ -28,6 +28,8 @@ class refiner {
   refiner(const problem& p, mapping& m) : p_(p), t_(p.t), m_(m), ch_(p.t), free_(p) {
     for (std::size_t v = 0; v < t_.size(); ++v) free_.take(m_[v], t_.cpu[v], mem_of(t_, static_cast<vertex_id>(v)));
     uniform_ = p.c.uniform_cost();
+    adjacent_.assign(p.k(), 0);
+    per_node_.assign(p.k(), 0.0);
     eps_ = cost_epsilon(p);  // relative: traffic of 1e-12 is as real as traffic of 1e12
   }
 
@@ -126,13 +128,30 @@ class refiner {
           consider(g, subtree_delta(g), sc_[v], sm_[v], false);
         }
       }
-      // Vertex moves to a neighbour's node (the parent's one, or a child's on another node).
-      if (v > 0 && pa != b) consider(pa, eval_single(v, pa), t_.cpu[v], mem_of(t_, v), true);
+      // Vertex moves to a neighbour's node (the parent's one, or a child's on another node). One
+      // pass over the children sums their traffic per node, so a vertex with many children (a
+      // star's root) costs O(children + k^2), not O(children x k).
+      touched_.clear();
+      for (auto it = ch_.begin(v); it != ch_.end(v); ++it) {
+        const node_id h = m_[*it];
+        if (!adjacent_[h]) {
+          adjacent_[h] = 1;
+          touched_.push_back(h);
+        }
+        per_node_[h] += t_.weight[*it];
+      }
+      auto single_delta = [&](node_id j) {
+        double d = v > 0 ? t_.weight[v] * (c(j, pa) - c(b, pa)) : 0.0;
+        for (node_id h : touched_) d += per_node_[h] * (c(j, h) - c(b, h));
+        return d;
+      };
+      if (v > 0 && pa != b) consider(pa, single_delta(pa), t_.cpu[v], mem_of(t_, v), true);
       for (const auto& [g, w] : L) {
-        if (g == pa) continue;
-        bool adjacent = false;
-        for (auto it = ch_.begin(v); it != ch_.end(v) && !adjacent; ++it) adjacent = m_[*it] == g;
-        if (adjacent) consider(g, eval_single(v, g), t_.cpu[v], mem_of(t_, v), true);
+        if (g != pa && adjacent_[g]) consider(g, single_delta(g), t_.cpu[v], mem_of(t_, v), true);
+      }
+      for (node_id h : touched_) {
+        adjacent_[h] = 0;
+        per_node_[h] = 0;
       }
       // Hand S(v)'s figures to the parent.
       if (v > 0) {
@@ -263,6 +282,9 @@ class refiner {
   room free_;
   double eps_;
   bool uniform_ = true;
+  std::vector<char> adjacent_;     // per node: some child of the current vertex is there
+  std::vector<double> per_node_;   // per node: traffic from the current vertex's children there
+  std::vector<node_id> touched_;
   std::vector<double> sc_, sm_;
   std::vector<std::vector<std::pair<node_id, double>>> below_;
   std::vector<candidate> cands_, blocked_;

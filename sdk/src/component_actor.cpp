@@ -172,14 +172,15 @@ caf::behavior component_actor::make_behavior() {
       [this](ready_atom) {
         // Monitors first: a watched component's end caused by a held request is then reported.
         for (const auto& [watched, id] : std::exchange(held_monitors_, {})) state_->node()->send_monitor(vertex_, watched, id);
-        flush_held();
-        flush_held_requests();
+        // Then held dynamic starts: their node starts them before it serves our held requests.
         for (auto i : std::exchange(held_dynamic_, {})) {
           if (children_[i].active) pending_.push_back(i);
         }
         std::sort(pending_.begin(), pending_.end());
         pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
         if (!shutting_down_ && !pending_.empty()) spawn_next();
+        flush_held();
+        flush_held_requests();
       },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
         log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
@@ -278,7 +279,6 @@ void component_actor::start() {
   if (s.keeps_state()) {
     if (auto kept = state_->kept().get(vertex_)) timed([&] { user_->restore(*ctx_, *kept); });
   }
-  timed([&] { user_->on_start(*ctx_); });
   const auto& kids = state_->tree().children(vertex_);
   children_.clear();
   for (auto v : kids) {
@@ -286,8 +286,14 @@ void component_actor::start() {
     children_.back().remote = !state_->is_local(v);
     children_.back().active = !state_->spec_of(v).is_dynamic();
   }
-  for (std::size_t i = 0; i < children_.size(); ++i)
-    if (children_[i].active) pending_.push_back(i);
+  // A start_child from on_start marks the child: it starts with the others, in declaration order.
+  in_on_start_ = true;
+  timed([&] { user_->on_start(*ctx_); });
+  in_on_start_ = false;
+  for (std::size_t i = 0; i < children_.size(); ++i) {
+    const bool held = std::find(held_dynamic_.begin(), held_dynamic_.end(), i) != held_dynamic_.end();
+    if (children_[i].active && !held) pending_.push_back(i);  // a held one starts when every node is ready
+  }
   spawn_next();
 }
 
@@ -329,6 +335,7 @@ result<void> component_actor::start_dynamic(std::string_view name) {
     held_dynamic_.push_back(i);  // its node may not be linked yet: asked once every node is ready
     return {};
   }
+  if (in_on_start_) return {};  // start() starts it after on_start, with the others
   state_->forget_subtree(c.vertex);
   pending_.push_back(i);
   std::sort(pending_.begin(), pending_.end());

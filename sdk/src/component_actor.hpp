@@ -110,6 +110,7 @@ class component_actor final : public caf::event_based_actor {
   static constexpr std::size_t none = ~std::size_t{0};
   std::size_t starting_ = none;        // the child whose start we are waiting for
   bool reported_started_ = false;
+  bool in_on_start_ = false;  // this incarnation's on_start is running
   std::deque<std::chrono::steady_clock::time_point> restarts_;
   bool backing_off_ = false;  // a restart waits for its backoff (restart_atom)
   bool shutting_down_ = false;

@@ -183,9 +183,9 @@ TEST(RemoteOtp, AStoppedTransientChildIsNotRunning) {
 
 // A dynamic child (issue #21 item 4): last, on n2, is started and stopped by group on n0 at run
 // time, as in one process.
-TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) {
+void expect_dynamic_like_one_process(const std::string& scenario) {
   for (bool multi : {false, true}) {
-    std::vector<std::string> args{"--scenario", "dynamic"};
+    std::vector<std::string> args{"--scenario", scenario};
     auto r = multi ? three_nodes(args) : single(args);
     const std::string where = multi ? "three nodes: " : "one process: ";
     ASSERT_EQ(r.exit_code, 0) << where << r.output;
@@ -196,9 +196,17 @@ TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) {
                                    "DYN ping pong from /sv/group/last", "DYN stop ok", "DOWN /sv/group/last stopped"})
       EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
     EXPECT_NE(r.output.find("`/sv/group/last` is not running\n"), std::string::npos) << where << r.output;
-    // Started only when asked (and once).
+    // Started only when asked (and once), and its remote sibling once.
     EXPECT_LT(r.output.find("DYN before"), r.output.find("START /sv/group/last")) << where << r.output;
+    EXPECT_EQ(count(r.output, "START /sv/group/middle"), 1u) << where << r.output;
   }
+}
+
+TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) { expect_dynamic_like_one_process("dynamic"); }
+
+// start_child from on_start: the child starts with its siblings once every node is ready.
+TEST(RemoteDynamicChildren, AChildStartedFromOnStartStartsOnceWithItsSiblings) {
+  expect_dynamic_like_one_process("dynamic-early");
 }
 
 // Request/reply traffic in the profile (issue #21 item 6): group's `crash` request to middle (no
