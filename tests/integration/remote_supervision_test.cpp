@@ -105,6 +105,23 @@ TEST(RemoteSupervision, RestForOneRestartsTheRemoteChildAndLaterSiblings) {
 
 // middle fails in on_start 4 times; group allows 3 restarts, so it gives up and fails; the root
 // restarts group, whose new incarnation starts a fifth middle on n1, which succeeds.
+// Restart backoff (issue #21 item 4) with the child remote: middle fails 3 times; its supervisor on
+// n0 waits 40, 80 and 160 ms before the restarts it asks n1 for, so middle's 4th start comes at
+// least 280 ms after its first, as in one process.
+TEST(RemoteSupervision, BackoffDelaysTheRemoteChildsRestarts) {
+  for (bool multi : {false, true}) {
+    std::vector<std::string> args{"--failures", "3", "--max-restarts", "5", "--backoff-ms", "40"};
+    auto r = multi ? three_nodes(args) : single(args);
+    const std::string where = multi ? "three nodes: " : "one process: ";
+    ASSERT_EQ(r.exit_code, 0) << where << r.output;
+    std::vector<long> at;
+    std::regex line(R"(MIDDLE-STARTED-AT-MS (\d+))");
+    for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it) at.push_back(std::stol((*it)[1].str()));
+    ASSERT_EQ(at.size(), 4u) << where << r.output;
+    EXPECT_GE(at.back() - at.front(), 280) << where << r.output;
+  }
+}
+
 TEST(RemoteSupervision, TooManyRemoteRestartsEscalateToTheParent) {
   auto r = three_nodes({"--fail-in", "start", "--failures", "4", "--max-restarts", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

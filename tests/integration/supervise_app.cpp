@@ -22,6 +22,7 @@
 // on_start (so it starts with its siblings, after them in declaration order).
 #include <banyan/sdk/sdk.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <utility>
@@ -37,6 +38,7 @@ struct config {
   int root_restarts = 3;
   std::string scenario = "classic";
   std::string middle_restart = "permanent";
+  int backoff_ms = 0;  // group's restart backoff
 };
 
 std::string text_of(const banyan::result<banyan::payload>& r) {
@@ -65,6 +67,11 @@ class flaky : public banyan::leaf {
   explicit flaky(config c) : c_(c) {}
   void on_start(banyan::context& ctx) override {
     say("START " + ctx.path());
+    // When each incarnation starts, counted from the first (on the node that runs middle).
+    static const auto first_start = std::chrono::steady_clock::now();
+    say("MIDDLE-STARTED-AT-MS " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                     std::chrono::steady_clock::now() - first_start)
+                                                     .count()));
     const bool fail = ++middle_incarnations <= c_.failures;
     if (c_.scenario == "otp") {
       say("INCARNATION " + ctx.path() + " " + std::to_string(++incarnation_));
@@ -185,6 +192,7 @@ void add_options(banyan::options& o, config& c) {
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");
   o.add("--root-restarts", c.root_restarts, "the root's restart limit (within 30 s)");
   o.add("--scenario", c.scenario, "classic, otp (restart types, monitor, cleanup, state) or dynamic (a dynamic child)");
+  o.add("--backoff-ms", c.backoff_ms, "group's restart backoff in ms (doubling per restart)");
   o.add("--middle-restart", c.middle_restart, "middle's restart type in the otp scenario: permanent, transient or temporary");
 }
 
@@ -215,7 +223,9 @@ int main(int argc, char** argv) {
   banyan::app app{"sv", {banyan::restart_strategy::one_for_one, c.root_restarts, 30s}, std::in_place_type<top>};
   config again = c;
   add_options(app.options(), again);
-  auto& g = app.root().add_composite<group>("group", {strategy, c.max_restarts, 30s}, c);
+  banyan::supervision group_policy{strategy, c.max_restarts, 30s};
+  group_policy.backoff = std::chrono::milliseconds(c.backoff_ms);
+  auto& g = app.root().add_composite<group>("group", group_policy, c);
   g.add_leaf<steady>("first");
   auto& middle = g.add_leaf<flaky>("middle", c);
   auto& last = g.add_leaf<steady>("last");
