@@ -161,6 +161,27 @@ caf::behavior component_actor::make_behavior() {
         auto it = monitors_.find(id);
         if (it != monitors_.end()) timed([&] { it->second(path, reason); });
       },
+      [this](nodelost_atom, node_id lost, const std::string& reason) {
+        // Every component on the lost node ended with it (Erlang's `noconnection`); it will report
+        // nothing more, so each monitor of one fires once, here, and is gone.
+        std::vector<std::pair<std::uint64_t, vertex_id>> fired;
+        for (auto it = remote_watched_.begin(); it != remote_watched_.end();) {
+          if (state_->node()->deployment().node_of[it->second] == lost) {
+            fired.emplace_back(*it);
+            it = remote_watched_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        std::sort(fired.begin(), fired.end());  // in the order the monitors were made
+        for (const auto& [id, v] : fired) {
+          auto handler = monitors_.find(id);
+          if (handler == monitors_.end()) continue;
+          auto on_down = std::move(handler->second);
+          monitors_.erase(handler);
+          timed([&] { on_down(state_->tree().path(v), reason); });
+        }
+      },
       [this](restart_atom) {
         backing_off_ = false;
         if (!shutting_down_) spawn_next();
@@ -263,6 +284,7 @@ void component_actor::on_exit() {
   services_.clear();
   monitors_.clear();
   held_monitors_.clear();
+  remote_watched_.clear();
   held_dynamic_.clear();
   remote_requests_.clear();
   held_.clear();
@@ -304,10 +326,13 @@ result<void> component_actor::watch(std::string_view path, banyan::context::down
   monitors_.emplace(id, std::move(on_down));
   if (state_->is_local(*v)) {
     state_->watching().add(*v, caf::actor_cast<caf::actor_addr>(this), id);
-  } else if (state_->cluster_ready()) {
-    state_->node()->send_monitor(vertex_, *v, id);  // its node tells us of each end (`down`)
   } else {
-    held_monitors_.emplace_back(*v, id);  // the links may not be up yet: sent with ready_atom
+    remote_watched_.emplace(id, *v);  // its node's loss ends it too (nodelost_atom)
+    if (state_->cluster_ready()) {
+      state_->node()->send_monitor(vertex_, *v, id);  // its node tells us of each end (`down`)
+    } else {
+      held_monitors_.emplace_back(*v, id);  // the links may not be up yet: sent with ready_atom
+    }
   }
   return {};
 }

@@ -132,6 +132,7 @@ class component_actor final : public caf::event_based_actor {
   std::unordered_map<std::uint64_t, banyan::context::down_handler> monitors_;  // by id (watchers.hpp)
   // Monitors of components on other nodes made before every node was ready: (watched, id).
   std::vector<std::pair<vertex_id, std::uint64_t>> held_monitors_;
+  std::unordered_map<std::uint64_t, vertex_id> remote_watched_;  // monitors of components on other nodes, by id
   std::vector<std::size_t> held_dynamic_;  // remote dynamic children started before every node was ready
   route_cache routes_;  // this component's publishes
   std::uint64_t sequence_ = 0;

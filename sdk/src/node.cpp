@@ -474,6 +474,11 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
     if (auto a = state_.actors().get(tree.parent(v)))
       caf::anon_send(a, lost_atom::value, tree.path(v), "node `" + peer + "` lost: " + reason);
   }
+  // Monitors: every local component that watches one on the lost node hears of its end.
+  for (vertex_id v = 0; v < tree.size(); ++v) {
+    if (!is_local(v)) continue;
+    if (auto a = state_.actors().get(v)) caf::anon_send(a, nodelost_atom::value, lost, "node `" + peer + "` lost: " + reason);
+  }
 }
 
 }  // namespace banyan::detail

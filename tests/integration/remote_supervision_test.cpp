@@ -122,6 +122,17 @@ TEST(RemoteSupervision, BackoffDelaysTheRemoteChildsRestarts) {
   }
 }
 
+// A monitor of a component whose node is lost (killed outright) fires once with the loss as its
+// reason, as Erlang's `noconnection` (issue #21 item 4: be told when any component dies).
+TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
+  auto r = three_nodes({"--scenario", "lost"});
+  EXPECT_NE(r.output.find("DYING"), std::string::npos) << r.output;
+  const std::string down = "DOWN /sv/group/middle node `n1` lost: ";
+  const auto at = r.output.find(down);
+  EXPECT_NE(at, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(down, at + 1), std::string::npos) << "the monitor fired twice\n" << r.output;
+}
+
 TEST(RemoteSupervision, TooManyRemoteRestartsEscalateToTheParent) {
   auto r = three_nodes({"--fail-in", "start", "--failures", "4", "--max-restarts", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

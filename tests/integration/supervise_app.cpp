@@ -23,6 +23,7 @@
 #include <banyan/sdk/sdk.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <optional>
 #include <utility>
@@ -82,6 +83,14 @@ class flaky : public banyan::leaf {
       });
     }
     if (fail && c_.fail_in == "start") throw std::runtime_error("boom in on_start");
+    if (c_.scenario == "lost") {
+      // Its whole node dies at once, as a machine would (no orderly end, no goodbye to the peers).
+      ctx.serve("die", [](const banyan::payload&) -> banyan::result<banyan::payload> {
+        say("DYING");
+        std::raise(SIGKILL);
+        return banyan::payload{};
+      });
+    }
     ctx.serve("crash", [fail](const banyan::payload&) -> banyan::result<banyan::payload> {
       if (fail) throw std::runtime_error("boom in a handler");
       return banyan::payload{};
@@ -111,9 +120,10 @@ class group : public banyan::composite {
     say("START " + ctx.path());
     if (c_.scenario == "classic") return;
     if (c_.scenario == "dynamic-early") start_last(ctx);  // from on_start: starts with the others
-    const std::string watched = c_.scenario == "otp" ? "/sv/group/middle" : "/sv/group/last";
+    const std::string watched = c_.scenario == "otp" || c_.scenario == "lost" ? "/sv/group/middle" : "/sv/group/last";
     auto m = ctx.monitor(watched, [this, &ctx](const std::string& path, const std::string& reason) {
       say("DOWN " + path + " " + reason);
+      if (c_.scenario == "lost") return ctx.quit(0);
       if (c_.scenario == "otp" && !(c_.middle_restart == "temporary" || (c_.middle_restart == "transient" && reason == "stopped")))
         return;
       if (c_.scenario != "otp" && reason != "stopped") return;
@@ -129,6 +139,12 @@ class group : public banyan::composite {
     say("FAILURE " + child + " " + reason);
   }
   void on_children_started(banyan::context& ctx) override {
+    if (c_.scenario == "lost") {
+      ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload> r) {
+        say("DIE " + text_of(r));
+      });
+      return;
+    }
     if (c_.scenario == "otp") {
       // 1: crash middle; 2 (restarted): stop it; 3 (permanent: restarted after its stop): done.
       switch (++phase_) {
@@ -191,7 +207,7 @@ void add_options(banyan::options& o, config& c) {
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");
   o.add("--root-restarts", c.root_restarts, "the root's restart limit (within 30 s)");
-  o.add("--scenario", c.scenario, "classic, otp (restart types, monitor, cleanup, state) or dynamic (a dynamic child)");
+  o.add("--scenario", c.scenario, "classic, otp (restart types, monitor, cleanup, state), dynamic (a dynamic child) or lost (middle's node dies)");
   o.add("--backoff-ms", c.backoff_ms, "group's restart backoff in ms (doubling per restart)");
   o.add("--middle-restart", c.middle_restart, "middle's restart type in the otp scenario: permanent, transient or temporary");
 }
@@ -237,10 +253,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--middle-restart `%s`: must be permanent, transient or temporary\n", c.middle_restart.c_str());
       return 2;
     }
+  } else if (c.scenario == "lost") {
+    // middle's node kills itself; group (on n0) monitors middle.
   } else if (c.scenario == "dynamic" || c.scenario == "dynamic-early") {
     last.dynamic();
   } else if (c.scenario != "classic") {
-    std::fprintf(stderr, "--scenario `%s`: must be classic, otp or dynamic\n", c.scenario.c_str());
+    std::fprintf(stderr, "--scenario `%s`: must be classic, otp, dynamic or lost\n", c.scenario.c_str());
     return 2;
   }
   return banyan::run(app, argc, argv);

@@ -151,8 +151,9 @@ class context {
   // Monitors the component at `path` (Erlang's monitor): `on_down(path, reason)` runs in this
   // component each time an incarnation of it ends — `reason` is the failure's text, or `stopped`
   // for an orderly end (ctx.stop(), a supervisor stopping it, the run's shutdown). Lasts for this
-  // incarnation. Works alike when `path` runs on another node (its node sends the news; a node
-  // that is lost sends none: its components' supervisors hear of it). Errors: no_such_component.
+  // incarnation. Works alike when `path` runs on another node (its node sends the news). When that
+  // node is lost, `on_down` runs once with reason "node `N` lost: ..." and the monitor ends (as
+  // Erlang's noconnection). Errors: no_such_component.
   using down_handler = std::function<void(const std::string& path, const std::string& reason)>;
   virtual result<void> monitor(std::string_view path, down_handler on_down) = 0;
   // Ends this component normally: its children stop, then its on_stop runs. Its supervisor restarts
