@@ -453,29 +453,29 @@ void component_actor::stop_remote_children() {
     if (c.remote) stop_child(c);
 }
 
-void component_actor::on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
+std::optional<component_actor::ended_child> component_actor::remote_child_ended(vertex_id child_vertex,
+                                                                                std::uint64_t generation) {
   auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.remote && c.vertex == child_vertex; });
-  if (it == children_.end() || !it->remote_up || it->generation != generation) return;  // stopped or replaced already
+  if (it == children_.end() || !it->remote_up || it->generation != generation) return std::nullopt;  // stopped or replaced already
   const std::size_t i = static_cast<std::size_t>(it - children_.begin());
   it->remote_up = false;
   const bool was_starting = starting_ == i;
   if (was_starting) starting_ = none;
-  if (shutting_down_) return;
-  supervise(i, reason, true, was_starting);
+  if (shutting_down_) return std::nullopt;
+  return ended_child{i, was_starting};
+}
+
+void component_actor::on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
+  if (auto ended = remote_child_ended(child_vertex, generation)) supervise(ended->index, reason, true, ended->was_starting);
 }
 
 void component_actor::on_remote_stopped(vertex_id child_vertex, std::uint64_t generation) {
-  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.remote && c.vertex == child_vertex; });
-  if (it == children_.end() || !it->remote_up || it->generation != generation) return;  // stopped or replaced already
-  const std::size_t i = static_cast<std::size_t>(it - children_.begin());
-  it->remote_up = false;
-  const bool was_starting = starting_ == i;
-  if (was_starting) starting_ = none;
-  if (shutting_down_) return;
+  auto ended = remote_child_ended(child_vertex, generation);
+  if (!ended) return;
   // As for a local child that called ctx.stop(): only a permanent one is restarted.
-  if (state_->spec_of(child_vertex).restart() == restart_type::permanent) return supervise(i, "stopped", false);
-  if (state_->spec_of(child_vertex).is_dynamic()) it->active = false;  // start_child may start it again
-  if (was_starting) spawn_next();
+  if (state_->spec_of(child_vertex).restart() == restart_type::permanent) return supervise(ended->index, "stopped", false);
+  if (state_->spec_of(child_vertex).is_dynamic()) children_[ended->index].active = false;  // start_child may start it again
+  if (ended->was_starting) spawn_next();
 }
 
 void component_actor::on_exit_message(caf::exit_msg& msg) {

@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include <deque>
+#include <optional>
 #include <unordered_map>
 
 namespace banyan::detail {
@@ -80,6 +81,13 @@ class component_actor final : public caf::event_based_actor {
   // type) or normally by ctx.stop() (restarted only if permanent).
   // `was_starting`: it ended while it was starting (its later siblings wait for it).
   void supervise(std::size_t i, const std::string& reason, bool failure = true, bool was_starting = false);
+  // A remote child's incarnation `generation` ended: which child, and whether it was the one being
+  // started; nothing when that incarnation was stopped or replaced already, or this one is shutting down.
+  struct ended_child {
+    std::size_t index;
+    bool was_starting;
+  };
+  std::optional<ended_child> remote_child_ended(vertex_id child_vertex, std::uint64_t generation);
   void on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason);
   void on_remote_stopped(vertex_id child_vertex, std::uint64_t generation);  // it called ctx.stop()
   void stop_child(child& c);

@@ -56,14 +56,7 @@ nlohmann::json summary(const std::string& output, const std::string& node = "") 
 // n0 holds the root, the gradient server and rank 0; n1 and n2 one node trainer each, so every
 // gradient of ranks 1 and 2 crosses a link.
 fs::path write_deployment(const fs::path& dir) {
-  fs::path d = dir / "deployment.yaml";
-  std::ofstream out(d);
-  out << "version: 1\nnodes:\n";
-  for (int i = 0; i < 3; ++i)
-    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string()
-        << "\", capacity: {cpu: 1}}\n";
-  out << "assignments:\n  /train_gpt: n0\n  /train_gpt/trainer/n1: n1\n  /train_gpt/trainer/n2: n2\n";
-  return d;
+  return test::write_deployment(dir, {{"/train_gpt", "n0"}, {"/train_gpt/trainer/n1", "n1"}, {"/train_gpt/trainer/n2", "n2"}});
 }
 
 TEST(DataParallel, NodeTrainersOnThreeNodesMatchOneProcessAndOneInstance) {

@@ -35,14 +35,7 @@ using test::scratch_dir;
 
 // Three nodes; zone0 and the checker with the root on n0, zone1 on n1, zone2 and zone1/slow on n2.
 fs::path write_deployment(const fs::path& dir) {
-  fs::path d = dir / "deployment.yaml";
-  std::ofstream out(d);
-  out << "version: 1\nnodes:\n";
-  for (int i = 0; i < 3; ++i)
-    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string()
-        << "\", capacity: {cpu: 1}}\n";
-  out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n  /mesh/zone2: n2\n  /mesh/zone1/slow: n2\n";
-  return d;
+  return test::write_deployment(dir, {{"/mesh", "n0"}, {"/mesh/zone1", "n1"}, {"/mesh/zone2", "n2"}, {"/mesh/zone1/slow", "n2"}});
 }
 
 std::multiset<std::string> digests(const std::string& output) {

@@ -1,5 +1,5 @@
 // What the multi-node integration tests share: a scratch folder for ipc:// endpoints and
-// deployments, and running a command (node processes, banyan launch) with a time limit that keeps
+// deployments, writing a deployment, and running a command (node processes, banyan launch) with a time limit that keeps
 // its output even when the limit is hit (banyan::run_process returns only the timeout then).
 #pragma once
 
@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace banyan::test {
@@ -21,6 +23,22 @@ struct scratch_dir {
   }
   ~scratch_dir() { std::filesystem::remove_all(path); }
 };
+
+// A deployment of `nodes` nodes n0.. on ipc:// endpoints in `dir` (capacity 1 each) with the given
+// assignments, e.g. {{"/mesh", "n0"}, {"/mesh/zone1", "n1"}}; returns its path (dir/deployment.yaml).
+inline std::filesystem::path write_deployment(const std::filesystem::path& dir,
+                                              const std::vector<std::pair<std::string, std::string>>& assignments,
+                                              int nodes = 3) {
+  std::filesystem::path d = dir / "deployment.yaml";
+  std::ofstream out(d);
+  out << "version: 1\nnodes:\n";
+  for (int i = 0; i < nodes; ++i)
+    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string()
+        << "\", capacity: {cpu: 1}}\n";
+  out << "assignments:\n";
+  for (const auto& [path, node] : assignments) out << "  " << path << ": " << node << "\n";
+  return d;
+}
 
 struct outcome {
   int exit_code;  // -1: killed (a signal, or past the limit)

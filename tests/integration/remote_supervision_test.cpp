@@ -30,14 +30,7 @@ using test::scratch_dir;
 
 // The supervisors on n0, middle on n1, last on n2: both supervised children are remote.
 fs::path write_deployment(const fs::path& dir) {
-  fs::path d = dir / "deployment.yaml";
-  std::ofstream out(d);
-  out << "version: 1\nnodes:\n";
-  for (int i = 0; i < 3; ++i)
-    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string()
-        << "\", capacity: {cpu: 1}}\n";
-  out << "assignments:\n  /sv: n0\n  /sv/group/middle: n1\n  /sv/group/last: n2\n";
-  return d;
+  return test::write_deployment(dir, {{"/sv", "n0"}, {"/sv/group/middle", "n1"}, {"/sv/group/last", "n2"}});
 }
 
 std::size_t count(const std::string& text, const std::string& line) {
