@@ -4,6 +4,7 @@
 #include "banyan/partitioner/algorithm.hpp"
 #include "banyan/partitioner/io.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -110,6 +111,11 @@ struct rng {
   }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0,1)
   std::uint64_t below(std::uint64_t n) { return next() % n; }
+  // A standard normal draw (Box-Muller), for log-normal loads.
+  double normal() {
+    const double u1 = std::max(uniform(), 1e-300), u2 = uniform();
+    return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
 };
 
 }  // namespace banyan::partitioner::detail

@@ -12,12 +12,6 @@
 namespace banyan::partitioner {
 namespace {
 
-constexpr double two_pi = 6.283185307179586;
-
-double normal(detail::rng& r) {
-  const double u1 = std::max(r.uniform(), 1e-300), u2 = r.uniform();
-  return std::sqrt(-2 * std::log(u1)) * std::cos(two_pi * u2);
-}
 
 // parent[] over ids 0..n-1 with root 0 (any order) -> a tree numbered top-down.
 tree renumber(const std::vector<vertex_id>& parent, bool shuffled, detail::rng& r) {
@@ -207,7 +201,7 @@ result<problem> generate_family(const family_options& o) {
   t.cpu.resize(n);
   t.weight.assign(n, 0);
   for (std::size_t v = 0; v < n; ++v) {
-    t.cpu[v] = o.load_scale == 1 ? 1 + std::floor(r.uniform() * 10) : std::exp(0.5 * normal(r)) * o.load_scale;
+    t.cpu[v] = o.load_scale == 1 ? 1 + std::floor(r.uniform() * 10) : std::exp(0.5 * r.normal()) * o.load_scale;
   }
   if (o.shape == family_shape::heavy_subtree) {
     double in = 0, out = 0;

@@ -17,12 +17,6 @@
 namespace banyan::partitioner {
 namespace {
 
-constexpr double two_pi = 6.283185307179586;
-
-double normal(detail::rng& r) {
-  const double u1 = std::max(r.uniform(), 1e-300), u2 = r.uniform();
-  return std::sqrt(-2 * std::log(u1)) * std::cos(two_pi * u2);
-}
 
 std::size_t geometric(detail::rng& r, double mean) {
   // Number of failures before a success with p = 1 / (1 + mean).
@@ -66,7 +60,7 @@ tree generate_tree(const generator_options& o) {
   t.cpu.resize(n);
   if (o.memory) t.memory.resize(n);
   for (std::size_t v = 0; v < n; ++v) {
-    const double draw = std::exp(o.load_sigma * normal(r));
+    const double draw = std::exp(o.load_sigma * r.normal());
     const bool leaf = ch.count(static_cast<vertex_id>(v)) == 0;
     t.cpu[v] = std::round((leaf ? draw : draw / 20) * 1e6) / 1e9;  // CPU seconds, microsecond grain
     if (o.memory) t.memory[v] = std::round((leaf ? draw : 0.1) * 1048576);
