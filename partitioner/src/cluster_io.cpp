@@ -204,7 +204,14 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
       const auto& nd = d.c.nodes[i];
       if (nd.endpoint.empty()) return r.fail(nodes[i], "node `" + nd.name + "` has no endpoint");
       if (!endpoints.insert(nd.endpoint).second) return r.fail(nodes[i]["endpoint"], "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
+      const YAML::Node join = nodes[i]["join"];
+      if (join && (!join.IsScalar() || (join.Scalar() != "start" && join.Scalar() != "later")))
+        return r.fail(join, "node `" + nd.name + "`: `join` must be `start` (the default) or `later`");
+      d.joins_later.push_back(join && join.Scalar() == "later");
     }
+    bool all_later = true;
+    for (bool later : d.joins_later) all_later = all_later && later;
+    if (all_later) return r.fail(nodes, "every node has `join: later`: at least one node must start the deployment");
     // CURVE key files (`curve: {public: FILE, secret: FILE}`): every node has them, or none has.
     bool any_curve = false;
     for (std::size_t i = 0; i < d.c.nodes.size(); ++i) any_curve = any_curve || nodes[i]["curve"];

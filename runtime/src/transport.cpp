@@ -449,7 +449,7 @@ result<void> transport_impl::wait_until_all_up(std::chrono::milliseconds timeout
     if (stopped_) return true;
     for (auto& p : peers_) {
       if (!p.incompatible.empty()) return true;
-      if (!p.live()) return false;
+      if (p.cfg.required && !p.live()) return false;
     }
     return true;
   };
@@ -457,7 +457,7 @@ result<void> transport_impl::wait_until_all_up(std::chrono::milliseconds timeout
   std::string missing;
   for (auto& p : peers_) {
     if (!p.incompatible.empty()) return error{errc::incompatible_peer, p.incompatible};
-    if (!p.live()) missing += std::string(missing.empty() ? "" : ", ") + "`" + p.cfg.name + "` (" + p.cfg.endpoint + ")";
+    if (p.cfg.required && !p.live()) missing += std::string(missing.empty() ? "" : ", ") + "`" + p.cfg.name + "` (" + p.cfg.endpoint + ")";
   }
   if (!missing.empty()) {
     return error{errc::timeout, "node `" + opt_.self + "`: peers not up after " + std::to_string(timeout.count()) + " ms: " + missing};
@@ -1053,7 +1053,7 @@ void transport_impl::timers(steady::time_point now, bool drained) {
     if (p.state == link_state::up && p.written_hi > p.confirmed && now - p.last_data_sent >= hb_interval_) {
       write(p, false, {}, p.written_hi);
     }
-    if (!p.ever_up && now >= p.next_missing_log) {
+    if (!p.ever_up && p.cfg.required && now >= p.next_missing_log) {
       p.next_missing_log = now + opt_.missing_peer_log_every;
       std::string state = p.candidate != 0 ? "its hello arrived, the handshake has not completed"
                           : p.connected    ? "connected, nothing heard from it"

@@ -1,7 +1,8 @@
 // train_gpt: trains a small character-level GPT on the fortunes corpus as a banyan app
 // (/train_gpt/trainer does the work, banyan::trainer::gpt_trainer; with --workers its children are
 // the per-core workers, numa<d>/w<i>; with --data-parallel K it is a gradient server over K such
-// node trainers /train_gpt/trainer/n0..n<K-1>).
+// node trainers /train_gpt/trainer/n0..n<K-1>; with --elastic it is the elastic scheduler over
+// physical workers /train_gpt/trainer/p0..).
 // `train_gpt --help` lists the options.
 #include <banyan/sdk/sdk.hpp>
 #include <banyan/trainer/gpt_trainer.hpp>
@@ -38,9 +39,22 @@ int main(int argc, char** argv) {
           "K > 1: K node trainers /train_gpt/trainer/n0.. (each with --workers) under one gradient server; "
           "a deployment may put them on different nodes")
       .positive();
-  // The tree's shape depends on --workers and --data-parallel: parse before building it (banyan::run
-  // parses again).
+  bool elastic = false;
+  auto& e = opts->elastic;
+  cli.add("--elastic", elastic,
+          "Elastic training: the batch is split into --virtual-workers (default 8) run by physical workers "
+          "/train_gpt/trainer/p0.. that may join and leave; the losses do not depend on which are present");
+  cli.add("--virtual-workers", e.virtual_workers, "Virtual workers (implies --elastic); must divide --batch");
+  cli.add("--physical-workers", e.physical_workers, "Physical worker slots p0..p<N-1> (a deployment places them on nodes)").positive();
+  cli.add("--worker-threads", e.worker_threads, "Threads per physical worker (each runs whole virtual workers)").positive();
+  cli.add("--min-workers", e.min_workers, "The first step waits for this many physical workers (0: all of them)");
+  cli.add("--throttle", e.throttle, "WORKER=FACTOR, e.g. p1=3: that worker takes FACTOR times as long (emulates a slower device)");
+  cli.add("--balance", e.balance, "Virtual workers per physical worker: measured (by speed) or even (by threads only)");
+  cli.add("--wait-for-workers", e.wait_for_workers, "With no physical worker left, fail after this long without one joining");
+  // The tree's shape depends on --workers, --data-parallel and --elastic: parse before building it
+  // (banyan::run parses again).
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
+  if (elastic && e.virtual_workers == 0) e.virtual_workers = 8;
   banyan::trainer::add_gpt_trainer(app.root(), "trainer", opts);
   return banyan::run(app, argc, argv);
 }

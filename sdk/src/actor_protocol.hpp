@@ -26,6 +26,7 @@ using resume_atom = caf::atom_constant<caf::atom("resume")>;      // a paused pu
 using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
 using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
 using restart_atom = caf::atom_constant<caf::atom("restart")>;    // a supervisor's backoff has passed: start what is pending
+using joined_atom = caf::atom_constant<caf::atom("joined")>;      // node index: a node joined (or came back) after the start
 using nodelost_atom = caf::atom_constant<caf::atom("nodelost")>;  // node index, reason: remote monitors of its components fire
 using mondown_atom = caf::atom_constant<caf::atom("mondown")>;    // monitor id, path, reason: a monitored component ended
 using undeliv_atom = caf::atom_constant<caf::atom("undeliv")>;    // node, count, reason: our publishes a gone node will not deliver

@@ -194,22 +194,23 @@ caf::behavior component_actor::make_behavior() {
         // Monitors first: a watched component's end caused by a held request is then reported.
         for (const auto& [watched, id] : std::exchange(held_monitors_, {})) state_->node()->send_monitor(vertex_, watched, id);
         // Then held dynamic starts: their node starts them before it serves our held requests.
-        for (auto i : std::exchange(held_dynamic_, {})) {
-          if (children_[i].active) pending_.push_back(i);
-        }
-        std::sort(pending_.begin(), pending_.end());
-        pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
-        if (!shutting_down_ && !pending_.empty()) spawn_next();
+        release_held_dynamic();
         flush_held();
         flush_held_requests();
       },
+      [this](joined_atom, node_id) { release_held_dynamic(); },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
         log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
         timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
-        // Its node is gone: nothing can restart it there. Later siblings still start.
+        // Its node is gone: nothing can restart it there. Later siblings still start. A dynamic
+        // child may be started again: when its node is back (start_child holds it until then).
         for (std::size_t i = 0; i < children_.size(); ++i) {
           if (!children_[i].remote || state_->tree().path(children_[i].vertex) != child_path) continue;
           children_[i].remote_up = false;
+          if (state_->spec_of(children_[i].vertex).is_dynamic()) {
+            children_[i].active = false;
+            state_->forget_subtree(children_[i].vertex, /*lost=*/true);  // its subscriptions went with it
+          }
           if (starting_ == i && !shutting_down_) {
             starting_ = none;
             spawn_next();
@@ -356,8 +357,10 @@ result<void> component_actor::start_dynamic(std::string_view name) {
   if (c.active) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: it is running already"};
   if (shutting_down_) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: `" + state_->tree().path(vertex_) + "` is stopping"};
   c.active = true;
-  if (c.remote && !state_->cluster_ready()) {
-    held_dynamic_.push_back(i);  // its node may not be linked yet: asked once every node is ready
+  if (c.remote && (!state_->cluster_ready() || !state_->node()->node_ready(state_->node()->deployment().node_of[c.vertex]))) {
+    // Its node is not linked yet (the start), has not joined yet (`join: later`) or is lost: asked
+    // when it is ready (ready_atom, joined_atom).
+    held_dynamic_.push_back(i);
     return {};
   }
   if (in_on_start_) return {};  // start() starts it after on_start, with the others
@@ -367,6 +370,21 @@ result<void> component_actor::start_dynamic(std::string_view name) {
   pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
   spawn_next();
   return {};
+}
+
+void component_actor::release_held_dynamic() {
+  if (!state_->cluster_ready()) return;
+  auto* node = state_->node();
+  std::erase_if(held_dynamic_, [&](std::size_t i) {
+    if (!children_[i].active) return true;
+    if (!node->node_ready(node->deployment().node_of[children_[i].vertex])) return false;  // still waiting for it
+    state_->forget_subtree(children_[i].vertex);
+    pending_.push_back(i);
+    return true;
+  });
+  std::sort(pending_.begin(), pending_.end());
+  pending_.erase(std::unique(pending_.begin(), pending_.end()), pending_.end());
+  if (!shutting_down_ && !pending_.empty()) spawn_next();
 }
 
 result<void> component_actor::stop_dynamic(std::string_view name) {

@@ -40,6 +40,7 @@ class component_actor final : public caf::event_based_actor {
   void stop_self();   // ctx.stop(): an orderly end of this component alone
   result<void> watch(std::string_view path, banyan::context::down_handler on_down);  // ctx.monitor
   result<void> start_dynamic(std::string_view name);  // ctx.start_child
+  void release_held_dynamic();  // starts held dynamic children whose node is ready now
   result<void> stop_dynamic(std::string_view name);   // ctx.stop_child
   void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
@@ -141,7 +142,7 @@ class component_actor final : public caf::event_based_actor {
   // Monitors of components on other nodes made before every node was ready: (watched, id).
   std::vector<std::pair<vertex_id, std::uint64_t>> held_monitors_;
   std::unordered_map<std::uint64_t, vertex_id> remote_watched_;  // monitors of components on other nodes, by id
-  std::vector<std::size_t> held_dynamic_;  // remote dynamic children started before every node was ready
+  std::vector<std::size_t> held_dynamic_;  // remote dynamic children started before their node was ready
   route_cache routes_;  // this component's publishes
   std::uint64_t sequence_ = 0;
   // Publishes made before every node of a deployment was ready, in order (multi-node runs only).

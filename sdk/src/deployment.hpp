@@ -21,6 +21,7 @@ struct resolved_deployment {
   std::vector<std::string> endpoints;
   std::vector<std::string> curve_public, curve_secret;  // per node, Z85; empty: no CURVE (secret: ours only)
   std::vector<node_id> node_of;    // per vertex of the app's tree
+  std::vector<bool> late;          // per node: `join: later` (the others do not wait for it at start)
   node_id self = 0;
 };
 

@@ -65,9 +65,18 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   o.digest = digest_of(deployment_, state_.tree(), options.mode);
   o.curve_public_key = deployment_.curve_public[deployment_.self];
   o.curve_secret_key = deployment_.curve_secret[deployment_.self];
+  // Who must be up before this node announces itself: every node that starts the deployment; for a
+  // node that joins a running one (`join: later`, --join), only the root's node.
+  const bool joining = options.join || late(deployment_.self);
+  required_.assign(deployment_.names.size(), false);
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
-    o.peers.push_back({deployment_.names[i], deployment_.endpoints[i], deployment_.curve_public[i]});
+    required_[i] = joining ? i == deployment_.node_of[0] : !late(static_cast<node_id>(i));
+  }
+  ready_.assign(deployment_.names.size(), false);
+  for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
+    if (i == deployment_.self) continue;
+    o.peers.push_back({deployment_.names[i], deployment_.endpoints[i], deployment_.curve_public[i], required_[i]});
     if (!deployment_.curve_public[i].empty()) o.authorized_keys.push_back(deployment_.curve_public[i]);
   }
   runtime::callbacks cbs;
@@ -121,6 +130,7 @@ void node_runtime::announce_ready() {
   ready.kind = static_cast<std::uint16_t>(wire_kind::ready);
   send_to_all(ready);
   log::info(self_name(), "started; waiting for every peer to be ready");
+  check_cluster_ready();  // they may all have been ready before us
 }
 
 void node_runtime::stop() {
@@ -145,7 +155,8 @@ void node_runtime::send_to_all(const runtime::envelope& e) {
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
     auto r = transport_->send(deployment_.names[i], e, runtime::never_block);
-    if (!r) log::warning(self_name(), r.error().what());
+    // A node that may join later hears it all when it comes up (on_peer_up).
+    if (!r && required_[i]) log::warning(self_name(), r.error().what());
   }
 }
 
@@ -262,9 +273,37 @@ void node_runtime::on_envelope(const std::string& peer, runtime::envelope&& e) {
 }
 
 void node_runtime::peer_ready(const std::string& peer) {
+  const node_id n = index_of(peer);
+  bool again = false;
+  {
+    std::lock_guard lock(ready_mutex_);
+    again = ready_[n];  // a second `ready` of one link (announce_ready's and on_peer_up's)
+    ready_[n] = true;
+  }
+  const bool joined = !again && state_.cluster_ready();  // ready after the start: it joined (or came back)
+  check_cluster_ready();
+  if (!joined) return;
+  log::info(self_name(), "node `" + peer + "` joined");
+  // Dynamic children waiting for that node start now (component_actor's joined handler).
+  for (const auto& a : state_.actors().running()) caf::anon_send(a, joined_atom::value, n);
+}
+
+void node_runtime::check_cluster_ready() {
+  // Not before this node has announced itself: until then its peers hold what it sends them, and a
+  // child it starts on a peer could not report back (the start of the local subtree would wait for it).
+  if (!announced_) return;
+  bool all = true;
+  {
+    std::lock_guard lock(ready_mutex_);
+    for (std::size_t i = 0; i < ready_.size(); ++i) all = all && (ready_[i] || !required_[i]);
+  }
+  if (all) state_.set_cluster_ready();
+}
+
+bool node_runtime::node_ready(node_id n) const {
+  if (n == deployment_.self) return true;
   std::lock_guard lock(ready_mutex_);
-  peers_ready_.insert(peer);
-  if (peers_ready_.size() + 1 == deployment_.names.size()) state_.set_cluster_ready();
+  return ready_[n];
 }
 
 void node_runtime::peer_quit(const std::string& peer, int exit_code, bool urgent) {
@@ -462,6 +501,10 @@ void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, 
 
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {
   log::error(self_name(), "lost node `" + peer + "`: " + reason);
+  {
+    std::lock_guard lock(ready_mutex_);
+    ready_[index_of(peer)] = false;  // until it comes back and says ready again
+  }
   fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
   waiters_.release(index_of(peer));  // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.

@@ -122,8 +122,12 @@ class node_runtime {
   void host_roots();
   void shutdown_hosted(bool urgent);
 
-  // Called by the gateway, in arrival order.
+  // Called by the gateway, in arrival order. A peer ready after the cluster is: it joined (a node
+  // with `join: later`, or one back after it was lost); every local component hears of it.
   void peer_ready(const std::string& peer);
+  // Whether node `n` is linked and ready now (this node: always).
+  bool node_ready(node_id n) const;
+  bool late(node_id n) const { return n < deployment_.late.size() && deployment_.late[n]; }
   // `peer` ended the run: logged as `node `peer` ended the run with exit code N` (an error when N is
   // not 0), the line `banyan launch` reads to tell the node that failed from those it stopped.
   void peer_quit(const std::string& peer, int exit_code, bool urgent);
@@ -136,6 +140,8 @@ class node_runtime {
  private:
   void on_envelope(const std::string& peer, runtime::envelope&& e);
   void on_peer_up(const std::string& peer);
+  // The cluster is ready once this node has announced itself and every required peer said ready.
+  void check_cluster_ready();
   void on_peer_down(const std::string& peer, const std::string& reason);
   void on_undelivered(const std::string& peer, std::vector<runtime::envelope>& lost, const std::string& reason);
   void on_credit(const std::string& peer);
@@ -150,8 +156,9 @@ class node_runtime {
   std::atomic<bool> announced_{false};
   std::atomic<bool> quitting_{false};
   std::atomic<bool> stopped_{false};
-  std::mutex ready_mutex_;
-  std::set<std::string> peers_ready_;
+  mutable std::mutex ready_mutex_;
+  std::vector<bool> ready_;     // per node: said ready and not lost since (under ready_mutex_)
+  std::vector<bool> required_;  // per node: waited for at start (set in start())
   resume_list waiters_;  // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
   std::atomic<std::uint64_t> undelivered_{0};  // data envelopes handed back by gone peers

@@ -24,13 +24,14 @@ void add_run_options(options& o, detail::command_line& c) {
   o.add("--run-for", c.run.max_runtime, "Stop after this long, e.g. 30s (default: until the app quits)");
   o.add("--deployment", c.run.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");
   o.add("--node", c.run.node, "This node's name in the deployment (default: the i-th node for launcher rank i: mpirun, srun)");
+  o.add("--join", c.run.join, "Join a deployment that is already running (wait only for the root's node at start)");
   o.add("--heartbeat-timeout", c.run.heartbeat_timeout, "A peer node silent this long is stalled (given up after 30 s, or at once if its process is gone)").positive();
   o.add("--start-timeout", c.run.start_timeout, "Give up when the peer nodes are not all up this long after start").positive();
   o.add("--max-payload", c.run.max_payload_bytes, "Largest payload a publish or request may carry in a multi-node run (bytes)").positive();
   // The spelling before docs/cli.md, for one release; hidden from --help, warned about in parse().
   o.add("--heartbeat-timeout-ms", c.heartbeat_ms, "").positive();
   for (const char* name : {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node",
-                           "--heartbeat-timeout", "--start-timeout", "--max-payload"})
+                           "--join", "--heartbeat-timeout", "--start-timeout", "--max-payload"})
     c.cli.get_option(name)->group("banyan options");
   c.cli.get_option("--heartbeat-timeout-ms")->group("");
   c.cli.get_option("--mode")->type_name("hier|flat-p2p|flat-node");
@@ -53,6 +54,7 @@ bool check_run_options(detail::command_line& c) {
     if (!c.cli.count("--heartbeat-timeout")) c.run.heartbeat_timeout = std::chrono::milliseconds(c.heartbeat_ms);
   }
   if (!c.run.node.empty() && c.run.deployment.empty()) return fail("--node needs --deployment FILE");
+  if (c.run.join && c.run.deployment.empty()) return fail("--join needs --deployment FILE");
   // --deployment without --node: the node comes from a launcher's rank (mpirun, srun).
   if (!c.run.deployment.empty() && c.run.node.empty() &&
       std::none_of(std::begin(detail::launcher_rank_variables), std::end(detail::launcher_rank_variables),

@@ -55,12 +55,12 @@ void run_state::set_actor(vertex_id v, caf::actor a) {
   flow_.reset(v);  // what was queued for the old incarnation is gone with it
 }
 
-void run_state::forget_subtree(vertex_id v) {
-  if (is_local(v)) {
+void run_state::forget_subtree(vertex_id v, bool lost) {
+  if (lost || is_local(v)) {
     for (auto id : routing_.unsubscribe_all(v))
       if (node_) node_->broadcast_unsubscribe(id);
   }
-  for (auto c : tree_->children(v)) forget_subtree(c);
+  for (auto c : tree_->children(v)) forget_subtree(c, lost);
 }
 
 void run_state::set_node(node_runtime* node, locality where) {

@@ -77,7 +77,9 @@ class run_state : public std::enable_shared_from_this<run_state> {
 
   // Drops every subscription the components of v's subtree on this node made (here and, through
   // the node, at every peer): what a stopped or failed incarnation subscribed must not outlive it.
-  void forget_subtree(vertex_id v);
+  // `lost`: the subtree's node is gone, and this node forgets its remote subscriptions too (and tells
+  // the others), so routes stop leading there until it starts again.
+  void forget_subtree(vertex_id v, bool lost = false);
 
   // Multi-node: makes this run one node of a deployment. Call before any actor starts.
   void set_node(node_runtime* node, locality where);

@@ -35,23 +35,7 @@ std::string train_args() {
          std::to_string(steps) + " --val-every 0 --val-batches 1 --sample-chars 10 --nn-threads 1 --checkpoint '' --json";
 }
 
-// The JSON summary: the lines from the last `{` to the next `}`. Under banyan launch every line of
-// node `node` carries a `[node] ` prefix, and only those lines count.
-nlohmann::json summary(const std::string& output, const std::string& node = "") {
-  const std::string prefix = node.empty() ? "" : "[" + node + "] ";
-  std::vector<std::string> lines;
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
-  const auto open = std::find(lines.rbegin(), lines.rend(), "{");
-  if (open == lines.rend()) return {};
-  std::string text;
-  for (auto it = std::prev(open.base()); it != lines.end(); ++it) {
-    text += *it + "\n";
-    if (*it == "}") break;
-  }
-  return nlohmann::json::parse(text, nullptr, false);
-}
+using test::summary;
 
 // n0 holds the root, the gradient server and rank 0; n1 and n2 one node trainer each, so every
 // gradient of ranks 1 and 2 crosses a link.

@@ -5,10 +5,15 @@
 
 #include "banyan/base/process.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,5 +64,23 @@ inline outcome run_argv(const std::vector<std::string>& argv, std::chrono::secon
 
 // The same for a shell command line.
 inline outcome run_command(const std::string& cmd, std::chrono::seconds limit) { return run_argv({"sh", "-c", cmd}, limit); }
+
+// An app's JSON summary in its output: the lines from the last `{` to the next `}`. Under banyan
+// launch every line of node `node` carries a `[node] ` prefix, and only those lines count.
+inline nlohmann::json summary(const std::string& output, const std::string& node = "") {
+  const std::string prefix = node.empty() ? "" : "[" + node + "] ";
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
+  const auto open = std::find(lines.rbegin(), lines.rend(), "{");
+  if (open == lines.rend()) return {};
+  std::string text;
+  for (auto it = std::prev(open.base()); it != lines.end(); ++it) {
+    text += *it + "\n";
+    if (*it == "}") break;
+  }
+  return nlohmann::json::parse(text, nullptr, false);
+}
 
 }  // namespace banyan::test

@@ -1,5 +1,6 @@
-// `banyan launch DEPLOYMENT [--profile FILE] -- APP ARGS...`: starts one process per node of the
-// deployment on this machine (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges their
+// `banyan launch DEPLOYMENT [--profile FILE] [--join NODE] -- APP ARGS...`: starts one process per
+// node of the deployment on this machine (nodes with `join: later` excepted; --join NODE starts just
+// that node, which joins the running deployment) (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges their
 // output, forwards SIGINT/SIGTERM, and exits non-zero if any node fails. With --profile it merges the
 // nodes' profiles into one (per-edge traffic, loads, flows and per-link cross-node totals).
 // `--via mpirun|srun` hands the start to that launcher instead: it prints and runs
@@ -34,6 +35,7 @@ struct options {
   std::chrono::milliseconds run_for{0};
   bool json = false;
   std::string via;  // empty: our own processes; mpirun or srun
+  std::vector<std::string> join;  // start only these nodes, into a running deployment
   std::vector<std::string> command;
 };
 
@@ -121,8 +123,25 @@ int run(const options& o) {
   if (!d) return fail(tool, d.error().message, exit_bad_arguments);
   if (o.command.empty())
     return fail(tool, "no app given; usage: banyan launch DEPLOYMENT -- APP ARGS...", exit_bad_arguments);
+  // Which nodes to start: every node but those with `join: later`; with --join only the named
+  // ones, each told it joins a running deployment.
+  std::vector<std::string> start;
+  for (std::size_t i = 0; i < d->c.nodes.size(); ++i)
+    if (o.join.empty() && !d->joins_later[i]) start.push_back(d->c.nodes[i].name);
+  for (const auto& name : o.join) {
+    if (d->c.find(name) < 0) {
+      std::string names;
+      for (const auto& n : d->c.nodes) names += (names.empty() ? "" : ", ") + n.name;
+      return fail(tool, "--join `" + name + "`: no such node in " + o.deployment + " (nodes: " + names + ")", exit_bad_arguments);
+    }
+    start.push_back(name);
+  }
   if (!o.via.empty()) {
+    if (!o.join.empty()) return fail(tool, "--join is not supported with --via (start the joining node with the launcher's own command)", exit_bad_arguments);
     if (!o.profile.empty()) return fail(tool, "--profile is not supported with --via yet (each node's --profile needs its own file)", exit_bad_arguments);
+    if (start.size() != d->c.nodes.size())
+      return fail(tool, "--via starts every node of the deployment (rank i runs node i); " + o.deployment +
+                            " has nodes with `join: later`", exit_bad_arguments);
     return run_via(o, d->c.nodes.size());
   }
   std::filesystem::path scratch;
@@ -136,17 +155,18 @@ int run(const options& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   std::vector<child> children;
-  for (const auto& n : d->c.nodes) {
+  for (const auto& name : start) {
     std::vector<std::string> args = o.command;
-    args.insert(args.end(), {"--deployment", o.deployment, "--node", n.name});
-    if (!scratch.empty()) args.insert(args.end(), {"--profile", (scratch / (n.name + ".json")).string()});
+    args.insert(args.end(), {"--deployment", o.deployment, "--node", name});
+    if (!o.join.empty()) args.push_back("--join");
+    if (!scratch.empty()) args.insert(args.end(), {"--profile", (scratch / (name + ".json")).string()});
     auto p = banyan::process::spawn(args, {.out = output_mode::capture, .err = output_mode::capture});
     if (!p) {
       if (!scratch.empty()) std::filesystem::remove_all(scratch);
-      return fail(tool, "node " + n.name + ": " + p.error().message, exit_bad_arguments);  // started ones are killed
+      return fail(tool, "node " + name + ": " + p.error().message, exit_bad_arguments);  // started ones are killed
     }
-    if (!o.json) banyan::log::info(tool, "node " + n.name + " started (pid " + std::to_string(p->pid()) + ")");
-    children.push_back({n.name, std::move(*p)});
+    if (!o.json) banyan::log::info(tool, "node " + name + (o.join.empty() ? "" : " joining") + " started (pid " + std::to_string(p->pid()) + ")");
+    children.push_back({name, std::move(*p)});
   }
 
   std::vector<banyan::process*> all;
@@ -256,6 +276,9 @@ action setup_launch(CLI::App& sub) {
   sub.add_flag("--json", o->json, "Print a JSON summary on stdout");
   sub.add_option("--via", o->via, "Start the nodes with this launcher (rank i runs the i-th node); prints the command")
       ->check(CLI::IsMember({"mpirun", "srun"}));
+  sub.add_option("--join", o->join, "Start only this node (repeatable), joining the deployment that is already running")
+      ->type_name("NODE")
+      ->allow_extra_args(false);  // one node per --join: what follows is not another node
   sub.add_option("command", o->command, "-- APP ARGS...: the app binary and its arguments")->required();
   add_deprecated_alias(sub, run_for, "--timeout", tool);
   return [o] { return run(*o); };

@@ -39,6 +39,20 @@ result<void> gpt_trainer::prepare(context& ctx) {
     return error{nn::errc::invalid_argument, "--data-parallel " + std::to_string(o.data_parallel) +
                                                  (o.data_parallel < 1 ? ": must be at least 1" : ": needs --workers")};
   }
+  if (const auto& e = o.elastic; e.virtual_workers != 0) {
+    auto bad = [](const std::string& what) { return error{nn::errc::invalid_argument, what}; };
+    if (e.virtual_workers < 0) return bad("--virtual-workers " + std::to_string(e.virtual_workers) + ": must be positive");
+    if (!o.common.workers.empty() || o.data_parallel > 1) return bad("--elastic: not with --workers or --data-parallel (its physical workers replace them)");
+    if (o.batch % e.virtual_workers != 0)
+      return bad("--batch " + std::to_string(o.batch) + ": must be a multiple of --virtual-workers " + std::to_string(e.virtual_workers));
+    if (e.physical_workers < 1 || e.worker_threads < 1)
+      return bad("--physical-workers and --worker-threads must be at least 1");
+    if (e.min_workers < 0 || e.min_workers > e.physical_workers)
+      return bad("--min-workers " + std::to_string(e.min_workers) + ": must be 0..--physical-workers (" + std::to_string(e.physical_workers) + ")");
+    if (e.balance != "measured" && e.balance != "even") return bad("--balance `" + e.balance + "`: measured or even");
+    for (int k = 0; k < e.physical_workers; ++k)
+      if (auto f = throttle_of(e, k); !f) return std::move(f).error();
+  }
   if (o.batch % o.data_parallel != 0) {
     return error{nn::errc::invalid_argument, "--batch " + std::to_string(o.batch) + ": must be a multiple of --data-parallel " +
                                                  std::to_string(o.data_parallel)};
@@ -89,6 +103,14 @@ result<void> gpt_trainer::prepare(context& ctx) {
   }
   start_step_ = step_;
   if (plan_) return start_workers(ctx);
+  if (o.elastic.virtual_workers > 0) {
+    // Checked here too, so a bad --virtual-workers is an argument error before any worker starts.
+    auto shards = virtual_shards::make(corpus_.ids, split, o.elastic.virtual_workers, o.batch / o.elastic.virtual_workers,
+                                       o.seq_len, o.common.seed);
+    if (!shards) return std::move(shards).error();
+    elastic_ = std::make_unique<elastic_scheduler>(ctx, o.elastic, [this, &ctx](const std::string& why) { fail(ctx, why); });
+    if (auto ok = elastic_->start(); !ok) return ok;
+  }
   ctx.report_memory(4 * model_->num_params() * sizeof(float) + 2 * model_->activations().bytes());
   if (!o.common.json) {
     log::info(ctx.path(), format("%zu characters, vocab %zu, %zu parameters, backend %s", n, corpus_.vocab.size(),
@@ -153,6 +175,14 @@ void gpt_trainer::step(context& ctx) {
     // The worker leaves run them; this actor stays free (the cluster exchange goes through it).
     return driver_->run(step_, n, [this, &ctx](std::vector<float> losses) { ran(ctx, losses); });
   }
+  if (elastic_) {
+    // The physical workers compute; the scheduler folds their gradients into host_grads_.
+    const std::size_t n = model_->params().numel();
+    host_params_.resize(n);
+    host_grads_.resize(n);
+    be_->download(host_params_.data(), model_->params().base(), n * sizeof(float));
+    return elastic_->run(step_, host_params_.data(), n, host_grads_.data(), [this, &ctx](float loss) { elastic_step(ctx, loss); });
+  }
   // Batches depend only on (seed, step), so a resumed run sees the same data as an uninterrupted one.
   nn::rng r(o.common.seed * 1000003ull + static_cast<std::uint64_t>(step_));
   std::vector<int> in, tgt;
@@ -162,8 +192,23 @@ void gpt_trainer::step(context& ctx) {
   model_->backward();
   opt_->step(model_->params().base(), model_->grads().base(), o.common.optimizer(o.grad_clip));
   ++step_;
+  losses_.push_back(last_loss_);
   if (!std::isfinite(last_loss_)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
   after_step(ctx);
+}
+
+void gpt_trainer::elastic_step(context& ctx, float loss) {
+  be_->upload(model_->grads().base(), host_grads_.data(), host_grads_.size() * sizeof(float));
+  opt_->step(model_->params().base(), model_->grads().base(), opts_->common.optimizer(opts_->grad_clip));
+  ++step_;
+  last_loss_ = loss;
+  losses_.push_back(loss);
+  if (!std::isfinite(loss)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+  after_step(ctx);
+}
+
+void gpt_trainer::on_child_failure(context&, const std::string& child_path, const std::string& reason) {
+  if (elastic_) elastic_->worker_ended(child_path, reason);
 }
 
 void gpt_trainer::ran(context& ctx, const std::vector<float>& losses) {
@@ -173,6 +218,7 @@ void gpt_trainer::ran(context& ctx, const std::vector<float>& losses) {
   for (float loss : losses) {
     ++step_;
     last_loss_ = loss;
+    losses_.push_back(loss);
     if (!std::isfinite(loss)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
   }
   after_step(ctx);
@@ -264,7 +310,14 @@ void gpt_trainer::finish(context& ctx) {
                      {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
                      {"data_parallel", o.data_parallel},
                      {"gradient_bytes", model_->params().bytes()},  // one gradient, as the exchange sends it
-                     {"checkpoint", o.common.checkpoint}, {"sample", sample}};
+                     {"checkpoint", o.common.checkpoint}, {"sample", sample}, {"losses", losses_}};
+    if (elastic_) {
+      const auto& e = elastic_->stats();
+      j["elastic"] = {{"virtual_workers", o.elastic.virtual_workers}, {"physical_workers", o.elastic.physical_workers},
+                      {"balance", o.elastic.balance}, {"step_ms", e.steps ? e.step_ms_total / e.steps : 0.0},
+                      {"joins", e.joins}, {"leaves", e.leaves}, {"redone", e.redone},
+                      {"reassignments", e.reassignments}, {"assignment", e.assignment}};
+    }
     // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -293,6 +346,14 @@ spec& add_gpt_trainer(spec& parent, const std::string& name, std::shared_ptr<con
     add_worker_leaves(trainer, plan->where, hub);
     return trainer;
   };
+  if (o.elastic.virtual_workers > 0) {
+    // The scheduler and its physical workers: dynamic (it starts them, and asks again for one that
+    // ended), never restarted by supervision (their virtual workers move instead), own threads.
+    auto& trainer = parent.add_composite<gpt_trainer>(name, give_up, opts, 0, std::shared_ptr<worker_hub>());
+    for (int k = 0; k < std::max(1, o.elastic.physical_workers); ++k)
+      trainer.add_leaf<elastic_worker>("p" + std::to_string(k), opts, k).dynamic().restart(restart_type::temporary).own_thread();
+    return trainer;
+  }
   if (nodes == 1) return node_trainer(parent, name, 0);
   auto& server = parent.add_composite<gradient_server>(name, give_up, nodes);
   for (int rank = 0; rank < nodes; ++rank) node_trainer(server, "n" + std::to_string(rank), rank);

@@ -56,6 +56,10 @@ struct deployment {
   // Per node (as c.nodes) when the deployment uses CURVE, empty when it does not: either every
   // node has a `curve` entry or none has.
   std::vector<curve_key_files> curve;
+  // Per node (as c.nodes): `join: later` — the node is not started with the others and they do not
+  // wait for it; it joins the running deployment when started (`banyan launch --join NAME`).
+  // `join: start` (the default) is a node every other one waits for at start.
+  std::vector<bool> joins_later;
 };
 
 // Reads a deployment: unknown nodes, duplicate or missing endpoints, non-absolute paths and

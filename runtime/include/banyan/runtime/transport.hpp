@@ -53,6 +53,9 @@ struct peer_config {
   std::string name;              // the peer's node name (its ROUTER sees us under our `self` name)
   std::string endpoint;          // where its ROUTER is bound: tcp://host:port or ipc://path
   std::string curve_public_key;  // Z85; required when CURVE is on (it authenticates the server)
+  // A peer that may never come up (it joins later, or this node joins a running deployment): not
+  // waited for by wait_until_all_up, not named as missing while it is not up.
+  bool required = true;
 };
 
 struct transport_options {
@@ -197,7 +200,7 @@ class transport {
   // Blocks until `peer` is up or `timeout` passes (errc::timeout, naming its endpoint);
   // errc::invalid_argument if unknown; errc::incompatible_peer if it runs another digest.
   virtual result<void> wait_until_up(const std::string& peer, std::chrono::milliseconds timeout) = 0;
-  // The same for every peer: the error names each peer still missing and its endpoint.
+  // The same for every required peer: the error names each one still missing and its endpoint.
   virtual result<void> wait_until_all_up(std::chrono::milliseconds timeout) = 0;
 
   virtual link_stats stats(const std::string& peer) const = 0;  // zeros for an unknown peer

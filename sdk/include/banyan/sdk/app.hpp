@@ -150,6 +150,10 @@ struct run_options {
   // exactly the components assigned to it. Empty: everything in this process.
   std::string deployment;
   std::string node;
+  // Multi-node: this node joins a deployment that is already running (`banyan launch --join`): it
+  // waits at start only for the node of the tree's root, not for every node. A node with `join:
+  // later` in the deployment joins this way whether or not this is set.
+  bool join = false;
   std::chrono::milliseconds heartbeat_timeout{1000};  // a silent peer is stalled after this (docs/runtime.md)
   // A node whose peers are not all up this long after its components started ends the run with an
   // error naming the missing ones (exit 2); while it waits, it names them every few seconds.

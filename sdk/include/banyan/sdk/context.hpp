@@ -162,6 +162,10 @@ class context {
   // Dynamic children (spec::dynamic): starts this composite's child `name` now (after the children
   // starting already; its subtree starts as a restart's does), or stops it in order (children first,
   // then its on_stop; its monitors hear `stopped`; not restarted). Either node may host it.
+  // A child whose node is not ready — a node with `join: later` that has not joined yet, or one that
+  // was lost — starts when that node joins (or comes back); until then it counts as running. A
+  // dynamic child lost with its node is reported (on_child_failure) and stops counting as running,
+  // so start_child may ask for it again.
   // Errors: invalid_argument when `name` is no dynamic child of this component, or is already
   // running (start_child) or not running (stop_child).
   virtual result<void> start_child(std::string_view name) = 0;

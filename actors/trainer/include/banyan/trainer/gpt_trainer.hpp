@@ -15,10 +15,13 @@
 // the replicas' memory are logged at start. With data_parallel = K > 1 it is one of K node trainers
 // under a gradient_server (data_parallel.hpp): rank r's workers train on rows [r*B/K, (r+1)*B/K),
 // the node means meet at the server once per step, and rank 0 alone validates, saves checkpoints,
-// samples and prints (every rank holds the same parameters).
+// samples and prints (every rank holds the same parameters). With elastic.virtual_workers = V it is
+// the elastic scheduler (elastic.hpp): its children are physical workers p0.., and it sums their
+// virtual workers' gradients in virtual-worker order before each optimizer step.
 #pragma once
 
 #include "banyan/trainer/data_parallel.hpp"
+#include "banyan/trainer/elastic.hpp"
 #include "banyan/trainer/options.hpp"
 #include "banyan/trainer/worker_leaves.hpp"
 #include "banyan/trainer/progress.hpp"
@@ -61,6 +64,9 @@ struct gpt_options {
   // Data parallelism across node trainers (data_parallel.hpp): K > 1 node trainers, each with
   // common.workers workers on rows [rank*batch/K, (rank+1)*batch/K) of the global batch.
   int data_parallel = 1;
+  // Elastic scheduling with virtual workers (elastic.hpp): elastic.virtual_workers = V > 0 splits the
+  // batch into V virtual workers run by physical worker leaves p0.. that may come and go.
+  elastic_options elastic;
 };
 
 // A composite: with workers its children are the worker subtree (worker_leaves.hpp), else none.
@@ -72,9 +78,11 @@ class gpt_trainer : public composite {
   gpt_trainer(std::shared_ptr<const gpt_options> opts, int rank = 0, std::shared_ptr<worker_hub> workers = {})
       : opts_(std::move(opts)), rank_(rank), hub_(std::move(workers)) {}
   void on_start(context& ctx) override;
+  void on_child_failure(context& ctx, const std::string& child_path, const std::string& reason) override;
 
  private:
   result<void> prepare(context& ctx);
+  void elastic_step(context& ctx, float loss);
   result<void> start_workers(context& ctx);
   void step(context& ctx);
   void ran(context& ctx, const std::vector<float>& losses);
@@ -99,6 +107,10 @@ class gpt_trainer : public composite {
   std::unique_ptr<node_exchange> exchange_;   // with data_parallel > 1
   std::unique_ptr<cpu::worker_group> group_;  // after the model, optimizer, data and exchange it uses
   std::unique_ptr<worker_driver> driver_;     // before the group goes
+  std::unique_ptr<elastic_scheduler> elastic_;  // with elastic.virtual_workers
+  std::vector<float> host_params_;             // elastic: the parameters handed out (host copy)
+  std::vector<float> host_grads_;
+  std::vector<float> losses_;                  // every step's training loss, for the summary
   std::optional<banyan::progress> progress_;
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;
@@ -106,7 +118,8 @@ class gpt_trainer : public composite {
 
 // Adds the GPT trainer to `parent` as `name`: a gpt_trainer; with opts->common.workers its worker
 // subtree from this machine's topology (worker_leaves.hpp); with opts->data_parallel = K > 1 a
-// gradient_server `name` over K such node trainers n0..n<K-1> (data_parallel.hpp). Options the
+// gradient_server `name` over K such node trainers n0..n<K-1> (data_parallel.hpp); with
+// opts->elastic.virtual_workers its physical workers p0..p<P-1> (elastic.hpp). Options the
 // trainer will refuse (a bad --workers) build the plain trainer, which reports them at start.
 spec& add_gpt_trainer(spec& parent, const std::string& name, std::shared_ptr<const gpt_options> opts);
 
