@@ -208,6 +208,23 @@ TEST(Deployment, UnknownNodeDuplicateAndMissingEndpointsHaveLines) {
   EXPECT_NE(missing.error().message.find("no endpoint"), std::string::npos) << missing.error().message;
 }
 
+TEST(Deployment, JoinLaterIsReadAndCheckedWithItsLine) {
+  const std::string later = replace(std::string(good_cluster), "    group: rack1\n", "    group: rack1\n    join: later\n") +
+                            "assignments:\n  /chip: n0\n";
+  auto d = parse_deployment(later, "d.yaml");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->joins_later, (std::vector<bool>{false, true}));
+
+  auto bad = parse_deployment(replace(later, "join: later", "join: soon"), "d.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("d.yaml:11:11: node `n1`: `join` must be `start` (the default) or `later`"), std::string::npos)
+      << bad.error().message;
+
+  auto none = parse_deployment(replace(later, "    group: rack0\n", "    group: rack0\n    join: later\n"), "d.yaml");
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("at least one node must start the deployment"), std::string::npos) << none.error().message;
+}
+
 TEST(Deployment, WrittenDeploymentReadsBackToTheSameMapping) {
   auto t = parse_profile(good_profile, "p.json");
   auto c = parse_cluster(replace(good_cluster, "\"40%\"", "0.5"), "c.yaml");
