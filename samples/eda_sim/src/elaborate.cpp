@@ -143,6 +143,7 @@ class builder {
   std::vector<pending_op> ops_;
   std::unordered_map<long, int> cross_;              // key -> crossing rank
   std::vector<int> input_gids_;
+  std::unordered_map<int, std::uint8_t> init_;      // gid -> initial value (yosys init attribute)
   int clock_gid_ = -1;
 };
 
@@ -342,7 +343,8 @@ result<void> builder::build_ops() {
     if (missing) return error{errc::bad_netlist, who + ": a pin is missing or not 1 bit wide"};
     auto st = drive(gq, leaf, who);
     if (!st) return st;
-    flip_flop ff{slot(leaf, gd), 0, {}};
+    flip_flop ff{slot(leaf, gd), 0, 2, {}};
+    if (auto in = init_.find(gq); in != init_.end()) ff.init = in->second;
     const std::uint32_t q = slot(leaf, gq);
     auto ctrl = [&](const char* pin_name, char polarity) -> std::uint32_t {
       const std::uint32_t raw = slot(leaf, pin(inst, c, pin_name, missing));
@@ -502,7 +504,9 @@ void builder::build_probes() {
       for (bit b : nn.bits) {
         const int g = find(gid(static_cast<int>(i), b));
         probe::location loc{d_.io_leaf(), 2};
-        if (g == gid_0 || g == gid_1) {
+        if (g == clock_gid_) {
+          loc = {probe::clock_leaf, 0};
+        } else if (g == gid_0 || g == gid_1) {
           loc.slot = static_cast<std::uint32_t>(g);
         } else if (auto drv = driver_.find(g); drv != driver_.end()) {
           loc = {drv->second, slots_[drv->second].at(g)};
@@ -530,6 +534,12 @@ result<design> builder::run() {
         const int g = find(gid(static_cast<int>(i), nn.bits[k]));
         std::string name = (prefix.empty() ? "" : prefix.substr(1) + "/") + nn.name;
         if (nn.bits.size() > 1) name += "[" + std::to_string(k) + "]";
+        if (k < nn.init.size() && nn.init[k] != 2) {
+          auto [in, fresh_init] = init_.try_emplace(g, nn.init[k]);
+          if (!fresh_init && in->second != nn.init[k])
+            return error{errc::unsupported, "net " + name + " in " + d_.instances[i].path +
+                                                ": two different initial values (init attributes disagree)"};
+        }
         auto [it, fresh] = names_.try_emplace(g, name);
         if (!fresh && std::count(name.begin(), name.end(), '/') < std::count(it->second.begin(), it->second.end(), '/'))
           it->second = name;

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -48,6 +50,29 @@ std::string str_attr(const json& obj, const char* key) {
   return {};
 }
 
+// The `init` attribute: yosys writes a bit string, MSB first ("0101", x for no value); an integer
+// (write_json -compat-int) is accepted too.
+result<std::vector<std::uint8_t>> read_init(const json& jn, std::size_t width, const std::string& source,
+                                            const std::string& where) {
+  std::vector<std::uint8_t> v;
+  if (!jn.contains("attributes") || !jn["attributes"].contains("init")) return v;
+  const json& a = jn["attributes"]["init"];
+  v.assign(width, 2);
+  if (a.is_number_integer()) {
+    const auto n = a.get<std::int64_t>();
+    for (std::size_t i = 0; i < width; ++i) v[i] = i < 63 ? static_cast<std::uint8_t>((n >> i) & 1) : (n < 0);
+    return v;
+  }
+  if (!a.is_string()) return bad(source, where, "init attribute is neither a bit string nor a number");
+  const auto s = a.get<std::string>();
+  for (std::size_t i = 0; i < s.size() && i < width; ++i) {
+    const char c = s[s.size() - 1 - i];
+    if (c == '0' || c == '1') v[i] = static_cast<std::uint8_t>(c - '0');
+    else if (c != 'x' && c != 'z') return bad(source, where, "init attribute '" + s + "' is not a bit string");
+  }
+  return v;
+}
+
 result<module> read_module(const std::string& name, const json& jm, const std::string& source) {
   module m;
   m.name = name;
@@ -89,7 +114,9 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
       auto bits = read_bits(jn["bits"], source, where + ", net " + nname);
       if (!bits) return bits.error();
       const bool hidden = jn.contains("hide_name") && jn["hide_name"].is_number() && jn["hide_name"].get<int>() != 0;
-      m.nets.push_back({nname, std::move(*bits), hidden});
+      auto init = read_init(jn, bits->size(), source, where + ", net " + nname);
+      if (!init) return init.error();
+      m.nets.push_back({nname, std::move(*bits), hidden, std::move(*init)});
     }
   }
   return m;
@@ -107,10 +134,26 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
   if (opts.files.empty()) return error{errc::yosys_failed, "no Verilog files given"};
   if (opts.top.empty()) return error{errc::yosys_failed, "no top module given (--top)"};
   std::ostringstream script;
+  std::string flags;
+  for (const auto& dir : opts.sources.include_dirs) {
+    if (!std::filesystem::is_directory(dir)) return error{errc::io, "-I " + dir + ": no such directory"};
+    const std::string abs = std::filesystem::absolute(dir).string();
+    // yosys takes -I<dir> as one unquoted word.
+    if (abs.find_first_of(" \t\n\"") != std::string::npos)
+      return error{errc::yosys_failed, "-I " + dir + ": yosys cannot take an include folder whose path has spaces"};
+    flags += " -I" + abs;
+  }
+  for (const auto& def : opts.sources.defines) {
+    if (def.empty() || def.find_first_of(" \t\n\"") != std::string::npos)
+      return error{errc::yosys_failed, "-D " + def + ": expected NAME or NAME=VALUE without spaces or quotes"};
+    flags += " -D" + def;
+  }
   for (const auto& f : opts.files) {
     if (!std::filesystem::exists(f)) return error{errc::io, f + ": no such file"};
-    script << "read_verilog -sv " << quote(std::filesystem::absolute(f).string()) << "\n";
+    script << "read_verilog -sv" << flags << " " << quote(std::filesystem::absolute(f).string()) << "\n";
   }
+  // chparam (not hierarchy -chparam) because it also takes string values: -P MEMFILE="prog.hex".
+  for (const auto& [name, value] : opts.sources.params) script << "chparam -set " << name << " " << value << " " << opts.top << "\n";
   script << "hierarchy -check -top " << opts.top << "\n"
          << "synth -top " << opts.top << "\n"
          // Plain and async set/reset posedge flip-flops are what the simulator evaluates. Negedge
@@ -127,7 +170,7 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
     out << script.str();
     if (!out) return error{errc::io, script_path + ": cannot write the yosys script"};
   }
-  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, dir);
+  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, opts.run_dir);
   if (!r) return error{errc::yosys_failed, r.error().message + " (is yosys installed? tools/setup)"};
   if (!r->status.success())
     return error{errc::yosys_failed, "yosys rejected the design:\n" + detail::excerpt(r->out, "ERROR")};
@@ -143,6 +186,20 @@ std::string work_dir(const yosys_options& opts) {
 }
 
 }  // namespace
+
+result<std::pair<std::string, std::string>> parse_param(const std::string& arg) {
+  const auto eq = arg.find('=');
+  auto bad_param = [&](const std::string& why) { return error{errc::bad_stimulus, "--param " + arg + ": " + why}; };
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) return bad_param("expected NAME=VALUE");
+  std::string name = arg.substr(0, eq), value = arg.substr(eq + 1);
+  const bool ident = (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                     std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!ident) return bad_param("'" + name + "' is not a Verilog identifier");
+  if (value.find_first_of(" \t\n;") != std::string::npos)
+    return bad_param("the value must be one Verilog constant (8, 8'h3f, \"file.hex\") without spaces");
+  if (value.front() == '"' && (value.size() < 2 || value.back() != '"')) return bad_param("unterminated string");
+  return std::pair{name, value};
+}
 
 result<netlist> read_yosys_json(const std::string& text, const std::string& source) {
   json j;
@@ -171,7 +228,7 @@ result<netlist> read_yosys_json(const std::string& text, const std::string& sour
 result<netlist> synthesize(const yosys_options& opts) {
   const std::string dir = work_dir(opts);
   if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
-  auto st = run_flow(opts, dir, "write_json netlist.json");
+  auto st = run_flow(opts, dir, "write_json " + quote(dir + "/netlist.json"));
   if (!st) return st.error();
   std::ifstream in(dir + "/netlist.json");
   std::stringstream ss;

@@ -12,7 +12,10 @@ leaf_engine::leaf_engine(const leaf& l)
   next_.resize(l.flops.size());
   if (l.program.size() % 64) pending_.back() = (1ull << (l.program.size() % 64)) - 1;
   std::vector<std::uint32_t> states;
-  for (const auto& f : l.flops) states.push_back(f.state);
+  for (const auto& f : l.flops) {
+    states.push_back(f.state);
+    if (f.init != 2) v_[f.state] = f.init ? lanes::one() : lanes::zero();
+  }
   state_trigger_ = add_trigger(states);
 }
 

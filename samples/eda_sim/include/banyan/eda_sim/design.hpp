@@ -34,6 +34,7 @@ struct op {
 // program), so an async set/reset acts at once, like Icarus's `always @(posedge clk or posedge rst)`.
 struct flip_flop {
   std::uint32_t d, state;
+  std::uint8_t init = 2;  // state before the first edge: 0, 1, or 2 = X (yosys `init` attribute)
   struct async_term {
     std::uint32_t ctrl;  // slot that is 1 when the term is active (active-low pins get a NOT op)
     std::uint32_t value; // slot 0 or 1
@@ -83,9 +84,10 @@ struct probe {
   int instance;
   std::string name;
   struct location {
-    int leaf;
+    int leaf;            // clock_leaf: the bit is the clock (waveforms show the clock there)
     std::uint32_t slot;
   };
+  static constexpr int clock_leaf = -1;
   std::vector<location> bits;  // LSB first
 };
 
