@@ -38,7 +38,7 @@ struct options {
   std::string check_from = "0", x_policy = "ignore-rtl-x";
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
-  bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false;
+  bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
   // Component version (banyan SDK).
   bool components = false, report = false;
   std::string mode = "hier", profile, deployment, node;
@@ -118,14 +118,15 @@ int run(const options& o) {
     n = eda::read_yosys_json(ss.str(), o.netlist_json);
   } else {
     if (o.files.empty()) return bad_arguments("no Verilog files given (see --help)");
-    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources, ""});
+    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources, o.map_memories, ""});
   }
   if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n, {o.clock});
   if (!d) return fail(d.error().message);
   if (!o.json_out)
-    std::fprintf(stderr, "eda_sim: %s: %zu instances, %zu gates, %zu flip-flops, %zu leaves, %zu topics%s%s\n",
-                 d->top.c_str(), d->instances.size(), d->gates, d->flops, d->leaves.size(), d->groups.size(),
+    std::fprintf(stderr, "eda_sim: %s: %zu instances, %zu gates, %zu flip-flops, %zu memories (%zu bits), %zu leaves, "
+                 "%zu topics%s%s\n", d->top.c_str(), d->instances.size(), d->gates, d->flops, d->memories, d->memory_bits,
+                 d->leaves.size(), d->groups.size(),
                  d->clock.empty() ? "" : ", clock ", d->clock.c_str());
   if (o.tree) {
     std::cout << tree_json(*d).dump(2) << "\n";
@@ -197,6 +198,8 @@ int run(const options& o) {
                   {"instances", d->instances.size()},
                   {"gates", d->gates},
                   {"flip_flops", d->flops},
+                  {"memories", d->memories},
+                  {"memory_bits", d->memory_bits},
                   {"leaves", d->leaves.size()},
                   {"topics", d->groups.size()},
                   {"stimulus", (*stim)->describe()},
@@ -332,6 +335,8 @@ int main(int argc, char** argv) {
   app.add_option("-D,--define", o.defines, "Macro NAME or NAME=VALUE, for yosys and Icarus");
   app.add_option("-P,--param", o.params, "Top-module parameter NAME=VALUE (a Verilog constant: 8, 8'h3f, "
                                          "'\"prog.hex\"'), for yosys and Icarus");
+  app.add_flag("--map-memories", o.map_memories, "Map memories to flip-flops and logic (yosys memory_map) instead of "
+                                                  "simulating each as one memory; for small memories only");
   app.add_option("--reset", o.resets, "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "
                                       "repeatable (default: inputs named like a reset; 'none' for no reset)");
   app.add_option("--reset-cycles", o.reset_cycles, "Cycles of reset at the start")->capture_default_str();

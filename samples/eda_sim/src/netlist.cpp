@@ -97,7 +97,18 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
     for (const auto& [cname, jc] : jm["cells"].items()) {
       const std::string cw = where + ", cell " + cname;
       if (!jc.contains("type") || !jc["type"].is_string()) return bad(source, cw, "needs a type");
-      cell c{cname, jc["type"].get<std::string>(), str_attr(jc, "src"), {}};
+      cell c{cname, jc["type"].get<std::string>(), str_attr(jc, "src"), {}, {}};
+      if (jc.contains("parameters") && jc["parameters"].is_object())
+        for (const auto& [pname, jv] : jc["parameters"].items()) {
+          if (jv.is_string()) {
+            c.params.emplace(pname, jv.get<std::string>());
+          } else if (jv.is_number_integer()) {  // write_json -compat-int
+            const auto v = jv.get<std::int64_t>();
+            std::string b(32, '0');
+            for (int i = 0; i < 32; ++i) b[31 - i] = ((v >> i) & 1) ? '1' : '0';
+            c.params.emplace(pname, b);
+          }
+        }
       if (jc.contains("connections")) {
         for (const auto& [pin, jb] : jc["connections"].items()) {
           auto bits = read_bits(jb, source, cw + ", pin " + pin);
@@ -155,7 +166,14 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
   // chparam (not hierarchy -chparam) because it also takes string values: -P MEMFILE="prog.hex".
   for (const auto& [name, value] : opts.sources.params) script << "chparam -set " << name << " " << value << " " << opts.top << "\n";
   script << "hierarchy -check -top " << opts.top << "\n"
-         << "synth -top " << opts.top << "\n"
+         // synth's script up to `fine`, then its `fine` steps without memory_map unless asked: a
+         // memory stays one $mem_v2 cell with asynchronous read ports (memory_nordff moves a clocked
+         // read into flip-flops, memory_narrow splits wide ports).
+         << "synth -top " << opts.top << " -run :fine\n"
+         << "memory_nordff\nmemory_narrow\n"
+         << "opt -fast -full\n"
+         << (opts.map_memories ? "memory_map\n" : "")
+         << "opt -full\ntechmap\nopt -fast\nabc -fast\nopt -fast\n"
          // Plain and async set/reset posedge flip-flops are what the simulator evaluates. Negedge
          // flip-flops and latches are allowed through only so that elaboration can name them.
          << "dfflegalize -cell $_DFF_P_ 01 -cell $_DFF_PP0_ 01 -cell $_DFF_PP1_ 01"

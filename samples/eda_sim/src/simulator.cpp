@@ -16,6 +16,13 @@ leaf_engine::leaf_engine(const leaf& l)
     states.push_back(f.state);
     if (f.init != 2) v_[f.state] = f.init ? lanes::one() : lanes::zero();
   }
+  for (const auto& m : l.memories) {
+    states.push_back(m.content);
+    auto& words = mem_.emplace_back(m.init.size());
+    for (std::size_t i = 0; i < m.init.size(); ++i)
+      words[i] = m.init[i] == 0 ? lanes::zero() : m.init[i] == 1 ? lanes::one() : lanes::x();
+    read_addr_.emplace_back(m.reads.size());
+  }
   state_trigger_ = add_trigger(states);
 }
 
@@ -27,7 +34,9 @@ int leaf_engine::add_trigger(std::span<const std::uint32_t> slots) {
   const auto& prog = spec_->program;
   for (std::size_t i = 0; i < prog.size(); ++i) {
     const op& o = prog[i];
-    if (hot[o.a] || hot[o.b] || hot[o.s]) {
+    bool any = false;
+    for_each_input(*spec_, o, [&](std::uint32_t s) { any = any || hot[s]; });
+    if (any) {
       hot[o.y] = 1;
       cone[i / 64] |= 1ull << (i % 64);
     }
@@ -52,6 +61,11 @@ void leaf_engine::evaluate() {
     const op& o = prog[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
     bits &= bits - 1;
     ++ran;
+    if (o.code == opcode::memrd) {
+      if (o.s == 0) lane_addresses(spec_->memories[o.a], spec_->memories[o.a].reads[o.b].addr, read_addr_[o.a][o.b]);
+      v[o.y] = read_bit(static_cast<int>(o.a), static_cast<int>(o.b), o.s);
+      continue;
+    }
     const lanes a = v[o.a], b = v[o.b];
     lanes y;
     switch (o.code) {
@@ -67,12 +81,79 @@ void leaf_engine::evaluate() {
       case opcode::ornot: y = op_or(a, op_not(b)); break;
       case opcode::mux: y = op_mux(a, b, v[o.s]); break;
       case opcode::nmux: y = op_not(op_mux(a, b, v[o.s])); break;
+
       default: y = lanes::x(); break;
     }
     v[o.y] = y;
     }
   }
   last_ops_ = ran;
+}
+
+void leaf_engine::lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const {
+  std::uint64_t unknown = 0;
+  std::array<std::int64_t, 64> word{};
+  for (std::size_t i = 0; i < addr.size(); ++i) {
+    const lanes a = v_[addr[i]];
+    unknown |= a.unknown();
+    std::uint64_t ones = a.hi & ~a.lo;
+    while (ones) {
+      word[__builtin_ctzll(ones)] |= std::int64_t{1} << i;
+      ones &= ones - 1;
+    }
+  }
+  out.clear();
+  for (unsigned l = 0; l < 64; ++l) {
+    std::int64_t w = word[l] - m.offset;
+    if (((unknown >> l) & 1) || w < 0 || w >= static_cast<std::int64_t>(m.size)) w = -1;
+    bool found = false;
+    for (auto& [idx, mask] : out)
+      if (idx == w) {
+        mask |= 1ull << l;
+        found = true;
+        break;
+      }
+    if (!found) out.emplace_back(w, 1ull << l);
+  }
+}
+
+lanes leaf_engine::read_bit(int mem, int port, std::uint32_t bit) const {
+  const memory& m = spec_->memories[mem];
+  const auto& words = mem_[mem];
+  lanes y{0, 0};
+  for (const auto& [idx, mask] : read_addr_[mem][port]) {
+    const lanes w = idx < 0 ? lanes::x() : words[static_cast<std::size_t>(idx) * m.width + bit];
+    y.hi |= w.hi & mask;
+    y.lo |= w.lo & mask;
+  }
+  return y;
+}
+
+bool leaf_engine::write_memories() {
+  bool changed = false;
+  lane_words addr;
+  for (std::size_t mi = 0; mi < spec_->memories.size(); ++mi) {
+    const memory& m = spec_->memories[mi];
+    auto& words = mem_[mi];
+    for (const auto& wp : m.writes) {
+      lane_addresses(m, wp.addr, addr);
+      for (std::uint32_t b = 0; b < m.width; ++b) {
+        const lanes en = v_[wp.en[b]];
+        const std::uint64_t write = en.hi & ~en.lo;  // lanes whose enable is a known 1
+        if (!write) continue;
+        const lanes d = v_[wp.data[b]];
+        for (const auto& [idx, mask] : addr) {
+          const std::uint64_t lanes_w = write & mask;
+          if (!lanes_w || idx < 0) continue;  // an X address writes nothing, as in Icarus
+          lanes& w = words[static_cast<std::size_t>(idx) * m.width + b];
+          const lanes nw{(w.hi & ~lanes_w) | (d.hi & lanes_w), (w.lo & ~lanes_w) | (d.lo & lanes_w)};
+          changed |= !(nw == w);
+          w = nw;
+        }
+      }
+    }
+  }
+  return changed;
 }
 
 bool leaf_engine::clock_edge() {
@@ -82,7 +163,8 @@ bool leaf_engine::clock_edge() {
     for (const auto& t : flops[i].async) n = op_mux(n, v_[t.value], v_[t.ctrl]);
     next_[i] = n;
   }
-  bool changed = false;
+  // Memories are written from the values before the edge, as the flip-flops sample them.
+  bool changed = write_memories();
   for (std::size_t i = 0; i < flops.size(); ++i) {
     lanes& s = v_[flops[i].state];
     changed |= !(s == next_[i]);
@@ -179,7 +261,7 @@ void simulator::outputs(std::vector<lanes>& out) const {
 
 void simulator::clock_edge() {
   for (std::size_t l = 0; l < leaves_.size(); ++l)
-    if (!d_->leaves[l].flops.empty() && leaves_[l].clock_edge() && !dirty_[l]) {
+    if ((!d_->leaves[l].flops.empty() || !d_->leaves[l].memories.empty()) && leaves_[l].clock_edge() && !dirty_[l]) {
       dirty_[l] = 1;
       dirty_list_.push_back(static_cast<int>(l));
     }

@@ -33,6 +33,8 @@ struct cell {
   std::string type;  // "$_AND_", ... or the name of another module (an instance)
   std::string src;   // yosys "src" attribute (file:line), may be empty
   std::map<std::string, std::vector<bit>> connections;
+  // Parameters as yosys writes them: bit strings, MSB first ("00001010"); strings as they are.
+  std::map<std::string, std::string> params;
 };
 
 struct net_name {
@@ -74,6 +76,9 @@ struct yosys_options {
   std::string yosys = "yosys";     // executable
   std::string work_dir;            // where the script and JSON go; empty = a fresh temp dir
   source_options sources;
+  // Memories: false keeps each as one $mem_v2 cell (a memory in its leaf, design.hpp); true maps them
+  // to flip-flops and logic (yosys memory_map), which is only practical for small ones.
+  bool map_memories = false;
   // yosys runs in this folder (empty: the current one), so a relative $readmemh path is found there
   // or beside the source file, as yosys does; Icarus resolves it from the same folder.
   std::string run_dir;

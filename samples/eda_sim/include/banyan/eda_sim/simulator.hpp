@@ -13,6 +13,7 @@
 #include <banyan/eda_sim/design.hpp>
 #include <banyan/eda_sim/logic.hpp>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -32,7 +33,9 @@ class leaf_engine {
   void mark(int trigger);
   void evaluate();     // runs the scheduled ops; returns how many ran via last_ops()
   std::size_t last_ops() const { return last_ops_; }
-  bool clock_edge();   // all flip-flops take D at once; true if any state changed (then marks them)
+  // All flip-flops take D at once, then memories are written; true if any state or memory word
+  // changed (then marks what reads them).
+  bool clock_edge();
   lanes& slot(std::uint32_t s) { return v_[s]; }
   const lanes& slot(std::uint32_t s) const { return v_[s]; }
   const leaf& spec() const { return *spec_; }
@@ -46,6 +49,15 @@ class leaf_engine {
   std::vector<std::uint64_t> pending_;
   int state_trigger_ = -1;
   std::size_t last_ops_ = 0;
+  // Memories: per memory, size * width values (64 lanes each); per read port, the words its lanes
+  // read as (word index or -1 for X / out of range, lane mask) pairs, usually one or a few,
+  // computed by the port's bit-0 op and used by the others.
+  using lane_words = std::vector<std::pair<std::int64_t, std::uint64_t>>;
+  std::vector<std::vector<lanes>> mem_;
+  std::vector<std::vector<lane_words>> read_addr_;
+  void lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const;
+  lanes read_bit(int mem, int port, std::uint32_t bit) const;
+  bool write_memories();
 };
 
 struct sim_stats {
