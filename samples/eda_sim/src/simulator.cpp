@@ -91,29 +91,30 @@ void leaf_engine::evaluate() {
 }
 
 void leaf_engine::lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const {
-  std::uint64_t unknown = 0;
-  std::array<std::int64_t, 64> word{};
-  for (std::size_t i = 0; i < addr.size(); ++i) {
-    const lanes a = v_[addr[i]];
-    unknown |= a.unknown();
-    std::uint64_t ones = a.hi & ~a.lo;
-    while (ones) {
-      word[__builtin_ctzll(ones)] |= std::int64_t{1} << i;
-      ones &= ones - 1;
-    }
-  }
+  // Lanes usually share few addresses (one lane in use, or lanes in step), so lanes are grouped by
+  // address: per distinct address, one pass over the address bits finds every lane that has it.
   out.clear();
-  for (unsigned l = 0; l < 64; ++l) {
-    std::int64_t w = word[l] - m.offset;
-    if (((unknown >> l) & 1) || w < 0 || w >= static_cast<std::int64_t>(m.size)) w = -1;
-    bool found = false;
-    for (auto& [idx, mask] : out)
-      if (idx == w) {
-        mask |= 1ull << l;
-        found = true;
-        break;
+  std::uint64_t unknown = 0;
+  for (auto s : addr) unknown |= v_[s].unknown();
+  if (unknown) out.emplace_back(-1, unknown);
+  std::uint64_t left = ~unknown;
+  while (left) {
+    const unsigned l = static_cast<unsigned>(__builtin_ctzll(left));
+    std::uint64_t same = left;
+    std::int64_t word = 0;
+    for (std::size_t i = 0; i < addr.size(); ++i) {
+      const std::uint64_t ones = v_[addr[i]].hi;  // known lanes: hi is the value
+      if ((ones >> l) & 1) {
+        word |= std::int64_t{1} << i;
+        same &= ones;
+      } else {
+        same &= ~ones;
       }
-    if (!found) out.emplace_back(w, 1ull << l);
+    }
+    left &= ~same;
+    word -= m.offset;
+    if (word < 0 || word >= static_cast<std::int64_t>(m.size)) word = -1;
+    out.emplace_back(word, same);
   }
 }
 
@@ -175,6 +176,48 @@ bool leaf_engine::clock_edge() {
 }
 
 simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
+  // Leaf order: the io leaf (it only drives inputs and holds outputs), then Kahn's order over
+  // driver -> reader edges; where leaves depend on each other both ways (paths that cross back and
+  // forth without a loop), the leaf with the fewest unplaced drivers goes first.
+  const int n = static_cast<int>(d.leaves.size());
+  std::vector<std::vector<int>> succ(n);
+  std::vector<int> indeg(n, 0);
+  {
+    std::vector<std::vector<char>> seen(n);
+    for (const auto& g : d.groups)
+      for (int r : g.readers) {
+        if (r == d.io_leaf() || r == g.driver) continue;
+        auto& row = seen[g.driver];
+        if (row.empty()) row.assign(n, 0);
+        if (row[r]) continue;
+        row[r] = 1;
+        succ[g.driver].push_back(r);
+        ++indeg[r];
+      }
+  }
+  std::vector<char> placed(n, 0);
+  std::vector<int> ready;
+  auto place = [&](int l) {
+    placed[l] = 1;
+    at_.push_back(l);
+    for (int r : succ[l])
+      if (--indeg[r] == 0 && !placed[r]) ready.push_back(r);
+  };
+  place(d.io_leaf());
+  for (int l = 0; l < n; ++l)
+    if (!placed[l] && indeg[l] == 0) ready.push_back(l);
+  while (static_cast<int>(at_.size()) < n) {
+    if (ready.empty()) {
+      int best = -1;
+      for (int l = 0; l < n; ++l)
+        if (!placed[l] && (best < 0 || indeg[l] < indeg[best])) best = l;
+      ready.push_back(best);
+    }
+    const int l = ready.back();
+    ready.pop_back();
+    if (!placed[l]) place(l);
+  }
+  dirty_count_ = n;
   leaves_.reserve(d.leaves.size());
   for (const auto& l : d.leaves) leaves_.emplace_back(l);
   last_sent_.resize(d.groups.size());
@@ -184,7 +227,6 @@ simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
   for (std::size_t g = 0; g < d.groups.size(); ++g)
     for (std::size_t r = 0; r < d.groups[g].readers.size(); ++r)
       triggers_[g].push_back(leaves_[d.groups[g].readers[r]].add_trigger(d.groups[g].reader_slots[r]));
-  for (std::size_t l = 0; l < d.leaves.size(); ++l) dirty_list_.push_back(static_cast<int>(l));
 }
 
 void simulator::set_inputs(std::span<const lanes> bits) {
@@ -198,10 +240,7 @@ void simulator::set_inputs(std::span<const lanes> bits) {
       io.slot(s) = bits[k++];
     }
   const int l = d_->io_leaf();
-  if (changed && !dirty_[l]) {
-    dirty_[l] = 1;
-    dirty_list_.push_back(l);
-  }
+  if (changed) make_dirty(l);
 }
 
 void simulator::publish(int g) {
@@ -224,32 +263,29 @@ void simulator::publish(int g) {
     const auto& slots = gr.reader_slots[r];
     for (std::size_t i = 0; i < slots.size(); ++i) dst.slot(slots[i]) = last[i];
     dst.mark(triggers_[g][r]);
-    if (!dirty_[reader]) {
-      dirty_[reader] = 1;
-      dirty_list_.push_back(reader);
-    }
+    make_dirty(reader);
   }
 }
 
 int simulator::settle() {
-  int rounds = 0;
-  while (!dirty_list_.empty()) {
-    ++rounds;
-    assert(rounds <= static_cast<int>(leaves_.size()) * 2 + 2 && "acyclic logic always settles");
-    current_.swap(dirty_list_);
-    dirty_list_.clear();
-    for (int l : current_) {
+  int passes = 0;
+  while (dirty_count_) {
+    ++passes;
+    assert(passes <= static_cast<int>(leaves_.size()) * 2 + 2 && "acyclic logic always settles");
+    for (std::size_t p = 0; p < at_.size() && dirty_count_; ++p) {
+      const int l = at_[p];
+      if (!dirty_[l]) continue;
       dirty_[l] = 0;
+      --dirty_count_;
       leaves_[l].evaluate();
       ++stats_.leaf_evaluations;
       stats_.gate_evaluations += leaves_[l].last_ops();
-    }
-    for (int l : current_)
       for (int g : d_->leaves[l].out_groups) publish(g);
+    }
   }
-  stats_.rounds += rounds;
-  if (rounds > stats_.max_rounds) stats_.max_rounds = rounds;
-  return rounds;
+  stats_.rounds += passes;
+  if (passes > stats_.max_rounds) stats_.max_rounds = passes;
+  return passes;
 }
 
 void simulator::outputs(std::vector<lanes>& out) const {
@@ -261,10 +297,8 @@ void simulator::outputs(std::vector<lanes>& out) const {
 
 void simulator::clock_edge() {
   for (std::size_t l = 0; l < leaves_.size(); ++l)
-    if ((!d_->leaves[l].flops.empty() || !d_->leaves[l].memories.empty()) && leaves_[l].clock_edge() && !dirty_[l]) {
-      dirty_[l] = 1;
-      dirty_list_.push_back(static_cast<int>(l));
-    }
+    if ((!d_->leaves[l].flops.empty() || !d_->leaves[l].memories.empty()) && leaves_[l].clock_edge())
+      make_dirty(static_cast<int>(l));
   ++stats_.cycles;
 }
 

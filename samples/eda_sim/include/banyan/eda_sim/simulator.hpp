@@ -1,10 +1,12 @@
 // The cycle-based simulator: every leaf evaluates its levelised cells on 64 lanes at once, and
 // boundary values move between leaves once per settling round.
 //
-// A cycle is: set_inputs → settle → (sample outputs) → clock_edge. settle() runs rounds; in a round
-// every leaf whose inputs or state changed evaluates its whole program, then every group whose value
-// changed is published once to its readers (the exchange). Rounds repeat until nothing changes, so a
-// combinational path through k leaves settles in about k rounds whatever its gate count.
+// A cycle is: set_inputs → settle → (sample outputs) → clock_edge. settle() runs passes over the
+// leaves in dependency order (driver before reader, computed once); in a pass every leaf whose
+// inputs or state changed evaluates its scheduled ops and publishes every group whose value changed
+// to its readers (the exchange) at once, so a reader later in the order sees it in the same pass.
+// Passes repeat until nothing changes: one pass when no combinational path crosses back to a leaf
+// earlier in the order, a few otherwise.
 //
 // The exchange is the seam the component version replaces with topics: publish(group, values) is the
 // only way a value leaves a leaf. Not thread-safe; one simulator per thread.
@@ -62,7 +64,7 @@ class leaf_engine {
 
 struct sim_stats {
   std::uint64_t cycles = 0;
-  std::uint64_t rounds = 0;             // settling rounds, summed over cycles
+  std::uint64_t rounds = 0;             // settling passes, summed over cycles
   std::uint64_t leaf_evaluations = 0;
   std::uint64_t gate_evaluations = 0;   // ops run (64 lanes each)
   std::vector<std::uint64_t> publishes; // per group: messages sent
@@ -75,7 +77,7 @@ class simulator {
 
   // Top inputs for this cycle, one `lanes` per bit in design.inputs order (LSB first per port).
   void set_inputs(std::span<const lanes> bits);
-  // Settles combinational values across all leaves; returns the rounds it took.
+  // Settles combinational values across all leaves; returns the passes it took.
   int settle();
   // Top outputs after settle(), one per bit in design.outputs order.
   void outputs(std::vector<lanes>& out) const;
@@ -94,7 +96,11 @@ class simulator {
   std::vector<leaf_engine> leaves_;
   std::vector<std::vector<lanes>> last_sent_;  // per group
   std::vector<char> dirty_;
-  std::vector<int> dirty_list_, current_;
+  std::vector<int> at_;        // leaves in evaluation order
+  int dirty_count_ = 0;
+  void make_dirty(int l) {
+    if (!dirty_[l]) dirty_[l] = 1, ++dirty_count_;
+  }
   sim_stats stats_;
 };
 
