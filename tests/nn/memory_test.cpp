@@ -129,6 +129,33 @@ TEST(MemoryPlan, EveryPolicyFitsItsBudgetAndLeanerPlansNeedLess) {
   EXPECT_DOUBLE_EQ(roomy->predicted_ms, roomy->compute_ms);
 }
 
+// Chen et al.: segments end where the forward can restart from one layer's outputs (the residual
+// stream), about sqrt(n) of them kept; the rest recomputed a segment at a time, so on a deep model
+// the peak falls well below keep-all.
+TEST(MemoryPlan, SqrtCheckpointsKeepOnlyResidualStreamSegmentEnds) {
+  auto be = cpu();
+  const gpt_config deep{.vocab_size = 29, .max_seq_len = 16, .num_layers = 12, .num_heads = 2, .channels = 16};
+  const memory_graph g = gpt::create(deep, 1, 16, *be)->memory_layout();
+  const memory_costs c = unit_costs(g);
+  auto p = plan_memory(g, c, 1ull << 40, memory_policy::recompute);
+  ASSERT_TRUE(p);
+  int kept = 0;
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    bool saves = false;  // some backward reads one of its outputs
+    for (const auto& op : g.ops) {
+      for (int t : op.saved_reads) saves = saves || g.tensors[t].producer == static_cast<int>(i);
+    }
+    if (!saves || p->decisions[i] != memory_decision::keep) continue;
+    ++kept;
+    const std::string& name = g.ops[i].name;
+    EXPECT_TRUE(name.find("residual") != std::string::npos || name == "embedding" || name == "ln_f") << name;
+  }
+  // 26 segment ends (embedding, 2 residuals per block, ln_f): every 5th kept.
+  EXPECT_EQ(kept, 5);
+  const auto keep = compile_plan(g, c, std::vector<memory_decision>(g.ops.size(), memory_decision::keep));
+  EXPECT_LT(p->peak_bytes, keep.peak_bytes / 2) << format_plan(g, *p);
+}
+
 TEST(MemoryPlan, ABudgetBelowTheMinimumIsAnErrorNamingIt) {
   auto be = cpu();
   const memory_graph g = layout(*be);

@@ -92,6 +92,7 @@ result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& 
   m.mem_ = std::make_unique<memory_executor>(be, std::move(g), std::move(*memory));
   est.d2h_bytes_per_ms = m.mem_->d2h_bytes_per_ms();
   est.h2d_bytes_per_ms = m.mem_->h2d_bytes_per_ms();
+  est.copy_latency_ms = m.mem_->copy_latency_ms();
   auto measured_bw = plan_memory(m.mem_->graph(), est, m.mem_->options().budget, policy, m.mem_->options().planner);
   m.mem_->set_plan(measured_bw ? std::move(measured_bw).value() : std::move(plan).value());
   m.measuring_ = m.mem_->options().replan;
@@ -420,6 +421,7 @@ memory_costs gpt::measured_costs() const {
   if (mem_) {
     c.d2h_bytes_per_ms = mem_->d2h_bytes_per_ms();
     c.h2d_bytes_per_ms = mem_->h2d_bytes_per_ms();
+    c.copy_latency_ms = mem_->copy_latency_ms();
   }
   return c;
 }

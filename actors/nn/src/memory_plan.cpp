@@ -343,11 +343,11 @@ double simulate(const memory_graph& g, const memory_costs& c, const memory_plan&
       case memory_instr::kind::recompute: now += c.forward_ms[in.id]; break;
       case memory_instr::kind::backward: now += c.backward_ms[in.id]; break;
       case memory_instr::kind::offload:
-        d2h_free = std::max(now, d2h_free) + bytes / c.d2h_bytes_per_ms;
+        d2h_free = std::max(now, d2h_free) + c.copy_latency_ms + bytes / c.d2h_bytes_per_ms;
         done[in.id] = d2h_free;
         break;
       case memory_instr::kind::prefetch:
-        h2d_free = std::max(now, h2d_free) + bytes / c.h2d_bytes_per_ms;
+        h2d_free = std::max(now, h2d_free) + c.copy_latency_ms + bytes / c.h2d_bytes_per_ms;
         done[in.id] = h2d_free;
         break;
       case memory_instr::kind::offload_wait:
@@ -375,8 +375,8 @@ struct estimates {
       // Transfers hide behind the compute between their start and the wait.
       double exposed = 0.0;
       for (int t : f.saved_outputs[i]) {
-        const double out = static_cast<double>(g.tensors[t].bytes) / c.d2h_bytes_per_ms;
-        const double in = static_cast<double>(g.tensors[t].bytes) / c.h2d_bytes_per_ms;
+        const double out = c.copy_latency_ms + static_cast<double>(g.tensors[t].bytes) / c.d2h_bytes_per_ms;
+        const double in = c.copy_latency_ms + static_cast<double>(g.tensors[t].bytes) / c.h2d_bytes_per_ms;
         double fwd_window = 0.0, bwd_window = 0.0;
         for (int k = i + 1; k < std::min(f.offload_due(t, o, i), f.n); ++k) fwd_window += c.forward_ms[k];
         for (int pos = f.prefetch_pos(t, o); pos < f.bwd_first[t]; ++pos) {
@@ -416,17 +416,34 @@ memory_plan finish(const memory_graph& g, const memory_costs& c, const facts& f,
   return p;
 }
 
-std::vector<memory_decision> sqrt_checkpoints(const facts& f) {
-  std::vector<int> items;
+// Ops after which the forward can restart from this op's saved outputs alone: every tensor made up
+// to here and read after it is a saved output of this op (a residual stream's sum, not a layernorm
+// whose input a later residual still reads). Only such ops end a recompute segment.
+std::vector<int> cut_ops(const memory_graph& g, const facts& f) {
+  std::vector<int> cuts;
   for (int i = 0; i < f.n; ++i) {
-    if (!f.saved_outputs[i].empty()) items.push_back(i);
+    if (f.saved_outputs[i].empty()) continue;
+    bool cut = true;
+    for (int t = 0; t < f.T && cut; ++t) {
+      const int p = g.tensors[t].producer;
+      if (p <= i && f.last_fwd[t] > i && (p != i || !f.saved[t])) cut = false;
+    }
+    if (cut) cuts.push_back(i);
   }
+  return cuts;
+}
+
+// Chen et al.'s sqrt(n) checkpointing: of the m ops that can end a segment, keep every
+// round(sqrt(m))-th; recompute every other saved activation, a segment at a time.
+std::vector<memory_decision> sqrt_checkpoints(const memory_graph& g, const facts& f) {
+  const std::vector<int> items = cut_ops(g, f);
   const int m = static_cast<int>(items.size());
   const int k = std::max(1, static_cast<int>(std::lround(std::sqrt(static_cast<double>(m)))));
   std::vector<memory_decision> d(f.n, memory_decision::keep);
-  for (int idx = 0; idx < m; ++idx) {
-    if (idx % k != k - 1) d[items[idx]] = memory_decision::recompute;
+  for (int i = 0; i < f.n; ++i) {
+    if (!f.saved_outputs[i].empty()) d[i] = memory_decision::recompute;
   }
+  for (int idx = k - 1; idx < m; idx += k) d[items[idx]] = memory_decision::keep;
   return d;
 }
 
@@ -440,12 +457,15 @@ std::vector<memory_decision> knapsack(const facts& f, const estimates& e, std::s
   for (int i : items) d[i] = e.cheaper(i);
   if (pages < 0) return d;
   const std::size_t K = static_cast<std::size_t>(pages), m = items.size();
+  // Value: the predicted ms a keep saves, plus a tie-break per byte, so room left over keeps layers
+  // whose copies would hide anyway (fewer copies on the bus).
+  const double per_byte = 1e-12;
   std::vector<double> best(K + 1, 0.0);
   std::vector<std::vector<bool>> took(m, std::vector<bool>(K + 1, false));
   for (std::size_t a = 0; a < m; ++a) {
     const int i = items[a];
     const std::size_t w = (f.saved_bytes(i) + page - 1) / page;
-    const double v = std::isfinite(e.cost(i)) ? e.cost(i) : 1e12;
+    const double v = (std::isfinite(e.cost(i)) ? e.cost(i) : 1e12) + per_byte * static_cast<double>(f.saved_bytes(i));
     for (std::size_t k = K + 1; k-- > w;) {
       if (best[k - w] + v > best[k]) {
         best[k] = best[k - w] + v;
@@ -488,7 +508,7 @@ std::size_t minimum_memory(const memory_graph& g, const memory_costs& c, const p
   auto consider = [&](std::vector<memory_decision> d) {
     least = std::min(least, compiler(g, f, o, std::move(d)).run().peak_bytes);
   };
-  consider(sqrt_checkpoints(f));
+  consider(sqrt_checkpoints(g, f));
   consider(std::vector<memory_decision>(f.n, memory_decision::swap));
   consider(knapsack(f, e, 1, -1));
   return least;
@@ -524,7 +544,7 @@ result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, st
   switch (policy) {
     case memory_policy::keep: return fits(compile(std::vector<memory_decision>(f.n, memory_decision::keep)));
     case memory_policy::swap: return fits(compile(std::vector<memory_decision>(f.n, memory_decision::swap)));
-    case memory_policy::recompute: return fits(compile(sqrt_checkpoints(f)));
+    case memory_policy::recompute: return fits(compile(sqrt_checkpoints(g, f)));
     case memory_policy::greedy: {
       std::vector<memory_decision> d(f.n, memory_decision::keep);
       for (;;) {

@@ -61,6 +61,8 @@ class memory_executor {
   // Bytes per millisecond each way, measured at construction on min(budget, 16 MiB).
   double d2h_bytes_per_ms() const { return d2h_; }
   double h2d_bytes_per_ms() const { return h2d_; }
+  // Milliseconds of a 4 KiB copy issued and waited for (the fixed cost of a copy), measured too.
+  double copy_latency_ms() const { return latency_; }
 
   // The forward half of the plan; `forward(op)` runs op's kernels on act()/grad() pointers.
   // With skip_op >= 0 (an inference pass that stops before that op, e.g. the loss without targets)
@@ -97,7 +99,7 @@ class memory_executor {
   std::vector<bool> in_flight_;
   std::size_t live_ = 0;
   bool forward_done_ = false;
-  double d2h_ = 0.0, h2d_ = 0.0;
+  double d2h_ = 0.0, h2d_ = 0.0, latency_ = 0.0;
   memory_stats stats_;
 };
 

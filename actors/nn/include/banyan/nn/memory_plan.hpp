@@ -43,10 +43,12 @@ struct memory_graph {
   result<void> validate() const;
 };
 
-// Measured costs: per op, forward and backward milliseconds; the copy bandwidths.
+// Measured costs: per op, forward and backward milliseconds; the copy bandwidths, and the fixed
+// time a copy takes besides its bytes (issuing it, waking the copy thread or stream).
 struct memory_costs {
   std::vector<double> forward_ms, backward_ms;
   double d2h_bytes_per_ms = 1e6, h2d_bytes_per_ms = 1e6;
+  double copy_latency_ms = 0.0;
 };
 
 enum class memory_policy {
