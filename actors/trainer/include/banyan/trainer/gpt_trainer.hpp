@@ -61,6 +61,12 @@ struct gpt_options {
   // Data parallelism across node trainers (data_parallel.hpp): K > 1 node trainers, each with
   // common.workers workers on rows [rank*batch/K, (rank+1)*batch/K) of the global batch.
   int data_parallel = 1;
+  // Device-memory budget for the activations (issue #13, nn/memory_executor.hpp): "" for none, else
+  // a size ("200MiB"); one instance only (not with workers). The plan's policy, and whether to print
+  // the plan (after the first step, when it is made from measured layer times).
+  std::string device_memory;
+  std::string memory_policy = "knapsack";
+  bool print_memory_plan = false;
 };
 
 // A composite: with workers its children are the worker subtree (worker_leaves.hpp), else none.
