@@ -56,6 +56,8 @@ def main():
         raise SystemExit(__doc__)
     V, L, NH, C, T, B, threads, steps = map(int, sys.argv[1:9])
     dev = sys.argv[9]
+    if dev == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("memory_bench.py: this torch has no CUDA (Debian's python3-torch is a CPU build)")
     if threads > 0:
         torch.set_num_threads(threads)
     torch.manual_seed(0)
