@@ -35,7 +35,8 @@ struct options {
   std::vector<std::string> files;
   std::string top, netlist_json, stimulus_file, vcd, work_dir, clock;
   std::vector<std::string> resets, holds, include_dirs, defines, params;
-  std::string check_from = "0", x_policy = "ignore-rtl-x";
+  std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
+  bool no_cache = false;
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
@@ -118,15 +119,24 @@ int run(const options& o) {
     n = eda::read_yosys_json(ss.str(), o.netlist_json);
   } else {
     if (o.files.empty()) return bad_arguments("no Verilog files given (see --help)");
-    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources, o.map_memories, ""});
+    std::string cache = o.cache_dir;
+    if (cache.empty()) {
+      const char* xdg = std::getenv("XDG_CACHE_HOME");
+      const char* home = std::getenv("HOME");
+      if (xdg && *xdg) cache = std::string(xdg) + "/banyan/eda_sim";
+      else if (home && *home) cache = std::string(home) + "/.cache/banyan/eda_sim";
+    }
+    if (o.no_cache) cache.clear();
+    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources,
+                         o.map_memories, cache, ""});
   }
   if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n, {o.clock});
   if (!d) return fail(d.error().message);
   if (!o.json_out)
-    std::fprintf(stderr, "eda_sim: %s: %zu instances, %zu gates, %zu flip-flops, %zu memories (%zu bits), %zu leaves, "
-                 "%zu topics%s%s\n", d->top.c_str(), d->instances.size(), d->gates, d->flops, d->memories, d->memory_bits,
-                 d->leaves.size(), d->groups.size(),
+    std::fprintf(stderr, "eda_sim: %s%s: %zu instances, %zu gates, %zu flip-flops, %zu memories (%zu bits), %zu leaves, "
+                 "%zu topics%s%s\n", d->top.c_str(), n->from_cache ? " (netlist from the cache)" : "", d->instances.size(),
+                 d->gates, d->flops, d->memories, d->memory_bits, d->leaves.size(), d->groups.size(),
                  d->clock.empty() ? "" : ", clock ", d->clock.c_str());
   if (o.tree) {
     std::cout << tree_json(*d).dump(2) << "\n";
@@ -197,6 +207,7 @@ int run(const options& o) {
   json summary = {{"design", d->top},
                   {"instances", d->instances.size()},
                   {"gates", d->gates},
+                  {"netlist_from_cache", n->from_cache},
                   {"flip_flops", d->flops},
                   {"memories", d->memories},
                   {"memory_bits", d->memory_bits},
@@ -335,6 +346,9 @@ int main(int argc, char** argv) {
   app.add_option("-D,--define", o.defines, "Macro NAME or NAME=VALUE, for yosys and Icarus");
   app.add_option("-P,--param", o.params, "Top-module parameter NAME=VALUE (a Verilog constant: 8, 8'h3f, "
                                          "'\"prog.hex\"'), for yosys and Icarus");
+  app.add_option("--cache-dir", o.cache_dir, "Netlists by source hash (default: $XDG_CACHE_HOME/banyan/eda_sim or "
+                                             "~/.cache/banyan/eda_sim)");
+  app.add_flag("--no-cache", o.no_cache, "Always run yosys; do not read or write the netlist cache");
   app.add_flag("--map-memories", o.map_memories, "Map memories to flip-flops and logic (yosys memory_map) instead of "
                                                   "simulating each as one memory; for small memories only");
   app.add_option("--reset", o.resets, "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "

@@ -426,3 +426,64 @@ TEST(Vcd, StrictReaderRejectsADuplicateName) {
 
 }  // namespace
 }  // namespace banyan::eda
+
+namespace banyan::eda {
+namespace {
+
+// ---- the netlist cache ----
+
+TEST(Cache, SecondRunReadsTheNetlistAndAnIncludeChangeMissesIt) {
+  testing::temp_dir t, inc, cache;
+  inc.file("w.vh", "`define W 4\n");
+  const auto f = t.file("c.v", "`include \"w.vh\"\nmodule c(input clk, input [`W-1:0] a, output reg [`W-1:0] q);\n"
+                               "  always @(posedge clk) q <= a + 1;\nendmodule\n");
+  yosys_options yo{{f}, "c"};
+  yo.sources.include_dirs = {inc.path("")};
+  yo.cache_dir = cache.path("");
+  auto first = synthesize(yo);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_FALSE(first->from_cache);
+  auto second = synthesize(yo);
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->modules.at("c").ports.at(1).bits.size(), 4u);
+  // Another width in the include file: the key changes, yosys runs again and sees it.
+  inc.file("w.vh", "`define W 6\n");
+  auto third = synthesize(yo);
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_FALSE(third->from_cache);
+  EXPECT_EQ(third->modules.at("c").ports.at(1).bits.size(), 6u);
+  // A parameter is part of the key too.
+  yo.sources.defines = {"UNUSED"};
+  auto fourth = synthesize(yo);
+  ASSERT_TRUE(fourth);
+  EXPECT_FALSE(fourth->from_cache);
+}
+
+TEST(Cache, ConcurrentRunsShareOneNetlist) {
+  // The nodes of a launch start together: all succeed and agree.
+  testing::temp_dir t, cache;
+  const auto f = t.file("c.v", "module c(input clk, input [3:0] a, output reg [3:0] q); always @(posedge clk) q <= a ^ 4'd5;"
+                               " endmodule\n");
+  std::vector<process> runs;
+  for (int i = 0; i < 3; ++i) {
+    auto p = process::spawn({EDA_SIM_BINARY, f, "--top", "c", "--cycles", "20", "--json", "--cache-dir", cache.path("")},
+                            {.out = output_mode::capture, .err = output_mode::capture});
+    ASSERT_TRUE(p) << p.error().message;
+    runs.push_back(std::move(*p));
+  }
+  int from_cache = 0;
+  std::set<std::uint64_t> signatures;
+  for (auto& p : runs) {
+    auto st = p.wait();
+    ASSERT_TRUE(st && st->success()) << p.output(process::stream::err);
+    auto j = nlohmann::json::parse(p.output());
+    from_cache += j["netlist_from_cache"].get<bool>();
+    signatures.insert(j["signature"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(from_cache, 2);
+  EXPECT_EQ(signatures.size(), 1u);
+}
+
+}  // namespace
+}  // namespace banyan::eda

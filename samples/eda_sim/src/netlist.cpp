@@ -4,7 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <set>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -140,8 +146,8 @@ std::string quote(const std::string& s) {
   return out.str();
 }
 
-// The flow shared by synthesize() and write_gate_verilog(); `tail` is the write command.
-result<void> run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
+// The flow script shared by synthesize() and write_gate_verilog(); `tail` is the write command.
+result<std::string> flow_script(const yosys_options& opts, const std::string& tail) {
   if (opts.files.empty()) return error{errc::yosys_failed, "no Verilog files given"};
   if (opts.top.empty()) return error{errc::yosys_failed, "no top module given (--top)"};
   std::ostringstream script;
@@ -182,10 +188,16 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
          << "abc -g simple\n"
          << "opt_clean\n"
          << tail << "\n";
+  return script.str();
+}
+
+result<void> run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
+  auto script = flow_script(opts, tail);
+  if (!script) return script.error();
   const std::string script_path = dir + "/flow.ys";
   {
     std::ofstream out(script_path);
-    out << script.str();
+    out << *script;
     if (!out) return error{errc::io, script_path + ": cannot write the yosys script"};
   }
   auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, opts.run_dir);
@@ -243,7 +255,95 @@ result<netlist> read_yosys_json(const std::string& text, const std::string& sour
   return n;
 }
 
+namespace {
+
+// FNV-1a, twice with different bases: a 128-bit key.
+struct hasher {
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void add(const std::string& s) {
+    for (unsigned char c : s) {
+      a = (a ^ c) * 0x100000001b3ull;
+      b = (b ^ c) * 0x100000001b3ull ^ (b >> 29);
+    }
+    a = (a ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") != ("a","bc")
+  }
+  std::string hex() const {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+    return buf;
+  }
+};
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+result<std::string> cache_key(const yosys_options& opts, const std::string& script) {
+  namespace fs = std::filesystem;
+  hasher h;
+  auto v = detail::run_tool({opts.yosys, "-V"}, "");
+  if (!v || !v->status.success()) return error{errc::yosys_failed, "cannot run " + opts.yosys + " -V (is yosys installed? tools/setup)"};
+  h.add(v->out);
+  h.add(script);
+  std::set<fs::path> folders, files;
+  for (const auto& f : opts.files) {
+    files.insert(fs::absolute(f));
+    folders.insert(fs::absolute(f).parent_path());
+  }
+  for (const auto& d : opts.sources.include_dirs) folders.insert(fs::absolute(d));
+  folders.insert(opts.run_dir.empty() ? fs::current_path() : fs::absolute(opts.run_dir));
+  static const std::set<std::string> exts = {".v", ".vh", ".sv", ".svh", ".inc", ".hex", ".mem", ".dat", ".bin", ".txt"};
+  for (const auto& d : folders) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_regular_file(ec) && exts.count(e.path().extension().string())) files.insert(e.path());
+  }
+  for (const auto& f : files) {
+    h.add(f.string());
+    h.add(read_all(f));
+  }
+  return h.hex();
+}
+
+}  // namespace
+
 result<netlist> synthesize(const yosys_options& opts) {
+  namespace fs = std::filesystem;
+  std::string cached, key;
+  int lock_fd = -1;
+  if (!opts.cache_dir.empty()) {
+    auto script = flow_script(opts, "");
+    if (!script) return script.error();
+    auto k = cache_key(opts, *script);
+    if (!k) return k.error();
+    key = *k;
+    std::error_code ec;
+    fs::create_directories(opts.cache_dir, ec);
+    cached = (fs::absolute(opts.cache_dir) / (key + ".json")).string();
+    // One yosys per key at a time: the others wait here, then find its netlist.
+    lock_fd = ::open((cached + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (lock_fd >= 0) ::flock(lock_fd, LOCK_EX);
+    if (fs::exists(cached)) {
+      auto n = read_yosys_json(read_all(cached), cached);
+      if (lock_fd >= 0) ::close(lock_fd);
+      if (n) {
+        n->from_cache = true;
+        return n;
+      }
+      fs::remove(cached, ec);  // unreadable: synthesize again
+      lock_fd = ::open((cached + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+      if (lock_fd >= 0) ::flock(lock_fd, LOCK_EX);
+    }
+  }
+  struct unlock {
+    int fd;
+    ~unlock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{lock_fd};
   const std::string dir = work_dir(opts);
   if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
   auto st = run_flow(opts, dir, "write_json " + quote(dir + "/netlist.json"));
@@ -252,6 +352,12 @@ result<netlist> synthesize(const yosys_options& opts) {
   std::stringstream ss;
   ss << in.rdbuf();
   auto n = read_yosys_json(ss.str(), dir + "/netlist.json");
+  if (n && !cached.empty()) {  // written whole, then renamed: a reader never sees half a file
+    const std::string tmp = cached + ".tmp" + std::to_string(::getpid());
+    std::ofstream(tmp) << ss.str();
+    std::error_code ec;
+    fs::rename(tmp, cached, ec);
+  }
   if (opts.work_dir.empty()) std::filesystem::remove_all(dir);
   return n;
 }

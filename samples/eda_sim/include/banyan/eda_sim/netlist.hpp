@@ -56,6 +56,7 @@ struct module {
 struct netlist {
   std::map<std::string, module> modules;
   std::string top;
+  bool from_cache = false;  // synthesize() found it in yosys_options::cache_dir
 };
 
 // Parses yosys JSON text. `source` names the input in error messages.
@@ -79,6 +80,12 @@ struct yosys_options {
   // Memories: false keeps each as one $mem_v2 cell (a memory in its leaf, design.hpp); true maps them
   // to flip-flops and logic (yosys memory_map), which is only practical for small ones.
   bool map_memories = false;
+  // A folder of netlists by source hash; empty: no cache. The key covers yosys's version, the flow
+  // script (files, -I, -D, -P, top, memory mapping) and the contents of the sources and of every
+  // Verilog/include/memory file (.v .vh .sv .svh .inc .hex .mem .dat .bin .txt) in their folders, the
+  // -I folders and the run folder. Concurrent runs with the same key (the nodes of a launch) wait
+  // for the first one's yosys instead of each running it.
+  std::string cache_dir;
   // yosys runs in this folder (empty: the current one), so a relative $readmemh path is found there
   // or beside the source file, as yosys does; Icarus resolves it from the same folder.
   std::string run_dir;
