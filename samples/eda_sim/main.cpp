@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,10 +33,13 @@ namespace {
 
 struct options {
   std::vector<std::string> files;
-  std::string top, netlist_json, stimulus_file, vcd, work_dir, clock, reset;
+  std::string top, netlist_json, stimulus_file, vcd, work_dir, clock;
+  std::vector<std::string> resets, holds, include_dirs, defines, params;
+  std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
+  bool no_cache = false;
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
-  bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false;
+  bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
   // Component version (banyan SDK).
   bool components = false, report = false;
   std::string mode = "hier", profile, deployment, node;
@@ -68,6 +72,43 @@ json tree_json(const eda::design& d) {
 }
 
 int run(const options& o) {
+  // 0. Arguments that need no design.
+  eda::source_options sources{o.include_dirs, o.defines, {}};
+  for (const auto& p : o.params) {
+    auto kv = eda::parse_param(p);
+    if (!kv) return bad_arguments(kv.error().message);
+    sources.params.push_back(*kv);
+  }
+  auto xp = eda::parse_x_policy(o.x_policy);
+  if (!xp) return bad_arguments(xp.error().message);
+  eda::random_options rand_opts{o.seed, {}, false, o.reset_cycles, {}};
+  for (const auto& r : o.resets) {
+    if (r == "none") {
+      rand_opts.no_reset = true;
+      continue;
+    }
+    auto spec = eda::parse_reset(r);
+    if (!spec) return bad_arguments(spec.error().message);
+    if (!spec->active_low && o.reset_low) spec->active_low = true;
+    if (!spec->active_low && o.reset_high) spec->active_low = false;
+    rand_opts.resets.push_back(*spec);
+  }
+  if (rand_opts.no_reset && !rand_opts.resets.empty()) return bad_arguments("--reset none cannot be combined with named resets");
+  for (const auto& h : o.holds) {
+    auto spec = eda::parse_hold(h);
+    if (!spec) return bad_arguments(spec.error().message);
+    rand_opts.holds.push_back(*spec);
+  }
+  std::uint64_t check_from = 0;
+  if (o.check_from == "reset") {
+    check_from = o.stimulus_file.empty() && !rand_opts.no_reset ? o.reset_cycles : 0;
+  } else {
+    char* end = nullptr;
+    check_from = std::strtoull(o.check_from.c_str(), &end, 10);
+    if (o.check_from.empty() || *end || o.check_from[0] == '-')
+      return bad_arguments("--check-from " + o.check_from + ": expected a cycle number or 'reset'");
+  }
+
   // 1. Netlist: from Verilog through yosys, or a yosys JSON given directly.
   banyan::result<eda::netlist> n = banyan::error{eda::errc::io, ""};
   if (!o.netlist_json.empty()) {
@@ -78,14 +119,24 @@ int run(const options& o) {
     n = eda::read_yosys_json(ss.str(), o.netlist_json);
   } else {
     if (o.files.empty()) return bad_arguments("no Verilog files given (see --help)");
-    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys"});
+    std::string cache = o.cache_dir;
+    if (cache.empty()) {
+      const char* xdg = std::getenv("XDG_CACHE_HOME");
+      const char* home = std::getenv("HOME");
+      if (xdg && *xdg) cache = std::string(xdg) + "/banyan/eda_sim";
+      else if (home && *home) cache = std::string(home) + "/.cache/banyan/eda_sim";
+    }
+    if (o.no_cache) cache.clear();
+    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources,
+                         o.map_memories, cache, ""});
   }
   if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n, {o.clock});
   if (!d) return fail(d.error().message);
   if (!o.json_out)
-    std::fprintf(stderr, "eda_sim: %s: %zu instances, %zu gates, %zu flip-flops, %zu leaves, %zu topics%s%s\n",
-                 d->top.c_str(), d->instances.size(), d->gates, d->flops, d->leaves.size(), d->groups.size(),
+    std::fprintf(stderr, "eda_sim: %s%s: %zu instances, %zu gates, %zu flip-flops, %zu memories (%zu bits), %zu leaves, "
+                 "%zu topics%s%s\n", d->top.c_str(), n->from_cache ? " (netlist from the cache)" : "", d->instances.size(),
+                 d->gates, d->flops, d->memories, d->memory_bits, d->leaves.size(), d->groups.size(),
                  d->clock.empty() ? "" : ", clock ", d->clock.c_str());
   if (o.tree) {
     std::cout << tree_json(*d).dump(2) << "\n";
@@ -104,12 +155,26 @@ int run(const options& o) {
       return bad_arguments(o.stimulus_file + ": " + std::to_string(cycles) + " cycles requested but the file has " +
                   std::to_string(len));
   } else {
-    eda::random_options ro{o.seed, o.reset, std::nullopt, o.reset_cycles};
-    if (o.reset_low) ro.reset_active_low = true;
-    if (o.reset_high) ro.reset_active_low = false;
-    stim = eda::random_stimulus(*d, ro);
+    stim = eda::random_stimulus(*d, rand_opts);
     if (!stim) return bad_arguments(stim.error().message);
     if (cycles == 0) cycles = 1000;
+  }
+  json warnings = json::array();
+  for (const auto& w : (*stim)->warnings()) {
+    warnings.push_back(w);
+    if (!o.json_out) std::fprintf(stderr, "eda_sim: warning: %s\n", w.c_str());
+  }
+
+  // 2b. The reference is built before the simulation, so that RTL Icarus cannot compile fails at once.
+  std::unique_ptr<eda::icarus_reference> reference;
+  const unsigned check_lanes = std::min(o.check_lanes, o.lanes);
+  if (o.check) {
+    if (o.files.empty()) return bad_arguments("--check needs the Verilog files (the RTL Icarus runs)");
+    eda::reference_options ref{o.files, d->top, cycles, check_lanes, "iverilog", "vvp",
+                               o.work_dir.empty() ? "" : o.work_dir + "/icarus", sources, ""};
+    auto built = eda::icarus_reference::compile(*d, ref);
+    if (!built) return fail(built.error().message);
+    reference = std::move(*built);
   }
 
   // 3. Simulate.
@@ -142,10 +207,14 @@ int run(const options& o) {
   json summary = {{"design", d->top},
                   {"instances", d->instances.size()},
                   {"gates", d->gates},
+                  {"netlist_from_cache", n->from_cache},
                   {"flip_flops", d->flops},
+                  {"memories", d->memories},
+                  {"memory_bits", d->memory_bits},
                   {"leaves", d->leaves.size()},
                   {"topics", d->groups.size()},
                   {"stimulus", (*stim)->describe()},
+                  {"warnings", warnings},
                   {"cycles", cycles},
                   {"lanes", o.lanes},
                   {"seconds", r.seconds},
@@ -214,34 +283,41 @@ int run(const options& o) {
 
   // 4. Reference check.
   int rc = rc_components;
-  if (o.check && !skip_check) {
-    if (o.files.empty()) return bad_arguments("--check needs the Verilog files (the RTL Icarus runs)");
-    eda::reference_options ref{o.files, d->top, cycles, std::min(o.check_lanes, o.lanes), "iverilog", "vvp",
-                               o.work_dir.empty() ? "" : o.work_dir + "/icarus"};
+  if (reference && !skip_check) {
     const eda::stimulus& st = stim_shared ? *stim_shared : **stim;
-    auto icarus = eda::run_icarus(*d, st, ref);
+    auto icarus = reference->run(st);
     if (!icarus) return fail(icarus.error().message);
-    auto c = eda::compare(*d, icarus->samples, r.samples);
+    auto c = eda::compare(*d, icarus->samples, r.samples, {check_from, *xp});
     json jc = {{"passed", c.passed()},
-               {"lanes", ref.lanes},
+               {"lanes", check_lanes},
+               {"from_cycle", check_from},
+               {"x_policy", o.x_policy},
                {"compared_bits", c.compared_bits},
                {"dont_care_bits", c.dont_care_bits},
                {"mismatched_bits", c.mismatched_bits},
+               {"x_vs_value_bits", c.x_vs_value_bits},
+               {"icarus_compile_seconds", icarus->compile_seconds},
                {"icarus_seconds", icarus->run_seconds}};
-    if (c.first)
+    if (c.first) {
       jc["first_mismatch"] = {{"cycle", c.first->cycle}, {"lane", c.first->lane}, {"signal", c.first->signal},
-                              {"expected", c.first->expected}, {"got", c.first->got}};
+                              {"expected", c.first->expected}, {"got", c.first->got},
+                              {"x_vs_value", c.first->x_vs_value}};
+      if (!c.first->hint.empty()) jc["first_mismatch"]["hint"] = c.first->hint;
+    }
     summary["check"] = jc;
     if (!o.json_out) {
       if (c.passed())
-        std::fprintf(stderr, "eda_sim: check passed: %llu cycles x %u lanes match Icarus (%llu bits compared, %llu x/z "
-                     "in Icarus not compared)\n", static_cast<unsigned long long>(cycles), ref.lanes,
-                     static_cast<unsigned long long>(c.compared_bits), static_cast<unsigned long long>(c.dont_care_bits));
+        std::fprintf(stderr, "eda_sim: check passed: cycles %llu..%llu x %u lanes match Icarus (%llu bits compared, %llu "
+                     "not compared under --x %s)\n", static_cast<unsigned long long>(check_from),
+                     static_cast<unsigned long long>(cycles ? cycles - 1 : 0), check_lanes,
+                     static_cast<unsigned long long>(c.compared_bits), static_cast<unsigned long long>(c.dont_care_bits),
+                     o.x_policy.c_str());
       else
         std::fprintf(stderr, "eda_sim: check FAILED: first mismatch at cycle %llu, lane %u, signal %s: expected %s, got %s "
-                     "(%llu bits differ)\n", static_cast<unsigned long long>(c.first->cycle), c.first->lane,
+                     "(%llu bits differ)%s%s\n", static_cast<unsigned long long>(c.first->cycle), c.first->lane,
                      c.first->signal.c_str(), c.first->expected.c_str(), c.first->got.c_str(),
-                     static_cast<unsigned long long>(c.mismatched_bits));
+                     static_cast<unsigned long long>(c.mismatched_bits), c.first->hint.empty() ? "" : "\n  ",
+                     c.first->hint.c_str());
     }
     if (!c.passed()) rc = 1;
   }
@@ -265,12 +341,29 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--stimulus", o.stimulus_file, "Stimulus file instead of random vectors (format: docs/eda.md)");
   app.add_option("--clock", o.clock, "Clock input (default: the input that clocks the flip-flops)");
-  app.add_option("--reset", o.reset, "Reset input held asserted for --reset-cycles (default: rst/reset/rst_n/..., "
-                                     "'none' for no reset)");
+  app.add_option("-I,--include-dir", o.include_dirs, "`include search folder (after the including file's own), "
+                                                     "for yosys and Icarus");
+  app.add_option("-D,--define", o.defines, "Macro NAME or NAME=VALUE, for yosys and Icarus");
+  app.add_option("-P,--param", o.params, "Top-module parameter NAME=VALUE (a Verilog constant: 8, 8'h3f, "
+                                         "'\"prog.hex\"'), for yosys and Icarus");
+  app.add_option("--cache-dir", o.cache_dir, "Netlists by source hash (default: $XDG_CACHE_HOME/banyan/eda_sim or "
+                                             "~/.cache/banyan/eda_sim)");
+  app.add_flag("--no-cache", o.no_cache, "Always run yosys; do not read or write the netlist cache");
+  app.add_flag("--map-memories", o.map_memories, "Map memories to flip-flops and logic (yosys memory_map) instead of "
+                                                  "simulating each as one memory; for small memories only");
+  app.add_option("--reset", o.resets, "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "
+                                      "repeatable (default: inputs named like a reset; 'none' for no reset)");
   app.add_option("--reset-cycles", o.reset_cycles, "Cycles of reset at the start")->capture_default_str();
-  app.add_flag("--reset-active-low", o.reset_low, "The reset input is active low (default: from its name)");
-  app.add_flag("--reset-active-high", o.reset_high, "The reset input is active high");
+  app.add_flag("--reset-active-low", o.reset_low, "Named resets without :low/:high are active low");
+  app.add_flag("--reset-active-high", o.reset_high, "Named resets without :low/:high are active high");
+  app.add_option("--hold", o.holds, "Hold input NAME at VALUE (decimal, 0x.., 0b.., x) every cycle while the other "
+                                    "inputs are random; repeatable");
   app.add_flag("--check", o.check, "Run the same stimulus through Icarus on the RTL and compare every cycle");
+  app.add_option("--check-from", o.check_from, "Compare from this cycle on, or 'reset': from the end of reset")
+      ->capture_default_str();
+  app.add_option("--x", o.x_policy, "X in --check: ignore-rtl-x (Icarus x not compared), strict (x must match), "
+                                    "2-state (x on either side not compared)")
+      ->check(CLI::IsMember({"ignore-rtl-x", "strict", "2-state"}))->capture_default_str();
   app.add_option("--check-lanes", o.check_lanes, "Lanes to check against Icarus (one DUT instance each)")
       ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--vcd", o.vcd, "Write lane 0 as a VCD waveform");

@@ -39,6 +39,12 @@ int main(int argc, char** argv) {
           "K > 1: K node trainers /train_gpt/trainer/n0.. (each with --workers) under one gradient server; "
           "a deployment may put them on different nodes")
       .positive();
+  cli.add("--device-memory", opts->device_memory,
+          "Device-memory budget for activations and their gradients, e.g. 200MiB (keeps, swaps to host or "
+          "recomputes each layer's activations to fit; one instance only)");
+  cli.add("--memory-policy", opts->memory_policy,
+          "With --device-memory: knapsack (DELTA), greedy (Capuchin-style), recompute (sqrt(n) checkpoints), swap or keep");
+  cli.add("--memory-plan", opts->print_memory_plan, "With --device-memory: print the memory plan after the first step");
   bool elastic = false;
   auto& e = opts->elastic;
   cli.add("--elastic", elastic,

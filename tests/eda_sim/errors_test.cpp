@@ -157,14 +157,19 @@ TEST_F(StimulusFile, ValuesReachEveryLane) {
 }
 
 TEST_F(StimulusFile, RandomResetIsAssertedThenReleasedAndLanesDoNotDependOnLaneCount) {
-  auto s = random_stimulus(d, {42, "", std::nullopt, 3});
+  random_options ro;
+  ro.seed = 42;
+  ro.reset_cycles = 3;
+  auto s = random_stimulus(d, ro);
   ASSERT_TRUE(s);
   std::vector<lanes> v(input_bits(d));
   for (std::uint64_t c = 0; c < 6; ++c) {
     (*s)->fill(c, v);
     EXPECT_EQ(v[0], c < 3 ? lanes::one() : lanes::zero()) << "cycle " << c;
   }
-  auto bad = random_stimulus(d, {1, "nosuch"});
+  random_options named;
+  named.resets = {{"nosuch", std::nullopt}};
+  auto bad = random_stimulus(d, named);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("--reset nosuch"), std::string::npos);
 }

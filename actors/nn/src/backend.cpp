@@ -1,12 +1,18 @@
 #include "banyan/nn/backend.hpp"
 
+#include "banyan/nn/copy_engine.hpp"
+
 #include "backend_cpu.hpp"
 #include "backend_cuda.hpp"
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <new>
 
 namespace banyan::nn {
 
@@ -17,6 +23,14 @@ bool cuda_compiled() {
   return false;
 #endif
 }
+
+void* backend::allocate_host(std::size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void backend::release_host(void* p) { std::free(p); }
+std::unique_ptr<copy_engine> backend::make_copy_engine() { return std::make_unique<threaded_copy_engine>(); }
 
 namespace {
 

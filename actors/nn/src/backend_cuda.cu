@@ -6,6 +6,8 @@
 
 #include "kernels_cuda.cuh"
 
+#include "banyan/nn/copy_engine.hpp"
+
 #include "banyan/base/log.hpp"
 
 #include <cublas_v2.h>
@@ -13,6 +15,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
 
 namespace banyan::nn {
 
@@ -30,6 +33,63 @@ void check(cublasStatus_t e, const char* what) {
     std::abort();
   }
 }
+
+// Offloads and prefetches on two copy streams of their own (one per direction, so both overlap the
+// compute and each other). A copy starts after the compute stream's work issued before it (an event
+// the copy stream waits on); wait() makes the compute stream wait for the copy's event, so the host
+// never blocks and later kernels see the copy complete. Host memory must be pinned (allocate_host).
+class cuda_copy_engine final : public copy_engine {
+ public:
+  explicit cuda_copy_engine(cudaStream_t compute) : compute_(compute) {
+    check(cudaStreamCreateWithFlags(&to_host_, cudaStreamNonBlocking), "cudaStreamCreate d2h");
+    check(cudaStreamCreateWithFlags(&to_device_, cudaStreamNonBlocking), "cudaStreamCreate h2d");
+  }
+  ~cuda_copy_engine() override {
+    drain();
+    for (auto& [id, e] : done_) cudaEventDestroy(e);
+    cudaStreamDestroy(to_host_);
+    cudaStreamDestroy(to_device_);
+  }
+  ticket to_host(void* host_dst, const void* src, std::size_t bytes) override {
+    return issue(to_host_, host_dst, src, bytes, cudaMemcpyDeviceToHost);
+  }
+  ticket to_device(void* dst, const void* host_src, std::size_t bytes) override {
+    return issue(to_device_, dst, host_src, bytes, cudaMemcpyHostToDevice);
+  }
+  bool wait(ticket t) override {
+    auto it = done_.find(t);
+    if (it == done_.end()) return false;
+    const cudaError_t q = cudaEventQuery(it->second);
+    const bool late = q == cudaErrorNotReady;
+    if (!late) check(q, "cudaEventQuery");
+    check(cudaStreamWaitEvent(compute_, it->second, 0), "cudaStreamWaitEvent");
+    check(cudaEventDestroy(it->second), "cudaEventDestroy");
+    done_.erase(it);
+    return late;
+  }
+  void drain() override {
+    check(cudaStreamSynchronize(to_host_), "drain d2h");
+    check(cudaStreamSynchronize(to_device_), "drain h2d");
+  }
+
+ private:
+  ticket issue(cudaStream_t s, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+    cudaEvent_t ready = nullptr, done = nullptr;
+    check(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventRecord(ready, compute_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(s, ready, 0), "cudaStreamWaitEvent");
+    check(cudaEventDestroy(ready), "cudaEventDestroy");  // released once it has fired
+    check(cudaMemcpyAsync(dst, src, bytes, kind, s), "cudaMemcpyAsync");
+    check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventRecord(done, s), "cudaEventRecord");
+    done_.emplace(++next_, done);
+    return next_;
+  }
+
+  cudaStream_t compute_, to_host_ = nullptr, to_device_ = nullptr;
+  std::unordered_map<ticket, cudaEvent_t> done_;
+  ticket next_ = 0;
+};
 
 class cuda_backend final : public backend {
  public:
@@ -70,6 +130,16 @@ class cuda_backend final : public backend {
   }
   void zero(void* p, std::size_t bytes) override { check(cudaMemsetAsync(p, 0, bytes, stream_), "zero"); }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+  void* allocate_host(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMallocHost(&p, bytes > 0 ? bytes : 1), "cudaMallocHost");
+    return p;
+  }
+  void release_host(void* p) override {
+    cudaStreamSynchronize(stream_);
+    cudaFreeHost(p);
+  }
+  std::unique_ptr<copy_engine> make_copy_engine() override { return std::make_unique<cuda_copy_engine>(stream_); }
 
   void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) override {
     cuda::encoder_forward(stream_, out, tokens, wte, wpe, B, T, C);

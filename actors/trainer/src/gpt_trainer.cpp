@@ -1,6 +1,7 @@
 #include "banyan/trainer/gpt_trainer.hpp"
 
 #include "banyan/trainer/state.hpp"
+#include "device_memory.hpp"
 #include "format.hpp"
 #include "workers.hpp"
 
@@ -73,12 +74,22 @@ result<void> gpt_trainer::prepare(context& ctx) {
   train_.emplace(corpus_.ids, 0, split, o.batch, o.seq_len);
   val_.emplace(corpus_.ids, split, n, o.batch, o.seq_len);
 
+  auto memory = memory_budget(o.device_memory, o.memory_policy);
+  if (!memory) return std::move(memory).error();
+  if (*memory && (plan_ || o.elastic.virtual_workers > 0)) {
+    return error{nn::errc::invalid_argument, "--device-memory " + o.device_memory + ": not with " +
+                                                 (plan_ ? "--workers" : "--elastic") + " (a budget is per model instance)"};
+  }
   auto be = nn::make_backend(o.common.backend_config());
   if (!be) return std::move(be).error();
   be_ = std::move(be).value();
   const nn::gpt_config cfg{.vocab_size = static_cast<int>(corpus_.vocab.size()), .max_seq_len = o.seq_len,
                            .num_layers = o.layers, .num_heads = o.heads, .channels = o.channels};
-  auto model = nn::gpt::create(cfg, o.batch, o.seq_len, *be_);
+  auto model = nn::gpt::create(cfg, o.batch, o.seq_len, *be_, *memory);
+  if (!model && *memory) {
+    return error{model.error().code, "--device-memory " + o.device_memory + " at --batch " + std::to_string(o.batch) +
+                                         " --seq " + std::to_string(o.seq_len) + ": " + model.error().message};
+  }
   if (!model) return std::move(model).error();
   model_.emplace(std::move(model).value());
   model_->init(o.common.seed);
@@ -111,7 +122,8 @@ result<void> gpt_trainer::prepare(context& ctx) {
     elastic_ = std::make_unique<elastic_scheduler>(ctx, o.elastic, [this, &ctx](const std::string& why) { fail(ctx, why); });
     if (auto ok = elastic_->start(); !ok) return ok;
   }
-  ctx.report_memory(4 * model_->num_params() * sizeof(float) + 2 * model_->activations().bytes());
+  ctx.report_memory(4 * model_->num_params() * sizeof(float) +
+                    (model_->memory() ? model_->memory()->options().budget : 2 * model_->activations().bytes()));
   if (!o.common.json) {
     log::info(ctx.path(), format("%zu characters, vocab %zu, %zu parameters, backend %s", n, corpus_.vocab.size(),
                                  model_->num_params(), be_->name().c_str()));
@@ -194,6 +206,11 @@ void gpt_trainer::step(context& ctx) {
   ++step_;
   losses_.push_back(last_loss_);
   if (!std::isfinite(last_loss_)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+  // The plan made from the first step's measured layer times.
+  if (step_ == start_step_ + 1 && o.print_memory_plan && model_->memory() && !o.common.json) {
+    std::printf("%s", nn::format_plan(model_->memory()->graph(), model_->memory()->plan()).c_str());
+    std::fflush(stdout);
+  }
   after_step(ctx);
 }
 
@@ -318,6 +335,7 @@ void gpt_trainer::finish(context& ctx) {
                       {"joins", e.joins}, {"leaves", e.leaves}, {"redone", e.redone},
                       {"reassignments", e.reassignments}, {"assignment", e.assignment}};
     }
+    if (model_->memory()) j["memory"] = memory_json(*model_->memory(), o.print_memory_plan);
     // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
@@ -325,6 +343,12 @@ void gpt_trainer::finish(context& ctx) {
     std::printf("%s: %d steps in %.1fs (%.0f tokens/s), train loss %.4f, val loss %.4f, checkpoint `%s`\n",
                 app_.c_str(), step_ - start_step_, secs, secs > 0 ? tokens / secs : 0.0, last_loss_, last_val_,
                 o.common.checkpoint.c_str());
+    if (const auto* m = model_->memory()) {
+      std::printf("device memory: peak %s measured of a %s budget (%s plan), %s on the host, %llu late copies\n",
+                  nn::format_bytes(m->stats().peak_bytes).c_str(), nn::format_bytes(m->options().budget).c_str(),
+                  nn::to_string(m->plan().policy), nn::format_bytes(m->plan().host_bytes).c_str(),
+                  static_cast<unsigned long long>(m->stats().late_copies));
+    }
   }
   std::fflush(stdout);
   ctx.quit(0);

@@ -43,8 +43,7 @@ class gate_component final : public banyan::leaf {
         if (seen[s]) continue;
         seen[s] = 1;
         if (producer[s] >= 0) {
-          const op& o = spec.program[producer[s]];
-          stack.push_back(o.a), stack.push_back(o.b), stack.push_back(o.s);
+          for_each_input(spec, spec.program[producer[s]], [&](std::uint32_t in) { stack.push_back(in); });
         }
       }
       out_group o{g, {}, std::vector<lanes>(gr.driver_slots.size(), lanes::x()), levels_up(d, gr.scope)};

@@ -48,6 +48,24 @@ bool supported_flop(const std::string& t) {
   return false;
 }
 
+// A numeric cell parameter (yosys writes a bit string, MSB first); nullopt when absent or not numeric.
+std::optional<std::int64_t> param_int(const cell& c, const char* name) {
+  auto it = c.params.find(name);
+  if (it == c.params.end() || it->second.empty() || it->second.size() > 62) return std::nullopt;
+  std::int64_t v = 0;
+  for (char ch : it->second) {
+    if (ch != '0' && ch != '1') return std::nullopt;
+    v = v * 2 + (ch - '0');
+  }
+  return v;
+}
+
+// A bit-mask parameter (one bit per port, LSB = port 0) as a string LSB first; empty when absent.
+std::string param_bits(const cell& c, const char* name) {
+  auto it = c.params.find(name);
+  return it == c.params.end() ? std::string() : std::string(it->second.rbegin(), it->second.rend());
+}
+
 // Replaces characters that would split or wildcard a path or topic level.
 std::string level(std::string s) {
   for (char& c : s)
@@ -112,12 +130,23 @@ class builder {
 
   result<void> instantiate(const module& m, const std::string& path, int parent, int depth);
   result<void> collect_cells();
+  result<void> check_memory(int inst, const cell& c);
+  result<void> build_memory(int inst, const cell& c, int leaf, const std::string& who);
   result<void> build_ops();
   result<void> levelise();
   void build_groups();
   void build_probes();
 
   std::uint32_t slot(int leaf, int g);  // g canonical
+  result<void> drive_(int g, int leaf, const std::string& who) {
+    if (g < first_gid) return error{errc::bad_netlist, who + ": drives a constant"};
+    auto [it, fresh] = driver_.try_emplace(g, leaf);
+    if (!fresh)
+      return unsupported("net " + net_name(g) + " has two drivers: " + driver_cell_[g] + " and " + who +
+                         " (tri-state and wired logic are not supported)");
+    driver_cell_[g] = who;
+    return {};
+  }
   long key(int leaf, std::uint32_t s) {  // global identity of a slot's value
     auto it = slot_gid_[leaf].find(s);
     return it != slot_gid_[leaf].end() ? it->second : -1 - static_cast<long>(leaf) * (1L << 32) - s;
@@ -143,6 +172,7 @@ class builder {
   std::vector<pending_op> ops_;
   std::unordered_map<long, int> cross_;              // key -> crossing rank
   std::vector<int> input_gids_;
+  std::unordered_map<int, std::uint8_t> init_;      // gid -> initial value (yosys init attribute)
   int clock_gid_ = -1;
 };
 
@@ -189,6 +219,83 @@ std::uint32_t builder::slot(int leaf, int g) {
   return it->second;
 }
 
+result<void> builder::check_memory(int inst, const cell& c) {
+  const std::string who = where(d_.instances[inst].module, c);
+  const auto size = param_int(c, "SIZE"), width = param_int(c, "WIDTH"), abits = param_int(c, "ABITS"),
+             rd = param_int(c, "RD_PORTS"), wr = param_int(c, "WR_PORTS");
+  if (!size || !width || !abits || !rd || !wr || *width <= 0 || *size <= 0 || *abits > 40)
+    return error{errc::bad_netlist, who + ": SIZE, WIDTH, ABITS, RD_PORTS and WR_PORTS must be numbers"};
+  auto pins = [&](const char* pin, std::int64_t n) -> bool {
+    auto it = c.connections.find(pin);
+    return n == 0 ? (it == c.connections.end() || it->second.empty()) : (it != c.connections.end() && static_cast<std::int64_t>(it->second.size()) == n);
+  };
+  if (!pins("RD_ADDR", *rd * *abits) || !pins("RD_DATA", *rd * *width) || !pins("WR_ADDR", *wr * *abits) ||
+      !pins("WR_DATA", *wr * *width) || !pins("WR_EN", *wr * *width) || !pins("WR_CLK", *wr))
+    return error{errc::bad_netlist, who + ": port connections do not match SIZE/WIDTH/ABITS/RD_PORTS/WR_PORTS"};
+  if (param_bits(c, "RD_CLK_ENABLE").find('1') != std::string::npos)
+    return unsupported(who + ": a clocked read port is left after memory_nordff");
+  if (param_bits(c, "RD_WIDE_CONTINUATION").find('1') != std::string::npos ||
+      param_bits(c, "WR_WIDE_CONTINUATION").find('1') != std::string::npos)
+    return unsupported(who + ": wide memory ports are not supported");
+  const std::string wce = param_bits(c, "WR_CLK_ENABLE"), wcp = param_bits(c, "WR_CLK_POLARITY");
+  for (std::int64_t p = 0; p < *wr; ++p)
+    if (p >= static_cast<std::int64_t>(wce.size()) || wce[p] != '1' || p >= static_cast<std::int64_t>(wcp.size()) || wcp[p] != '1')
+      return unsupported(who + ": write port " + std::to_string(p) + " is not on a rising clock edge");
+  if (*size * *width > (std::int64_t{1} << 31)) return unsupported(who + ": memory larger than 2^31 bits");
+  return {};
+}
+
+result<void> builder::build_memory(int inst, const cell& c, int leaf, const std::string& who) {
+  auto& lf = d_.leaves[leaf];
+  const auto size = *param_int(c, "SIZE"), width = *param_int(c, "WIDTH"), abits = *param_int(c, "ABITS"),
+             rd = *param_int(c, "RD_PORTS"), wr = *param_int(c, "WR_PORTS");
+  memory m;
+  m.name = who;
+  m.size = static_cast<std::uint32_t>(size);
+  m.width = static_cast<std::uint32_t>(width);
+  m.offset = param_int(c, "OFFSET").value_or(0);
+  m.content = lf.slots++;
+  m.init.assign(static_cast<std::size_t>(size * width), 2);
+  if (auto it = c.params.find("INIT"); it != c.params.end()) {
+    const std::string& bits = it->second;  // MSB first: the last character is word 0's bit 0
+    for (std::size_t i = 0; i < bits.size() && i < m.init.size(); ++i) {
+      const char ch = bits[bits.size() - 1 - i];
+      m.init[i] = ch == '0' ? 0 : ch == '1' ? 1 : 2;
+    }
+  }
+  auto slots_of = [&](const char* pin, std::int64_t from, std::int64_t n) {
+    std::vector<std::uint32_t> v;
+    const auto& bits = c.connections.at(pin);
+    for (std::int64_t i = 0; i < n; ++i) v.push_back(slot(leaf, find(gid(inst, bits[from + i]))));
+    return v;
+  };
+  const int index = static_cast<int>(lf.memories.size());
+  for (std::int64_t p = 0; p < wr; ++p)
+    m.writes.push_back({slots_of("WR_ADDR", p * abits, abits), slots_of("WR_DATA", p * width, width),
+                        slots_of("WR_EN", p * width, width)});
+  for (std::int64_t p = 0; p < rd; ++p) {
+    memory::read_port port{slots_of("RD_ADDR", p * abits, abits), {}};
+    const auto& data = c.connections.at("RD_DATA");
+    for (std::int64_t b = 0; b < width; ++b) {
+      const int g = find(gid(inst, data[p * width + b]));
+      auto st = drive_(g, leaf, who);
+      if (!st) return st;
+      const std::uint32_t y = slot(leaf, g);
+      port.data.push_back(y);
+      pending_op po{leaf, {opcode::memrd, static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(p),
+                           static_cast<std::uint32_t>(b), y}, {}, key(leaf, y), who};
+      for (auto a : port.addr) po.in_keys.push_back(key(leaf, a));
+      po.in_keys.push_back(key(leaf, m.content));
+      ops_.push_back(std::move(po));
+    }
+    m.reads.push_back(std::move(port));
+  }
+  ++d_.memories;
+  d_.memory_bits += m.init.size();
+  lf.memories.push_back(std::move(m));
+  return {};
+}
+
 result<void> builder::collect_cells() {
   // Clock: every flip-flop's C pin must be the same top-level input.
   const cell* first_flop = nullptr;
@@ -198,22 +305,34 @@ result<void> builder::collect_cells() {
     const std::string& mod = d_.instances[inst].module;
     if (t.rfind("$_DLATCH", 0) == 0 || t.rfind("$_DLATCHSR", 0) == 0 || t.rfind("$_SR_", 0) == 0)
       return unsupported(where(mod, *c) + ": latches are not supported (make the logic combinational or clocked)");
-    if (t.rfind("$mem", 0) == 0)
-      return unsupported(where(mod, *c) + ": unmapped memory (the flow maps memories to flip-flops; this one was not)");
     if (gate_opcode(t)) continue;
-    if (!is_flop(t)) return unsupported(where(mod, *c) + ": cell type not supported by the simulator");
-    if (!supported_flop(t))
+    std::vector<bit> clocks;  // the clock pins this cell has
+    if (t == "$mem_v2") {
+      auto st = check_memory(inst, *c);
+      if (!st) return st;
+      clocks = c->connections.at("WR_CLK");
+      if (clocks.empty()) continue;  // a ROM
+    } else if (t.rfind("$mem", 0) == 0) {
+      return unsupported(where(mod, *c) + ": memory cell type not supported (the flow leaves $mem_v2)");
+    } else if (!is_flop(t)) {
+      return unsupported(where(mod, *c) + ": cell type not supported by the simulator");
+    } else if (!supported_flop(t)) {
       return unsupported(where(mod, *c) + ": only posedge flip-flops with optional async set/reset are supported");
-    auto cp = c->connections.find("C");
-    if (cp == c->connections.end() || cp->second.size() != 1)
-      return error{errc::bad_netlist, where(mod, *c) + ": no clock pin"};
-    const int g = find(gid(inst, cp->second[0]));
-    if (clock_gid_ < 0) {
-      clock_gid_ = g, first_flop = c, first_inst = inst;
-    } else if (g != clock_gid_) {
-      return unsupported(where(mod, *c) + ": clocked by a second clock (net " + net_name(g) +
-                         "); only one clock is supported and " + where(d_.instances[first_inst].module, *first_flop) +
-                         " is clocked by " + net_name(clock_gid_));
+    } else {
+      auto cp = c->connections.find("C");
+      if (cp == c->connections.end() || cp->second.size() != 1)
+        return error{errc::bad_netlist, where(mod, *c) + ": no clock pin"};
+      clocks = cp->second;
+    }
+    for (bit clock_bit : clocks) {
+      const int g = find(gid(inst, clock_bit));
+      if (clock_gid_ < 0) {
+        clock_gid_ = g, first_flop = c, first_inst = inst;
+      } else if (g != clock_gid_) {
+        return unsupported(where(mod, *c) + ": clocked by a second clock (net " + net_name(g) +
+                           "); only one clock is supported and " + where(d_.instances[first_inst].module, *first_flop) +
+                           " is clocked by " + net_name(clock_gid_));
+      }
     }
   }
   const module& top = n_.modules.at(n_.top);
@@ -268,15 +387,7 @@ result<void> builder::build_ops() {
   slot_gid_.resize(d_.leaves.size());
   const int io = d_.io_leaf();
 
-  auto drive = [&](int g, int leaf, const std::string& who) -> result<void> {
-    if (g < first_gid) return error{errc::bad_netlist, who + ": drives a constant"};
-    auto [it, fresh] = driver_.try_emplace(g, leaf);
-    if (!fresh)
-      return unsupported("net " + net_name(g) + " has two drivers: " + driver_cell_[g] + " and " + who +
-                         " (tri-state and wired logic are not supported)");
-    driver_cell_[g] = who;
-    return {};
-  };
+  auto drive = [&](int g, int leaf, const std::string& who) { return drive_(g, leaf, who); };
 
   // Top ports first so that their slots in the io leaf are stable.
   const module& top = n_.modules.at(n_.top);
@@ -336,13 +447,19 @@ result<void> builder::build_ops() {
       add_op(*code, a, b, s, y, ins);
       continue;
     }
+    if (c.type == "$mem_v2") {
+      auto st = build_memory(inst, c, leaf, who);
+      if (!st) return st;
+      continue;
+    }
     // A posedge flip-flop: $_DFF_P_, $_DFF_P[NP][01]_, $_DFFSR_P[NP][NP]_.
     ++d_.flops;
     const int gd = pin(inst, c, "D", missing), gq = pin(inst, c, "Q", missing);
     if (missing) return error{errc::bad_netlist, who + ": a pin is missing or not 1 bit wide"};
     auto st = drive(gq, leaf, who);
     if (!st) return st;
-    flip_flop ff{slot(leaf, gd), 0, {}};
+    flip_flop ff{slot(leaf, gd), 0, 2, {}};
+    if (auto in = init_.find(gq); in != init_.end()) ff.init = in->second;
     const std::uint32_t q = slot(leaf, gq);
     auto ctrl = [&](const char* pin_name, char polarity) -> std::uint32_t {
       const std::uint32_t raw = slot(leaf, pin(inst, c, pin_name, missing));
@@ -502,7 +619,9 @@ void builder::build_probes() {
       for (bit b : nn.bits) {
         const int g = find(gid(static_cast<int>(i), b));
         probe::location loc{d_.io_leaf(), 2};
-        if (g == gid_0 || g == gid_1) {
+        if (g == clock_gid_) {
+          loc = {probe::clock_leaf, 0};
+        } else if (g == gid_0 || g == gid_1) {
           loc.slot = static_cast<std::uint32_t>(g);
         } else if (auto drv = driver_.find(g); drv != driver_.end()) {
           loc = {drv->second, slots_[drv->second].at(g)};
@@ -530,6 +649,12 @@ result<design> builder::run() {
         const int g = find(gid(static_cast<int>(i), nn.bits[k]));
         std::string name = (prefix.empty() ? "" : prefix.substr(1) + "/") + nn.name;
         if (nn.bits.size() > 1) name += "[" + std::to_string(k) + "]";
+        if (k < nn.init.size() && nn.init[k] != 2) {
+          auto [in, fresh_init] = init_.try_emplace(g, nn.init[k]);
+          if (!fresh_init && in->second != nn.init[k])
+            return error{errc::unsupported, "net " + name + " in " + d_.instances[i].path +
+                                                ": two different initial values (init attributes disagree)"};
+        }
         auto [it, fresh] = names_.try_emplace(g, name);
         if (!fresh && std::count(name.begin(), name.end(), '/') < std::count(it->second.begin(), it->second.end(), '/'))
           it->second = name;

@@ -4,6 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -48,6 +56,29 @@ std::string str_attr(const json& obj, const char* key) {
   return {};
 }
 
+// The `init` attribute: yosys writes a bit string, MSB first ("0101", x for no value); an integer
+// (write_json -compat-int) is accepted too.
+result<std::vector<std::uint8_t>> read_init(const json& jn, std::size_t width, const std::string& source,
+                                            const std::string& where) {
+  std::vector<std::uint8_t> v;
+  if (!jn.contains("attributes") || !jn["attributes"].contains("init")) return v;
+  const json& a = jn["attributes"]["init"];
+  v.assign(width, 2);
+  if (a.is_number_integer()) {
+    const auto n = a.get<std::int64_t>();
+    for (std::size_t i = 0; i < width; ++i) v[i] = i < 63 ? static_cast<std::uint8_t>((n >> i) & 1) : (n < 0);
+    return v;
+  }
+  if (!a.is_string()) return bad(source, where, "init attribute is neither a bit string nor a number");
+  const auto s = a.get<std::string>();
+  for (std::size_t i = 0; i < s.size() && i < width; ++i) {
+    const char c = s[s.size() - 1 - i];
+    if (c == '0' || c == '1') v[i] = static_cast<std::uint8_t>(c - '0');
+    else if (c != 'x' && c != 'z') return bad(source, where, "init attribute '" + s + "' is not a bit string");
+  }
+  return v;
+}
+
 result<module> read_module(const std::string& name, const json& jm, const std::string& source) {
   module m;
   m.name = name;
@@ -72,7 +103,18 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
     for (const auto& [cname, jc] : jm["cells"].items()) {
       const std::string cw = where + ", cell " + cname;
       if (!jc.contains("type") || !jc["type"].is_string()) return bad(source, cw, "needs a type");
-      cell c{cname, jc["type"].get<std::string>(), str_attr(jc, "src"), {}};
+      cell c{cname, jc["type"].get<std::string>(), str_attr(jc, "src"), {}, {}};
+      if (jc.contains("parameters") && jc["parameters"].is_object())
+        for (const auto& [pname, jv] : jc["parameters"].items()) {
+          if (jv.is_string()) {
+            c.params.emplace(pname, jv.get<std::string>());
+          } else if (jv.is_number_integer()) {  // write_json -compat-int
+            const auto v = jv.get<std::int64_t>();
+            std::string b(32, '0');
+            for (int i = 0; i < 32; ++i) b[31 - i] = ((v >> i) & 1) ? '1' : '0';
+            c.params.emplace(pname, b);
+          }
+        }
       if (jc.contains("connections")) {
         for (const auto& [pin, jb] : jc["connections"].items()) {
           auto bits = read_bits(jb, source, cw + ", pin " + pin);
@@ -89,7 +131,9 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
       auto bits = read_bits(jn["bits"], source, where + ", net " + nname);
       if (!bits) return bits.error();
       const bool hidden = jn.contains("hide_name") && jn["hide_name"].is_number() && jn["hide_name"].get<int>() != 0;
-      m.nets.push_back({nname, std::move(*bits), hidden});
+      auto init = read_init(jn, bits->size(), source, where + ", net " + nname);
+      if (!init) return init.error();
+      m.nets.push_back({nname, std::move(*bits), hidden, std::move(*init)});
     }
   }
   return m;
@@ -102,17 +146,40 @@ std::string quote(const std::string& s) {
   return out.str();
 }
 
-// The flow shared by synthesize() and write_gate_verilog(); `tail` is the write command.
-result<void> run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
+// The flow script shared by synthesize() and write_gate_verilog(); `tail` is the write command.
+result<std::string> flow_script(const yosys_options& opts, const std::string& tail) {
   if (opts.files.empty()) return error{errc::yosys_failed, "no Verilog files given"};
   if (opts.top.empty()) return error{errc::yosys_failed, "no top module given (--top)"};
   std::ostringstream script;
+  std::string flags;
+  for (const auto& dir : opts.sources.include_dirs) {
+    if (!std::filesystem::is_directory(dir)) return error{errc::io, "-I " + dir + ": no such directory"};
+    const std::string abs = std::filesystem::absolute(dir).string();
+    // yosys takes -I<dir> as one unquoted word.
+    if (abs.find_first_of(" \t\n\"") != std::string::npos)
+      return error{errc::yosys_failed, "-I " + dir + ": yosys cannot take an include folder whose path has spaces"};
+    flags += " -I" + abs;
+  }
+  for (const auto& def : opts.sources.defines) {
+    if (def.empty() || def.find_first_of(" \t\n\"") != std::string::npos)
+      return error{errc::yosys_failed, "-D " + def + ": expected NAME or NAME=VALUE without spaces or quotes"};
+    flags += " -D" + def;
+  }
   for (const auto& f : opts.files) {
     if (!std::filesystem::exists(f)) return error{errc::io, f + ": no such file"};
-    script << "read_verilog -sv " << quote(std::filesystem::absolute(f).string()) << "\n";
+    script << "read_verilog -sv" << flags << " " << quote(std::filesystem::absolute(f).string()) << "\n";
   }
+  // chparam (not hierarchy -chparam) because it also takes string values: -P MEMFILE="prog.hex".
+  for (const auto& [name, value] : opts.sources.params) script << "chparam -set " << name << " " << value << " " << opts.top << "\n";
   script << "hierarchy -check -top " << opts.top << "\n"
-         << "synth -top " << opts.top << "\n"
+         // synth's script up to `fine`, then its `fine` steps without memory_map unless asked: a
+         // memory stays one $mem_v2 cell with asynchronous read ports (memory_nordff moves a clocked
+         // read into flip-flops, memory_narrow splits wide ports).
+         << "synth -top " << opts.top << " -run :fine\n"
+         << "memory_nordff\nmemory_narrow\n"
+         << "opt -fast -full\n"
+         << (opts.map_memories ? "memory_map\n" : "")
+         << "opt -full\ntechmap\nopt -fast\nabc -fast\nopt -fast\n"
          // Plain and async set/reset posedge flip-flops are what the simulator evaluates. Negedge
          // flip-flops and latches are allowed through only so that elaboration can name them.
          << "dfflegalize -cell $_DFF_P_ 01 -cell $_DFF_PP0_ 01 -cell $_DFF_PP1_ 01"
@@ -121,13 +188,19 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
          << "abc -g simple\n"
          << "opt_clean\n"
          << tail << "\n";
+  return script.str();
+}
+
+result<void> run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
+  auto script = flow_script(opts, tail);
+  if (!script) return script.error();
   const std::string script_path = dir + "/flow.ys";
   {
     std::ofstream out(script_path);
-    out << script.str();
+    out << *script;
     if (!out) return error{errc::io, script_path + ": cannot write the yosys script"};
   }
-  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, dir);
+  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, opts.run_dir);
   if (!r) return error{errc::yosys_failed, r.error().message + " (is yosys installed? tools/setup)"};
   if (!r->status.success())
     return error{errc::yosys_failed, "yosys rejected the design:\n" + detail::excerpt(r->out, "ERROR")};
@@ -143,6 +216,20 @@ std::string work_dir(const yosys_options& opts) {
 }
 
 }  // namespace
+
+result<std::pair<std::string, std::string>> parse_param(const std::string& arg) {
+  const auto eq = arg.find('=');
+  auto bad_param = [&](const std::string& why) { return error{errc::bad_stimulus, "--param " + arg + ": " + why}; };
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) return bad_param("expected NAME=VALUE");
+  std::string name = arg.substr(0, eq), value = arg.substr(eq + 1);
+  const bool ident = (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                     std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!ident) return bad_param("'" + name + "' is not a Verilog identifier");
+  if (value.find_first_of(" \t\n;") != std::string::npos)
+    return bad_param("the value must be one Verilog constant (8, 8'h3f, \"file.hex\") without spaces");
+  if (value.front() == '"' && (value.size() < 2 || value.back() != '"')) return bad_param("unterminated string");
+  return std::pair{name, value};
+}
 
 result<netlist> read_yosys_json(const std::string& text, const std::string& source) {
   json j;
@@ -168,15 +255,109 @@ result<netlist> read_yosys_json(const std::string& text, const std::string& sour
   return n;
 }
 
+namespace {
+
+// FNV-1a, twice with different bases: a 128-bit key.
+struct hasher {
+  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  void add(const std::string& s) {
+    for (unsigned char c : s) {
+      a = (a ^ c) * 0x100000001b3ull;
+      b = (b ^ c) * 0x100000001b3ull ^ (b >> 29);
+    }
+    a = (a ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") != ("a","bc")
+  }
+  std::string hex() const {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+    return buf;
+  }
+};
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+result<std::string> cache_key(const yosys_options& opts, const std::string& script) {
+  namespace fs = std::filesystem;
+  hasher h;
+  auto v = detail::run_tool({opts.yosys, "-V"}, "");
+  if (!v || !v->status.success()) return error{errc::yosys_failed, "cannot run " + opts.yosys + " -V (is yosys installed? tools/setup)"};
+  h.add(v->out);
+  h.add(script);
+  std::set<fs::path> folders, files;
+  for (const auto& f : opts.files) {
+    files.insert(fs::absolute(f));
+    folders.insert(fs::absolute(f).parent_path());
+  }
+  for (const auto& d : opts.sources.include_dirs) folders.insert(fs::absolute(d));
+  folders.insert(opts.run_dir.empty() ? fs::current_path() : fs::absolute(opts.run_dir));
+  static const std::set<std::string> exts = {".v", ".vh", ".sv", ".svh", ".inc", ".hex", ".mem", ".dat", ".bin", ".txt"};
+  for (const auto& d : folders) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_regular_file(ec) && exts.count(e.path().extension().string())) files.insert(e.path());
+  }
+  for (const auto& f : files) {
+    h.add(f.string());
+    h.add(read_all(f));
+  }
+  return h.hex();
+}
+
+}  // namespace
+
 result<netlist> synthesize(const yosys_options& opts) {
+  namespace fs = std::filesystem;
+  std::string cached, key;
+  int lock_fd = -1;
+  if (!opts.cache_dir.empty()) {
+    auto script = flow_script(opts, "");
+    if (!script) return script.error();
+    auto k = cache_key(opts, *script);
+    if (!k) return k.error();
+    key = *k;
+    std::error_code ec;
+    fs::create_directories(opts.cache_dir, ec);
+    cached = (fs::absolute(opts.cache_dir) / (key + ".json")).string();
+    // One yosys per key at a time: the others wait here, then find its netlist.
+    lock_fd = ::open((cached + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (lock_fd >= 0) ::flock(lock_fd, LOCK_EX);
+    if (fs::exists(cached)) {
+      auto n = read_yosys_json(read_all(cached), cached);
+      if (lock_fd >= 0) ::close(lock_fd);
+      if (n) {
+        n->from_cache = true;
+        return n;
+      }
+      fs::remove(cached, ec);  // unreadable: synthesize again
+      lock_fd = ::open((cached + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+      if (lock_fd >= 0) ::flock(lock_fd, LOCK_EX);
+    }
+  }
+  struct unlock {
+    int fd;
+    ~unlock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{lock_fd};
   const std::string dir = work_dir(opts);
   if (dir.empty()) return error{errc::io, "cannot create a temporary directory"};
-  auto st = run_flow(opts, dir, "write_json netlist.json");
+  auto st = run_flow(opts, dir, "write_json " + quote(dir + "/netlist.json"));
   if (!st) return st.error();
   std::ifstream in(dir + "/netlist.json");
   std::stringstream ss;
   ss << in.rdbuf();
   auto n = read_yosys_json(ss.str(), dir + "/netlist.json");
+  if (n && !cached.empty()) {  // written whole, then renamed: a reader never sees half a file
+    const std::string tmp = cached + ".tmp" + std::to_string(::getpid());
+    std::ofstream(tmp) << ss.str();
+    std::error_code ec;
+    fs::rename(tmp, cached, ec);
+  }
   if (opts.work_dir.empty()) std::filesystem::remove_all(dir);
   return n;
 }

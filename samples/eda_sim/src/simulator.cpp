@@ -12,7 +12,17 @@ leaf_engine::leaf_engine(const leaf& l)
   next_.resize(l.flops.size());
   if (l.program.size() % 64) pending_.back() = (1ull << (l.program.size() % 64)) - 1;
   std::vector<std::uint32_t> states;
-  for (const auto& f : l.flops) states.push_back(f.state);
+  for (const auto& f : l.flops) {
+    states.push_back(f.state);
+    if (f.init != 2) v_[f.state] = f.init ? lanes::one() : lanes::zero();
+  }
+  for (const auto& m : l.memories) {
+    states.push_back(m.content);
+    auto& words = mem_.emplace_back(m.init.size());
+    for (std::size_t i = 0; i < m.init.size(); ++i)
+      words[i] = m.init[i] == 0 ? lanes::zero() : m.init[i] == 1 ? lanes::one() : lanes::x();
+    read_addr_.emplace_back(m.reads.size());
+  }
   state_trigger_ = add_trigger(states);
 }
 
@@ -24,7 +34,9 @@ int leaf_engine::add_trigger(std::span<const std::uint32_t> slots) {
   const auto& prog = spec_->program;
   for (std::size_t i = 0; i < prog.size(); ++i) {
     const op& o = prog[i];
-    if (hot[o.a] || hot[o.b] || hot[o.s]) {
+    bool any = false;
+    for_each_input(*spec_, o, [&](std::uint32_t s) { any = any || hot[s]; });
+    if (any) {
       hot[o.y] = 1;
       cone[i / 64] |= 1ull << (i % 64);
     }
@@ -49,6 +61,11 @@ void leaf_engine::evaluate() {
     const op& o = prog[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
     bits &= bits - 1;
     ++ran;
+    if (o.code == opcode::memrd) {
+      if (o.s == 0) lane_addresses(spec_->memories[o.a], spec_->memories[o.a].reads[o.b].addr, read_addr_[o.a][o.b]);
+      v[o.y] = read_bit(static_cast<int>(o.a), static_cast<int>(o.b), o.s);
+      continue;
+    }
     const lanes a = v[o.a], b = v[o.b];
     lanes y;
     switch (o.code) {
@@ -64,12 +81,80 @@ void leaf_engine::evaluate() {
       case opcode::ornot: y = op_or(a, op_not(b)); break;
       case opcode::mux: y = op_mux(a, b, v[o.s]); break;
       case opcode::nmux: y = op_not(op_mux(a, b, v[o.s])); break;
+
       default: y = lanes::x(); break;
     }
     v[o.y] = y;
     }
   }
   last_ops_ = ran;
+}
+
+void leaf_engine::lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const {
+  // Lanes usually share few addresses (one lane in use, or lanes in step), so lanes are grouped by
+  // address: per distinct address, one pass over the address bits finds every lane that has it.
+  out.clear();
+  std::uint64_t unknown = 0;
+  for (auto s : addr) unknown |= v_[s].unknown();
+  if (unknown) out.emplace_back(-1, unknown);
+  std::uint64_t left = ~unknown;
+  while (left) {
+    const unsigned l = static_cast<unsigned>(__builtin_ctzll(left));
+    std::uint64_t same = left;
+    std::int64_t word = 0;
+    for (std::size_t i = 0; i < addr.size(); ++i) {
+      const std::uint64_t ones = v_[addr[i]].hi;  // known lanes: hi is the value
+      if ((ones >> l) & 1) {
+        word |= std::int64_t{1} << i;
+        same &= ones;
+      } else {
+        same &= ~ones;
+      }
+    }
+    left &= ~same;
+    word -= m.offset;
+    if (word < 0 || word >= static_cast<std::int64_t>(m.size)) word = -1;
+    out.emplace_back(word, same);
+  }
+}
+
+lanes leaf_engine::read_bit(int mem, int port, std::uint32_t bit) const {
+  const memory& m = spec_->memories[mem];
+  const auto& words = mem_[mem];
+  lanes y{0, 0};
+  for (const auto& [idx, mask] : read_addr_[mem][port]) {
+    const lanes w = idx < 0 ? lanes::x() : words[static_cast<std::size_t>(idx) * m.width + bit];
+    y.hi |= w.hi & mask;
+    y.lo |= w.lo & mask;
+  }
+  return y;
+}
+
+bool leaf_engine::write_memories() {
+  bool changed = false;
+  lane_words addr;
+  for (std::size_t mi = 0; mi < spec_->memories.size(); ++mi) {
+    const memory& m = spec_->memories[mi];
+    auto& words = mem_[mi];
+    for (const auto& wp : m.writes) {
+      lane_addresses(m, wp.addr, addr);
+      for (std::uint32_t b = 0; b < m.width; ++b) {
+        const lanes en = v_[wp.en[b]];
+        const std::uint64_t write = en.hi & ~en.lo;  // lanes whose enable is a known 1
+        if (!write) continue;
+        const lanes d = v_[wp.data[b]];
+        for (const auto& [idx, mask] : addr) {
+          const std::uint64_t lanes_w = write & mask;
+          if (!lanes_w || idx < 0) continue;  // an X address writes nothing, as in Icarus
+          lanes& w = words[static_cast<std::size_t>(idx) * m.width + b];
+          const lanes nw{(w.hi & ~lanes_w) | (d.hi & lanes_w), (w.lo & ~lanes_w) | (d.lo & lanes_w)};
+          changed |= !(nw == w);
+          w = nw;
+        }
+      }
+    }
+  }
+  return changed;
 }
 
 bool leaf_engine::clock_edge() {
@@ -79,7 +164,8 @@ bool leaf_engine::clock_edge() {
     for (const auto& t : flops[i].async) n = op_mux(n, v_[t.value], v_[t.ctrl]);
     next_[i] = n;
   }
-  bool changed = false;
+  // Memories are written from the values before the edge, as the flip-flops sample them.
+  bool changed = write_memories();
   for (std::size_t i = 0; i < flops.size(); ++i) {
     lanes& s = v_[flops[i].state];
     changed |= !(s == next_[i]);
@@ -90,6 +176,48 @@ bool leaf_engine::clock_edge() {
 }
 
 simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
+  // Leaf order: the io leaf (it only drives inputs and holds outputs), then Kahn's order over
+  // driver -> reader edges; where leaves depend on each other both ways (paths that cross back and
+  // forth without a loop), the leaf with the fewest unplaced drivers goes first.
+  const int n = static_cast<int>(d.leaves.size());
+  std::vector<std::vector<int>> succ(n);
+  std::vector<int> indeg(n, 0);
+  {
+    std::vector<std::vector<char>> seen(n);
+    for (const auto& g : d.groups)
+      for (int r : g.readers) {
+        if (r == d.io_leaf() || r == g.driver) continue;
+        auto& row = seen[g.driver];
+        if (row.empty()) row.assign(n, 0);
+        if (row[r]) continue;
+        row[r] = 1;
+        succ[g.driver].push_back(r);
+        ++indeg[r];
+      }
+  }
+  std::vector<char> placed(n, 0);
+  std::vector<int> ready;
+  auto place = [&](int l) {
+    placed[l] = 1;
+    at_.push_back(l);
+    for (int r : succ[l])
+      if (--indeg[r] == 0 && !placed[r]) ready.push_back(r);
+  };
+  place(d.io_leaf());
+  for (int l = 0; l < n; ++l)
+    if (!placed[l] && indeg[l] == 0) ready.push_back(l);
+  while (static_cast<int>(at_.size()) < n) {
+    if (ready.empty()) {
+      int best = -1;
+      for (int l = 0; l < n; ++l)
+        if (!placed[l] && (best < 0 || indeg[l] < indeg[best])) best = l;
+      ready.push_back(best);
+    }
+    const int l = ready.back();
+    ready.pop_back();
+    if (!placed[l]) place(l);
+  }
+  dirty_count_ = n;
   leaves_.reserve(d.leaves.size());
   for (const auto& l : d.leaves) leaves_.emplace_back(l);
   last_sent_.resize(d.groups.size());
@@ -99,7 +227,6 @@ simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
   for (std::size_t g = 0; g < d.groups.size(); ++g)
     for (std::size_t r = 0; r < d.groups[g].readers.size(); ++r)
       triggers_[g].push_back(leaves_[d.groups[g].readers[r]].add_trigger(d.groups[g].reader_slots[r]));
-  for (std::size_t l = 0; l < d.leaves.size(); ++l) dirty_list_.push_back(static_cast<int>(l));
 }
 
 void simulator::set_inputs(std::span<const lanes> bits) {
@@ -113,10 +240,7 @@ void simulator::set_inputs(std::span<const lanes> bits) {
       io.slot(s) = bits[k++];
     }
   const int l = d_->io_leaf();
-  if (changed && !dirty_[l]) {
-    dirty_[l] = 1;
-    dirty_list_.push_back(l);
-  }
+  if (changed) make_dirty(l);
 }
 
 void simulator::publish(int g) {
@@ -139,32 +263,29 @@ void simulator::publish(int g) {
     const auto& slots = gr.reader_slots[r];
     for (std::size_t i = 0; i < slots.size(); ++i) dst.slot(slots[i]) = last[i];
     dst.mark(triggers_[g][r]);
-    if (!dirty_[reader]) {
-      dirty_[reader] = 1;
-      dirty_list_.push_back(reader);
-    }
+    make_dirty(reader);
   }
 }
 
 int simulator::settle() {
-  int rounds = 0;
-  while (!dirty_list_.empty()) {
-    ++rounds;
-    assert(rounds <= static_cast<int>(leaves_.size()) * 2 + 2 && "acyclic logic always settles");
-    current_.swap(dirty_list_);
-    dirty_list_.clear();
-    for (int l : current_) {
+  int passes = 0;
+  while (dirty_count_) {
+    ++passes;
+    assert(passes <= static_cast<int>(leaves_.size()) * 2 + 2 && "acyclic logic always settles");
+    for (std::size_t p = 0; p < at_.size() && dirty_count_; ++p) {
+      const int l = at_[p];
+      if (!dirty_[l]) continue;
       dirty_[l] = 0;
+      --dirty_count_;
       leaves_[l].evaluate();
       ++stats_.leaf_evaluations;
       stats_.gate_evaluations += leaves_[l].last_ops();
-    }
-    for (int l : current_)
       for (int g : d_->leaves[l].out_groups) publish(g);
+    }
   }
-  stats_.rounds += rounds;
-  if (rounds > stats_.max_rounds) stats_.max_rounds = rounds;
-  return rounds;
+  stats_.rounds += passes;
+  if (passes > stats_.max_rounds) stats_.max_rounds = passes;
+  return passes;
 }
 
 void simulator::outputs(std::vector<lanes>& out) const {
@@ -176,10 +297,8 @@ void simulator::outputs(std::vector<lanes>& out) const {
 
 void simulator::clock_edge() {
   for (std::size_t l = 0; l < leaves_.size(); ++l)
-    if (!d_->leaves[l].flops.empty() && leaves_[l].clock_edge() && !dirty_[l]) {
-      dirty_[l] = 1;
-      dirty_list_.push_back(static_cast<int>(l));
-    }
+    if ((!d_->leaves[l].flops.empty() || !d_->leaves[l].memories.empty()) && leaves_[l].clock_edge())
+      make_dirty(static_cast<int>(l));
   ++stats_.cycles;
 }
 

@@ -15,39 +15,62 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
   return x ^ (x >> 31);
 }
 
+// What the random source does with one input port.
+struct port_role {
+  enum kind_t { random, reset, hold } kind = random;
+  bool active_low = false;
+  std::vector<std::uint8_t> value;  // hold: per bit, 0 / 1 / 2 = X
+};
+
 class random_source final : public stimulus {
  public:
-  random_source(const design& d, random_options o, int reset_port, bool active_low)
-      : d_(d), o_(std::move(o)), reset_port_(reset_port), active_low_(active_low) {}
+  random_source(const design& d, random_options o, std::vector<port_role> roles, std::vector<std::string> warnings)
+      : d_(d), o_(std::move(o)), roles_(std::move(roles)), warnings_(std::move(warnings)) {}
 
   void fill(std::uint64_t cycle, std::span<lanes> bits) const override {
     std::size_t k = 0;
     const std::uint64_t base = mix(o_.seed ^ mix(cycle));
     for (std::size_t p = 0; p < d_.inputs.size(); ++p) {
+      const port_role& role = roles_[p];
       for (std::size_t i = 0; i < d_.inputs[p].slots.size(); ++i, ++k) {
-        if (static_cast<int>(p) == reset_port_) {
-          const bool asserted = cycle < o_.reset_cycles;
-          bits[k] = (asserted != active_low_) ? lanes::one() : lanes::zero();
-        } else {
-          const std::uint64_t r = mix(base + k);
-          bits[k] = {r, ~r};
+        switch (role.kind) {
+          case port_role::reset: {
+            const bool asserted = cycle < o_.reset_cycles;
+            bits[k] = (asserted != role.active_low) ? lanes::one() : lanes::zero();
+            break;
+          }
+          case port_role::hold:
+            bits[k] = role.value[i] == 0 ? lanes::zero() : role.value[i] == 1 ? lanes::one() : lanes::x();
+            break;
+          case port_role::random: {
+            // The hash of the bit's position k is kept even when other ports are held, so a port's
+            // random values do not depend on which others are held.
+            const std::uint64_t r = mix(base + k);
+            bits[k] = {r, ~r};
+            break;
+          }
         }
       }
     }
   }
   std::string describe() const override {
     std::string s = "random, seed " + std::to_string(o_.seed);
-    if (reset_port_ >= 0)
-      s += ", reset " + d_.inputs[reset_port_].name + (active_low_ ? " (active low)" : "") + " for " +
-           std::to_string(o_.reset_cycles) + " cycles";
+    for (std::size_t p = 0; p < roles_.size(); ++p) {
+      if (roles_[p].kind == port_role::reset)
+        s += ", reset " + d_.inputs[p].name + (roles_[p].active_low ? " (active low)" : "") + " for " +
+             std::to_string(o_.reset_cycles) + " cycles";
+      else if (roles_[p].kind == port_role::hold)
+        s += ", " + d_.inputs[p].name + " held";
+    }
     return s;
   }
+  std::vector<std::string> warnings() const override { return warnings_; }
 
  private:
   const design& d_;
   random_options o_;
-  int reset_port_;
-  bool active_low_;
+  std::vector<port_role> roles_;
+  std::vector<std::string> warnings_;
 };
 
 class file_source final : public stimulus {
@@ -120,24 +143,110 @@ std::size_t input_bits(const design& d) {
   return n;
 }
 
-result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_options& o) {
-  int reset = -1;
-  std::string name = o.reset;
-  if (name.empty()) {
-    for (const char* cand : {"rst", "reset", "rst_n", "reset_n", "rstn", "resetn"})
-      for (std::size_t p = 0; p < d.inputs.size() && reset < 0; ++p)
-        if (d.inputs[p].name == cand) reset = static_cast<int>(p), name = cand;
-  } else if (name != "none") {
-    for (std::size_t p = 0; p < d.inputs.size(); ++p)
-      if (d.inputs[p].name == name) reset = static_cast<int>(p);
-    if (reset < 0) return error{errc::bad_stimulus, "--reset " + name + ": the top module has no such input"};
+bool reset_like(const std::string& name, bool& active_low) {
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : name + "_") {
+    if (c == '_') {
+      if (!w.empty()) words.push_back(w);
+      w.clear();
+    } else {
+      w += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
   }
-  if (reset >= 0 && d.inputs[reset].slots.size() != 1)
-    return error{errc::bad_stimulus, "reset input " + name + " is " + std::to_string(d.inputs[reset].slots.size()) +
-                                         " bits wide; it must be 1 bit"};
-  const bool low = o.reset_active_low.value_or(name.size() > 1 && name.back() == 'n' &&
-                                              (name.rfind("rst", 0) == 0 || name.rfind("reset", 0) == 0));
-  return std::unique_ptr<stimulus>(new random_source(d, o, reset, low));
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    for (const std::string core : {"reset", "rst"}) {
+      const std::string& x = words[i];
+      const auto at = x.find(core);
+      if (at == std::string::npos || at > 1) continue;
+      const std::string pre = x.substr(0, at), post = x.substr(at + core.size());
+      if (!(pre.empty() || pre == "a" || pre == "s" || pre == "n")) continue;
+      if (!(post.empty() || post == "n" || post == "b" || post == "l")) continue;
+      const std::string next = i + 1 < words.size() ? words[i + 1] : "";
+      active_low = pre == "n" || !post.empty() || next == "n" || next == "ni" || next == "b" || next == "l";
+      return true;
+    }
+  }
+  return false;
+}
+
+result<reset_spec> parse_reset(const std::string& arg) {
+  reset_spec r;
+  const auto colon = arg.find(':');
+  r.name = arg.substr(0, colon);
+  if (r.name.empty()) return error{errc::bad_stimulus, "--reset " + arg + ": expected NAME, NAME:low or NAME:high"};
+  if (colon != std::string::npos) {
+    const std::string pol = arg.substr(colon + 1);
+    if (pol == "low") r.active_low = true;
+    else if (pol == "high") r.active_low = false;
+    else return error{errc::bad_stimulus, "--reset " + arg + ": polarity '" + pol + "' is neither low nor high"};
+  }
+  return r;
+}
+
+result<hold_spec> parse_hold(const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    return error{errc::bad_stimulus, "--hold " + arg + ": expected NAME=VALUE"};
+  return hold_spec{arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_options& o) {
+  std::vector<port_role> roles(d.inputs.size());
+  std::vector<std::string> warnings;
+  auto port_index = [&](const std::string& name) -> int {
+    for (std::size_t p = 0; p < d.inputs.size(); ++p)
+      if (d.inputs[p].name == name) return static_cast<int>(p);
+    return -1;
+  };
+  auto no_such = [&](const char* opt, const std::string& name) {
+    std::string ins;
+    for (const auto& p : d.inputs) ins += (ins.empty() ? "" : ", ") + p.name;
+    std::string what = std::string(opt) + " " + name + ": the top module " + d.top + " has no such input (inputs: " + ins + ")";
+    if (name == d.clock) what = std::string(opt) + " " + name + ": that is the clock; the simulator drives it";
+    return error{errc::bad_stimulus, what};
+  };
+  for (const auto& r : o.resets) {
+    const int p = port_index(r.name);
+    if (p < 0) return no_such("--reset", r.name);
+    if (d.inputs[p].slots.size() != 1)
+      return error{errc::bad_stimulus, "--reset " + r.name + ": the input is " + std::to_string(d.inputs[p].slots.size()) +
+                                           " bits wide; a reset must be 1 bit"};
+    if (roles[p].kind == port_role::reset) return error{errc::bad_stimulus, "--reset " + r.name + ": named twice"};
+    bool low = false;
+    reset_like(r.name, low);
+    roles[p].kind = port_role::reset;
+    roles[p].active_low = r.active_low.value_or(low);
+  }
+  for (const auto& h : o.holds) {
+    const int p = port_index(h.name);
+    if (p < 0) return no_such("--hold", h.name);
+    if (roles[p].kind != port_role::random)
+      return error{errc::bad_stimulus, "--hold " + h.name + ": the input is already a reset or held"};
+    roles[p].kind = port_role::hold;
+    roles[p].value.resize(d.inputs[p].slots.size());
+    auto msg = parse_value(h.value, roles[p].value.size(), roles[p].value.data());
+    if (!msg.empty()) return error{errc::bad_stimulus, "--hold " + h.name + "=" + h.value + ": " + msg};
+  }
+  static const std::vector<std::string> plain = {"rst", "reset", "rst_n", "reset_n", "rstn", "resetn"};
+  for (std::size_t p = 0; p < d.inputs.size(); ++p) {
+    bool low = false;
+    const auto& name = d.inputs[p].name;
+    if (roles[p].kind != port_role::random || d.inputs[p].slots.size() != 1 || !reset_like(name, low)) continue;
+    if (o.no_reset) continue;
+    if (!o.resets.empty()) {
+      warnings.push_back("input " + name + " looks like a reset but is not named by --reset, so it gets random values "
+                         "every cycle");
+      continue;
+    }
+    roles[p].kind = port_role::reset;
+    roles[p].active_low = low;
+    if (std::find(plain.begin(), plain.end(), name) == plain.end())
+      warnings.push_back("input " + name + " looks like a reset: held asserted (active-" + (low ? "low" : "high") +
+                         ", from its name) for " + std::to_string(o.reset_cycles) +
+                         " cycles; name resets with --reset NAME[:low|:high], or --reset none");
+  }
+  return std::unique_ptr<stimulus>(new random_source(d, o, std::move(roles), std::move(warnings)));
 }
 
 result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::string& path) {

@@ -17,6 +17,8 @@
 
 namespace banyan::nn {
 
+class copy_engine;
+
 class backend {
  public:
   virtual ~backend() = default;
@@ -33,6 +35,13 @@ class backend {
   virtual void download(void* host_dst, const void* src, std::size_t bytes) = 0;
   virtual void zero(void* p, std::size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // Host memory for copies to and from the device (pinned on CUDA, so copies run asynchronously);
+  // never null. The defaults are plain aligned host memory.
+  virtual void* allocate_host(std::size_t bytes);
+  virtual void release_host(void* p);
+  // Offloads and prefetches beside the compute (copy_engine.hpp). The default, a
+  // threaded_copy_engine, suits backends whose device memory is host memory (cpu).
+  virtual std::unique_ptr<copy_engine> make_copy_engine();
 
   virtual void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe,
                                int B, int T, int C) = 0;

@@ -6,12 +6,22 @@
 //
 // Usage per step: forward(tokens, targets) -> zero_grad() -> backward() -> optimizer.step(params,
 // grads). Not thread-safe; one gpt per thread (the backend parallelises inside each layer).
+//
+// With a device-memory budget (memory_options, issue #13) the activations and activation gradients
+// are not two arenas but one pool of `budget` bytes run by a memory_executor: each layer's saved
+// activations are kept, swapped to host memory or recomputed as the plan says. The first step that
+// has a backward runs with per-layer timing on and a plan made from estimated costs; after it the
+// model plans again from the measured times (and the copy bandwidth the executor measured). The
+// results are bit-identical to the model without a budget on the cpu backend, whatever the plan.
 #pragma once
 
 #include "banyan/nn/arena.hpp"
 #include "banyan/nn/backend.hpp"
+#include "banyan/nn/memory_executor.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,7 +44,10 @@ struct gpt_config {
 class gpt {
  public:
   // batch, seq_len: the largest (B,T) a forward pass will see (seq_len <= max_seq_len).
-  static result<gpt> create(const gpt_config& cfg, int batch, int seq_len, backend& be);
+  // memory: a device-memory budget for the activations (per model instance, so each pipeline stage
+  // can have its own); fails, naming the minimum, when no plan fits it.
+  static result<gpt> create(const gpt_config& cfg, int batch, int seq_len, backend& be,
+                            std::optional<memory_options> memory = std::nullopt);
 
   // GPT-2 initialisation from `seed`: weights N(0, 0.02), residual projections scaled by
   // 1/sqrt(2L), biases 0, layernorm weights 1.
@@ -47,7 +60,8 @@ class gpt {
   // Gradients of the mean loss of the last forward (which must have had targets).
   void backward();
 
-  // Row (b,t) of the last forward's logits, on the host: vocab_size floats.
+  // Row (b,t) of the last forward's logits, on the host: vocab_size floats. With a memory budget,
+  // only after a forward without targets (a training forward frees the logits after the loss).
   std::vector<float> logits_row(int b, int t) const;
   std::vector<float> logits_host() const;  // (B,T,V) of the last forward
 
@@ -55,7 +69,15 @@ class gpt {
   arena& grads() { return grads_; }
   const arena& params() const { return params_; }
   const arena& grads() const { return grads_; }
+  // The activations' layout (with a memory budget it is not allocated: the executor places them).
   const arena& activations() const { return acts_; }
+  // The activations and layers as the memory planner sees them (ops are layers()).
+  memory_graph memory_layout() const;
+  // With a memory budget: the executor (its plan, graph, stats); null without one.
+  const memory_executor* memory() const { return mem_.get(); }
+  memory_executor* memory() { return mem_.get(); }
+  // Plans again from the last measured per-layer times (after a step with a backward) with `policy`.
+  result<void> replan_memory(memory_policy policy);
   const gpt_config& config() const { return cfg_; }
   backend& device() const { return *be_; }
   // Parameters, without the arena's alignment padding (params().numel() includes it).
@@ -68,9 +90,15 @@ class gpt {
   void set_layer_hooks(layer_hooks hooks) { hooks_ = std::move(hooks); }
 
  private:
-  gpt(const gpt_config& cfg, int batch, int seq_len, backend& be);
+  gpt(const gpt_config& cfg, int batch, int seq_len, backend& be, bool allocate_activations);
   template <class F>
   void timed(int layer, bool forward, F&& f);
+  // One layer's kernels; `again`: a recompute during the backward (timed, no layer hooks).
+  void forward_layer(int layer, bool again);
+  void backward_layer(int layer);
+  float* act(int id) const { return mem_ ? mem_->act(id) : acts_.data(id); }
+  float* dact(int id) const { return mem_ ? mem_->grad(id) : dacts_.data(id); }
+  memory_costs measured_costs() const;
 
   gpt_config cfg_;
   int batch_, seq_len_;
@@ -83,6 +111,8 @@ class gpt {
   bool has_targets_ = false;
   bool profiling_ = false;
   layer_hooks hooks_;
+  std::unique_ptr<memory_executor> mem_;
+  bool measuring_ = false;  // with a budget: until the first backward has timed every layer
 };
 
 }  // namespace banyan::nn

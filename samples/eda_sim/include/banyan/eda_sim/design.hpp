@@ -21,12 +21,35 @@
 
 namespace banyan::eda {
 
-enum class opcode : std::uint8_t { buf, not_, and_, or_, xor_, nand, nor, xnor, andnot, ornot, mux, nmux };
+enum class opcode : std::uint8_t { buf, not_, and_, or_, xor_, nand, nor, xnor, andnot, ornot, mux, nmux, memrd };
 
 // One gate on leaf-local slots. Slots 0, 1, 2 of every leaf hold the constants 0, 1, X.
+// memrd reads bit `s` of read port `b` of the leaf's memory `a` into Y; its inputs are the port's
+// address slots and the memory's content slot (for_each_input).
 struct op {
   opcode code;
   std::uint32_t a, b, s, y;  // inputs A, B, select S (mux only), output Y
+};
+
+// A memory kept whole (yosys $mem_v2 after memory_nordff): every read port is asynchronous (a
+// clocked read is a flip-flop stage before or after it); write ports act at the clock's rising
+// edge, in port order, after every flip-flop has sampled D. Per lane: a read at an X or
+// out-of-range address gives X; a write with an X address or an X enable bit is skipped, as in
+// Icarus's `if (we) mem[a] <= d`.
+struct memory {
+  std::string name;                 // "module m, cell mem" for messages
+  std::uint32_t size = 0, width = 0;
+  std::int64_t offset = 0;          // address of word 0
+  std::uint32_t content = 0;        // a slot that stands for the contents (no value of its own)
+  std::vector<std::uint8_t> init;   // size * width, word 0 first, LSB first: 0, 1, 2 = X
+  struct read_port {
+    std::vector<std::uint32_t> addr, data;  // LSB first
+  };
+  struct write_port {
+    std::vector<std::uint32_t> addr, data, en;  // en: one per data bit
+  };
+  std::vector<read_port> reads;
+  std::vector<write_port> writes;
 };
 
 // A flip-flop. At the clock edge: v = D; then for each async term in order, v = ctrl ? value : v;
@@ -34,6 +57,7 @@ struct op {
 // program), so an async set/reset acts at once, like Icarus's `always @(posedge clk or posedge rst)`.
 struct flip_flop {
   std::uint32_t d, state;
+  std::uint8_t init = 2;  // state before the first edge: 0, 1, or 2 = X (yosys `init` attribute)
   struct async_term {
     std::uint32_t ctrl;  // slot that is 1 when the term is active (active-low pins get a NOT op)
     std::uint32_t value; // slot 0 or 1
@@ -47,6 +71,7 @@ struct leaf {
   std::uint32_t slots = 3;           // local value slots
   std::vector<op> program;           // levelised: each op's inputs are computed before it
   std::vector<flip_flop> flops;
+  std::vector<memory> memories;
   std::vector<int> in_groups, out_groups;
   std::size_t cells = 0;             // primitive cells (gates + flip-flops) for load reporting
 };
@@ -83,9 +108,10 @@ struct probe {
   int instance;
   std::string name;
   struct location {
-    int leaf;
+    int leaf;            // clock_leaf: the bit is the clock (waveforms show the clock there)
     std::uint32_t slot;
   };
+  static constexpr int clock_leaf = -1;
   std::vector<location> bits;  // LSB first
 };
 
@@ -99,8 +125,23 @@ struct design {
   std::vector<probe> probes;         // named nets of every instance (yosys public names)
   std::string clock;                 // empty for a purely combinational design
   std::size_t gates = 0, flops = 0;
+  std::size_t memories = 0, memory_bits = 0;
   int io_leaf() const { return static_cast<int>(leaves.size()) - 1; }
 };
+
+// Calls f(slot) for every slot op `o` of leaf `l` reads.
+template <class F>
+void for_each_input(const leaf& l, const op& o, F&& f) {
+  if (o.code == opcode::memrd) {
+    const memory& m = l.memories[o.a];
+    for (auto s : m.reads[o.b].addr) f(s);
+    f(m.content);
+    return;
+  }
+  f(o.a);
+  f(o.b);
+  f(o.s);
+}
 
 struct elaborate_options {
   std::string clock;  // top input that clocks every flip-flop; empty: found from the flip-flops

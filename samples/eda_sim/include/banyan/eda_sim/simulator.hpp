@@ -1,10 +1,12 @@
 // The cycle-based simulator: every leaf evaluates its levelised cells on 64 lanes at once, and
 // boundary values move between leaves once per settling round.
 //
-// A cycle is: set_inputs → settle → (sample outputs) → clock_edge. settle() runs rounds; in a round
-// every leaf whose inputs or state changed evaluates its whole program, then every group whose value
-// changed is published once to its readers (the exchange). Rounds repeat until nothing changes, so a
-// combinational path through k leaves settles in about k rounds whatever its gate count.
+// A cycle is: set_inputs → settle → (sample outputs) → clock_edge. settle() runs passes over the
+// leaves in dependency order (driver before reader, computed once); in a pass every leaf whose
+// inputs or state changed evaluates its scheduled ops and publishes every group whose value changed
+// to its readers (the exchange) at once, so a reader later in the order sees it in the same pass.
+// Passes repeat until nothing changes: one pass when no combinational path crosses back to a leaf
+// earlier in the order, a few otherwise.
 //
 // The exchange is the seam the component version replaces with topics: publish(group, values) is the
 // only way a value leaves a leaf. Not thread-safe; one simulator per thread.
@@ -13,6 +15,7 @@
 #include <banyan/eda_sim/design.hpp>
 #include <banyan/eda_sim/logic.hpp>
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -32,7 +35,9 @@ class leaf_engine {
   void mark(int trigger);
   void evaluate();     // runs the scheduled ops; returns how many ran via last_ops()
   std::size_t last_ops() const { return last_ops_; }
-  bool clock_edge();   // all flip-flops take D at once; true if any state changed (then marks them)
+  // All flip-flops take D at once, then memories are written; true if any state or memory word
+  // changed (then marks what reads them).
+  bool clock_edge();
   lanes& slot(std::uint32_t s) { return v_[s]; }
   const lanes& slot(std::uint32_t s) const { return v_[s]; }
   const leaf& spec() const { return *spec_; }
@@ -46,11 +51,20 @@ class leaf_engine {
   std::vector<std::uint64_t> pending_;
   int state_trigger_ = -1;
   std::size_t last_ops_ = 0;
+  // Memories: per memory, size * width values (64 lanes each); per read port, the words its lanes
+  // read as (word index or -1 for X / out of range, lane mask) pairs, usually one or a few,
+  // computed by the port's bit-0 op and used by the others.
+  using lane_words = std::vector<std::pair<std::int64_t, std::uint64_t>>;
+  std::vector<std::vector<lanes>> mem_;
+  std::vector<std::vector<lane_words>> read_addr_;
+  void lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const;
+  lanes read_bit(int mem, int port, std::uint32_t bit) const;
+  bool write_memories();
 };
 
 struct sim_stats {
   std::uint64_t cycles = 0;
-  std::uint64_t rounds = 0;             // settling rounds, summed over cycles
+  std::uint64_t rounds = 0;             // settling passes, summed over cycles
   std::uint64_t leaf_evaluations = 0;
   std::uint64_t gate_evaluations = 0;   // ops run (64 lanes each)
   std::vector<std::uint64_t> publishes; // per group: messages sent
@@ -63,7 +77,7 @@ class simulator {
 
   // Top inputs for this cycle, one `lanes` per bit in design.inputs order (LSB first per port).
   void set_inputs(std::span<const lanes> bits);
-  // Settles combinational values across all leaves; returns the rounds it took.
+  // Settles combinational values across all leaves; returns the passes it took.
   int settle();
   // Top outputs after settle(), one per bit in design.outputs order.
   void outputs(std::vector<lanes>& out) const;
@@ -82,7 +96,11 @@ class simulator {
   std::vector<leaf_engine> leaves_;
   std::vector<std::vector<lanes>> last_sent_;  // per group
   std::vector<char> dirty_;
-  std::vector<int> dirty_list_, current_;
+  std::vector<int> at_;        // leaves in evaluation order
+  int dirty_count_ = 0;
+  void make_dirty(int l) {
+    if (!dirty_[l]) dirty_[l] = 1, ++dirty_count_;
+  }
   sim_stats stats_;
 };
 

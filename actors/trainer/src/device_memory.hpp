@@ -1,0 +1,22 @@
+// The GPT trainer's device-memory budget (issue #13): --device-memory and --memory-policy into
+// nn::memory_options, and the plan and the measured peak as text or JSON. Private to the trainer.
+#pragma once
+
+#include <banyan/nn/gpt.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+namespace banyan::trainer {
+
+// `size`: "" (no budget), bytes, or a number with a unit ("200MiB", "1.5GB": KB = 1000, KiB =
+// 1024). Errors name the flag and its value.
+result<std::optional<nn::memory_options>> memory_budget(const std::string& size, const std::string& policy);
+
+// {"budget", "policy", "peak_bytes" (measured), "plan_peak_bytes", "host_bytes", "predicted_ms",
+// "compute_ms", "late_copies"}; with `plan`, also "plan": one row per layer that saves activations.
+nlohmann::json memory_json(const nn::memory_executor& m, bool plan);
+
+}  // namespace banyan::trainer
