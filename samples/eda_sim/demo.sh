@@ -3,6 +3,8 @@
 # 11.9k-gate `soc` design; prints the cross-node traffic table (hier / flat-p2p / flat-node, for
 # bottom-up and metis deployments) and the speed.
 #   samples/eda_sim/demo.sh [BUILD_DIR] [CYCLES]      (default build/default, 300 cycles)
+#   TOP=aes_round FILES=samples/eda_sim/designs/aes_round/aes_round.v samples/eda_sim/demo.sh ...
+#                                                     (another design)
 # Needs eda_sim and banyan built in BUILD_DIR (targets eda_sim, banyan).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,13 +13,14 @@ cycles=${2:-300}
 sim=$build/samples/eda_sim/eda_sim
 banyan=$build/tools/banyan
 D=samples/eda_sim/designs
-files="$D/soc/soc.v $D/cpu/cpu.v $D/multiplier/multiplier.v $D/alu_regfile/alu_regfile.v $D/fifo/fifo.v"
+top=${TOP:-soc}
+files=${FILES:-"$D/soc/soc.v $D/cpu/cpu.v $D/multiplier/multiplier.v $D/alu_regfile/alu_regfile.v $D/fifo/fifo.v"}
 work=$(mktemp -d /tmp/eda-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 step() { echo "== $*" >&2; }
 
 step "1/5 profile: one process, hier routing, $cycles cycles"
-$sim --top soc $files --cycles "$cycles" --components --profile "$work/profile.json" --json > "$work/profile_run.json"
+$sim --top "$top" $files --cycles "$cycles" --components --profile "$work/profile.json" --json > "$work/profile_run.json"
 
 cat > "$work/cluster.yaml" <<EOF
 version: 1
@@ -34,19 +37,19 @@ for algo in bottom-up metis; do
   for mode in hier flat-p2p flat-node; do
     step "3/5 simulate on 3 local nodes: $algo, $mode (with --check against Icarus)"
     $banyan launch "$work/$algo.yaml" --profile "$work/$algo-$mode.json" --run-for 10m -- \
-      "$(realpath "$sim")" --top soc $(for f in $files; do realpath "$f"; done) --cycles "$cycles" \
+      "$(realpath "$sim")" --top "$top" $(for f in $files; do realpath "$f"; done) --cycles "$cycles" \
       --components --mode "$mode" --check --json > "$work/$algo-$mode.out"
   done
 done
 
 step "4/5 single node speed"
-$sim --top soc $files --cycles 2000 --lanes 64 --json > "$work/engine.json"
+$sim --top "$top" $files --cycles 2000 --lanes 64 --json > "$work/engine.json"
 
 step "5/5 report"
-/usr/bin/python3 - "$work" "$cycles" <<'EOF'
+/usr/bin/python3 - "$work" "$cycles" "$top" <<'EOF'
 import json, sys, glob, os, re
-work, cycles = sys.argv[1], int(sys.argv[2])
-print(f"\nsoc on 3 local nodes, {cycles} cycles: cross-node traffic (measured on the node links)")
+work, cycles, top = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print(f"\n{top} on 3 local nodes, {cycles} cycles: cross-node traffic (measured on the node links)")
 print(f"{'deployment':<12}{'mode':<11}{'messages':>12}{'bytes':>14}{'check':>8}")
 for algo in ("bottom-up", "metis"):
     for mode in ("hier", "flat-p2p", "flat-node"):

@@ -37,6 +37,7 @@ struct options {
   std::vector<std::string> resets, holds, include_dirs, defines, params;
   std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
   bool no_cache = false;
+  std::string schedule = "flat";
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
@@ -188,7 +189,7 @@ int run(const options& o) {
     if (!w) return fail(w.error().message);
     vcd = std::move(*w);
   }
-  eda::simulator sim(*d);
+  eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat);
   banyan::progress bar("simulate", cycles, {.unit = "cycles", .rate_decimals = 0});
   eda::sim_options ro;
   ro.cycles = cycles;
@@ -220,6 +221,7 @@ int run(const options& o) {
                   {"seconds", r.seconds},
                   {"cycles_per_second", r.seconds > 0 ? cycles / r.seconds : 0.0},
                   {"lane_cycles_per_second", r.seconds > 0 ? cycles * o.lanes / r.seconds : 0.0},
+                  {"schedule", o.schedule},
                   {"rounds_per_cycle", cycles ? double(r.stats.rounds) / cycles : 0.0},
                   {"max_rounds", r.stats.max_rounds},
                   {"leaf_evaluations_per_cycle", cycles ? double(r.stats.leaf_evaluations) / cycles : 0.0},
@@ -349,6 +351,9 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", o.cache_dir, "Netlists by source hash (default: $XDG_CACHE_HOME/banyan/eda_sim or "
                                              "~/.cache/banyan/eda_sim)");
   app.add_flag("--no-cache", o.no_cache, "Always run yosys; do not read or write the netlist cache");
+  app.add_option("--schedule", o.schedule, "Engine: flat (one global levelised program, one pass per cycle) or "
+                                           "leaves (leaf-by-leaf exchange, as the components)")
+      ->check(CLI::IsMember({"flat", "leaves"}))->capture_default_str();
   app.add_flag("--map-memories", o.map_memories, "Map memories to flip-flops and logic (yosys memory_map) instead of "
                                                   "simulating each as one memory; for small memories only");
   app.add_option("--reset", o.resets, "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "

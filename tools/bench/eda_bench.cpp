@@ -6,7 +6,8 @@
 // Every simulator's outputs are compared with ours (Verilator is 2-state: from the end of reset on).
 //
 //   eda_bench --top soc samples/eda_sim/designs/{soc/soc,cpu/cpu,multiplier/multiplier,alu_regfile/alu_regfile,fifo/fifo}.v
-//             --cycles 2000 [--results out.json] [--json] [--no-verilator]
+//             --cycles 2000 [--results out.json] [--json] [--no-verilator] [-I DIR] [-D NAME] [-P NAME=VALUE]
+//             [--hold NAME=VALUE] [--map-memories]
 //
 // Prints a table on stdout (the results as JSON with --json); --results also writes them to a file.
 //
@@ -87,7 +88,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   std::string top = "soc", results_path, work = "eda_bench_work";
   std::uint64_t cycles = 2000, seed = 1;
-  bool no_verilator = false, json_out = false;
+  bool no_verilator = false, json_out = false, map_memories = false;
+  std::vector<std::string> include_dirs, defines, params, holds;
   app.add_option("files", files, "Verilog files (required)");
   app.add_option("--top", top, "Top module")->capture_default_str();
   app.add_option("--cycles", cycles, "Cycles for every simulator")->capture_default_str();
@@ -98,6 +100,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_file, "Print the results as JSON on stdout instead of the table")->expected(0, 1);
   app.add_option("--work-dir", work, "Scratch directory")->capture_default_str();
   app.add_flag("--no-verilator", no_verilator, "Skip Verilator (its C++ build takes minutes on 2 cores)");
+  app.add_option("-I,--include-dir", include_dirs, "`include folder (as eda_sim)");
+  app.add_option("-D,--define", defines, "Macro NAME[=VALUE] (as eda_sim)");
+  app.add_option("-P,--param", params, "Top parameter NAME=VALUE (as eda_sim)");
+  app.add_option("--hold", holds, "Hold input NAME at VALUE every cycle (as eda_sim)");
+  app.add_flag("--map-memories", map_memories, "Map memories to flip-flops (as eda_sim)");
   if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
   json_out = app.count("--json") > 0;
   if (json_file.size() > 5 && json_file.ends_with(".json")) {
@@ -113,17 +120,33 @@ int main(int argc, char** argv) {
   work = fs::absolute(work).string();
   auto fail = [](const std::string& m) { return banyan::cli::fail(tool, m); };
   auto step = [](const std::string& what) { banyan::log::info(tool, what); };
+  eda::source_options sources{include_dirs, defines, {}};
+  for (const auto& p : params) {
+    auto kv = eda::parse_param(p);
+    if (!kv) return banyan::cli::fail(tool, kv.error().message, banyan::cli::exit_bad_arguments);
+    sources.params.push_back(*kv);
+  }
+  eda::random_options rand_opts;
+  rand_opts.seed = seed;
+  for (const auto& h : holds) {
+    auto spec = eda::parse_hold(h);
+    if (!spec) return banyan::cli::fail(tool, spec.error().message, banyan::cli::exit_bad_arguments);
+    rand_opts.holds.push_back(*spec);
+  }
+  eda::yosys_options yo{files, top};
+  yo.sources = sources;
+  yo.map_memories = map_memories;
   step("1/6 yosys + elaborate " + top);
-  auto n = eda::synthesize({files, top});
+  auto n = eda::synthesize(yo);
   if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n);
   if (!d) return fail(d.error().message);
-  auto stim = eda::random_stimulus(*d, {seed});
+  auto stim = eda::random_stimulus(*d, rand_opts);
   if (!stim) return fail(stim.error().message);
-  json out = {{"design", top}, {"gates", d->gates}, {"flip_flops", d->flops}, {"leaves", d->leaves.size()},
-              {"cycles", cycles}};
+  json out = {{"design", top}, {"gates", d->gates}, {"flip_flops", d->flops}, {"memory_bits", d->memory_bits},
+              {"leaves", d->leaves.size()}, {"cycles", cycles}};
 
-  step("2/6 eda_sim engine, 1 lane and 64 lanes");
+  step("2/6 eda_sim engine, 1 lane and 64 lanes; the leaf exchange, 1 lane");
   eda::sim_options ro;
   ro.cycles = cycles;
   ro.lanes = 1;
@@ -138,9 +161,19 @@ int main(int argc, char** argv) {
   out["ours_64_lanes_cycles_per_s"] = ours64_cps;
   out["ours_64_lanes_lane_cycles_per_s"] = 64 * ours64_cps;
   out["lanes_agree"] = ours1.samples.samples == ours64.samples.samples;
+  out["ours_passes_per_cycle"] = double(ours1.stats.rounds) / cycles;
+  // The leaf-by-leaf exchange (the schedule the component version mirrors), same stimulus.
+  ro.lanes = 1;
+  eda::simulator sl(*d, eda::schedule::leaves);
+  auto leaves1 = eda::simulate(sl, **stim, ro);
+  out["ours_leaves_schedule_cycles_per_s"] = cycles / leaves1.seconds;
+  out["ours_leaves_schedule_passes_per_cycle"] = double(leaves1.stats.rounds) / cycles;
+  out["leaves_schedule_agrees"] = leaves1.samples.samples == ours1.samples.samples;
 
   auto icarus = [&](const std::string& name, const std::vector<std::string>& f) -> std::optional<double> {
-    auto r = eda::run_icarus(*d, **stim, {f, top, cycles, 1, "iverilog", "vvp", work + "/" + name});
+    eda::reference_options ref{f, top, cycles, 1, "iverilog", "vvp", work + "/" + name};
+    if (name == "icarus_rtl") ref.sources = sources;  // the gate-level netlist has them applied already
+    auto r = eda::run_icarus(*d, **stim, ref);
     if (!r) {
       banyan::log::error(tool, name + ": " + r.error().message);
       return std::nullopt;
@@ -153,7 +186,7 @@ int main(int argc, char** argv) {
   auto rtl = icarus("icarus_rtl", files);
   step("4/6 Icarus on the gate-level netlist");
   const std::string gl = work + "/gate_level.v";
-  if (auto st = eda::write_gate_verilog({files, top}, gl); !st) return fail(st.error().message);
+  if (auto st = eda::write_gate_verilog(yo, gl); !st) return fail(st.error().message);
   std::string simcells = "/usr/share/yosys/simcells.v";
   auto gate = icarus("icarus_gate", {gl, simcells});
   if (rtl) out["icarus_rtl_cycles_per_s"] = *rtl, out["ratio_vs_icarus_rtl"] = ours_cps / *rtl;
@@ -164,7 +197,9 @@ int main(int argc, char** argv) {
     const std::string vdir = work + "/verilator";
     fs::create_directories(vdir);
     std::ofstream(vdir + "/harness.cpp") << harness(*d, cycles);
-    auto st = eda::write_testbench(*d, **stim, {files, top, cycles, 1}, vdir + "/tb_unused.v", vdir + "/stim.mem",
+    eda::reference_options ref{files, top, cycles, 1};
+    ref.sources = sources;
+    auto st = eda::write_testbench(*d, **stim, ref, vdir + "/tb_unused.v", vdir + "/stim.mem",
                                    vdir + "/unused.txt");
     if (!st) return fail(st.error().message);
     std::string log;
@@ -209,6 +244,7 @@ int main(int argc, char** argv) {
     std::printf("%-34s %12.0f %9.2fx\n", name, v, ratio_base / v);
   };
   row("eda_sim engine, 1 lane", "ours_1_lane_cycles_per_s", ours_cps);
+  row("eda_sim engine, leaf exchange, 1 lane", "ours_leaves_schedule_cycles_per_s", ours_cps);
   row("eda_sim engine, 64 lanes (lane-cycles)", "ours_64_lanes_lane_cycles_per_s", ours_cps);
   row("Icarus, RTL", "icarus_rtl_cycles_per_s", ours_cps);
   row("Icarus, gate level + simcells.v", "icarus_gate_cycles_per_s", ours_cps);

@@ -1,8 +1,105 @@
 #include <banyan/eda_sim/simulator.hpp>
 
+#include <algorithm>
 #include <cassert>
+#include <tuple>
 
 namespace banyan::eda {
+
+namespace {
+
+using lane_words = std::vector<std::pair<std::int64_t, std::uint64_t>>;
+
+// Groups the 64 lanes by the word they address (-1: X or out of range). Lanes usually share few
+// addresses (one lane in use, or lanes in step), so per distinct address one pass over the address
+// bits finds every lane that has it. `base` offsets the slot numbers (the flat engine's array).
+void group_by_address(const lanes* v, std::size_t base, const memory& m, const std::vector<std::uint32_t>& addr,
+                      lane_words& out) {
+  out.clear();
+  std::uint64_t unknown = 0;
+  for (auto s : addr) unknown |= v[base + s].unknown();
+  if (unknown) out.emplace_back(-1, unknown);
+  std::uint64_t left = ~unknown;
+  while (left) {
+    const unsigned l = static_cast<unsigned>(__builtin_ctzll(left));
+    std::uint64_t same = left;
+    std::int64_t word = 0;
+    for (std::size_t i = 0; i < addr.size(); ++i) {
+      const std::uint64_t ones = v[base + addr[i]].hi;  // known lanes: hi is the value
+      if ((ones >> l) & 1) {
+        word |= std::int64_t{1} << i;
+        same &= ones;
+      } else {
+        same &= ~ones;
+      }
+    }
+    left &= ~same;
+    word -= m.offset;
+    if (word < 0 || word >= static_cast<std::int64_t>(m.size)) word = -1;
+    out.emplace_back(word, same);
+  }
+}
+
+lanes read_word_bit(const memory& m, const std::vector<lanes>& words, const lane_words& addr, std::uint32_t bit) {
+  lanes y{0, 0};
+  for (const auto& [idx, mask] : addr) {
+    const lanes w = idx < 0 ? lanes::x() : words[static_cast<std::size_t>(idx) * m.width + bit];
+    y.hi |= w.hi & mask;
+    y.lo |= w.lo & mask;
+  }
+  return y;
+}
+
+// Applies a memory's write ports (values before the edge); true when a word changed.
+bool write_ports(const lanes* v, std::size_t base, const memory& m, const std::vector<memory::write_port>& writes,
+                 std::vector<lanes>& words, lane_words& addr) {
+  bool changed = false;
+  for (const auto& wp : writes) {
+    group_by_address(v, base, m, wp.addr, addr);
+    for (std::uint32_t b = 0; b < m.width; ++b) {
+      const lanes en = v[base + wp.en[b]];
+      const std::uint64_t write = en.hi & ~en.lo;  // lanes whose enable is a known 1
+      if (!write) continue;
+      const lanes d = v[base + wp.data[b]];
+      for (const auto& [idx, mask] : addr) {
+        const std::uint64_t lw = write & mask;
+        if (!lw || idx < 0) continue;  // an X address writes nothing, as in Icarus
+        lanes& w = words[static_cast<std::size_t>(idx) * m.width + b];
+        const lanes nw{(w.hi & ~lw) | (d.hi & lw), (w.lo & ~lw) | (d.lo & lw)};
+        changed |= !(nw == w);
+        w = nw;
+      }
+    }
+  }
+  return changed;
+}
+
+std::vector<lanes> initial_words(const memory& m) {
+  std::vector<lanes> words(m.init.size());
+  for (std::size_t i = 0; i < m.init.size(); ++i)
+    words[i] = m.init[i] == 0 ? lanes::zero() : m.init[i] == 1 ? lanes::one() : lanes::x();
+  return words;
+}
+
+inline lanes eval_gate(opcode code, lanes a, lanes b, lanes s) {
+  switch (code) {
+    case opcode::buf: return a;
+    case opcode::not_: return op_not(a);
+    case opcode::and_: return op_and(a, b);
+    case opcode::or_: return op_or(a, b);
+    case opcode::xor_: return op_xor(a, b);
+    case opcode::nand: return op_not(op_and(a, b));
+    case opcode::nor: return op_not(op_or(a, b));
+    case opcode::xnor: return op_not(op_xor(a, b));
+    case opcode::andnot: return op_and(a, op_not(b));
+    case opcode::ornot: return op_or(a, op_not(b));
+    case opcode::mux: return op_mux(a, b, s);
+    case opcode::nmux: return op_not(op_mux(a, b, s));
+    default: return lanes::x();
+  }
+}
+
+}  // namespace
 
 leaf_engine::leaf_engine(const leaf& l)
     : spec_(&l), v_(l.slots, lanes::x()), words_((l.program.size() + 63) / 64), pending_(words_, ~0ull) {
@@ -18,9 +115,7 @@ leaf_engine::leaf_engine(const leaf& l)
   }
   for (const auto& m : l.memories) {
     states.push_back(m.content);
-    auto& words = mem_.emplace_back(m.init.size());
-    for (std::size_t i = 0; i < m.init.size(); ++i)
-      words[i] = m.init[i] == 0 ? lanes::zero() : m.init[i] == 1 ? lanes::one() : lanes::x();
+    mem_.push_back(initial_words(m));
     read_addr_.emplace_back(m.reads.size());
   }
   state_trigger_ = add_trigger(states);
@@ -90,70 +185,20 @@ void leaf_engine::evaluate() {
   last_ops_ = ran;
 }
 
+
 void leaf_engine::lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const {
-  // Lanes usually share few addresses (one lane in use, or lanes in step), so lanes are grouped by
-  // address: per distinct address, one pass over the address bits finds every lane that has it.
-  out.clear();
-  std::uint64_t unknown = 0;
-  for (auto s : addr) unknown |= v_[s].unknown();
-  if (unknown) out.emplace_back(-1, unknown);
-  std::uint64_t left = ~unknown;
-  while (left) {
-    const unsigned l = static_cast<unsigned>(__builtin_ctzll(left));
-    std::uint64_t same = left;
-    std::int64_t word = 0;
-    for (std::size_t i = 0; i < addr.size(); ++i) {
-      const std::uint64_t ones = v_[addr[i]].hi;  // known lanes: hi is the value
-      if ((ones >> l) & 1) {
-        word |= std::int64_t{1} << i;
-        same &= ones;
-      } else {
-        same &= ~ones;
-      }
-    }
-    left &= ~same;
-    word -= m.offset;
-    if (word < 0 || word >= static_cast<std::int64_t>(m.size)) word = -1;
-    out.emplace_back(word, same);
-  }
+  group_by_address(v_.data(), 0, m, addr, out);
 }
 
 lanes leaf_engine::read_bit(int mem, int port, std::uint32_t bit) const {
-  const memory& m = spec_->memories[mem];
-  const auto& words = mem_[mem];
-  lanes y{0, 0};
-  for (const auto& [idx, mask] : read_addr_[mem][port]) {
-    const lanes w = idx < 0 ? lanes::x() : words[static_cast<std::size_t>(idx) * m.width + bit];
-    y.hi |= w.hi & mask;
-    y.lo |= w.lo & mask;
-  }
-  return y;
+  return read_word_bit(spec_->memories[mem], mem_[mem], read_addr_[mem][port], bit);
 }
 
 bool leaf_engine::write_memories() {
   bool changed = false;
   lane_words addr;
-  for (std::size_t mi = 0; mi < spec_->memories.size(); ++mi) {
-    const memory& m = spec_->memories[mi];
-    auto& words = mem_[mi];
-    for (const auto& wp : m.writes) {
-      lane_addresses(m, wp.addr, addr);
-      for (std::uint32_t b = 0; b < m.width; ++b) {
-        const lanes en = v_[wp.en[b]];
-        const std::uint64_t write = en.hi & ~en.lo;  // lanes whose enable is a known 1
-        if (!write) continue;
-        const lanes d = v_[wp.data[b]];
-        for (const auto& [idx, mask] : addr) {
-          const std::uint64_t lanes_w = write & mask;
-          if (!lanes_w || idx < 0) continue;  // an X address writes nothing, as in Icarus
-          lanes& w = words[static_cast<std::size_t>(idx) * m.width + b];
-          const lanes nw{(w.hi & ~lanes_w) | (d.hi & lanes_w), (w.lo & ~lanes_w) | (d.lo & lanes_w)};
-          changed |= !(nw == w);
-          w = nw;
-        }
-      }
-    }
-  }
+  for (std::size_t mi = 0; mi < spec_->memories.size(); ++mi)
+    changed |= write_ports(v_.data(), 0, spec_->memories[mi], spec_->memories[mi].writes, mem_[mi], addr);
   return changed;
 }
 
@@ -175,7 +220,162 @@ bool leaf_engine::clock_edge() {
   return changed;
 }
 
-simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
+// The flat schedule: one program over one value array (leaf l's slot s is value base[l] + s).
+struct flat_engine {
+  struct flat_flop {
+    std::uint32_t d, state;
+    std::vector<flip_flop::async_term> async;  // global slots
+  };
+  struct flat_memory {
+    const memory* m;
+    std::size_t base;
+    std::vector<lanes> words;
+    std::vector<lane_words> reads;  // per read port: lanes grouped by address this pass
+    std::vector<std::vector<std::uint32_t>> read_addr;  // per read port, renumbered slots
+    std::vector<memory::write_port> writes;              // renumbered slots
+  };
+  std::vector<std::size_t> base;
+  std::vector<std::uint32_t> slot_of;  // base[l] + s -> index in v (values renumbered in program order)
+  std::uint32_t at(int leaf, std::uint32_t s) const { return slot_of[base[leaf] + s]; }
+  std::vector<lanes> v;
+  std::vector<op> program;          // memrd: a = index in mems
+  std::vector<flat_flop> flops;
+  std::vector<lanes> next;
+  std::vector<flat_memory> mems;
+  lane_words scratch;
+
+  explicit flat_engine(const design& d) {
+    std::size_t total = 0;
+    for (const auto& l : d.leaves) base.push_back(total), total += l.slots;
+    v.assign(total, lanes::x());
+    struct node {
+      op o;
+      std::vector<std::uint32_t> ins;
+    };
+    std::vector<node> nodes;
+    for (std::size_t li = 0; li < d.leaves.size(); ++li) {
+      const leaf& l = d.leaves[li];
+      const auto b = static_cast<std::uint32_t>(base[li]);
+      v[b + 0] = lanes::zero(), v[b + 1] = lanes::one(), v[b + 2] = lanes::x();
+      const std::uint32_t mem0 = static_cast<std::uint32_t>(mems.size());
+      for (const auto& m : l.memories) mems.push_back({&m, b, initial_words(m), std::vector<lane_words>(m.reads.size())});
+      for (const op& o : l.program) {
+        node n{o, {}};
+        for_each_input(l, o, [&](std::uint32_t s) { n.ins.push_back(b + s); });
+        n.o.y += b;
+        if (o.code == opcode::memrd) n.o.a += mem0;
+        else n.o.a += b, n.o.b += b, n.o.s += b;
+        nodes.push_back(std::move(n));
+      }
+      for (const auto& f : l.flops) {
+        flat_flop ff{b + f.d, b + f.state, {}};
+        for (auto t : f.async) ff.async.push_back({b + t.ctrl, b + t.value});
+        if (f.init != 2) v[b + f.state] = f.init ? lanes::one() : lanes::zero();
+        flops.push_back(std::move(ff));
+      }
+    }
+    // Boundary copies: a reader's slot takes the driver's value.
+    for (const auto& g : d.groups)
+      for (std::size_t r = 0; r < g.readers.size(); ++r)
+        for (std::size_t i = 0; i < g.driver_slots.size(); ++i) {
+          const auto from = static_cast<std::uint32_t>(base[g.driver] + g.driver_slots[i]);
+          const auto to = static_cast<std::uint32_t>(base[g.readers[r]] + g.reader_slots[r][i]);
+          nodes.push_back({{opcode::buf, from, from, from, to}, {from}});
+        }
+    // Levelise (Kahn) over global values; within a level, by opcode, then creation order (a memory
+    // port's bit ops stay consecutive, bit 0 first).
+    std::vector<int> producer(total, -1);
+    for (std::size_t i = 0; i < nodes.size(); ++i) producer[nodes[i].o.y] = static_cast<int>(i);
+    std::vector<int> indeg(nodes.size(), 0), depth(nodes.size(), 0), order;
+    std::vector<std::vector<int>> readers(nodes.size());
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      for (auto in : nodes[i].ins)
+        if (producer[in] >= 0) ++indeg[i], readers[producer[in]].push_back(static_cast<int>(i));
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      if (!indeg[i]) order.push_back(static_cast<int>(i));
+    for (std::size_t h = 0; h < order.size(); ++h)
+      for (int r : readers[order[h]]) {
+        depth[r] = std::max(depth[r], depth[order[h]] + 1);
+        if (--indeg[r] == 0) order.push_back(r);
+      }
+    assert(order.size() == nodes.size() && "elaboration rejects combinational loops");
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      return std::tuple(depth[x], nodes[x].o.code, x) < std::tuple(depth[y], nodes[y].o.code, y);
+    });
+    for (int i : order) program.push_back(nodes[i].o);
+    next.resize(flops.size());
+    // Renumber values so the program writes them in order and reads recent ones: values no op
+    // produces (constants, inputs, state, memory contents) first, then each op's output.
+    slot_of.assign(total, UINT32_MAX);
+    std::uint32_t next_slot = 0;
+    std::vector<char> produced(total, 0);
+    for (const op& o : program) produced[o.y] = 1;
+    for (std::size_t i = 0; i < total; ++i)
+      if (!produced[i]) slot_of[i] = next_slot++;
+    for (const op& o : program) slot_of[o.y] = next_slot++;
+    std::vector<lanes> nv(total);
+    for (std::size_t i = 0; i < total; ++i) nv[slot_of[i]] = v[i];
+    v.swap(nv);
+    for (op& o : program) {
+      o.y = slot_of[o.y];
+      if (o.code != opcode::memrd) o.a = slot_of[o.a], o.b = slot_of[o.b], o.s = slot_of[o.s];
+    }
+    for (auto& f : flops) {
+      f.d = slot_of[f.d], f.state = slot_of[f.state];
+      for (auto& t : f.async) t.ctrl = slot_of[t.ctrl], t.value = slot_of[t.value];
+    }
+    auto remap = [&](const std::vector<std::uint32_t>& local, std::size_t b) {
+      std::vector<std::uint32_t> out;
+      for (auto s : local) out.push_back(slot_of[b + s]);
+      return out;
+    };
+    for (auto& fm : mems) {
+      for (const auto& rp : fm.m->reads) fm.read_addr.push_back(remap(rp.addr, fm.base));
+      for (const auto& wp : fm.m->writes)
+        fm.writes.push_back({remap(wp.addr, fm.base), remap(wp.data, fm.base), remap(wp.en, fm.base)});
+      fm.base = 0;
+    }
+  }
+
+  void evaluate() {
+    lanes* val = v.data();
+    for (const op& o : program) {
+      if (o.code == opcode::memrd) {
+        auto& fm = mems[o.a];
+        if (o.s == 0) group_by_address(val, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b]);
+        val[o.y] = read_word_bit(*fm.m, fm.words, fm.reads[o.b], o.s);
+        continue;
+      }
+      val[o.y] = eval_gate(o.code, val[o.a], val[o.b], val[o.s]);
+    }
+  }
+
+  void clock_edge() {
+    for (std::size_t i = 0; i < flops.size(); ++i) {
+      lanes n = v[flops[i].d];
+      for (const auto& t : flops[i].async) n = op_mux(n, v[t.value], v[t.ctrl]);
+      next[i] = n;
+    }
+    for (auto& fm : mems) write_ports(v.data(), 0, *fm.m, fm.writes, fm.words, scratch);
+    for (std::size_t i = 0; i < flops.size(); ++i) v[flops[i].state] = next[i];
+  }
+};
+
+simulator::~simulator() = default;
+simulator::simulator(simulator&&) noexcept = default;
+
+lanes simulator::value(int leaf, std::uint32_t slot) const {
+  return flat_ ? flat_->v[flat_->at(leaf, slot)] : leaves_[leaf].slot(slot);
+}
+
+simulator::simulator(const design& d, schedule how) : d_(&d), dirty_(d.leaves.size(), 1) {
+  last_sent_.resize(d.groups.size());
+  for (std::size_t g = 0; g < d.groups.size(); ++g) last_sent_[g].assign(d.groups[g].driver_slots.size(), lanes::x());
+  stats_.publishes.assign(d.groups.size(), 0);
+  if (how == schedule::flat) {
+    flat_ = std::make_unique<flat_engine>(d);
+    return;
+  }
   // Leaf order: the io leaf (it only drives inputs and holds outputs), then Kahn's order over
   // driver -> reader edges; where leaves depend on each other both ways (paths that cross back and
   // forth without a loop), the leaf with the fewest unplaced drivers goes first.
@@ -220,9 +420,6 @@ simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
   dirty_count_ = n;
   leaves_.reserve(d.leaves.size());
   for (const auto& l : d.leaves) leaves_.emplace_back(l);
-  last_sent_.resize(d.groups.size());
-  for (std::size_t g = 0; g < d.groups.size(); ++g) last_sent_[g].assign(d.groups[g].driver_slots.size(), lanes::x());
-  stats_.publishes.assign(d.groups.size(), 0);
   triggers_.resize(d.groups.size());
   for (std::size_t g = 0; g < d.groups.size(); ++g)
     for (std::size_t r = 0; r < d.groups[g].readers.size(); ++r)
@@ -230,6 +427,12 @@ simulator::simulator(const design& d) : d_(&d), dirty_(d.leaves.size(), 1) {
 }
 
 void simulator::set_inputs(std::span<const lanes> bits) {
+  if (flat_) {
+    std::size_t k = 0;
+    for (const auto& p : d_->inputs)
+      for (auto s : p.slots) flat_->v[flat_->at(d_->io_leaf(), s)] = bits[k++];
+    return;
+  }
   auto& io = leaves_[d_->io_leaf()];
   std::size_t k = 0;
   bool changed = false;
@@ -268,6 +471,25 @@ void simulator::publish(int g) {
 }
 
 int simulator::settle() {
+  if (flat_) {
+    flat_->evaluate();
+    // A group that changed this cycle is one message, as the component version sends it.
+    for (std::size_t g = 0; g < d_->groups.size(); ++g) {
+      const group& gr = d_->groups[g];
+      auto& last = last_sent_[g];
+      bool changed = false;
+      for (std::size_t i = 0; i < gr.driver_slots.size(); ++i) {
+        const lanes v = flat_->v[flat_->at(gr.driver, gr.driver_slots[i])];
+        if (!(v == last[i])) last[i] = v, changed = true;
+      }
+      stats_.publishes[g] += changed;
+    }
+    stats_.rounds += 1;
+    stats_.leaf_evaluations += d_->leaves.size();
+    stats_.gate_evaluations += flat_->program.size();
+    stats_.max_rounds = 1;
+    return 1;
+  }
   int passes = 0;
   while (dirty_count_) {
     ++passes;
@@ -290,12 +512,22 @@ int simulator::settle() {
 
 void simulator::outputs(std::vector<lanes>& out) const {
   out.clear();
+  if (flat_) {
+    for (const auto& p : d_->outputs)
+      for (auto s : p.slots) out.push_back(flat_->v[flat_->at(d_->io_leaf(), s)]);
+    return;
+  }
   const auto& io = leaves_[d_->io_leaf()];
   for (const auto& p : d_->outputs)
     for (auto s : p.slots) out.push_back(io.slot(s));
 }
 
 void simulator::clock_edge() {
+  if (flat_) {
+    flat_->clock_edge();
+    ++stats_.cycles;
+    return;
+  }
   for (std::size_t l = 0; l < leaves_.size(); ++l)
     if ((!d_->leaves[l].flops.empty() || !d_->leaves[l].memories.empty()) && leaves_[l].clock_edge())
       make_dirty(static_cast<int>(l));

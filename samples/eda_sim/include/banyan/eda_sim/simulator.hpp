@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -71,9 +72,23 @@ struct sim_stats {
   int max_rounds = 0;                   // most rounds any settle needed
 };
 
+// How the engine settles a cycle:
+//  - flat (default): every leaf's ops and every boundary copy (group net → reader slot) in one
+//    global levelised program over one value array, run once per cycle: one pass whatever the
+//    leaf structure, no exchange. Boundary messages are counted as the components send them (a
+//    group whose value changed during the cycle is one message).
+//  - leaves: the leaf-by-leaf exchange described above (the seam the component version mirrors),
+//    with cone-restricted evaluation and a message per changed group per pass.
+// Both give identical outputs (the tests check it).
+enum class schedule { flat, leaves };
+
+struct flat_engine;
+
 class simulator {
  public:
-  explicit simulator(const design& d);
+  explicit simulator(const design& d, schedule how = schedule::flat);
+  ~simulator();
+  simulator(simulator&&) noexcept;
 
   // Top inputs for this cycle, one `lanes` per bit in design.inputs order (LSB first per port).
   void set_inputs(std::span<const lanes> bits);
@@ -84,7 +99,7 @@ class simulator {
   // Rising clock edge: every flip-flop of every leaf takes its D.
   void clock_edge();
 
-  lanes value(int leaf, std::uint32_t slot) const { return leaves_[leaf].slot(slot); }
+  lanes value(int leaf, std::uint32_t slot) const;
   const sim_stats& stats() const { return stats_; }
   const design& spec() const { return *d_; }
 
@@ -93,6 +108,7 @@ class simulator {
   std::vector<std::vector<int>> triggers_;     // per group, per reader: trigger id in that reader
 
   const design* d_;
+  std::unique_ptr<flat_engine> flat_;
   std::vector<leaf_engine> leaves_;
   std::vector<std::vector<lanes>> last_sent_;  // per group
   std::vector<char> dirty_;
