@@ -96,7 +96,7 @@ def heterogeneity(train, steps):
     }
 
 
-def leave_and_join(train, banyan, steps):
+def leave_and_join(train, banyan, steps, heartbeat):
     with tempfile.TemporaryDirectory(prefix="banyan-elastic-") as d:
         dep = os.path.join(d, "deployment.yaml")
         with open(dep, "w") as f:
@@ -108,7 +108,7 @@ def leave_and_join(train, banyan, steps):
             for i in range(1, 4):
                 f.write(f"  /train_gpt/trainer/p{i}: n{i}\n")
         app = [train] + MODEL + COMMON + ["--steps", str(steps), "--physical-workers", "4", "--min-workers", "3",
-                                          "--balance", "even", "--throttle", "p2=10"]
+                                          "--balance", "even", "--throttle", "p2=10", "--heartbeat-timeout", heartbeat]
         nodes = {n: Node(app + ["--deployment", dep, "--node", n]) for n in ("n0", "n1", "n2")}
         n0 = nodes["n0"]
         n0.wait_for("elastic: step", "assignment", "p2 v")
@@ -140,6 +140,7 @@ def main():
     ap.add_argument("--build", default="build/default", help="the build folder with train_gpt and banyan")
     ap.add_argument("--steps", type=int, default=200, help="steps per run")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--heartbeat-timeout", default="1s", help="the nodes' --heartbeat-timeout (how soon a kill is noticed)")
     a = ap.parse_args()
     train = os.path.join(a.build, "samples/train_gpt/train_gpt")
     banyan = os.path.join(a.build, "tools/banyan")
@@ -147,8 +148,8 @@ def main():
     print(f"heterogeneity ({h['workers']}): even split {h['even_step_ms']:.1f} ms/step, measured "
           f"{h['measured_step_ms']:.1f} ms/step: {h['speedup']:.2f}x; assignment {h['measured_assignment']}; "
           f"losses bit-identical: {h['losses_bit_identical']}")
-    j = leave_and_join(train, banyan, a.steps)
-    print(f"join: {j['join_to_work_s']:.2f} s from banyan launch --join to work; kill -9: detected in "
+    j = leave_and_join(train, banyan, a.steps, a.heartbeat_timeout)
+    print(f"heartbeat timeout {a.heartbeat_timeout}: join: {j['join_to_work_s']:.2f} s from banyan launch --join to work; kill -9: detected in "
           f"{j['kill_to_detected_s']:.3f} s, work handed out again in {j['kill_to_resumed_s']:.3f} s "
           f"({j['redone_steps']} step redone); {j['steps']} losses equal the uninterrupted run's: "
           f"{j['losses_equal_uninterrupted']}")

@@ -262,7 +262,22 @@ void elastic_scheduler::dispatch(const std::vector<int>& vws, bool whole_step) {
     slots.push_back(slot);
   }
   const int count = static_cast<int>(vws.size());
-  const auto counts = o_.balance == "even" ? even_counts(rates, count) : balance_counts(rates, count);
+  auto counts = o_.balance == "even" ? even_counts(rates, count) : balance_counts(rates, count);
+  if (whole_step) {
+    // A worker left idle is never measured again: every `probe_every` idle steps it gets one virtual
+    // worker (from the busiest), so a worker that was slow only for a while is seen to be fast again.
+    std::size_t k = 0;
+    for (auto& [slot, m] : members_) {
+      m.idle_steps = counts[k] == 0 ? m.idle_steps + 1 : 0;
+      const auto busiest = static_cast<std::size_t>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+      if (m.idle_steps >= probe_every && counts[busiest] > 1) {
+        --counts[busiest];
+        ++counts[k];
+        m.idle_steps = 0;
+      }
+      ++k;
+    }
+  }
   // Contiguous runs in slot order: the i-th of `vws` goes to the worker whose run holds i.
   std::vector<std::uint32_t> pairs;
   std::size_t next = 0;

@@ -20,7 +20,8 @@
 // Assignment: in proportion to measured speed. Every gradient carries the time its virtual worker
 // took; the scheduler keeps a moving average per physical worker and, at each step boundary, gives
 // out the V virtual workers so that the predicted step time max_k ceil(n_k / threads_k) x ms_k is
-// smallest (balance_counts). --balance even splits by thread count alone (the static baseline).
+// smallest (balance_counts); a worker given none for 10 steps gets one, to be measured again.
+// --balance even splits by thread count alone (the static baseline).
 //
 // Membership: a physical worker says hello when it starts; it receives work from the next step
 // boundary on. One that ends (its node lost to kill -9, or a failure) loses its virtual workers: the
@@ -128,8 +129,10 @@ class elastic_scheduler {
   struct member {
     std::string name;  // p<k>
     int threads = 1;
-    double ms = 0;  // moving average per virtual worker
+    double ms = 0;        // moving average per virtual worker
+    int idle_steps = 0;   // steps in a row without a virtual worker
   };
+  static constexpr int probe_every = 10;
   void hello(const delivery& d);
   void gradient(const delivery& d);
   // Hands `vws` out among the members (admitting those that said hello) and publishes the work.
