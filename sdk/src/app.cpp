@@ -199,7 +199,7 @@ int run(app& application, int argc, char** argv) {
   }
   if (options.report) std::cout << r.traffic.traffic_table();
   if (!options.profile_path.empty()) {
-    auto written = r.traffic.write(options.profile_path);
+    auto written = r.traffic.write(detail::profile_path_of(options));
     if (!written) {
       std::cerr << "banyan: " << written.error().what() << "\n";
       return r.exit_code ? r.exit_code : 1;

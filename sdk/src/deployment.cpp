@@ -59,6 +59,21 @@ result<std::string> node_from_launcher(const std::string& path, const std::vecto
                    launcher_rank_variables[2] + ")"};
 }
 
+std::string profile_path_of(const run_options& options) {
+  std::string path = options.profile_path;
+  if (path.find("{node}") == std::string::npos || options.deployment.empty()) return path;
+  std::string node = options.node;
+  if (node.empty()) {
+    auto d = partitioner::load_deployment(options.deployment);  // read by the run already: it is valid
+    if (!d) return path;
+    std::vector<std::string> names;
+    for (const auto& n : d->c.nodes) names.push_back(n.name);
+    if (auto from_rank = node_from_launcher(options.deployment, names)) node = *from_rank;
+  }
+  for (auto at = path.find("{node}"); at != std::string::npos; at = path.find("{node}", at + node.size())) path.replace(at, 6, node);
+  return path;
+}
+
 result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self_or_empty,
                                                const component_tree& tree) {
   // The file's checks (and their messages, unchanged) are the partitioner reader's.

@@ -10,6 +10,7 @@
 #include "banyan/base/result.hpp"
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/tree.hpp"
+#include "banyan/sdk/app.hpp"
 
 #include <string>
 #include <vector>
@@ -31,6 +32,11 @@ inline constexpr const char* launcher_rank_variables[] = {"OMPI_COMM_WORLD_RANK"
 // The node name for this process from the first launcher variable set; an error naming the variable
 // when it is not a rank of `names` (or none is set).
 result<std::string> node_from_launcher(const std::string& path, const std::vector<std::string>& names);
+
+// Where --profile writes: `{node}` in run_options::profile_path becomes this process's node (from
+// --node or the launcher's rank), so that every rank of a launcher, given the same arguments, writes
+// its own file.
+std::string profile_path_of(const run_options& options);
 
 // `self` empty: the node comes from the launcher's rank (node_from_launcher).
 result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self,

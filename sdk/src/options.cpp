@@ -19,7 +19,7 @@ namespace {
 void add_run_options(options& o, detail::command_line& c) {
   o.add("--mode", c.mode, "Routing: hier (along the tree), flat-p2p (one copy per subscriber) or flat-node (one per node)");
   o.add("--threads", c.run.threads, "CAF scheduler threads (default: the machine's cores)");
-  o.add("--profile", c.run.profile_path, "Write the run's traffic profile (JSON) to this file");
+  o.add("--profile", c.run.profile_path, "Write the run's traffic profile (JSON) to this file ({node}: the node's name)");
   o.add("--report", c.run.report, "Print the per-edge traffic table at the end");
   o.add("--run-for", c.run.max_runtime, "Stop after this long, e.g. 30s (default: until the app quits)");
   o.add("--deployment", c.run.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");

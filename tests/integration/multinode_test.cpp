@@ -358,12 +358,28 @@ TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
   ASSERT_EQ(single.exit_code, 0) << single.output;
   auto want = digests(single.output);
   ASSERT_EQ(want.size(), 6u) << single.output;
-  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --run-for 240s -- " + MESH_APP +
-                               " --messages 2000", 300s);
+  const auto via_profile = dir.path / "via.json", own_profile = dir.path / "own.json";
+  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --run-for 240s --profile " +
+                               via_profile.string() + " -- " + MESH_APP + " --messages 2000", 300s);
   ASSERT_EQ(multi.exit_code, 0) << multi.output;
   EXPECT_NE(multi.output.find("banyan launch: mpirun -np 3 --oversubscribe"), std::string::npos) << multi.output;
   EXPECT_EQ(digests(multi.output), want) << multi.output;
   for (const char* node : {"[n0]", "[n1]", "[n2]"}) EXPECT_NE(multi.output.find(node), std::string::npos) << node;
+  // --profile under the launcher: each rank writes its own ({node}) and launch merges them, to the
+  // same per-link traffic as launch's own processes give.
+  auto own = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --run-for 240s --profile " + own_profile.string() +
+                             " -- " + MESH_APP + " --messages 2000", 300s);
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  auto a = profile::load(via_profile.string()), b = profile::load(own_profile.string());
+  ASSERT_TRUE(a.has_value()) << multi.output;
+  ASSERT_TRUE(b.has_value()) << own.output;
+  auto links = [](const profile& p) {
+    std::map<std::pair<std::string, std::string>, std::uint64_t> out;
+    for (const auto& l : p.links) out[{l.from, l.to}] = l.messages;
+    return out;
+  };
+  EXPECT_EQ(links(*a).size(), 6u);
+  EXPECT_EQ(links(*a), links(*b));
 }
 
 // The rank variables are read as documented, and a wrong one is a clear error naming it.

@@ -79,10 +79,58 @@ std::string shell_quoted(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Merges the nodes' profiles (scratch/<node>.json) into o.profile, adds the links to `summary` and
+// prints them (unless --json); removes `scratch`. False when a node wrote none or the merge failed.
+bool merge_profiles(const options& o, const std::filesystem::path& scratch, const std::vector<std::string>& nodes,
+                    nlohmann::json& summary) {
+  bool ok = true;
+  std::optional<profile> merged;
+  for (const auto& node : nodes) {
+    auto p = profile::load((scratch / (node + ".json")).string());
+    if (!p) {
+      banyan::log::error(tool, "node " + node + " wrote no profile: " + p.error().what());
+      ok = false;
+      continue;
+    }
+    if (!merged) merged = std::move(*p);
+    else if (auto r = merged->merge(*p); !r) banyan::log::error(tool, r.error().what());
+  }
+  if (merged) {
+    auto w = merged->write(o.profile);
+    if (!w) {
+      banyan::log::error(tool, w.error().what());
+      ok = false;
+    }
+    std::uint64_t total = 0;
+    for (const auto& l : merged->links) {
+      summary["links"].push_back({{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}});
+      total += l.messages;
+      if (!o.json)
+        std::printf("link %s -> %s: %llu messages, %llu bytes\n", l.from.c_str(), l.to.c_str(),
+                    static_cast<unsigned long long>(l.messages), static_cast<unsigned long long>(l.bytes));
+    }
+    summary["cross_node_messages"] = total;
+    summary["profile"] = o.profile;
+    if (!o.json) std::printf("cross-node messages: %llu (profile: %s)\n", static_cast<unsigned long long>(total), o.profile.c_str());
+  }
+  std::filesystem::remove_all(scratch);
+  return ok;
+}
+
+// A fresh folder for the nodes' profiles; empty (and an error logged) when it cannot be made.
+std::filesystem::path profile_scratch() {
+  char tmpl[] = "/tmp/banyan-launch-XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    banyan::log::error(tool, std::string("cannot create a temporary folder: ") + std::strerror(errno));
+    return {};
+  }
+  return tmpl;
+}
+
 // Under a cluster's own launcher: one command; every process gets the same arguments and takes its
 // node from its rank. The launcher merges the output and reports failed ranks in its exit code.
-int run_via(const options& o, std::size_t nodes) {
-  const std::string k = std::to_string(nodes);
+int run_via(const options& o, const std::vector<std::string>& names) {
+  const std::string k = std::to_string(names.size());
   std::vector<std::string> argv;
   if (o.via == "mpirun") {
     argv = {"mpirun", "-np", k, "--oversubscribe"};  // more nodes than cores is fine on one machine
@@ -92,6 +140,13 @@ int run_via(const options& o, std::size_t nodes) {
   }
   argv.insert(argv.end(), o.command.begin(), o.command.end());
   argv.insert(argv.end(), {"--deployment", o.deployment});
+  // Every rank gets the same arguments: `{node}` makes each write its own profile.
+  std::filesystem::path scratch;
+  if (!o.profile.empty()) {
+    scratch = profile_scratch();
+    if (scratch.empty()) return 1;
+    argv.insert(argv.end(), {"--profile", (scratch / "{node}.json").string()});
+  }
   std::fprintf(stderr, "banyan launch: %s\n", shell_quoted(argv).c_str());
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -109,13 +164,11 @@ int run_via(const options& o, std::size_t nodes) {
     banyan::process::wait_any(all, std::chrono::milliseconds(100));
   }
   const int code = p->status()->shell_code();
-  if (o.json) {
-    nlohmann::json summary = {{"deployment", o.deployment}, {"via", o.via}, {"command", argv}, {"exit_code", code}};
-    std::printf("%s\n", summary.dump(1).c_str());
-  } else {
-    std::fprintf(stderr, "banyan launch: %s exited with %d\n", o.via.c_str(), code);
-  }
-  return code == 0 ? 0 : 1;
+  nlohmann::json summary = {{"deployment", o.deployment}, {"via", o.via}, {"command", argv}, {"exit_code", code}};
+  if (!o.json) std::fprintf(stderr, "banyan launch: %s exited with %d\n", o.via.c_str(), code);
+  const bool merged = scratch.empty() || merge_profiles(o, scratch, names, summary);
+  if (o.json) std::printf("%s\n", summary.dump(1).c_str());
+  return code == 0 && merged ? 0 : 1;
 }
 
 int run(const options& o) {
@@ -138,17 +191,15 @@ int run(const options& o) {
   }
   if (!o.via.empty()) {
     if (!o.join.empty()) return fail(tool, "--join is not supported with --via (start the joining node with the launcher's own command)", exit_bad_arguments);
-    if (!o.profile.empty()) return fail(tool, "--profile is not supported with --via yet (each node's --profile needs its own file)", exit_bad_arguments);
     if (start.size() != d->c.nodes.size())
       return fail(tool, "--via starts every node of the deployment (rank i runs node i); " + o.deployment +
                             " has nodes with `join: later`", exit_bad_arguments);
-    return run_via(o, d->c.nodes.size());
+    return run_via(o, start);
   }
   std::filesystem::path scratch;
   if (!o.profile.empty()) {
-    char tmpl[] = "/tmp/banyan-launch-XXXXXX";
-    if (!mkdtemp(tmpl)) return fail(tool, std::string("cannot create a temporary folder: ") + std::strerror(errno));
-    scratch = tmpl;
+    scratch = profile_scratch();
+    if (scratch.empty()) return 1;
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -229,36 +280,9 @@ int run(const options& o) {
   nlohmann::json summary = {{"deployment", o.deployment}, {"exit_code", code}, {"nodes", nlohmann::json::array()}};
   for (const auto& c : children) summary["nodes"].push_back({{"node", c.node}, {"exit_code", c.status}});
   if (!scratch.empty()) {
-    std::optional<profile> merged;
-    for (const auto& c : children) {
-      auto p = profile::load((scratch / (c.node + ".json")).string());
-      if (!p) {
-        banyan::log::error(tool, "node " + c.node + " wrote no profile: " + p.error().what());
-        code = 1;
-        continue;
-      }
-      if (!merged) merged = std::move(*p);
-      else if (auto r = merged->merge(*p); !r) banyan::log::error(tool, r.error().what());
-    }
-    if (merged) {
-      auto w = merged->write(o.profile);
-      if (!w) {
-        banyan::log::error(tool, w.error().what());
-        code = 1;
-      }
-      std::uint64_t total = 0;
-      for (const auto& l : merged->links) {
-        summary["links"].push_back({{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}});
-        total += l.messages;
-        if (!o.json)
-          std::printf("link %s -> %s: %llu messages, %llu bytes\n", l.from.c_str(), l.to.c_str(),
-                      static_cast<unsigned long long>(l.messages), static_cast<unsigned long long>(l.bytes));
-      }
-      summary["cross_node_messages"] = total;
-      summary["profile"] = o.profile;
-      if (!o.json) std::printf("cross-node messages: %llu (profile: %s)\n", static_cast<unsigned long long>(total), o.profile.c_str());
-    }
-    std::filesystem::remove_all(scratch);
+    std::vector<std::string> names;
+    for (const auto& c : children) names.push_back(c.node);
+    if (!merge_profiles(o, scratch, names, summary)) code = 1;
   }
   summary["exit_code"] = code;
   if (o.json) std::printf("%s\n", summary.dump(1).c_str());
