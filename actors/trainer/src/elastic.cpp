@@ -237,7 +237,7 @@ void elastic_scheduler::run(std::int64_t step, const float* params, std::size_t 
 void elastic_scheduler::begin_step() {
   // The first step waits for --min-workers hellos; later ones for one worker at least.
   const int present = static_cast<int>(members_.size() + joining_.size());
-  if (present < (stats_.steps == 0 && !started_ ? o_.min_workers : 1)) return wait_for_workers();
+  if (present < (started_ ? 1 : o_.min_workers)) return wait_for_workers();
   started_ = true;
   dispatched_ = true;
   started_at_ = std::chrono::steady_clock::now();
