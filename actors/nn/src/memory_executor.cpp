@@ -118,6 +118,7 @@ void memory_executor::run_forward(const std::function<void(int)>& forward, int s
 
 void memory_executor::run_backward(const std::function<void(int)>& again, const std::function<void(int)>& backward) {
   assert(forward_done_ && "memory_executor: run_backward needs a full run_forward first");
+  stats_.held_for_backward = std::max(stats_.held_for_backward, live_);
   run(plan_.backward_begin, plan_.program.size(), {}, again, backward, -1);
   forward_done_ = false;
 }

@@ -483,12 +483,11 @@ std::vector<memory_decision> knapsack(const facts& f, const estimates& e, std::s
   return d;
 }
 
-error too_small(std::size_t budget, std::size_t least, memory_policy policy) {
+error too_small(std::size_t budget, std::size_t needed, memory_policy policy, std::size_t least) {
   return error{errc::invalid_argument, "memory budget " + format_bytes(budget) + " (" + std::to_string(budget) +
-                                           " bytes): below the " + format_bytes(least) + " (" +
-                                           std::to_string(least) + " bytes) the " + to_string(policy) +
-                                           " plan needs; the least any plan needs is " + format_bytes(least) +
-                                           " or more (see minimum_memory)"};
+                                           " bytes): below the " + format_bytes(needed) + " (" + std::to_string(needed) +
+                                           " bytes) the " + to_string(policy) + " plan needs; a leaner policy fits (the "
+                                           "least any plan needs is " + format_bytes(least) + ")"};
 }
 
 }  // namespace
@@ -537,7 +536,7 @@ result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, st
                                                  std::to_string(least) +
                                                  " bytes) that the leanest plan (full recompute or swap) needs"};
       }
-      return too_small(budget, p.peak_bytes, policy);
+      return too_small(budget, p.peak_bytes, policy, least);
     }
     return finish(g, c, f, e, p, policy, budget);
   };

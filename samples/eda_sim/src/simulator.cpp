@@ -248,6 +248,13 @@ struct flat_engine {
     std::size_t total = 0;
     for (const auto& l : d.leaves) base.push_back(total), total += l.slots;
     v.assign(total, lanes::x());
+    // A boundary net's reader slots are the driver's slot (one value, no copy).
+    std::vector<std::uint32_t> alias(total);
+    for (std::size_t i = 0; i < total; ++i) alias[i] = static_cast<std::uint32_t>(i);
+    for (const auto& g : d.groups)
+      for (std::size_t r = 0; r < g.readers.size(); ++r)
+        for (std::size_t i = 0; i < g.driver_slots.size(); ++i)
+          alias[base[g.readers[r]] + g.reader_slots[r][i]] = static_cast<std::uint32_t>(base[g.driver] + g.driver_slots[i]);
     struct node {
       op o;
       std::vector<std::uint32_t> ins;
@@ -261,27 +268,19 @@ struct flat_engine {
       for (const auto& m : l.memories) mems.push_back({&m, b, initial_words(m), std::vector<lane_words>(m.reads.size())});
       for (const op& o : l.program) {
         node n{o, {}};
-        for_each_input(l, o, [&](std::uint32_t s) { n.ins.push_back(b + s); });
+        for_each_input(l, o, [&](std::uint32_t s) { n.ins.push_back(alias[b + s]); });
         n.o.y += b;
         if (o.code == opcode::memrd) n.o.a += mem0;
-        else n.o.a += b, n.o.b += b, n.o.s += b;
+        else n.o.a = alias[b + o.a], n.o.b = alias[b + o.b], n.o.s = alias[b + o.s];
         nodes.push_back(std::move(n));
       }
       for (const auto& f : l.flops) {
-        flat_flop ff{b + f.d, b + f.state, {}};
-        for (auto t : f.async) ff.async.push_back({b + t.ctrl, b + t.value});
+        flat_flop ff{alias[b + f.d], b + f.state, {}};
+        for (auto t : f.async) ff.async.push_back({alias[b + t.ctrl], alias[b + t.value]});
         if (f.init != 2) v[b + f.state] = f.init ? lanes::one() : lanes::zero();
         flops.push_back(std::move(ff));
       }
     }
-    // Boundary copies: a reader's slot takes the driver's value.
-    for (const auto& g : d.groups)
-      for (std::size_t r = 0; r < g.readers.size(); ++r)
-        for (std::size_t i = 0; i < g.driver_slots.size(); ++i) {
-          const auto from = static_cast<std::uint32_t>(base[g.driver] + g.driver_slots[i]);
-          const auto to = static_cast<std::uint32_t>(base[g.readers[r]] + g.reader_slots[r][i]);
-          nodes.push_back({{opcode::buf, from, from, from, to}, {from}});
-        }
     // Levelise (Kahn) over global values; within a level, by opcode, then creation order (a memory
     // port's bit ops stay consecutive, bit 0 first).
     std::vector<int> producer(total, -1);
@@ -311,10 +310,12 @@ struct flat_engine {
     std::vector<char> produced(total, 0);
     for (const op& o : program) produced[o.y] = 1;
     for (std::size_t i = 0; i < total; ++i)
-      if (!produced[i]) slot_of[i] = next_slot++;
+      if (!produced[i] && alias[i] == i) slot_of[i] = next_slot++;
     for (const op& o : program) slot_of[o.y] = next_slot++;
-    std::vector<lanes> nv(total);
-    for (std::size_t i = 0; i < total; ++i) nv[slot_of[i]] = v[i];
+    for (std::size_t i = 0; i < total; ++i) slot_of[i] = slot_of[alias[i]];
+    std::vector<lanes> nv(next_slot);
+    for (std::size_t i = 0; i < total; ++i)
+      if (alias[i] == i) nv[slot_of[i]] = v[i];
     v.swap(nv);
     for (op& o : program) {
       o.y = slot_of[o.y];
@@ -326,7 +327,7 @@ struct flat_engine {
     }
     auto remap = [&](const std::vector<std::uint32_t>& local, std::size_t b) {
       std::vector<std::uint32_t> out;
-      for (auto s : local) out.push_back(slot_of[b + s]);
+      for (auto s : local) out.push_back(slot_of[b + s]);  // slot_of already follows aliases
       return out;
     };
     for (auto& fm : mems) {

@@ -73,9 +73,9 @@ struct sim_stats {
 };
 
 // How the engine settles a cycle:
-//  - flat (default): every leaf's ops and every boundary copy (group net → reader slot) in one
-//    global levelised program over one value array, run once per cycle: one pass whatever the
-//    leaf structure, no exchange. Boundary messages are counted as the components send them (a
+//  - flat (default): every leaf's ops in one global levelised program over one value array (a
+//    boundary net is one value for its driver and readers), run once per cycle: one pass whatever
+//    the leaf structure, no exchange. Boundary messages are counted as the components send them (a
 //    group whose value changed during the cycle is one message).
 //  - leaves: the leaf-by-leaf exchange described above (the seam the component version mirrors),
 //    with cone-restricted evaluation and a message per changed group per pass.
