@@ -4,14 +4,14 @@
 # bottom-up and metis deployments) and the speed.
 #   samples/eda_sim/demo.sh [BUILD_DIR] [CYCLES]      (default build/default, 300 cycles)
 #   TOP=aes_round FILES=samples/eda_sim/designs/aes_round/aes_round.v samples/eda_sim/demo.sh ...
-#                                                     (another design)
+#                                                     (another design; BANYAN=path picks the banyan CLI)
 # Needs eda_sim and banyan built in BUILD_DIR (targets eda_sim, banyan).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build/default}
 cycles=${2:-300}
 sim=$build/samples/eda_sim/eda_sim
-banyan=$build/tools/banyan
+banyan=${BANYAN:-$build/tools/banyan}
 D=samples/eda_sim/designs
 top=${TOP:-soc}
 files=${FILES:-"$D/soc/soc.v $D/cpu/cpu.v $D/multiplier/multiplier.v $D/alu_regfile/alu_regfile.v $D/fifo/fifo.v"}
@@ -30,7 +30,8 @@ nodes:
   - {name: n2, endpoint: "tcp://127.0.0.1:7313", capacity: {cpu: "40%"}}
 EOF
 
-for algo in bottom-up metis; do
+algos=${ALGOS:-"bottom-up metis"}
+for algo in $algos; do
   step "2/5 partition with $algo onto 3 nodes"
   $banyan partition "$work/profile.json" --cluster "$work/cluster.yaml" --algorithm "$algo" --weight bytes \
     --out "$work/$algo.yaml" >&2
@@ -46,12 +47,12 @@ step "4/5 single node speed"
 $sim --top "$top" $files --cycles 2000 --lanes 64 --json > "$work/engine.json"
 
 step "5/5 report"
-/usr/bin/python3 - "$work" "$cycles" "$top" <<'EOF'
+/usr/bin/python3 - "$work" "$cycles" "$top" $algos <<'EOF'
 import json, sys, glob, os, re
-work, cycles, top = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+work, cycles, top, algos = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 print(f"\n{top} on 3 local nodes, {cycles} cycles: cross-node traffic (measured on the node links)")
 print(f"{'deployment':<12}{'mode':<11}{'messages':>12}{'bytes':>14}{'check':>8}")
-for algo in ("bottom-up", "metis"):
+for algo in algos:
     for mode in ("hier", "flat-p2p", "flat-node"):
         prof = json.load(open(f"{work}/{algo}-{mode}.json"))
         msgs = sum(l["messages"] for l in prof.get("links", []))

@@ -37,7 +37,7 @@ struct options {
   std::vector<std::string> resets, holds, include_dirs, defines, params;
   std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
   bool no_cache = false;
-  std::string schedule = "flat";
+  std::string schedule = "flat", stimulus_scope;
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
@@ -148,7 +148,8 @@ int run(const options& o) {
   banyan::result<std::unique_ptr<eda::stimulus>> stim = banyan::error{eda::errc::io, ""};
   std::uint64_t cycles = o.cycles;
   if (!o.stimulus_file.empty()) {
-    stim = eda::file_stimulus(*d, o.stimulus_file);
+    const bool vcd_in = o.stimulus_file.size() > 4 && o.stimulus_file.ends_with(".vcd");
+    stim = vcd_in ? eda::vcd_stimulus(*d, o.stimulus_file, o.stimulus_scope) : eda::file_stimulus(*d, o.stimulus_file);
     if (!stim) return bad_arguments(stim.error().message);
     const auto len = *(*stim)->length();
     if (cycles == 0) cycles = len;
@@ -341,7 +342,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed of the random stimulus")->capture_default_str();
   app.add_option("--lanes", o.lanes, "Independent stimulus lanes simulated at once, bit-parallel")
       ->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--stimulus", o.stimulus_file, "Stimulus file instead of random vectors (format: docs/eda.md)");
+  app.add_option("--stimulus", o.stimulus_file, "Stimulus file instead of random vectors (format: docs/eda.md); a .vcd "
+                                                "file is a testbench's dump: the inputs just before each rising edge");
+  app.add_option("--stimulus-scope", o.stimulus_scope, "The DUT's scope in a .vcd stimulus, e.g. tb.dut (default: the "
+                                                       "first scope with every input and the clock)");
   app.add_option("--clock", o.clock, "Clock input (default: the input that clocks the flip-flops)");
   app.add_option("-I,--include-dir", o.include_dirs, "`include search folder (after the including file's own), "
                                                      "for yosys and Icarus");

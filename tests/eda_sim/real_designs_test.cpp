@@ -162,6 +162,16 @@ TEST(RealDesigns, MissingIncludeDirIsYosysErrorNamingTheFile) {
   auto n = synthesize({{design_path("bus_ctrl/bus_ctrl.v")}, "bus_ctrl"});
   ASSERT_FALSE(n);
   EXPECT_NE(n.error().message.find("bus_defs.vh"), std::string::npos) << n.error().message;
+  EXPECT_NE(n.error().message.find("-I"), std::string::npos) << n.error().message;
+}
+
+TEST(RealDesigns, UnknownParameterIsNamedAsAParamMistake) {
+  yosys_options yo{{design_path("uart/uart.v")}, "uart"};
+  yo.sources.params = {{"NO_SUCH", "3"}};
+  auto n = synthesize(yo);
+  ASSERT_FALSE(n);
+  EXPECT_NE(n.error().message.find("NO_SUCH"), std::string::npos) << n.error().message;
+  EXPECT_NE(n.error().message.find("--param"), std::string::npos) << n.error().message;
 }
 
 TEST(RealDesigns, MemoryFileIcarusCannotFindIsAnErrorNotX) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <sstream>
@@ -28,6 +29,8 @@ struct cli_result {
 cli_result eda_sim(const std::vector<std::string>& args) {
   std::vector<std::string> argv{EDA_SIM_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
+  // Every run synthesizes: no netlist from a cache outside the test (Cache.* test the cache).
+  if (std::find(args.begin(), args.end(), "--help") == args.end()) argv.push_back("--no-cache");
   auto r = run_process(argv);
   if (!r) return {-1, "", r.error().message};
   return {r->status.shell_code(), r->out, r->err};
@@ -483,6 +486,62 @@ TEST(Cache, ConcurrentRunsShareOneNetlist) {
   }
   EXPECT_EQ(from_cache, 2);
   EXPECT_EQ(signatures.size(), 1u);
+}
+
+}  // namespace
+}  // namespace banyan::eda
+
+namespace banyan::eda {
+namespace {
+
+// ---- stimulus recorded by a testbench ----
+
+TEST(StimulusVcd, ATestbenchDumpReplaysTheSameRun) {
+  // The testbench sends 20 frames through the UART in loopback, changing inputs at the falling
+  // edge; its VCD replayed by eda_sim must receive the same 20 frames and match Icarus.
+  testing::temp_dir t;
+  const std::string uart = std::string(EDA_DESIGNS_DIR) + "/uart/uart.v";
+  const auto tb = t.file("tb.v",
+      "`timescale 1ns/1ps\nmodule tb;\n"
+      "  reg clk = 0, rst_n = 0, tx_start = 0, rx = 1, loopback = 1;\n  reg [7:0] tx_data = 0;\n"
+      "  wire tx, tx_busy, rx_valid, rx_error; wire [7:0] rx_data, rx_count;\n"
+      "  uart dut(.clk(clk), .rst_n(rst_n), .tx_start(tx_start), .tx_data(tx_data), .rx(rx), .loopback(loopback),\n"
+      "           .tx(tx), .tx_busy(tx_busy), .rx_data(rx_data), .rx_valid(rx_valid), .rx_error(rx_error),\n"
+      "           .rx_count(rx_count));\n"
+      "  always #5 clk = ~clk;\n  integer i;\n"
+      "  initial begin\n    $dumpfile(\"" + t.path("tb.vcd") + "\"); $dumpvars(0, tb);\n    #12 rst_n = 1;\n"
+      "    for (i = 0; i < 20; i = i + 1) begin\n"
+      "      @(negedge clk); tx_start = 1; tx_data = i * 37 + 5;\n      @(negedge clk); tx_start = 0;\n"
+      "      wait (!tx_busy);\n    end\n    #200 $finish;\n  end\nendmodule\n");
+  auto built = run_process({"iverilog", "-g2012", "-o", t.path("tb.vvp"), tb, uart});
+  ASSERT_TRUE(built && built->status.success()) << (built ? built->out + built->err : built.error().message);
+  auto ran = run_process({"vvp", "-n", t.path("tb.vvp")});
+  ASSERT_TRUE(ran && ran->status.success());
+  auto d = build({uart}, "uart");
+  ASSERT_TRUE(d) << d.error().message;
+  auto s = vcd_stimulus(*d, t.path("tb.vcd"), "tb.dut");
+  ASSERT_TRUE(s) << s.error().message;
+  const std::uint64_t cycles = *(*s)->length();
+  EXPECT_GT(cycles, 20u * 40u);  // 20 frames of 10 bits x 4 clocks
+  simulator sim(*d);
+  sim_options so;
+  so.cycles = cycles;
+  so.trace_lanes = 1;
+  auto ours = simulate(sim, **s, so);
+  // rx_count is the last output: bits [bits-8, bits).
+  int count = 0;
+  for (int b = 0; b < 8; ++b) count |= (ours.samples.at(cycles - 1, 0, ours.samples.bits - 8 + b) == 1) << b;
+  EXPECT_EQ(count, 20);
+  auto ref = run_icarus(*d, **s, {{uart}, "uart", cycles, 1});
+  ASSERT_TRUE(ref) << ref.error().message;
+  auto c = compare(*d, ref->samples, ours.samples, {0, x_policy::strict});
+  EXPECT_TRUE(c.passed()) << c.first->signal << " at cycle " << c.first->cycle;
+  // A scope that lacks an input is named in the error.
+  auto bad = vcd_stimulus(*d, t.file("bad.vcd", "$scope module tb $end\n$var wire 1 ! clk $end\n$upscope $end\n"
+                                                "$enddefinitions $end\n#0\n0!\n#5\n1!\n"));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("lacks input 'rst_n'"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("bad.vcd"), std::string::npos) << bad.error().message;
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ std::size_t aligned(std::size_t bytes, std::size_t a) { return (std::max<std::si
 }  // namespace
 
 memory_executor::memory_executor(backend& be, memory_graph g, memory_options o)
-    : be_(&be), g_(std::move(g)), o_(std::move(o)), pool_(be, o_.budget) {
+    : be_(&be), g_(std::move(g)), o_(std::move(o)) {
   copies_ = o_.make_copies ? o_.make_copies() : be.make_copy_engine();
   act_.assign(g_.tensors.size(), nullptr);
   grad_.assign(g_.tensors.size(), nullptr);
@@ -23,13 +23,14 @@ memory_executor::memory_executor(backend& be, memory_graph g, memory_options o)
   // Bandwidth each way through the engine itself, best of three.
   const std::size_t n = std::min<std::size_t>(o_.budget, 16u << 20);
   if (n > 0) {
+    buffer probe(be, n);
     void* host = be.allocate_host(n);
     d2h_ = h2d_ = 0.0;
     for (int round = 0; round < 3; ++round) {
       for (bool to_host : {true, false}) {
         be.synchronize();
         const auto start = std::chrono::steady_clock::now();
-        copies_->wait(to_host ? copies_->to_host(host, pool_.get(), n) : copies_->to_device(pool_.get(), host, n));
+        copies_->wait(to_host ? copies_->to_host(host, probe.get(), n) : copies_->to_device(probe.get(), host, n));
         be.synchronize();
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         double& best = to_host ? d2h_ : h2d_;
@@ -42,7 +43,7 @@ memory_executor::memory_executor(backend& be, memory_graph g, memory_options o)
       const std::size_t k = std::min<std::size_t>(n, 4096);
       be.synchronize();
       const auto start = std::chrono::steady_clock::now();
-      copies_->wait((round % 2) != 0 ? copies_->to_host(host, pool_.get(), k) : copies_->to_device(pool_.get(), host, k));
+      copies_->wait((round % 2) != 0 ? copies_->to_host(host, probe.get(), k) : copies_->to_device(probe.get(), host, k));
       be.synchronize();
       small.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
@@ -64,6 +65,9 @@ void memory_executor::set_plan(memory_plan p) {
   assert(p.peak_bytes <= o_.budget && "memory_executor: the plan exceeds the budget");
   settle();
   plan_ = std::move(p);
+  // The pool holds what the plan places, never more than the budget (a 200 MiB budget whose plan
+  // needs 50 MiB takes 50 MiB); it grows if a later plan needs more.
+  if (plan_.peak_bytes > pool_.bytes()) pool_ = buffer(*be_, plan_.peak_bytes);
   if (plan_.host_bytes > host_bytes_) {
     if (host_ != nullptr) be_->release_host(host_);
     host_ = be_->allocate_host(plan_.host_bytes);
@@ -92,7 +96,7 @@ void memory_executor::settle() {
 
 void memory_executor::place(float*& slot, int t, std::size_t offset, bool zero) {
   const std::size_t size = aligned(g_.tensors[t].bytes, o_.planner.alignment);
-  assert(offset + size <= o_.budget);
+  assert(offset + size <= pool_.bytes() && pool_.bytes() <= o_.budget);
   slot = reinterpret_cast<float*>(static_cast<char*>(pool_.get()) + offset);
   live_ += size;
   stats_.peak_bytes = std::max(stats_.peak_bytes, live_);

@@ -407,6 +407,8 @@ memory_plan finish(const memory_graph& g, const memory_costs& c, const facts& f,
   p.policy = policy;
   p.budget = budget;
   p.extra_ms.assign(f.n, 0.0);
+  p.swap_ms = e.swap_ms;
+  p.recompute_ms = e.recompute_ms;
   for (int i = 0; i < f.n; ++i) {
     if (p.decisions[i] == memory_decision::swap) p.extra_ms[i] = e.swap_ms[i];
     if (p.decisions[i] == memory_decision::recompute) p.extra_ms[i] = e.recompute_ms[i];
@@ -585,8 +587,8 @@ std::string format_plan(const memory_graph& g, const memory_plan& p) {
   const facts f(g, 1);
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-14s %-44s %12s  %-9s %10s\n", "layer", "saved tensors", "bytes", "decision",
-                "extra ms");
+  std::snprintf(line, sizeof line, "%-14s %-44s %12s  %-9s %10s %10s %10s\n", "layer", "saved tensors", "bytes",
+                "decision", "extra ms", "swap ms", "recomp ms");
   out += line;
   for (int i = 0; i < f.n; ++i) {
     if (f.saved_outputs[i].empty()) continue;
@@ -595,8 +597,10 @@ std::string format_plan(const memory_graph& g, const memory_plan& p) {
     if (names.size() > 44) names = names.substr(0, 41) + "...";
     std::size_t bytes = 0;
     for (int t : f.saved_outputs[i]) bytes += g.tensors[t].bytes;
-    std::snprintf(line, sizeof line, "%-14s %-44s %12zu  %-9s %10.3f\n", g.ops[i].name.c_str(), names.c_str(), bytes,
-                  to_string(p.decisions[i]), p.extra_ms[i]);
+    char swap[32] = "-";
+    if (std::isfinite(p.swap_ms[i])) std::snprintf(swap, sizeof swap, "%.3f", p.swap_ms[i]);
+    std::snprintf(line, sizeof line, "%-14s %-44s %12zu  %-9s %10.3f %10s %10.3f\n", g.ops[i].name.c_str(),
+                  names.c_str(), bytes, to_string(p.decisions[i]), p.extra_ms[i], swap, p.recompute_ms[i]);
     out += line;
   }
   std::snprintf(line, sizeof line,

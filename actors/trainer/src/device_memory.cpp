@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+
 namespace banyan::trainer {
 
 result<std::optional<nn::memory_options>> memory_budget(const std::string& size, const std::string& policy) {
@@ -56,7 +58,9 @@ nlohmann::json memory_json(const nn::memory_executor& m, bool plan) {
     }
     if (names.empty()) continue;
     rows.push_back({{"layer", g.ops[i].name}, {"tensors", names}, {"bytes", bytes},
-                    {"decision", nn::to_string(p.decisions[i])}, {"extra_ms", p.extra_ms[i]}});
+                    {"decision", nn::to_string(p.decisions[i])}, {"extra_ms", p.extra_ms[i]},
+                    {"swap_ms", std::isfinite(p.swap_ms[i]) ? nlohmann::json(p.swap_ms[i]) : nlohmann::json(nullptr)},
+                    {"recompute_ms", p.recompute_ms[i]}});
   }
   j["plan"] = rows;
   return j;

@@ -202,8 +202,15 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
   }
   auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, opts.run_dir);
   if (!r) return error{errc::yosys_failed, r.error().message + " (is yosys installed? tools/setup)"};
-  if (!r->status.success())
-    return error{errc::yosys_failed, "yosys rejected the design:\n" + detail::excerpt(r->out, "ERROR")};
+  if (!r->status.success()) {
+    std::string msg = "yosys rejected the design:\n" + detail::excerpt(r->out, "ERROR");
+    // yosys's words for two mistakes made on the command line, said in the command line's terms.
+    if (msg.find("defparam") != std::string::npos && !opts.sources.params.empty())
+      msg += "\n(a -P/--param names a parameter that top module " + opts.top + " does not have)";
+    if (msg.find("include file") != std::string::npos)
+      msg += "\n(`include files are looked for beside the including file and in the -I folders)";
+    return error{errc::yosys_failed, msg};
+  }
   return {};
 }
 

@@ -75,15 +75,15 @@ class random_source final : public stimulus {
 
 class file_source final : public stimulus {
  public:
-  file_source(std::string path, std::size_t bits, std::vector<std::uint8_t> values)
-      : path_(std::move(path)), bits_(bits), v_(std::move(values)) {}
+  file_source(std::string path, std::size_t bits, std::vector<std::uint8_t> values, std::string kind = "file ")
+      : path_(kind + std::move(path)), bits_(bits), v_(std::move(values)) {}
   void fill(std::uint64_t cycle, std::span<lanes> out) const override {
     const std::uint8_t* row = v_.data() + cycle * bits_;
     for (std::size_t k = 0; k < bits_; ++k)
       out[k] = row[k] == 0 ? lanes::zero() : row[k] == 1 ? lanes::one() : lanes::x();
   }
   std::optional<std::uint64_t> length() const override { return bits_ ? v_.size() / bits_ : 0; }
-  std::string describe() const override { return "file " + path_; }
+  std::string describe() const override { return path_; }
 
  private:
   std::string path_;
@@ -299,6 +299,165 @@ result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::stri
   if (columns.empty() && !d.inputs.empty()) return error{errc::bad_stimulus, path + ": no header line naming the inputs"};
   if (values.empty()) return error{errc::bad_stimulus, path + ": no stimulus lines after the header"};
   return std::unique_ptr<stimulus>(new file_source(path, total, std::move(values)));
+}
+
+}  // namespace banyan::eda
+
+namespace banyan::eda {
+
+result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::string& path, const std::string& want_scope) {
+  std::ifstream in(path);
+  if (!in) return error{errc::io, path + ": cannot open the VCD file"};
+  if (d.clock.empty()) return error{errc::bad_stimulus, path + ": the design has no clock to find the cycles by"};
+  struct var {
+    std::string id;
+    std::size_t width;
+  };
+  // Header: per scope (dotted path), the variables by name.
+  std::vector<std::string> scope;
+  std::vector<std::pair<std::string, std::map<std::string, var>>> scopes;
+  std::map<std::string, std::size_t> scope_index;
+  std::string tok;
+  std::size_t line_no = 1;
+  auto next = [&](std::string& t) -> bool {
+    t.clear();
+    char c;
+    while (in.get(c)) {
+      if (c == '\n') ++line_no;
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        if (!t.empty()) return true;
+      } else {
+        t += c;
+      }
+    }
+    return !t.empty();
+  };
+  auto at = [&] { return path + ":" + std::to_string(line_no); };
+  auto skip_to_end = [&]() -> bool {
+    std::string t;
+    while (next(t))
+      if (t == "$end") return true;
+    return false;
+  };
+  bool defs_done = false;
+  while (!defs_done && next(tok)) {
+    if (tok == "$scope") {
+      std::string kind, name;
+      if (!next(kind) || !next(name)) return error{errc::bad_stimulus, at() + ": truncated $scope"};
+      scope.push_back(name);
+      std::string full;
+      for (const auto& s2 : scope) full += (full.empty() ? "" : ".") + s2;
+      if (!scope_index.count(full)) scope_index[full] = scopes.size(), scopes.push_back({full, {}});
+      if (!skip_to_end()) return error{errc::bad_stimulus, at() + ": $scope without $end"};
+    } else if (tok == "$upscope") {
+      if (scope.empty()) return error{errc::bad_stimulus, at() + ": $upscope outside a scope"};
+      scope.pop_back();
+      if (!skip_to_end()) return error{errc::bad_stimulus, at() + ": $upscope without $end"};
+    } else if (tok == "$var") {
+      std::string type, width, id, ref;
+      if (!next(type) || !next(width) || !next(id) || !next(ref)) return error{errc::bad_stimulus, at() + ": truncated $var"};
+      if (scope.empty()) return error{errc::bad_stimulus, at() + ": $var outside a scope"};
+      if (auto b = ref.find('['); b != std::string::npos) ref.resize(b);
+      std::size_t w = 0;
+      try {
+        w = std::stoul(width);
+      } catch (...) {
+        return error{errc::bad_stimulus, at() + ": $var " + ref + ": width '" + width + "' is not a number"};
+      }
+      std::string full;
+      for (const auto& s2 : scope) full += (full.empty() ? "" : ".") + s2;
+      scopes[scope_index[full]].second.emplace(ref, var{id, w});
+      if (!skip_to_end()) return error{errc::bad_stimulus, at() + ": $var without $end"};
+    } else if (tok == "$enddefinitions") {
+      if (!skip_to_end()) return error{errc::bad_stimulus, at() + ": $enddefinitions without $end"};
+      defs_done = true;
+    } else if (!tok.empty() && tok[0] == '$') {
+      if (!skip_to_end()) return error{errc::bad_stimulus, at() + ": " + tok + " without $end"};
+    } else {
+      return error{errc::bad_stimulus, at() + ": unexpected '" + tok + "' in the VCD header"};
+    }
+  }
+  if (!defs_done) return error{errc::bad_stimulus, path + ": no $enddefinitions"};
+  // The DUT's scope: every input and the clock, with the port widths.
+  const std::map<std::string, var>* vars = nullptr;
+  std::string chosen, why_not;
+  for (const auto& [name, vs] : scopes) {
+    if (!want_scope.empty() && !(name == want_scope || name.ends_with("." + want_scope))) continue;
+    std::string missing;
+    if (!vs.count(d.clock)) missing = d.clock;
+    for (const auto& p : d.inputs) {
+      auto it = vs.find(p.name);
+      if (it == vs.end() || it->second.width != p.slots.size()) missing = missing.empty() ? p.name : missing;
+    }
+    if (missing.empty()) {
+      vars = &vs, chosen = name;
+      break;
+    }
+    if (why_not.empty()) why_not = "scope " + name + " lacks input '" + missing + "' (or its width differs)";
+  }
+  if (!vars)
+    return error{errc::bad_stimulus, path + ": no scope" + (want_scope.empty() ? "" : " matching '" + want_scope + "'") +
+                                         " declares the clock " + d.clock + " and every input of " + d.top +
+                                         (why_not.empty() ? "" : "; " + why_not)};
+  // Values: per input (and the clock), the current value, MSB first.
+  std::map<std::string, std::size_t> slot_of_id;  // id -> index into cur
+  std::vector<std::string> cur;
+  for (const auto& p : d.inputs) {
+    slot_of_id[vars->at(p.name).id] = cur.size();
+    cur.emplace_back(p.slots.size(), 'x');
+  }
+  const std::string clock_id = vars->at(d.clock).id;
+  char clock = 'x';
+  std::vector<std::string> snap = cur;  // values at the end of the previous timestamp
+  std::vector<std::uint8_t> values;
+  const std::size_t total = input_bits(d);
+  auto set = [&](const std::string& id, std::string v) -> result<void> {
+    if (id == clock_id) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(v.back())));
+      if (clock == '0' && c == '1') {  // a rising edge: one cycle, from the values before this timestamp
+        const std::size_t row = values.size();
+        values.resize(row + total);
+        std::size_t k = row;
+        for (const auto& s2 : snap)
+          for (std::size_t i = 0; i < s2.size(); ++i, ++k) {
+            const char b = s2[s2.size() - 1 - i];
+            values[k] = b == '0' ? 0 : b == '1' ? 1 : 2;
+          }
+      }
+      clock = c;
+      return {};
+    }
+    auto it = slot_of_id.find(id);
+    if (it == slot_of_id.end()) return {};
+    std::string& dst = cur[it->second];
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (v.find_first_not_of("01xz") != std::string::npos)
+      return error{errc::bad_stimulus, at() + ": value '" + v + "' is not made of 0 1 x z"};
+    if (v.size() > dst.size()) v = v.substr(v.size() - dst.size());
+    const char fill = v[0] == '1' ? '0' : v[0];  // VCD left-extends with 0, or with x / z
+    dst = std::string(dst.size() - v.size(), fill) + v;
+    return {};
+  };
+  while (next(tok)) {
+    if (tok[0] == '#') {
+      snap = cur;
+    } else if (tok[0] == '$') {
+      continue;  // $dumpvars, $dumpall, $dumpon, $dumpoff, $end: their changes are plain changes
+    } else if (tok[0] == 'b' || tok[0] == 'B') {
+      std::string id;
+      if (!next(id)) return error{errc::bad_stimulus, at() + ": vector value without an identifier"};
+      auto st = set(id, tok.substr(1));
+      if (!st) return st.error();
+    } else if (tok[0] == 'r' || tok[0] == 'R') {
+      std::string id;
+      next(id);  // reals are not inputs of a gate-level design
+    } else {
+      auto st = set(tok.substr(1), tok.substr(0, 1));
+      if (!st) return st.error();
+    }
+  }
+  if (values.empty()) return error{errc::bad_stimulus, path + ": the clock " + d.clock + " in scope " + chosen + " never rises"};
+  return std::unique_ptr<stimulus>(new file_source(path + " (scope " + chosen + ")", total, std::move(values), "vcd "));
 }
 
 }  // namespace banyan::eda

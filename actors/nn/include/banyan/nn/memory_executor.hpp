@@ -1,5 +1,6 @@
 // Runs a memory plan (memory_plan.hpp) on a backend: the model's activations and activation
-// gradients live in one device pool of exactly `budget` bytes, at the offsets the plan gives; swapped
+// gradients live in one device pool, at the offsets the plan gives, of the plan's peak bytes (never
+// more than the budget: a plan that needs more is refused by the planner and asserted here); swapped
 // activations go to a host pool through the backend's copy engine, offloads overlapped with the
 // forward and prefetches with the backward (two directions at once); recomputes rerun the model's
 // forward of a layer during the backward.
@@ -50,7 +51,7 @@ struct memory_stats {
 
 class memory_executor {
  public:
-  // Allocates the device pool (budget bytes) and measures the copy bandwidth each way.
+  // Measures the copy bandwidth each way; set_plan allocates the pool.
   memory_executor(backend& be, memory_graph g, memory_options o);
   ~memory_executor();
 

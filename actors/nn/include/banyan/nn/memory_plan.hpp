@@ -91,6 +91,9 @@ struct memory_plan {
   // prefetch would start before its offload ends is compiled as a keep, and says so here.
   std::vector<memory_decision> decisions;
   std::vector<double> extra_ms;  // per op: the decision's predicted extra time (the planner's estimate)
+  // Per op, the planner's estimates of both alternatives: the transfer time a swap cannot hide
+  // (infinite when a swap cannot overlap at all) and a recompute's forward time.
+  std::vector<double> swap_ms, recompute_ms;
   std::vector<memory_instr> program;
   std::size_t backward_begin = 0;        // program index of the first backward instruction
   std::size_t peak_bytes = 0;            // pool bytes the program needs (highest offset + size)

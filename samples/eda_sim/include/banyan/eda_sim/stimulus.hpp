@@ -70,6 +70,13 @@ result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_
 // Reads a stimulus file. Errors name the file, line and column.
 result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::string& path);
 
+// Reads the inputs a testbench applied from its VCD ($dumpvars): cycle c's values are the DUT
+// inputs' values just before the clock's c-th rising edge (changes at the edge's own timestamp
+// count as after it). The scope is the first one (or the one whose path ends in `scope`, e.g.
+// "tb.dut") that declares every input and the clock under the top module's port names; a `[7:0]`
+// range after a name is allowed. Errors name the file and, where it applies, the input or line.
+result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::string& path, const std::string& scope = "");
+
 // Total input bits (the span size fill() expects).
 std::size_t input_bits(const design& d);
 
