@@ -74,6 +74,7 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
     required_[i] = joining ? i == deployment_.node_of[0] : !late(static_cast<node_id>(i));
   }
   ready_.assign(deployment_.names.size(), false);
+  lost_.assign(deployment_.names.size(), false);
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
     o.peers.push_back({deployment_.names[i], deployment_.endpoints[i], deployment_.curve_public[i], required_[i]});
@@ -274,16 +275,19 @@ void node_runtime::on_envelope(const std::string& peer, runtime::envelope&& e) {
 
 void node_runtime::peer_ready(const std::string& peer) {
   const node_id n = index_of(peer);
-  bool again = false;
+  bool again = false, back = false;
   {
     std::lock_guard lock(ready_mutex_);
     again = ready_[n];  // a second `ready` of one link (announce_ready's and on_peer_up's)
     ready_[n] = true;
+    back = lost_[n];
   }
   const bool joined = !again && state_.cluster_ready();  // ready after the start: it joined (or came back)
   check_cluster_ready();
   if (!joined) return;
-  log::info(self_name(), "node `" + peer + "` joined");
+  // A node that joins sees the others' readies after its own start too: only a late or a returning
+  // node is news.
+  if (late(n) || back) log::info(self_name(), "node `" + peer + "` joined" + (back ? " again" : ""));
   // Dynamic children waiting for that node start now (component_actor's joined handler).
   for (const auto& a : state_.actors().running()) caf::anon_send(a, joined_atom::value, n);
 }
@@ -504,6 +508,7 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
   {
     std::lock_guard lock(ready_mutex_);
     ready_[index_of(peer)] = false;  // until it comes back and says ready again
+    lost_[index_of(peer)] = true;
   }
   fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
   waiters_.release(index_of(peer));  // their sends now fail fast instead of waiting

@@ -158,6 +158,7 @@ class node_runtime {
   std::atomic<bool> stopped_{false};
   mutable std::mutex ready_mutex_;
   std::vector<bool> ready_;     // per node: said ready and not lost since (under ready_mutex_)
+  std::vector<bool> lost_;      // per node: lost at least once (under ready_mutex_)
   std::vector<bool> required_;  // per node: waited for at start (set in start())
   resume_list waiters_;  // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
