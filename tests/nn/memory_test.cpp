@@ -197,6 +197,26 @@ TEST(MemoryPlan, TableListsEverySavingLayerWithItsDecision) {
   EXPECT_NE(table.find("policy recompute: peak"), std::string::npos) << table;
 }
 
+// The cpu copy engine: both directions copy, wait() says whether the copy was still running (it is
+// held on its thread until the waiter is stalled on it), and a drained copy is not late.
+TEST(CopyEngine, WaitReportsLateCopiesAndBothDirectionsCopy) {
+  threaded_copy_engine* self = nullptr;
+  std::atomic<bool> hold{true};
+  threaded_copy_engine engine([&](bool, copy_engine::ticket t, std::size_t) {
+    if (hold.load()) self->await_stalled_on(t);
+  });
+  self = &engine;
+  std::vector<float> dev(1000), host(1000, 0.0f), back(1000, 0.0f);
+  for (std::size_t i = 0; i < dev.size(); ++i) dev[i] = static_cast<float>(i) * 0.5f;
+  EXPECT_TRUE(engine.wait(engine.to_host(host.data(), dev.data(), dev.size() * sizeof(float))));
+  EXPECT_EQ(host, dev);
+  hold = false;
+  const auto t = engine.to_device(back.data(), host.data(), host.size() * sizeof(float));
+  engine.drain();
+  EXPECT_FALSE(engine.wait(t));
+  EXPECT_EQ(back, dev);
+}
+
 // Exactness: every policy, at a budget between its minimum and keep-all, trains bit-identically.
 TEST(MemoryExecutor, EveryPolicyTrainsBitIdenticallyToTheUnmanagedModel) {
   auto be = cpu();
