@@ -222,7 +222,7 @@ void elastic_scheduler::run(std::int64_t step, const float* params, std::size_t 
   step_ = step;
   in_flight_ = true;
   dispatched_ = false;
-  params_.assign(params, params + n);
+  params_ = params;
   grads_ = grads;
   n_ = n;
   std::fill(grads, grads + n, 0.0f);
@@ -307,7 +307,7 @@ void elastic_scheduler::dispatch(const std::vector<int>& vws, bool whole_step) {
   const work_header h{work_magic, static_cast<std::uint32_t>(pairs.size() / 2), step_, n_};
   std::memcpy(bytes.data(), &h, sizeof h);
   std::memcpy(bytes.data() + sizeof h, pairs.data(), pairs.size() * 4);
-  std::memcpy(bytes.data() + sizeof h + pairs.size() * 4, params_.data(), n_ * sizeof(float));
+  std::memcpy(bytes.data() + sizeof h + pairs.size() * 4, params_, n_ * sizeof(float));
   if (auto sent = ctx_.publish(elastic_work_topic, bytes_payload(std::move(bytes)), scope::self()); !sent) {
     // A worker's node went just now: its end reaches worker_ended, which redoes its share.
     log::warning(ctx_.path(), "elastic: step " + std::to_string(step_) + ": " + sent.error().what());
@@ -538,9 +538,9 @@ void elastic_worker::work(context& ctx, const delivery& d) {
   s_->run_all([&](int t) {
     auto& r = s_->replicas[static_cast<std::size_t>(t)];
     std::vector<int> tokens, targets;
+    if (static_cast<std::size_t>(t) < mine.size()) r.be->upload(r.model->params().base(), params, want * sizeof(float));
     for (std::size_t i = static_cast<std::size_t>(t); i < mine.size(); i += static_cast<std::size_t>(T)) {
       const auto t0 = std::chrono::steady_clock::now();
-      r.be->upload(r.model->params().base(), params, want * sizeof(float));
       s_->shards->batch(step, mine[i], tokens, targets);
       const float loss = r.model->forward(tokens.data(), targets.data(), s_->rows, T_seq);
       r.model->zero_grad();

@@ -111,7 +111,7 @@ class elastic_scheduler {
   elastic_scheduler(context& ctx, elastic_options o, on_failure fail);
   // Subscribes and asks for every physical worker.
   result<void> start();
-  // Step `step` with these parameters (n floats): the virtual workers' gradients, summed in
+  // Step `step` with these parameters (n floats, kept by the caller until done): the virtual workers' gradients, summed in
   // virtual-worker order and divided by V, land in `grads`; then done(loss), their mean loss.
   void run(std::int64_t step, const float* params, std::size_t n, float* grads, std::function<void(float)> done);
   // A physical worker ended (the trainer's on_child_failure): its virtual workers go to the others.
@@ -153,7 +153,7 @@ class elastic_scheduler {
   bool in_flight_ = false;   // run() called, done() not yet
   bool dispatched_ = false;  // the step has been handed out
   bool started_ = false;     // the first step has been handed out
-  std::vector<float> params_;
+  const float* params_ = nullptr;  // run()'s, valid until its done() (a redo sends them again)
   float* grads_ = nullptr;
   std::size_t n_ = 0;
   std::vector<std::optional<payload>> got_;  // per virtual worker, until folded
