@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch anchor of memory_bench: the same GPT (pre-norm blocks, causal attention, tanh-GELU MLP,
-tied head; the math of tools/reference/gpt_reference.py, written per block here) trained with AdamW,
+tied head: tools/reference/gpt_reference.py's model and initialisation) trained with AdamW,
 once without checkpointing and once with torch.utils.checkpoint around every block (non-reentrant).
 
 Per variant: ms per training step, and the activation bytes held for the backward at the end of the
@@ -12,43 +12,14 @@ Usage: memory_bench.py VOCAB LAYERS HEADS CHANNELS SEQ BATCH THREADS STEPS BACKE
 Prints one JSON line: {"plain": {"ms", "saved_bytes", "peak_bytes"}, "checkpoint": {...}}.
 """
 import json
-import math
+import os
 import sys
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
 
-
-def block(x, P, h, NH):
-    B, T, C = x.shape
-    hs = C // NH
-    a = F.layer_norm(x, (C,), P[h + "ln1_w"], P[h + "ln1_b"], 1e-5)
-    qkv = a @ P[h + "qkv_w"].t() + P[h + "qkv_b"]
-    q, k, v = qkv.split(C, dim=2)
-    q = q.view(B, T, NH, hs).transpose(1, 2)
-    k = k.view(B, T, NH, hs).transpose(1, 2)
-    v = v.view(B, T, NH, hs).transpose(1, 2)
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-    mask = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
-    att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-    y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-    x = x + (y @ P[h + "proj_w"].t() + P[h + "proj_b"])
-    m = F.layer_norm(x, (C,), P[h + "ln2_w"], P[h + "ln2_b"], 1e-5)
-    m = F.gelu(m @ P[h + "fc_w"].t() + P[h + "fc_b"], approximate="tanh")
-    return x + (m @ P[h + "fcproj_w"].t() + P[h + "fcproj_b"])
-
-
-def loss_of(P, idx, tgt, L, NH, ckpt):
-    B, T = idx.shape
-    x = P["wte"][idx] + P["wpe"][:T]
-    for l in range(L):
-        h = f"h{l}."
-        x = checkpoint(block, x, P, h, NH, use_reentrant=False) if ckpt else block(x, P, h, NH)
-    x = F.layer_norm(x, (x.shape[-1],), P["lnf_w"], P["lnf_b"], 1e-5)
-    logits = x @ P["wte"].t()
-    return F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from gpt_reference import forward, init_params  # noqa: E402
 
 
 def main():
@@ -61,16 +32,8 @@ def main():
     if threads > 0:
         torch.set_num_threads(threads)
     torch.manual_seed(0)
-    shapes = {"wte": (V, C), "wpe": (T, C), "lnf_w": (C,), "lnf_b": (C,)}
-    for l in range(L):
-        h = f"h{l}."
-        shapes.update({h + "ln1_w": (C,), h + "ln1_b": (C,), h + "qkv_w": (3 * C, C), h + "qkv_b": (3 * C,),
-                       h + "proj_w": (C, C), h + "proj_b": (C,), h + "ln2_w": (C,), h + "ln2_b": (C,),
-                       h + "fc_w": (4 * C, C), h + "fc_b": (4 * C,), h + "fcproj_w": (C, 4 * C), h + "fcproj_b": (C,)})
-    P = {}
-    for name, shape in shapes.items():
-        t = torch.ones(shape) if name.endswith("_w") and "ln" in name else 0.02 * torch.randn(shape)
-        P[name] = t.to(dev).requires_grad_(True)
+    cfg = dict(V=V, maxT=T, L=L, NH=NH, C=C)
+    P = init_params(cfg, dev)
     params = list(P.values())
     param_ptrs = {p.storage().data_ptr() for p in params}
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
@@ -80,7 +43,7 @@ def main():
 
     def step(ckpt):
         opt.zero_grad(set_to_none=False)
-        loss_of(P, idx, tgt, L, NH, ckpt).backward()
+        forward(P, cfg, idx, tgt, ckpt)[1].backward()
         opt.step()
 
     def saved_bytes(ckpt):
@@ -93,7 +56,7 @@ def main():
             return t
 
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = loss_of(P, idx, tgt, L, NH, ckpt)
+            loss = forward(P, cfg, idx, tgt, ckpt)[1]
         total = sum(seen.values())
         loss.backward()
         return total

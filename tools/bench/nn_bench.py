@@ -20,7 +20,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
-from gpt_reference import forward  # noqa: E402
+from gpt_reference import forward, init_params  # noqa: E402
 
 
 def main():
@@ -30,16 +30,7 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     cfg = dict(V=V, maxT=maxT, L=L, NH=NH, C=C)
-    shapes = {"wte": (V, C), "wpe": (maxT, C), "lnf_w": (C,), "lnf_b": (C,)}
-    for l in range(L):
-        h = f"h{l}."
-        shapes.update({h + "ln1_w": (C,), h + "ln1_b": (C,), h + "qkv_w": (3 * C, C), h + "qkv_b": (3 * C,),
-                       h + "proj_w": (C, C), h + "proj_b": (C,), h + "ln2_w": (C,), h + "ln2_b": (C,),
-                       h + "fc_w": (4 * C, C), h + "fc_b": (4 * C,), h + "fcproj_w": (C, 4 * C), h + "fcproj_b": (C,)})
-    P = {}
-    for name, shape in shapes.items():
-        t = torch.ones(shape) if name.endswith("_w") and "ln" in name else 0.02 * torch.randn(shape)
-        P[name] = t.requires_grad_(True)
+    P = init_params(cfg)
     params = list(P.values())
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.0)
     idx = torch.randint(0, V, (B, T))

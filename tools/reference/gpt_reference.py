@@ -28,6 +28,7 @@ import sys
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 
 def read_input(path):
@@ -70,28 +71,52 @@ def read_input(path):
     return cfg, opt, clip, batches, params
 
 
-def forward(P, cfg, idx, targets):
-    B, T = idx.shape
-    C, NH, L = cfg["C"], cfg["NH"], cfg["L"]
-    hs = C // NH
-    x = P["wte"][idx] + P["wpe"][:T]
-    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+def init_params(cfg, device="cpu"):
+    """GPT-2-style initial parameters (layernorm weights 1, the rest N(0, 0.02)), for the benchmarks'
+    PyTorch side (the reference test reads banyan's own weights instead)."""
+    V, maxT, L, C = cfg["V"], cfg["maxT"], cfg["L"], cfg["C"]
+    shapes = {"wte": (V, C), "wpe": (maxT, C), "lnf_w": (C,), "lnf_b": (C,)}
     for l in range(L):
         h = f"h{l}."
-        a = F.layer_norm(x, (C,), P[h + "ln1_w"], P[h + "ln1_b"], 1e-5)
-        qkv = F.linear(a, P[h + "qkv_w"], P[h + "qkv_b"])
-        q, k, v = qkv.split(C, dim=2)
-        q = q.view(B, T, NH, hs).transpose(1, 2)
-        k = k.view(B, T, NH, hs).transpose(1, 2)
-        v = v.view(B, T, NH, hs).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-        att = att.masked_fill(~mask, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        x = x + F.linear(y, P[h + "proj_w"], P[h + "proj_b"])
-        m = F.layer_norm(x, (C,), P[h + "ln2_w"], P[h + "ln2_b"], 1e-5)
-        m = F.gelu(F.linear(m, P[h + "fc_w"], P[h + "fc_b"]), approximate="tanh")
-        x = x + F.linear(m, P[h + "fcproj_w"], P[h + "fcproj_b"])
+        shapes.update({h + "ln1_w": (C,), h + "ln1_b": (C,), h + "qkv_w": (3 * C, C), h + "qkv_b": (3 * C,),
+                       h + "proj_w": (C, C), h + "proj_b": (C,), h + "ln2_w": (C,), h + "ln2_b": (C,),
+                       h + "fc_w": (4 * C, C), h + "fc_b": (4 * C,), h + "fcproj_w": (C, 4 * C), h + "fcproj_b": (C,)})
+    P = {}
+    for name, shape in shapes.items():
+        t = torch.ones(shape) if name.endswith("_w") and "ln" in name else 0.02 * torch.randn(shape)
+        P[name] = t.to(device).requires_grad_(True)
+    return P
+
+
+def block(x, P, h, NH):
+    """Transformer block `h` ("h3."): pre-norm causal self-attention, then the tanh-GELU MLP."""
+    B, T, C = x.shape
+    hs = C // NH
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
+    a = F.layer_norm(x, (C,), P[h + "ln1_w"], P[h + "ln1_b"], 1e-5)
+    qkv = F.linear(a, P[h + "qkv_w"], P[h + "qkv_b"])
+    q, k, v = qkv.split(C, dim=2)
+    q = q.view(B, T, NH, hs).transpose(1, 2)
+    k = k.view(B, T, NH, hs).transpose(1, 2)
+    v = v.view(B, T, NH, hs).transpose(1, 2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+    att = att.masked_fill(~mask, float("-inf"))
+    att = F.softmax(att, dim=-1)
+    y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+    x = x + F.linear(y, P[h + "proj_w"], P[h + "proj_b"])
+    m = F.layer_norm(x, (C,), P[h + "ln2_w"], P[h + "ln2_b"], 1e-5)
+    m = F.gelu(F.linear(m, P[h + "fc_w"], P[h + "fc_b"]), approximate="tanh")
+    return x + F.linear(m, P[h + "fcproj_w"], P[h + "fcproj_b"])
+
+
+def forward(P, cfg, idx, targets, checkpointed=False):
+    """Logits and mean cross-entropy; `checkpointed`: torch.utils.checkpoint around every block."""
+    T = idx.shape[1]
+    C, NH, L = cfg["C"], cfg["NH"], cfg["L"]
+    x = P["wte"][idx] + P["wpe"][:T]
+    for l in range(L):
+        h = f"h{l}."
+        x = checkpoint(block, x, P, h, NH, use_reentrant=False) if checkpointed else block(x, P, h, NH)
     x = F.layer_norm(x, (C,), P["lnf_w"], P["lnf_b"], 1e-5)
     logits = F.linear(x, P["wte"])
     loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
