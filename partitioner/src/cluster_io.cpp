@@ -203,7 +203,9 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
     for (std::size_t i = 0; i < d.c.nodes.size(); ++i) {
       const auto& nd = d.c.nodes[i];
       if (nd.endpoint.empty()) return r.fail(nodes[i], "node `" + nd.name + "` has no endpoint");
-      if (!endpoints.insert(nd.endpoint).second) return r.fail(nodes[i]["endpoint"], "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
+      // `tcp://{host}:7100` on every node is one port on each node's host (the runtime checks the
+      // endpoints again once `{host}` is replaced from the launcher's host list).
+      if (nd.endpoint.find("{host}") == std::string::npos && !endpoints.insert(nd.endpoint).second) return r.fail(nodes[i]["endpoint"], "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
       const YAML::Node join = nodes[i]["join"];
       if (join && (!join.IsScalar() || (join.Scalar() != "start" && join.Scalar() != "later")))
         return r.fail(join, "node `" + nd.name + "`: `join` must be `start` (the default) or `later`");

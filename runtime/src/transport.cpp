@@ -9,6 +9,8 @@
 
 #include <zmq.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -38,6 +40,27 @@ std::string ms_of(steady::duration d) {
 constexpr std::size_t envelope_overhead = 64;
 std::size_t text_bytes(const envelope& e) {
   return e.sender.size() + e.scope.size() + e.topic.size() + e.target.size() + e.text.size();
+}
+
+// `tcp://HOST:PORT` with HOST a name: the same endpoint with HOST's first IPv4 address; empty when
+// it is not such an endpoint (another transport, `*`, a bracketed IPv6 address).
+result<std::string> numeric_tcp_endpoint(const std::string& endpoint) {
+  constexpr std::string_view scheme = "tcp://";
+  if (endpoint.rfind(scheme, 0) != 0) return std::string{};
+  const auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon < scheme.size()) return std::string{};
+  const std::string host = endpoint.substr(scheme.size(), colon - scheme.size());
+  if (host.empty() || host == "*" || host.front() == '[' || host.find(';') != std::string::npos) return std::string{};
+  addrinfo hints{};
+  hints.ai_family = AF_INET;  // our sockets are IPv4, as ZeroMQ's connect resolves names by default
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0)
+    return error{errc::invalid_argument, "host `" + host + "` does not resolve to an IPv4 address (" + gai_strerror(rc) + ")"};
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  ::freeaddrinfo(found);
+  return std::string(scheme) + text + endpoint.substr(colon);
 }
 
 // The I/O thread's wake-up eventfd. Shared with the delivery receipts, which may outlive the
@@ -268,7 +291,16 @@ result<void> transport_impl::open() {
     zmq_setsockopt(router_, ZMQ_ZAP_DOMAIN, "banyan", 6);
   }
   if (zmq_bind(router_, opt_.bind_endpoint.c_str()) != 0) {
-    return error{errc::io, zmq_error("node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "`")};
+    const int bind_errno = zmq_errno();
+    const std::string failed = "node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "`: " + zmq_strerror(bind_errno);
+    // ZeroMQ binds tcp:// only to an interface or a numeric address; peers connect to a host name
+    // (tcp://node7:7100, as a deployment names it): bind to the address that name resolves to.
+    if (bind_errno != ENODEV) return error{errc::io, failed};
+    auto numeric = numeric_tcp_endpoint(opt_.bind_endpoint);
+    if (!numeric) return error{errc::io, failed + " (" + numeric.error().message + ")"};
+    if (numeric->empty()) return error{errc::io, failed};
+    if (zmq_bind(router_, numeric->c_str()) != 0)
+      return error{errc::io, zmq_error("node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "` (" + *numeric + ")")};
   }
   char last[512] = {};
   std::size_t len = sizeof last;

@@ -79,16 +79,33 @@ component_actor::component_actor(caf::actor_config& cfg, std::shared_ptr<run_sta
       vertex_(v),
       parent_(std::move(parent)),
       initial_(initial),
-      routes_(state_->front()) {}
+      routes_(state_->front(), /*by_reference=*/true) {}
 
 component_actor::~component_actor() = default;
 
+// A call into the component's code: one message of its load. Its time is counted by resume().
 template <class F>
-void component_actor::timed(F&& f) {
-  auto begin = std::chrono::steady_clock::now();
+void component_actor::counted(F&& f) {
   f();
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count();
-  state_->loads().record(vertex_, static_cast<std::uint64_t>(ns));
+  ++calls_;
+}
+
+// One run of the actor over a batch of its messages (at most the scheduler's max-throughput). The
+// per-message bookkeeping is settled once per batch: the component's CPU load is the time its actor
+// runs (its handlers and the middleware's work for them: two clock reads per batch, not per
+// handler), its message count, and the deliveries it took off its backlog (flow control).
+caf::resumable::resume_result component_actor::resume(caf::execution_unit* unit, std::size_t max_throughput) {
+  run_state* const state = state_.get();  // the actor, and so its state, outlive this call
+  const vertex_id v = vertex_;
+  const auto begin = std::chrono::steady_clock::now();
+  const auto result = caf::event_based_actor::resume(unit, max_throughput);
+  auto& loads = state->loads();
+  loads.busy(v, static_cast<std::uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count()));
+  if (calls_ != 0) loads.handled(v, std::exchange(calls_, 0));
+  // An ended incarnation's backlog is forgotten (local_flow::reset), perhaps already.
+  if (delivered_ != 0 && result != resume_result::done) state->flow().handled(v, std::exchange(delivered_, 0));
+  return result;
 }
 
 caf::behavior component_actor::make_behavior() {
@@ -97,7 +114,7 @@ caf::behavior component_actor::make_behavior() {
     log::error(state_->tree().path(vertex_), "failed: " + what);
     if (user_ && ctx_) {
       try {
-        timed([&] { user_->on_failure(*ctx_, what); });
+        counted([&] { user_->on_failure(*ctx_, what); });
       } catch (const std::exception& e) {
         log::error(state_->tree().path(vertex_), std::string("on_failure threw: ") + e.what());
       } catch (...) {
@@ -126,13 +143,19 @@ caf::behavior component_actor::make_behavior() {
   start();
   behavior_ready_ = true;
   main_ = caf::message_handler{
-      [this](deliver_atom, const std::shared_ptr<const routed_message>& m, std::uint32_t index) { deliver(*m, index); },
+      [this](deliver_atom, route_ref route, const payload& data, std::uint64_t sequence, std::uint32_t index) {
+        deliver(*route.info, data, sequence, index, false);
+      },
+      [](unroute_atom, const std::shared_ptr<const route_info>&) {},  // freed with the message when it is the last
+      [this](deliver_atom, const std::shared_ptr<const routed_message>& m, std::uint32_t index) {
+        deliver(*m->info, m->data, m->sequence, index, true);
+      },
       [](resume_atom) {},  // a late wake-up (the pause already ended)
-      [this](post_atom, const task& t) { timed(t.fn); },
+      [this](post_atom, const task& t) { counted(t.fn); },
       [this](request_atom, const std::string& method, const payload& data, vertex_id requester) -> caf::result<std::string, payload> {
         std::string err;
         payload reply;
-        timed([&] {
+        counted([&] {
           auto it = services_.find(method);
           if (it == services_.end()) {
             err = "`" + state_->tree().path(vertex_) + "` serves no method `" + method + "`";
@@ -159,7 +182,7 @@ caf::behavior component_actor::make_behavior() {
       },
       [this](mondown_atom, std::uint64_t id, const std::string& path, const std::string& reason) {
         auto it = monitors_.find(id);
-        if (it != monitors_.end()) timed([&] { it->second(path, reason); });
+        if (it != monitors_.end()) counted([&] { it->second(path, reason); });
       },
       [this](nodelost_atom, node_id lost, const std::string& reason) {
         // Every component on the lost node ended with it (Erlang's `noconnection`); it will report
@@ -179,7 +202,7 @@ caf::behavior component_actor::make_behavior() {
           if (handler == monitors_.end()) continue;
           auto on_down = std::move(handler->second);
           monitors_.erase(handler);
-          timed([&] { on_down(state_->tree().path(v), reason); });
+          counted([&] { on_down(state_->tree().path(v), reason); });
         }
       },
       [this](restart_atom) {
@@ -201,7 +224,7 @@ caf::behavior component_actor::make_behavior() {
       [this](joined_atom, node_id) { release_held_dynamic(); },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
         log::warning(state_->tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
-        timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+        counted([&] { user_->on_child_failure(*ctx_, child_path, reason); });
         // Its node is gone: nothing can restart it there. Later siblings still start. A dynamic
         // child may be started again: when its node is back (start_child holds it until then).
         for (std::size_t i = 0; i < children_.size(); ++i) {
@@ -218,7 +241,7 @@ caf::behavior component_actor::make_behavior() {
         }
       },
       [this](undeliv_atom, const std::string& node, std::uint64_t count, const std::string& reason) {
-        timed([&] { user_->on_undelivered(*ctx_, node, count, reason); });
+        counted([&] { user_->on_undelivered(*ctx_, node, count, reason); });
       },
       [this](shutdown_atom, bool urgent) { begin_shutdown(urgent); },
       [this](reply_atom, std::uint64_t id, const std::string& code, const std::string& text, const payload& data) {
@@ -234,17 +257,17 @@ caf::behavior component_actor::make_behavior() {
   return main_;
 }
 
-void component_actor::deliver(const routed_message& message, std::uint32_t index) {
-  const route_info& info = *message.info;
+void component_actor::deliver(const route_info& info, const payload& data, std::uint64_t sequence, std::uint32_t index,
+                              bool remote) {
   const auto& target = info.plan->targets()[index];
-  delivery d(info.topic, state_->tree().path(info.publisher), message.data, message.sequence);
-  in_remote_delivery_ = message.receipt != nullptr;
+  delivery d(info.topic, state_->tree().path(info.publisher), data, sequence);
+  in_remote_delivery_ = remote;
   for (auto id : target.subscriptions) {
     auto it = handlers_.find(id);
-    if (it != handlers_.end()) timed([&] { it->second(d); });
+    if (it != handlers_.end()) counted([&] { it->second(d); });
   }
   in_remote_delivery_ = false;
-  state_->flow().handled(vertex_);
+  ++delivered_;  // taken off the backlog when this batch of messages is done (resume)
 }
 
 void component_actor::begin_shutdown(bool urgent) {
@@ -300,7 +323,7 @@ void component_actor::start() {
   user_ = s.make()();
   ctx_ = std::make_unique<actor_context>(*this);
   if (s.keeps_state()) {
-    if (auto kept = state_->kept().get(vertex_)) timed([&] { user_->restore(*ctx_, *kept); });
+    if (auto kept = state_->kept().get(vertex_)) counted([&] { user_->restore(*ctx_, *kept); });
   }
   const auto& kids = state_->tree().children(vertex_);
   children_.clear();
@@ -311,7 +334,7 @@ void component_actor::start() {
   }
   // A start_child from on_start marks the child: it starts with the others, in declaration order.
   in_on_start_ = true;
-  timed([&] { user_->on_start(*ctx_); });
+  counted([&] { user_->on_start(*ctx_); });
   in_on_start_ = false;
   for (std::size_t i = 0; i < children_.size(); ++i) {
     const bool held = std::find(held_dynamic_.begin(), held_dynamic_.end(), i) != held_dynamic_.end();
@@ -416,7 +439,7 @@ void component_actor::spawn_next() {
     if (spawn_child(i)) starting_ = i;
   }
   if (starting_ != none) return;
-  if (!children_.empty()) timed([&] { user_->on_children_started(*ctx_); });
+  if (!children_.empty()) counted([&] { user_->on_children_started(*ctx_); });
   if (!reported_started_) {
     reported_started_ = true;
     if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
@@ -462,7 +485,7 @@ void component_actor::stop_child(child& c) {
 void component_actor::checkpoint() {
   if (!user_ || !ctx_ || !state_->spec_of(vertex_).keeps_state()) return;
   std::optional<payload> snapshot;
-  timed([&] { snapshot = user_->snapshot(*ctx_); });
+  counted([&] { snapshot = user_->snapshot(*ctx_); });
   if (snapshot) state_->kept().put(vertex_, std::move(*snapshot));
 }
 
@@ -540,7 +563,7 @@ void component_actor::on_child_gone(const caf::actor_addr& source, const caf::er
 void component_actor::supervise(std::size_t i, const std::string& reason, bool failure, bool was_starting) {
   const auto& tree = state_->tree();
   const std::string& child_path = tree.path(children_[i].vertex);
-  if (failure) timed([&] { user_->on_child_failure(*ctx_, child_path, reason); });
+  if (failure) counted([&] { user_->on_child_failure(*ctx_, child_path, reason); });
   auto type_of = [&](std::size_t j) { return state_->spec_of(children_[j].vertex).restart(); };
   if (type_of(i) == restart_type::temporary) {
     log::warning(tree.path(vertex_), "`" + child_path + "` is temporary: not restarted");
@@ -607,7 +630,7 @@ void component_actor::shutdown_next() {
       return;  // wait for its exit before stopping the next one
     }
   }
-  timed([&] { user_->on_stop(*ctx_); });
+  counted([&] { user_->on_stop(*ctx_); });
   quit(caf::exit_reason::normal);
 }
 
@@ -653,11 +676,13 @@ result<void> component_actor::send_on(const std::shared_ptr<const route_info>& i
   result<void> out;
   std::uint64_t sequence = ++sequence_;
   if (!info->local.empty()) {
-    auto message = std::make_shared<const routed_message>(routed_message{info, data, sequence, nullptr});
+    // Each target's message carries the payload and the route (by address: routes_ keeps it, see
+    // route_ref); no envelope to allocate per publish (a message from another node has one, for
+    // its delivery receipt).
     for (auto i : info->local) {
       if (!info->targets[i]) continue;
       state_->flow().queued(info->plan->targets()[i].component);
-      send(info->targets[i], deliver_atom::value, message, i);
+      send(info->targets[i], deliver_atom::value, route_ref{info.get()}, data, sequence, i);
     }
     for (auto i : info->local) {
       const vertex_id target = info->plan->targets()[i].component;
@@ -719,13 +744,13 @@ void component_actor::send_request(std::string_view path, std::string method, co
   request(target, caf::duration{timeout}, request_atom::value, std::move(method), data, vertex_)
       .then(
           [this, on_reply, what](std::string& err, payload& reply) {
-            timed([&] {
+            counted([&] {
               if (err.empty()) on_reply(std::move(reply));
               else on_reply(error{sdk::errc::request_failed, what + ": " + err});
             });
           },
           [this, on_reply, what, timeout](caf::error& e) {
-            timed([&] {
+            counted([&] {
               if (e == caf::sec::request_timeout)
                 on_reply(error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
               else
@@ -782,7 +807,7 @@ void component_actor::finish_remote_request(std::uint64_t id, result<payload> ou
   auto r = std::move(it->second);
   remote_requests_.erase(it);
   if (!outcome) outcome = error{outcome.error().code, r.what + ": " + outcome.error().message};
-  timed([&] { r.on_reply(std::move(outcome)); });
+  counted([&] { r.on_reply(std::move(outcome)); });
 }
 
 void component_actor::post_task(std::function<void()> fn) {

@@ -26,6 +26,7 @@ class component_actor final : public caf::event_based_actor {
   // Drops everything that holds other actors (route caches, children) or the run: actors that hold
   // each other's handles would otherwise keep each other alive after they terminated.
   void on_exit() override;
+  resume_result resume(caf::execution_unit* unit, std::size_t max_throughput) override;
   const char* name() const override { return "banyan.component"; }
 
   // The component-facing API (see context.hpp); called only from this actor's handlers.
@@ -72,7 +73,7 @@ class component_actor final : public caf::event_based_actor {
   };
 
   template <class F>
-  void timed(F&& f);
+  void counted(F&& f);
   void start();
   bool spawn_child(std::size_t i);  // true: wait for its start before the next one
   void spawn_next();
@@ -96,7 +97,8 @@ class component_actor final : public caf::event_based_actor {
   void shutdown_next();
   result<void> send_on(const std::shared_ptr<const route_info>& info, const payload& data);
   void flush_held();
-  void deliver(const routed_message& message, std::uint32_t index);
+  // `remote`: the message came from another node (its handler must not block on a node link).
+  void deliver(const route_info& info, const payload& data, std::uint64_t sequence, std::uint32_t index, bool remote);
   void send_remote_request(vertex_id target, std::string method, const payload& data,
                            std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
   void finish_remote_request(std::uint64_t id, result<payload> outcome);
@@ -128,6 +130,8 @@ class component_actor final : public caf::event_based_actor {
   caf::message_handler main_;  // the behaviour; paused: a few skips in front of it
   bool paused_ = false;
   bool behavior_ready_ = false;    // become() is usable (false while make_behavior runs)
+  std::uint64_t calls_ = 0;      // calls into the component's code in this run of the actor (resume)
+  std::int64_t delivered_ = 0;   // deliveries handled in this run of the actor
   bool in_remote_delivery_ = false;  // handling a message from another node: never block the thread
 
   // Requests to components on other nodes, by id: the handler and what to call it in errors.

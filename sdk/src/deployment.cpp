@@ -3,10 +3,13 @@
 #include "banyan/partitioner/io.hpp"
 #include "banyan/runtime/curve.hpp"
 #include "banyan/sdk/error.hpp"
+#include "banyan/sdk/launcher.hpp"
 
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <optional>
 
 namespace banyan::detail {
 
@@ -32,6 +35,41 @@ result<std::string> read_key(const partitioner::deployment& d, std::size_t node,
                                                   std::to_string(files.column) + ": node `" + d.c.nodes[node].name +
                                                   "` curve: " + key.error().message};
   return key;
+}
+
+// The nodes' endpoints, `{host}` replaced by the host of the node's rank (node i runs as rank i)
+// from the launcher's host list; endpoints that differ only in `{host}` must not meet on one host.
+result<std::vector<std::string>> endpoints_of(const partitioner::deployment& d) {
+  constexpr std::string_view placeholder = "{host}";
+  std::vector<std::string> out;
+  std::optional<std::vector<std::string>> hosts;  // read at the first `{host}`
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < d.c.nodes.size(); ++i) {
+    const auto& n = d.c.nodes[i];
+    std::string endpoint = n.endpoint;
+    const std::string where = d.name + ":" + std::to_string(n.line) + ": node `" + n.name + "` endpoint `" + n.endpoint + "`";
+    if (endpoint.find(placeholder) != std::string::npos) {
+      if (!hosts) {
+        auto h = launcher::hosts_by_rank();
+        if (!h) return error{sdk::errc::invalid_argument, where + ": " + h.error().message};
+        hosts = std::move(*h);
+      }
+      if (hosts->empty())
+        return error{sdk::errc::invalid_argument, where + " names {host}, but no launcher host list is set (BANYAN_HOSTS, e.g. "
+                                                          "from banyan launch --hosts, or Slurm's SLURM_STEP_NODELIST)"};
+      if (i >= hosts->size())
+        return error{sdk::errc::invalid_argument, where + " names {host}, but the launcher's host list has " +
+                                                          std::to_string(hosts->size()) + " ranks (node " + std::to_string(i) +
+                                                          " runs as rank " + std::to_string(i) + ")"};
+      for (auto at = endpoint.find(placeholder); at != std::string::npos; at = endpoint.find(placeholder, at + (*hosts)[i].size()))
+        endpoint.replace(at, placeholder.size(), (*hosts)[i]);
+    }
+    if (auto [it, fresh] = seen.emplace(endpoint, i); !fresh)
+      return error{sdk::errc::invalid_argument, where + " is `" + endpoint + "` on this host list, as node `" +
+                                                        d.c.nodes[it->second].name + "`'s is: give them different ports"};
+    out.push_back(std::move(endpoint));
+  }
+  return out;
 }
 
 }  // namespace
@@ -90,11 +128,13 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
     self = std::move(*from_rank);
   }
   resolved_deployment out;
+  auto endpoints = endpoints_of(*d);
+  if (!endpoints) return std::move(endpoints).error();
+  out.endpoints = std::move(*endpoints);
   bool found = false;
   for (std::size_t i = 0; i < d->c.nodes.size(); ++i) {
     const auto& n = d->c.nodes[i];
     out.names.push_back(n.name);
-    out.endpoints.push_back(n.endpoint);
     if (n.name == self) {
       out.self = static_cast<node_id>(i);
       found = true;

@@ -8,7 +8,7 @@
 // what was queued for the old incarnation is gone with it.
 //
 // Thread-safety: every member may be called from any thread (one atomic per component, and the
-// resume_list's lock). Cost: queued/handled/congested are one atomic operation.
+// resume_list's lock). Cost: queued/handled/congested are one atomic operation (handled: per batch).
 #pragma once
 
 #include "resume_list.hpp"
@@ -30,8 +30,10 @@ class local_flow {
   explicit local_flow(std::size_t components);
 
   void queued(vertex_id v) { backlog_[v].fetch_add(1, std::memory_order_relaxed); }
-  void handled(vertex_id v) {
-    if (backlog_[v].fetch_sub(1, std::memory_order_acq_rel) - 1 == limit / 2) waiters_.release(v);
+  // `n` deliveries to `v` handled (a component reports those of one run of its actor at once).
+  void handled(vertex_id v, std::int64_t n = 1) {
+    const std::int64_t before = backlog_[v].fetch_sub(n, std::memory_order_acq_rel);
+    if (before > limit / 2 && before - n <= limit / 2) waiters_.release(v);
   }
   bool congested(vertex_id v) const { return backlog_[v].load(std::memory_order_relaxed) >= limit; }
   // `who` gets one `resume` once `v` is down to limit / 2 (at once if it already is).

@@ -1,6 +1,9 @@
 #include "route_front.hpp"
 
+#include "actor_protocol.hpp"
+
 #include <functional>
+#include <utility>
 
 namespace banyan::detail {
 
@@ -40,9 +43,22 @@ result<std::shared_ptr<const route_info>> route_cache::get(std::string_view topi
   auto t = topic::parse(topic_text);
   if (!t) return t.error();
   auto info = front_->make(*t, publisher, scope, entry, from);
-  if (it != routes_.end()) it->second = info;
+  if (it != routes_.end()) retire(std::exchange(it->second, info));
   else routes_.emplace(key{std::string(topic_text), publisher, scope, entry, from}, info);
   return info;
+}
+
+void route_cache::clear() {
+  for (auto& [key, info] : routes_) retire(std::move(info));
+  routes_.clear();
+}
+
+// Behind every delivery that used it (one sender's messages to one actor arrive in order): the
+// last target to handle its `unroute` frees it; a target that is gone drops it with its mailbox.
+void route_cache::retire(std::shared_ptr<const route_info> info) const {
+  if (!by_reference_) return;
+  for (auto i : info->local)
+    if (info->targets[i]) caf::anon_send(info->targets[i], unroute_atom::value, info);
 }
 
 }  // namespace banyan::detail

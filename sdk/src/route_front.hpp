@@ -46,7 +46,17 @@ struct route_info {
   std::uint64_t directory_version;
 };
 
-// One message on its way to its local targets, shared by all of them (the payload is not copied).
+// A local publish's route in its deliveries: by address, without a reference count (whose atomic
+// updates, by the publisher and by each target, cost more than the rest of a delivery's
+// bookkeeping). The publisher's route_cache owns the route; when it drops it (stale, or the
+// publisher ends), it sends the route to each local target after the deliveries that use it
+// (`unroute`), so the last target to handle that message frees it.
+struct route_ref {
+  const route_info* info;
+};
+
+// A message from another node on its way to its local targets, shared by all of them (the
+// payload is not copied).
 struct routed_message {
   std::shared_ptr<const route_info> info;
   payload data;
@@ -76,14 +86,19 @@ class route_front {
 };
 
 // Routes kept by one actor, by (topic text, publisher, scope, entry, from); a stale route is rebuilt.
+// `by_reference`: deliveries carry its routes as route_ref, so a route it drops (stale, clear(),
+// destruction) goes to its local targets behind them (unroute) instead of being freed here.
 class route_cache {
  public:
-  explicit route_cache(const route_front& front) : front_(&front) {}
+  explicit route_cache(const route_front& front, bool by_reference = false) : front_(&front), by_reference_(by_reference) {}
+  ~route_cache() { clear(); }
+  route_cache(const route_cache&) = delete;
+  route_cache& operator=(const route_cache&) = delete;
 
   // The current route; an invalid topic is an error (errc::invalid_topic, naming the topic).
   result<std::shared_ptr<const route_info>> get(std::string_view topic, vertex_id publisher, vertex_id scope,
                                                 vertex_id entry, vertex_id from);
-  void clear() { routes_.clear(); }
+  void clear();
 
  private:
   struct key_view {
@@ -108,10 +123,15 @@ class route_cache {
     }
   };
 
+  void retire(std::shared_ptr<const route_info> info) const;
+
   const route_front* front_;
+  bool by_reference_;
   std::unordered_map<key, std::shared_ptr<const route_info>, hash, equal> routes_;
 };
 
 }  // namespace banyan::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const banyan::detail::routed_message>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const banyan::detail::route_info>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::detail::route_ref)

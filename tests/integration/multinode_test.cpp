@@ -20,6 +20,10 @@
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace banyan {
@@ -380,6 +384,71 @@ TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
   };
   EXPECT_EQ(links(*a).size(), 6u);
   EXPECT_EQ(links(*a), links(*b));
+}
+
+// Three nodes as write_deployment's, each on `tcp://{host}:PORT` (free loopback ports, released
+// again: a port taken meanwhile fails the run, it cannot pass it wrongly).
+fs::path write_host_deployment(const fs::path& dir) {
+  std::string text = "version: 1\nnodes:\n";
+  for (int i = 0; i < 3; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      ADD_FAILURE() << "no free loopback port";
+    ::close(fd);
+    text += "  - {name: n" + std::to_string(i) + ", endpoint: \"tcp://{host}:" + std::to_string(ntohs(a.sin_port)) +
+            "\", capacity: {cpu: 1}}\n";
+  }
+  text += "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n  /mesh/zone2: n2\n  /mesh/zone1/slow: n2\n";
+  std::ofstream(dir / "hosts.yaml") << text;
+  return dir / "hosts.yaml";
+}
+
+// Endpoints naming `{host}` (issue #16): `banyan launch --via mpirun --hosts LIST` gives mpirun the
+// host list and every rank BANYAN_HOSTS, and each node's `{host}` becomes its rank's host (here
+// `localhost`, a name: the node binds the address it resolves to).
+TEST(Launchers, EndpointsTakeTheirHostFromMpirunsHostList) {
+  if (run_command("command -v mpirun", 10s).exit_code != 0) GTEST_SKIP() << "mpirun is not installed (tools/setup installs openmpi-bin)";
+  scratch_dir dir;
+  auto d = write_host_deployment(dir.path);
+  auto single = run_command(std::string(MESH_APP) + " --messages 500", 120s);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  ASSERT_EQ(digests(single.output).size(), 6u) << single.output;
+  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --hosts localhost:3 --run-for 240s -- " +
+                               MESH_APP + " --messages 500", 300s);
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  EXPECT_NE(multi.output.find("--host localhost:3 -x BANYAN_HOSTS=localhost:3"), std::string::npos) << multi.output;
+  EXPECT_EQ(digests(multi.output), digests(single.output)) << multi.output;
+}
+
+// Under srun the hosts are Slurm's step layout (SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE), here
+// set by hand for three nodes started by banyan launch: `localhost` and 127.0.0.1-2 (all loopback).
+// A `{host}` without a host list, a list too short or a layout we cannot map are clear errors.
+TEST(Launchers, EndpointsTakeTheirHostFromSlurmsLayoutOrAClearError) {
+  scratch_dir dir;
+  auto d = write_host_deployment(dir.path);
+  auto single = run_command(std::string(MESH_APP) + " --messages 500", 120s);
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  ASSERT_EQ(digests(single.output).size(), 6u) << single.output;
+  const std::string slurm = "SLURM_STEP_NODELIST='localhost,127.0.0.[1-2]' SLURM_STEP_TASKS_PER_NODE='1(x3)' ";
+  auto multi = run_command(slurm + launch(d, "--messages 500"), 300s);
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  EXPECT_EQ(digests(multi.output), digests(single.output)) << multi.output;
+
+  const std::string node1 = std::string(MESH_APP) + " --deployment " + d.string() + " --node n1 --start-timeout 1s";
+  auto none = run_command(node1, 60s);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("hosts.yaml:3: node `n0` endpoint `tcp://{host}:"), std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("names {host}, but no launcher host list is set"), std::string::npos) << none.output;
+  auto short_list = run_command("BANYAN_HOSTS=localhost " + node1, 60s);
+  EXPECT_EQ(short_list.exit_code, 2);
+  EXPECT_NE(short_list.output.find("the launcher's host list has 1 ranks (node 1 runs as rank 1)"), std::string::npos) << short_list.output;
+  auto cyclic = run_command(slurm + "SLURM_DISTRIBUTION=cyclic " + node1, 60s);
+  EXPECT_EQ(cyclic.exit_code, 2);
+  EXPECT_NE(cyclic.output.find("SLURM_DISTRIBUTION=`cyclic`: only srun's block distribution"), std::string::npos) << cyclic.output;
 }
 
 // The rank variables are read as documented, and a wrong one is a clear error naming it.

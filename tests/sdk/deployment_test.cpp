@@ -5,6 +5,7 @@
 
 #include "banyan/partitioner/io.hpp"
 #include "banyan/runtime/curve.hpp"
+#include "banyan/sdk/launcher.hpp"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +128,56 @@ TEST(Deployment, ANodeReadsItsKeysFromTheFilesTheDeploymentNames) {
   EXPECT_EQ(broken.exit_code, 2);
   EXPECT_NE(broken.error.find("broken.yaml:10:12: node `n1` curve: "), std::string::npos) << broken.error;
   EXPECT_NE(broken.error.find("broken.pub line 1: not a CURVE key"), std::string::npos) << broken.error;
+}
+
+// The launcher's host list (docs/runtime.md, "Launchers"): Open MPI's --host syntax and Slurm's
+// compressed lists; malformed ones are errors naming the variable.
+TEST(Launcher, HostListsExpandAsTheLaunchersWriteThem) {
+  auto slots = launcher::parse_host_slots("a,b:2,c", "BANYAN_HOSTS");
+  ASSERT_TRUE(slots) << slots.error().what();
+  EXPECT_EQ(*slots, (std::vector<std::string>{"a", "b", "b", "c"}));
+  auto slurm = launcher::expand_slurm_hostlist("n[01-03,7],gpu5,rack[8-9]x", "SLURM_STEP_NODELIST");
+  ASSERT_TRUE(slurm) << slurm.error().what();
+  EXPECT_EQ(*slurm, (std::vector<std::string>{"n01", "n02", "n03", "n7", "gpu5", "rack8x", "rack9x"}));
+  auto tasks = launcher::expand_slurm_tasks("2(x3),1", "SLURM_STEP_TASKS_PER_NODE");
+  ASSERT_TRUE(tasks) << tasks.error().what();
+  EXPECT_EQ(*tasks, (std::vector<std::size_t>{2, 2, 2, 1}));
+
+  for (const char* bad : {"a,:2", "a:0", "a:x", "a:99999999"}) {
+    auto r = launcher::parse_host_slots(bad, "BANYAN_HOSTS");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().message.rfind(std::string("BANYAN_HOSTS=`") + bad + "`: ", 0), 0u) << r.error().message;
+  }
+  for (const char* bad : {"n[3-1]", "n[01-", "[1-2]", "n[1-2][3]", "n[a]", "a,,b"}) {
+    auto r = launcher::expand_slurm_hostlist(bad, "SLURM_STEP_NODELIST");
+    EXPECT_FALSE(r) << bad;
+  }
+  for (const char* bad : {"2(x)", "2(3)", "x", "2(x3"}) {
+    auto r = launcher::expand_slurm_tasks(bad, "SLURM_STEP_TASKS_PER_NODE");
+    EXPECT_FALSE(r) << bad;
+  }
+}
+
+// Two nodes whose `{host}` endpoints meet on one host (the same port) cannot both bind: refused
+// before anything starts, naming both.
+TEST(Launcher, EndpointsThatMeetOnOneHostAreAClearError) {
+  scratch dir;
+  app a{"app"};
+  auto options = testing::test_options();
+  options.node = "n0";
+  options.deployment = dir.write("d.yaml",
+                                 "version: 1\nnodes:\n"
+                                 "  - {name: n0, endpoint: \"tcp://{host}:7301\", capacity: {cpu: 1}}\n"
+                                 "  - {name: n1, endpoint: \"tcp://{host}:7301\", capacity: {cpu: 1}}\n"
+                                 "assignments:\n  /app: n0\n").string();
+  ::setenv("BANYAN_HOSTS", "localhost:2", 1);
+  auto clash = run(a, options);
+  ::unsetenv("BANYAN_HOSTS");
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_NE(clash.error.find("d.yaml:4: node `n1` endpoint `tcp://{host}:7301` is `tcp://localhost:7301` on this host list, as "
+                             "node `n0`'s is"),
+            std::string::npos)
+      << clash.error;
 }
 
 }  // namespace

@@ -22,6 +22,8 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <unistd.h>
 
 namespace banyan::cli {
@@ -35,6 +37,7 @@ struct options {
   std::chrono::milliseconds run_for{0};
   bool json = false;
   std::string via;  // empty: our own processes; mpirun or srun
+  std::string hosts;  // the launcher's host list (Open MPI's --host syntax), also BANYAN_HOSTS for `{host}`
   std::vector<std::string> join;  // start only these nodes, into a running deployment
   std::vector<std::string> command;
 };
@@ -127,6 +130,18 @@ std::filesystem::path profile_scratch() {
   return tmpl;
 }
 
+// "a:2,b,a" -> "a,b": the hosts of a `--host` list without their slots, each once.
+std::string host_names(const std::string& list) {
+  std::string out;
+  std::set<std::string> seen;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    item = item.substr(0, item.find(':'));
+    if (seen.insert(item).second) out += (out.empty() ? "" : ",") + item;
+  }
+  return out;
+}
+
 // Under a cluster's own launcher: one command; every process gets the same arguments and takes its
 // node from its rank. The launcher merges the output and reports failed ranks in its exit code.
 int run_via(const options& o, const std::vector<std::string>& names) {
@@ -135,8 +150,12 @@ int run_via(const options& o, const std::vector<std::string>& names) {
   if (o.via == "mpirun") {
     argv = {"mpirun", "-np", k, "--oversubscribe"};  // more nodes than cores is fine on one machine
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+    // mpirun fills the hosts' slots in rank order; every rank learns the list for `{host}`.
+    if (!o.hosts.empty()) argv.insert(argv.end(), {"--host", o.hosts, "-x", "BANYAN_HOSTS=" + o.hosts});
   } else {
     argv = {"srun", "--ntasks", k, "--overcommit"};  // likewise
+    // Slurm places the ranks and tells each the layout (SLURM_STEP_NODELIST): only the names go.
+    if (!o.hosts.empty()) argv.insert(argv.end(), {"--nodelist", host_names(o.hosts)});
   }
   argv.insert(argv.end(), o.command.begin(), o.command.end());
   argv.insert(argv.end(), {"--deployment", o.deployment});
@@ -211,7 +230,9 @@ int run(const options& o) {
     args.insert(args.end(), {"--deployment", o.deployment, "--node", name});
     if (!o.join.empty()) args.push_back("--join");
     if (!scratch.empty()) args.insert(args.end(), {"--profile", (scratch / (name + ".json")).string()});
-    auto p = banyan::process::spawn(args, {.out = output_mode::capture, .err = output_mode::capture});
+    spawn_options how{.out = output_mode::capture, .err = output_mode::capture};
+    if (!o.hosts.empty()) how.env.emplace_back("BANYAN_HOSTS", o.hosts);  // for endpoints with `{host}`
+    auto p = banyan::process::spawn(args, how);
     if (!p) {
       if (!scratch.empty()) std::filesystem::remove_all(scratch);
       return fail(tool, "node " + name + ": " + p.error().message, exit_bad_arguments);  // started ones are killed
@@ -300,6 +321,10 @@ action setup_launch(CLI::App& sub) {
   sub.add_flag("--json", o->json, "Print a JSON summary on stdout");
   sub.add_option("--via", o->via, "Start the nodes with this launcher (rank i runs the i-th node); prints the command")
       ->check(CLI::IsMember({"mpirun", "srun"}));
+  sub.add_option("--hosts", o->hosts,
+                 "Host list, Open MPI's --host syntax (a,b:2,c: rank i runs on the i-th slot); endpoints may name `{host}`. "
+                 "mpirun gets --host LIST, srun --nodelist; every node gets BANYAN_HOSTS=LIST (srun: Slurm's own layout)")
+      ->type_name("LIST");
   sub.add_option("--join", o->join, "Start only this node (repeatable), joining the deployment that is already running")
       ->type_name("NODE")
       ->allow_extra_args(false);  // one node per --join: what follows is not another node

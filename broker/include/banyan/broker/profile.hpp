@@ -17,7 +17,7 @@ namespace banyan {
 
 struct component_load {
   std::uint64_t messages = 0;  // messages handled (deliveries, requests, posted work)
-  double cpu_seconds = 0;      // time spent inside the component's handlers
+  double cpu_seconds = 0;      // time the component's actor ran: its handlers and the work done for them
   std::uint64_t memory = 0;    // bytes, when the component reports it
 };
 
@@ -26,10 +26,10 @@ struct component_load {
 class load_meter {
  public:
   explicit load_meter(std::size_t components) : cells_(components) {}
-  void record(vertex_id v, std::uint64_t busy_ns) {
-    cells_[v].messages.fetch_add(1, std::memory_order_relaxed);
-    cells_[v].busy_ns.fetch_add(busy_ns, std::memory_order_relaxed);
-  }
+  // `n` messages handled (calls into the component's code).
+  void handled(vertex_id v, std::uint64_t n) { cells_[v].messages.fetch_add(n, std::memory_order_relaxed); }
+  // Time the component's actor ran (its handlers and the middleware's work for them).
+  void busy(vertex_id v, std::uint64_t ns) { cells_[v].busy_ns.fetch_add(ns, std::memory_order_relaxed); }
   void set_memory(vertex_id v, std::uint64_t bytes) { cells_[v].memory.store(bytes, std::memory_order_relaxed); }
   std::vector<component_load> snapshot() const;
 

@@ -72,10 +72,12 @@ class route {
   const std::vector<target>& targets() const { return targets_; }
   const std::vector<edge_use>& edges() const { return edges_; }
 
-  // Counts one published message of `bytes` payload bytes on this route (all its edges).
+  // Counts one published message of `bytes` payload bytes on this route (all its edges). One
+  // writer at a time (the actor that routes with it; readers may read concurrently): plain adds,
+  // no locked instructions on the publish path.
   void record(std::size_t bytes) const {
-    messages_.fetch_add(1, std::memory_order_relaxed);
-    bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    messages_.store(messages_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    bytes_.store(bytes_.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
   }
   void add_to(std::vector<edge_traffic>& per_edge) const;
   std::uint64_t messages() const { return messages_.load(std::memory_order_relaxed); }
