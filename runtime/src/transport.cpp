@@ -516,6 +516,7 @@ link_stats transport_impl::stats(const std::string& name) const {
 void transport_impl::run() {
   io_id_ = std::this_thread::get_id();
   auto next_check = steady::now();
+  auto last_traffic = steady::time_point{};
   std::vector<zmq_pollitem_t> items;
   bool more = false;  // data left to write after this round's budget
   while (!stopping_) {
@@ -529,8 +530,14 @@ void transport_impl::run() {
       items.push_back({p.control, 0, static_cast<short>(p.control_blocked ? ZMQ_POLLOUT : 0), 0});
     }
     const auto now = steady::now();
-    const long wait = more ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
-    zmq_poll(items.data(), static_cast<int>(items.size()), wait);
+    const bool polling = now - last_traffic < opt_.busy_poll;  // see transport_options::busy_poll
+    const long wait = more || polling ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
+    if (zmq_poll(items.data(), static_cast<int>(items.size()), wait) > 0 || more) {
+      last_traffic = now;
+    } else if (polling) {
+      std::this_thread::yield();
+      continue;  // nothing came: poll again (timers are checked once the polling ends)
+    }
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t v;
       [[maybe_unused]] auto n = ::read(waker_->fd, &v, sizeof v);
