@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <set>
@@ -225,7 +226,7 @@ class transport_impl final : public transport {
   void gone(peer& p, const std::string& reason);
   void reconnect(peer& p, const std::string& reason);
   bool credit_due(const peer& p) const;
-  bool write(peer& p, bool control, std::span<const envelope> batch, std::uint64_t sent);
+  bool write(peer& p, bool control, std::span<const envelope* const> batch, std::uint64_t sent);
   bool write_data(peer& p, std::size_t budget);
   void timers(steady::time_point now, bool drained);
   void handle_zap();
@@ -516,7 +517,6 @@ link_stats transport_impl::stats(const std::string& name) const {
 void transport_impl::run() {
   io_id_ = std::this_thread::get_id();
   auto next_check = steady::now();
-  auto last_traffic = steady::time_point{};
   std::vector<zmq_pollitem_t> items;
   bool more = false;  // data left to write after this round's budget
   while (!stopping_) {
@@ -530,14 +530,8 @@ void transport_impl::run() {
       items.push_back({p.control, 0, static_cast<short>(p.control_blocked ? ZMQ_POLLOUT : 0), 0});
     }
     const auto now = steady::now();
-    const bool polling = now - last_traffic < opt_.busy_poll;  // see transport_options::busy_poll
-    const long wait = more || polling ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
-    if (zmq_poll(items.data(), static_cast<int>(items.size()), wait) > 0 || more) {
-      last_traffic = now;
-    } else if (polling) {
-      std::this_thread::yield();
-      continue;  // nothing came: poll again (timers are checked once the polling ends)
-    }
+    const long wait = more ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
+    zmq_poll(items.data(), static_cast<int>(items.size()), wait);
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t v;
       [[maybe_unused]] auto n = ::read(waker_->fd, &v, sizeof v);
@@ -976,7 +970,7 @@ void transport_impl::reconnect(peer& p, const std::string& reason) {
   log(log_level::warning, "node `" + opt_.self + "`: reconnecting to " + who(p) + ": " + reason);
 }
 
-bool transport_impl::write(peer& p, bool control, std::span<const envelope> batch, std::uint64_t sent) {
+bool transport_impl::write(peer& p, bool control, std::span<const envelope* const> batch, std::uint64_t sent) {
   if (control ? p.control_blocked : p.data_blocked) return false;
   zmq_msg_t header, blob;
   detail::frame_header h;
@@ -1013,10 +1007,12 @@ bool transport_impl::write(peer& p, bool control, std::span<const envelope> batc
 }
 
 // Writes batches for `p` until its queue is empty, its socket is full or `budget` bytes are written.
-// Returns whether more is left. A batch stays at the front of its queue (moved-from) until it is
-// written, so flush() and the statistics never see it gone before it is.
+// Returns whether more is left. A batch is encoded from where its envelopes are, the front of the
+// queue (or, written again, of `unacked`), by address: only this thread removes envelopes from
+// either, and send()'s push_back leaves a deque's elements where they are. A batch moves from the
+// queue to `unacked` once it is written, so flush() and the statistics never see it gone before.
 bool transport_impl::write_data(peer& p, std::size_t budget) {
-  std::vector<envelope> batch;
+  std::vector<const envelope*> batch;
   std::size_t spent = 0;
   while (!p.data_blocked && spent < budget) {
     batch.clear();
@@ -1036,18 +1032,10 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
       if (p.resend_at != 0) {
         resend = true;
         const std::uint64_t base = p.unacked.empty() ? p.resend_at : p.unacked.front().sequence;
-        for (std::size_t i = std::max(p.resend_at, base) - base; i < p.unacked.size(); ++i) {
-          const envelope& e = p.unacked[i];
-          if (!fits(e)) break;
-          envelope copy = e;  // the receipt stays with the kept one
-          copy.receipt.reset();
-          batch.push_back(std::move(copy));
-        }
+        for (std::size_t i = std::max(p.resend_at, base) - base; i < p.unacked.size() && fits(p.unacked[i]); ++i)
+          batch.push_back(&p.unacked[i]);
       } else {
-        for (std::size_t i = 0; i < p.queue.size(); ++i) {
-          if (!fits(p.queue[i])) break;
-          batch.push_back(std::move(p.queue[i]));
-        }
+        for (std::size_t i = 0; i < p.queue.size() && fits(p.queue[i]); ++i) batch.push_back(&p.queue[i]);
       }
     }
     if (batch.empty()) {
@@ -1056,22 +1044,19 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
       p.resend_at = 0;  // nothing left to write again
       continue;
     }
-    const std::uint64_t last = batch.back().sequence;
+    const std::uint64_t last = batch.back()->sequence;
     const bool written = write(p, false, batch, std::max(p.written_hi, last));
     std::uint64_t payload = 0;
-    for (const auto& e : batch) payload += e.payload.size();
+    for (const envelope* e : batch) payload += e->payload.size();
     std::lock_guard lk(mu_);
+    if (!written) return false;
     if (resend) {
-      if (!written) return false;
       p.stats.resent += batch.size();
       p.resend_at = last < p.written_hi ? last + 1 : 0;
     } else {
-      if (!written) {
-        for (std::size_t i = 0; i < batch.size(); ++i) p.queue[i] = std::move(batch[i]);
-        return false;
-      }
-      for (auto& e : batch) p.unacked.push_back(std::move(e));
-      p.queue.erase(p.queue.begin(), p.queue.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+      const auto n = static_cast<std::ptrdiff_t>(batch.size());
+      std::move(p.queue.begin(), p.queue.begin() + n, std::back_inserter(p.unacked));
+      p.queue.erase(p.queue.begin(), p.queue.begin() + n);
       p.stats.messages_sent += batch.size();
       p.stats.bytes_sent += payload;
       p.written_hi = last;

@@ -38,7 +38,7 @@ const char* to_string(verdict v) {
   return "?";
 }
 
-void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* header, zmq_msg_t* blob) {
+void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_msg_t* header, zmq_msg_t* blob) {
   capnp::MallocMessageBuilder mb(256 + 16 * static_cast<unsigned>(batch.size()));
   auto f = mb.initRoot<wire::Frame>();
   f.setVersion(wire_version);
@@ -61,7 +61,7 @@ void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* h
   if (!batch.empty()) {
     auto list = f.initEnvelopes(static_cast<unsigned>(batch.size()));
     for (unsigned i = 0; i < batch.size(); ++i) {
-      const envelope& e = batch[i];
+      const envelope& e = *batch[i];
       auto w = list[i];
       w.setKind(e.kind);
       if (!e.sender.empty()) w.setSender(text(e.sender));
@@ -87,9 +87,9 @@ void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* h
   capnp::writeMessage(out, mb);
   zmq_msg_init_size(blob, payload_bytes);
   auto* p = static_cast<std::byte*>(zmq_msg_data(blob));
-  for (const envelope& e : batch) {
-    if (!e.payload.empty()) std::memcpy(p, e.payload.data(), e.payload.size());
-    p += e.payload.size();
+  for (const envelope* e : batch) {
+    if (!e->payload.empty()) std::memcpy(p, e->payload.data(), e->payload.size());
+    p += e->payload.size();
   }
 }
 

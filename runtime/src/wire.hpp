@@ -24,7 +24,7 @@ struct frame_header {
 
 // Builds the two ZeroMQ frames of one message: the Cap'n Proto header and the payload bytes of
 // every envelope back to back. `header` and `blob` must be uninitialised zmq_msg_t.
-void encode(const frame_header& h, std::span<const envelope> batch, zmq_msg_t* header, zmq_msg_t* blob);
+void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_msg_t* header, zmq_msg_t* blob);
 
 enum class verdict { ok, garbage, truncated, oversized, version };
 const char* to_string(verdict v);

@@ -181,12 +181,9 @@ result_row raw_sender(const params& p) {
 
 // ---- banyan transport ---------------------------------------------------------------------------
 
-std::chrono::microseconds busy_poll = rt::transport_options{}.busy_poll;  // --busy-poll-us
-
 rt::transport_options options(const std::string& self, const std::string& bind, const std::string& peer,
                               const std::string& peer_ep) {
   rt::transport_options o;
-  o.busy_poll = busy_poll;
   o.self = self;
   o.bind_endpoint = bind;
   o.peers = {{peer, peer_ep, ""}};
@@ -324,12 +321,7 @@ int main(int argc, char** argv) {
   app.add_option("--pings", pings, "ping-pong round trips for latency")->capture_default_str();
   app.add_option("--repeats", repeats, "runs per case; the best rate and the median latencies are kept")->capture_default_str();
   app.add_flag("--json", json, "print the results as JSON on stdout");
-  long busy_poll_us = busy_poll.count();
-  app.add_option("--busy-poll-us", busy_poll_us, "banyan's I/O threads poll without sleeping this long after traffic (transport_options::busy_poll)")
-      ->capture_default_str()
-      ->check(CLI::Range(0L, 1'000'000L));
   if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
-  busy_poll = std::chrono::microseconds(busy_poll_us);
   if (repeats < 1 || small < 1 || large < 1 || pings < 1)
     return banyan::cli::fail("runtime_bench", "--repeats, --messages-* and --pings must be at least 1",
                              banyan::cli::exit_bad_arguments);

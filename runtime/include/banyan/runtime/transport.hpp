@@ -78,10 +78,6 @@ struct transport_options {
   std::uint64_t digest = 0;
   // While a peer has never been up, a line naming it is logged this often.
   std::chrono::milliseconds missing_peer_log_every{3000};
-  // After any traffic the I/O thread keeps polling without sleeping for this long (yielding the
-  // core to any other runnable thread between polls), so that a send or a frame that follows
-  // within it is handled without a thread wake-up (tens of microseconds). 0: always sleep.
-  std::chrono::microseconds busy_poll{200};
 };
 
 // What crosses a link. Payload bytes are carried as they are (never re-encoded). Besides kind and
