@@ -68,15 +68,14 @@ int run(const options& o) {
   if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
   else if (o.unit != "messages") return bad_input("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
   if (o.load != "cpu" && o.load != "messages") return bad_input("--load must be `cpu` or `messages`, got `" + o.load + "`");
-  auto t = bp::load_profile(o.profile, po);
+  bp::profile_measurements measured;  // read in the same pass as the tree
+  auto t = bp::load_profile(o.profile, po, &measured);
   if (!t) return bad_input(t.error().message);
-  auto loads = read_profile_loads(o.profile);
-  if (!loads) return bad_input(loads.error().message);
   auto c = bp::load_cluster(o.cluster);
   if (!c) return bad_input(c.error().message);
-  const load_confidence& confidence = loads->confidence;
+  const load_confidence confidence = judge_loads(*t, measured);
   if (o.load == "messages") {
-    if (auto ok = use_message_loads(*t, *loads, o.profile); !ok) return bad_input(ok.error().message);
+    if (auto ok = use_message_loads(*t, measured, o.profile); !ok) return bad_input(ok.error().message);
     for (const auto& n : c->nodes) {
       if (!n.cpu.percent) {
         banyan::log::warning(tool, o.cluster + ": node `" + n.name + "` has an absolute capacity.cpu, read as "
