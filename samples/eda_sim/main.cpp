@@ -43,7 +43,7 @@ struct options {
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
   // Component version (banyan SDK).
   bool components = false, report = false;
-  std::string mode = "hier", profile, deployment, node;
+  std::string mode = "hier", profile, deployment, node, grain = "node";
   unsigned threads = 0;
 };
 
@@ -246,6 +246,10 @@ int run(const options& o) {
     cr->cycles = cycles;
     cr->lanes = o.lanes;
     cr->trace_lanes = ro.trace_lanes;
+    cr->how = o.grain == "leaf" ? eda::grain::leaf : eda::grain::node;
+    if (!o.profile.empty() && o.deployment.empty() && cr->how == eda::grain::node)
+      std::fprintf(stderr, "eda_sim: warning: --profile with --grain node in one process sends no group messages, "
+                   "so the profile has no edge traffic; use --grain leaf to profile for the partitioner\n");
     auto app = eda::make_app(cr);
     banyan::run_options bo;
     bo.mode = *banyan::parse_routing_mode(o.mode);
@@ -262,7 +266,7 @@ int run(const options& o) {
     }
     std::uint64_t edge_msgs = 0, edge_bytes = 0;
     for (const auto& e : br.traffic.edges) edge_msgs += e.messages, edge_bytes += e.bytes;
-    json jc = {{"mode", o.mode}, {"hosted_io", cr->cycles_done > 0}, {"seconds", cr->seconds},
+    json jc = {{"mode", o.mode}, {"grain", o.grain}, {"hosted_io", cr->cycles_done > 0}, {"seconds", cr->seconds},
                {"cycles_per_second", cr->seconds > 0 ? cycles / cr->seconds : 0.0},
                {"edge_messages", edge_msgs}, {"edge_bytes", edge_bytes}};
     if (cr->cycles_done > 0) {
@@ -384,6 +388,10 @@ int main(int argc, char** argv) {
                                               "require identical outputs");
   app.add_option("--mode", o.mode, "Routing for --components: hier, flat-p2p or flat-node")
       ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))->capture_default_str();
+  app.add_option("--grain", o.grain, "Who evaluates with --components: node (the leaves of a process as one "
+                                     "program, messages only between nodes) or leaf (every leaf, every group a "
+                                     "message: the per-edge traffic a --profile for the partitioner needs)")
+      ->check(CLI::IsMember({"node", "leaf"}))->capture_default_str();
   app.add_option("--threads", o.threads, "CAF scheduler threads for --components (default: cores)");
   app.add_option("--profile", o.profile, "Write the component run's traffic profile (JSON) here");
   app.add_flag("--report", o.report, "Print the component run's per-edge traffic table on stdout at the end");

@@ -81,22 +81,27 @@ std::vector<lanes> initial_words(const memory& m) {
   return words;
 }
 
-inline lanes eval_gate(opcode code, lanes a, lanes b, lanes s) {
-  switch (code) {
-    case opcode::buf: return a;
-    case opcode::not_: return op_not(a);
-    case opcode::and_: return op_and(a, b);
-    case opcode::or_: return op_or(a, b);
-    case opcode::xor_: return op_xor(a, b);
-    case opcode::nand: return op_not(op_and(a, b));
-    case opcode::nor: return op_not(op_or(a, b));
-    case opcode::xnor: return op_not(op_xor(a, b));
-    case opcode::andnot: return op_and(a, op_not(b));
-    case opcode::ornot: return op_or(a, op_not(b));
-    case opcode::mux: return op_mux(a, b, s);
-    case opcode::nmux: return op_not(op_mux(a, b, s));
-    default: return lanes::x();
-  }
+template <opcode C>
+inline lanes gate(lanes a, lanes b, lanes s) {
+  if constexpr (C == opcode::buf) return a;
+  else if constexpr (C == opcode::not_) return op_not(a);
+  else if constexpr (C == opcode::and_) return op_and(a, b);
+  else if constexpr (C == opcode::or_) return op_or(a, b);
+  else if constexpr (C == opcode::xor_) return op_xor(a, b);
+  else if constexpr (C == opcode::nand) return op_not(op_and(a, b));
+  else if constexpr (C == opcode::nor) return op_not(op_or(a, b));
+  else if constexpr (C == opcode::xnor) return op_not(op_xor(a, b));
+  else if constexpr (C == opcode::andnot) return op_and(a, op_not(b));
+  else if constexpr (C == opcode::ornot) return op_or(a, op_not(b));
+  else if constexpr (C == opcode::mux) return op_mux(a, b, s);
+  else if constexpr (C == opcode::nmux) return op_not(op_mux(a, b, s));
+  else return lanes::x();
+}
+
+// A run of ops with one opcode: no dispatch inside the loop.
+template <opcode C>
+void run_ops(lanes* v, const op* p, const op* e) {
+  for (; p != e; ++p) v[p->y] = gate<C>(v[p->a], v[p->b], v[p->s]);
 }
 
 }  // namespace
@@ -243,6 +248,17 @@ struct flat_engine {
   std::vector<lanes> next;
   std::vector<flat_memory> mems;
   lane_words scratch;
+  // The program as runs of one opcode (it is sorted by level, then opcode): each run is a loop
+  // without dispatch.
+  struct segment {
+    opcode code;
+    std::uint32_t begin, end;  // program[begin, end) all have `code`
+  };
+  std::vector<segment> segments;
+  // Flip-flops without async terms (most) as two parallel arrays, the others apart.
+  std::vector<std::uint32_t> plain_d, plain_state;
+  std::vector<std::size_t> async_flops;  // indices into flops
+  std::vector<lanes> plain_next;
 
   explicit flat_engine(const design& d) {
     std::size_t total = 0;
@@ -336,29 +352,64 @@ struct flat_engine {
         fm.writes.push_back({remap(wp.addr, fm.base), remap(wp.data, fm.base), remap(wp.en, fm.base)});
       fm.base = 0;
     }
+    for (std::uint32_t i = 0; i < program.size(); ++i)
+      if (segments.empty() || segments.back().code != program[i].code) segments.push_back({program[i].code, i, i + 1});
+      else segments.back().end = i + 1;
+    for (std::size_t i = 0; i < flops.size(); ++i) {
+      if (!flops[i].async.empty()) {
+        async_flops.push_back(i);
+        continue;
+      }
+      plain_d.push_back(flops[i].d);
+      plain_state.push_back(flops[i].state);
+    }
+    plain_next.resize(plain_d.size());
   }
 
   void evaluate() {
     lanes* val = v.data();
-    for (const op& o : program) {
-      if (o.code == opcode::memrd) {
-        auto& fm = mems[o.a];
-        if (o.s == 0) group_by_address(val, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b]);
-        val[o.y] = read_word_bit(*fm.m, fm.words, fm.reads[o.b], o.s);
-        continue;
+    const op* prog = program.data();
+    {
+      for (const segment& sg : segments) {
+        const op* b = prog + sg.begin;
+        const op* e = prog + sg.end;
+        switch (sg.code) {
+          case opcode::buf: run_ops<opcode::buf>(val, b, e); break;
+          case opcode::not_: run_ops<opcode::not_>(val, b, e); break;
+          case opcode::and_: run_ops<opcode::and_>(val, b, e); break;
+          case opcode::or_: run_ops<opcode::or_>(val, b, e); break;
+          case opcode::xor_: run_ops<opcode::xor_>(val, b, e); break;
+          case opcode::nand: run_ops<opcode::nand>(val, b, e); break;
+          case opcode::nor: run_ops<opcode::nor>(val, b, e); break;
+          case opcode::xnor: run_ops<opcode::xnor>(val, b, e); break;
+          case opcode::andnot: run_ops<opcode::andnot>(val, b, e); break;
+          case opcode::ornot: run_ops<opcode::ornot>(val, b, e); break;
+          case opcode::mux: run_ops<opcode::mux>(val, b, e); break;
+          case opcode::nmux: run_ops<opcode::nmux>(val, b, e); break;
+          case opcode::memrd:
+            for (const op* o = b; o != e; ++o) {
+              auto& fm = mems[o->a];
+              if (o->s == 0) group_by_address(val, 0, *fm.m, fm.read_addr[o->b], fm.reads[o->b]);
+              val[o->y] = read_word_bit(*fm.m, fm.words, fm.reads[o->b], o->s);
+            }
+            break;
+        }
       }
-      val[o.y] = eval_gate(o.code, val[o.a], val[o.b], val[o.s]);
     }
   }
 
   void clock_edge() {
-    for (std::size_t i = 0; i < flops.size(); ++i) {
+    const lanes* val = v.data();
+    for (std::size_t i = 0; i < plain_d.size(); ++i) plain_next[i] = val[plain_d[i]];
+    for (std::size_t i : async_flops) {
       lanes n = v[flops[i].d];
       for (const auto& t : flops[i].async) n = op_mux(n, v[t.value], v[t.ctrl]);
       next[i] = n;
     }
+    // Memories are written from the values before the edge, as the flip-flops sample them.
     for (auto& fm : mems) write_ports(v.data(), 0, *fm.m, fm.writes, fm.words, scratch);
-    for (std::size_t i = 0; i < flops.size(); ++i) v[flops[i].state] = next[i];
+    for (std::size_t i = 0; i < plain_d.size(); ++i) v[plain_state[i]] = plain_next[i];
+    for (std::size_t i : async_flops) v[flops[i].state] = next[i];
   }
 };
 
@@ -375,6 +426,16 @@ simulator::simulator(const design& d, schedule how) : d_(&d), dirty_(d.leaves.si
   stats_.publishes.assign(d.groups.size(), 0);
   if (how == schedule::flat) {
     flat_ = std::make_unique<flat_engine>(d);
+    flat_watch_at_.push_back(0);
+    for (const auto& gr : d.groups) {
+      for (auto ds : gr.driver_slots) flat_watch_.push_back(flat_->at(gr.driver, ds));
+      flat_watch_at_.push_back(static_cast<std::uint32_t>(flat_watch_.size()));
+    }
+    flat_last_.assign(flat_watch_.size(), lanes::x());
+    for (const auto& p : d.inputs)
+      for (auto s : p.slots) flat_inputs_.push_back(flat_->at(d.io_leaf(), s));
+    for (const auto& p : d.outputs)
+      for (auto s : p.slots) flat_outputs_.push_back(flat_->at(d.io_leaf(), s));
     return;
   }
   // Leaf order: the io leaf (it only drives inputs and holds outputs), then Kahn's order over
@@ -429,9 +490,8 @@ simulator::simulator(const design& d, schedule how) : d_(&d), dirty_(d.leaves.si
 
 void simulator::set_inputs(std::span<const lanes> bits) {
   if (flat_) {
-    std::size_t k = 0;
-    for (const auto& p : d_->inputs)
-      for (auto s : p.slots) flat_->v[flat_->at(d_->io_leaf(), s)] = bits[k++];
+    lanes* v = flat_->v.data();
+    for (std::size_t k = 0; k < flat_inputs_.size(); ++k) v[flat_inputs_[k]] = bits[k];
     return;
   }
   auto& io = leaves_[d_->io_leaf()];
@@ -475,13 +535,13 @@ int simulator::settle() {
   if (flat_) {
     flat_->evaluate();
     // A group that changed this cycle is one message, as the component version sends it.
-    for (std::size_t g = 0; g < d_->groups.size(); ++g) {
-      const group& gr = d_->groups[g];
-      auto& last = last_sent_[g];
+    const lanes* v = flat_->v.data();
+    lanes* last = flat_last_.data();
+    for (std::size_t g = 0; g + 1 < flat_watch_at_.size(); ++g) {
       bool changed = false;
-      for (std::size_t i = 0; i < gr.driver_slots.size(); ++i) {
-        const lanes v = flat_->v[flat_->at(gr.driver, gr.driver_slots[i])];
-        if (!(v == last[i])) last[i] = v, changed = true;
+      for (std::uint32_t i = flat_watch_at_[g], e = flat_watch_at_[g + 1]; i < e; ++i) {
+        const lanes x = v[flat_watch_[i]];
+        if (!(x == last[i])) last[i] = x, changed = true;
       }
       stats_.publishes[g] += changed;
     }
@@ -512,12 +572,12 @@ int simulator::settle() {
 }
 
 void simulator::outputs(std::vector<lanes>& out) const {
-  out.clear();
   if (flat_) {
-    for (const auto& p : d_->outputs)
-      for (auto s : p.slots) out.push_back(flat_->v[flat_->at(d_->io_leaf(), s)]);
+    out.resize(flat_outputs_.size());
+    for (std::size_t k = 0; k < flat_outputs_.size(); ++k) out[k] = flat_->v[flat_outputs_[k]];
     return;
   }
+  out.clear();
   const auto& io = leaves_[d_->io_leaf()];
   for (const auto& p : d_->outputs)
     for (auto s : p.slots) out.push_back(io.slot(s));
