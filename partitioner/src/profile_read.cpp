@@ -534,9 +534,11 @@ reader::failure reader::component(od::value v, std::size_t i) {
     root_ = self;
     parent_.push_back(root_mark);
   } else {
-    // Siblings are usually listed together, and a chain's parent just before: try those first.
+    // Siblings are usually listed together, breadth-first the next parent follows the previous
+    // one, and a chain's parent comes just before: try those first.
     std::uint32_t p = no_index;
     if (last_parent_ < self && path_[last_parent_] == parent) p = last_parent_;
+    else if (last_parent_ + 1 < self && path_[last_parent_ + 1] == parent) p = last_parent_ + 1;
     else if (self > 0 && path_[self - 1] == parent) p = self - 1;
     else if ((p = index_.find(parent)) == no_index && ring_count_ > 0) {
       if (auto bad = flush_inserts()) return bad;
