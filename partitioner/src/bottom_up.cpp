@@ -206,8 +206,16 @@ class bottom_up : public algorithm {
       const parts ps = form_parts(p, ch, f * cap_cpu, f * cap_mem);
       std::vector<std::int32_t> top_down(ps.root.size());
       std::iota(top_down.begin(), top_down.end(), 0);
-      std::vector<std::int32_t> largest = top_down;
-      std::stable_sort(largest.begin(), largest.end(), [&](auto a, auto b) { return ps.cpu[a] > ps.cpu[b]; });
+      // Largest first, ties in part order. Sorted as (load, part) pairs: a stable sort of indices
+      // chasing ps.cpu took 0.3 s for the 800,000 parts of a star of 10^6.
+      std::vector<std::pair<double, std::int32_t>> by_load(ps.root.size());
+      for (std::size_t q = 0; q < by_load.size(); ++q) by_load[q] = {ps.cpu[q], static_cast<std::int32_t>(q)};
+      std::sort(by_load.begin(), by_load.end(), [](const auto& a, const auto& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+      });
+      std::vector<std::int32_t> largest(by_load.size());
+      for (std::size_t q = 0; q < by_load.size(); ++q) largest[q] = by_load[q].second;
+      std::vector<std::pair<double, std::int32_t>>().swap(by_load);
       for (const auto* order : {&top_down, &largest}) {
         if (done()) break;
         mapping m;

@@ -143,9 +143,14 @@ int run(const options& o) {
   nlohmann::json summary{{"profile", o.profile}, {"cluster", o.cluster}, {"components", p.t.size()}, {"nodes", p.k()},
                          {"load", load},
                          {"lower_bound", bound}, {"results", rows}, {"chosen", best ? nlohmann::json(best->algorithm) : nlohmann::json(nullptr)}};
+  // Subtree roots in the deployment: the root and every component on another node than its parent.
+  std::size_t assignments = 0;
+  if (best) {
+    for (std::size_t v = 0; v < p.t.size(); ++v) assignments += v == 0 || best->map[v] != best->map[p.t.parent[v]];
+  }
   if (best) {
     summary["cost"] = best->cost;
-    summary["assignments"] = bp::assignments_of(p, best->map).size();
+    summary["assignments"] = assignments;
   }
 
   if (best && !o.out.empty()) {
@@ -192,7 +197,7 @@ int run(const options& o) {
                   s.status == bp::solve_status::optimal || s.message.empty() ? "" : ": ", s.status == bp::solve_status::optimal ? "" : s.message.c_str());
     }
     if (best) {
-      std::printf("chosen: %s, cost %g, %zu assignments%s%s\n", best->algorithm.c_str(), best->cost, bp::assignments_of(p, best->map).size(),
+      std::printf("chosen: %s, cost %g, %zu assignments%s%s\n", best->algorithm.c_str(), best->cost, assignments,
                   o.out.empty() ? "" : ", deployment written to ", o.out.c_str());
     } else {
       std::printf("no algorithm found a mapping within capacity\n");
