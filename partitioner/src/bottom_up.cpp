@@ -148,7 +148,8 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
 }
 
 // Moves 1-3 random subtrees S(v) (v's same-node fragment below v) to their parent's node or to a
-// random node, where capacity allows: the kick of an iterated local search.
+// random node, where capacity allows, or else exchanges v with a vertex of that node: the kick of an
+// iterated local search.
 void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
   const auto& t = p.t;
   room free(p);
@@ -170,10 +171,26 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
         if (m[*it] == b) members.push_back(*it);
       }
     }
-    if (!free.fits(p, j, c, mm)) continue;
-    for (vertex_id x : members) m[x] = j;
-    free.take(b, -c, -mm);
-    free.take(j, c, mm);
+    if (free.fits(p, j, c, mm)) {
+      for (vertex_id x : members) m[x] = j;
+      free.take(b, -c, -mm);
+      free.take(j, c, mm);
+      continue;
+    }
+    // At tight slack almost no move fits (slack 1.02 leaves each node 2% free), so the kick would
+    // do nothing: exchange v alone with a vertex of j instead, when both nodes still fit.
+    const double cv = t.cpu[v], mv = mem_of(t, v);
+    for (int tries = 0; tries < 32; ++tries) {
+      const auto u = static_cast<vertex_id>(r.below(t.size()));
+      if (m[u] != j) continue;
+      const double cu = t.cpu[u], mu = mem_of(t, u);
+      if (!free.fits(p, j, cv - cu, mv - mu) || !free.fits(p, b, cu - cv, mu - mv)) continue;
+      m[v] = j;
+      m[u] = b;
+      free.take(j, cv - cu, mv - mu);
+      free.take(b, cu - cv, mu - mv);
+      break;
+    }
   }
 }
 
