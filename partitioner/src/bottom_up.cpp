@@ -154,7 +154,7 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
   const auto& t = p.t;
   room free(p);
   for (std::size_t v = 0; v < t.size(); ++v) free.take(m[v], t.cpu[v], mem_of(t, static_cast<vertex_id>(v)));
-  std::vector<vertex_id> members;
+  std::vector<vertex_id> members, others;
   const std::size_t kicks = 1 + r.below(3);
   for (std::size_t i = 0; i < kicks; ++i) {
     const auto v = static_cast<vertex_id>(r.below(t.size()));
@@ -179,14 +179,30 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
     }
     // At tight slack almost no move fits (slack 1.02 leaves each node 2% free), so the kick would
     // do nothing: exchange v alone with a vertex of j instead, when both nodes still fit.
-    const double cv = t.cpu[v], mv = mem_of(t, v);
+    // Half the time the whole S(v) against a whole S(u), else the two vertices alone.
+    const bool whole = r.uniform() < 0.5;
+    const double cv = whole ? c : t.cpu[v], mv = whole ? mm : mem_of(t, v);
     for (int tries = 0; tries < 32; ++tries) {
       const auto u = static_cast<vertex_id>(r.below(t.size()));
       if (m[u] != j) continue;
-      const double cu = t.cpu[u], mu = mem_of(t, u);
+      others.assign(1, u);
+      double cu = 0, mu = 0;
+      for (std::size_t h = 0; h < others.size(); ++h) {
+        cu += t.cpu[others[h]];
+        mu += mem_of(t, others[h]);
+        if (!whole) break;
+        for (auto it = ch.begin(others[h]); it != ch.end(others[h]); ++it) {
+          if (m[*it] == j) others.push_back(*it);
+        }
+      }
+      if (!whole) others.resize(1);
       if (!free.fits(p, j, cv - cu, mv - mu) || !free.fits(p, b, cu - cv, mu - mv)) continue;
-      m[v] = j;
-      m[u] = b;
+      if (whole) {
+        for (vertex_id x : members) m[x] = j;
+      } else {
+        m[v] = j;
+      }
+      for (vertex_id x : others) m[x] = b;
       free.take(j, cv - cu, mv - mu);
       free.take(b, cu - cv, mu - mv);
       break;
