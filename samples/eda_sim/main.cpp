@@ -36,7 +36,7 @@ struct options {
   std::string top, netlist_json, stimulus_file, vcd, work_dir, clock;
   std::vector<std::string> resets, holds, include_dirs, defines, params;
   std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
-  bool no_cache = false;
+  bool no_cache = false, count_messages = false;
   std::string schedule = "flat", stimulus_scope;
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
@@ -190,7 +190,8 @@ int run(const options& o) {
     if (!w) return fail(w.error().message);
     vcd = std::move(*w);
   }
-  eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat);
+  eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat, o.lanes);
+  sim.count_messages(o.count_messages);
   banyan::progress bar("simulate", cycles, {.unit = "cycles", .rate_decimals = 0});
   eda::sim_options ro;
   ro.cycles = cycles;
@@ -227,14 +228,15 @@ int run(const options& o) {
                   {"max_rounds", r.stats.max_rounds},
                   {"leaf_evaluations_per_cycle", cycles ? double(r.stats.leaf_evaluations) / cycles : 0.0},
                   {"gate_evaluations_per_cycle", cycles ? double(r.stats.gate_evaluations) / cycles : 0.0},
-                  {"messages", messages},
-                  {"bytes", bytes},
                   {"signature", r.signature}};
+  const bool counted = o.count_messages || o.schedule == "leaves";
+  if (counted) summary["messages"] = messages, summary["bytes"] = bytes;  // else null: not counted
+  else summary["messages"] = nullptr, summary["bytes"] = nullptr;
   if (!o.json_out)
-    std::fprintf(stderr, "eda_sim: %llu cycles x %u lanes in %.3f s (%.0f cycles/s), %.2f rounds/cycle (max %d), "
-                 "%llu boundary messages\n",
+    std::fprintf(stderr, "eda_sim: %llu cycles x %u lanes in %.3f s (%.0f cycles/s), %.2f rounds/cycle (max %d)%s\n",
                  static_cast<unsigned long long>(cycles), o.lanes, r.seconds, summary["cycles_per_second"].get<double>(),
-                 summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds, static_cast<unsigned long long>(messages));
+                 summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds,
+                 counted ? (", " + std::to_string(messages) + " boundary messages").c_str() : "");
 
 #ifdef EDA_SIM_HAVE_SDK
   // 3b. The same run as components on banyan's SDK: outputs must be identical to the engine's.
@@ -383,6 +385,8 @@ int main(int argc, char** argv) {
   app.add_option("--work-dir", o.work_dir, "Keep yosys and Icarus files here (default: temp dirs, removed)");
   app.add_flag("--tree", o.tree, "Print the component tree and topics as JSON and exit");
   app.add_flag("--json", o.json_out, "Print the summary as JSON on stdout");
+  app.add_flag("--count-messages", o.count_messages, "Count the boundary messages of the flat schedule (the "
+                                                      "groups that change per cycle; costs time)");
 #ifdef EDA_SIM_HAVE_SDK
   app.add_flag("--components", o.components, "Also run the design as banyan components (after the engine) and "
                                               "require identical outputs");

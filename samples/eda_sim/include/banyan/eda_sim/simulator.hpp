@@ -23,11 +23,19 @@
 
 namespace banyan::eda {
 
+// A run of a levelised program whose ops share one opcode: evaluated as a loop without dispatch.
+struct op_run {
+  opcode code;
+  std::uint32_t begin, end;  // program[begin, end)
+};
+
 // One leaf's values and program; the unit a component wraps.
 //
 // Evaluation is cone-restricted: a trigger is a set of slots that change together (a delivered
 // group, or the flip-flop states), and marking it schedules only the ops in its transitive fan-out.
-// evaluate() runs the scheduled ops in levelised order. The first evaluate() runs everything.
+// evaluate() runs the scheduled ops in levelised order; when at least half of them are scheduled
+// it runs all of them as runs of one opcode instead (cheaper than picking them out; recomputing an
+// op whose inputs did not change gives the same value). The first evaluate() runs everything.
 class leaf_engine {
  public:
   explicit leaf_engine(const leaf& l);
@@ -50,6 +58,7 @@ class leaf_engine {
   std::size_t words_;                               // 64-op words in a cone bitset
   std::vector<std::vector<std::uint64_t>> cones_;   // per trigger
   std::vector<std::uint64_t> pending_;
+  std::vector<op_run> runs_;
   int state_trigger_ = -1;
   std::size_t last_ops_ = 0;
   // Memories: per memory, size * width values (64 lanes each); per read port, the words its lanes
@@ -88,7 +97,10 @@ struct flat_engine;
 
 class simulator {
  public:
-  explicit simulator(const design& d, schedule how = schedule::flat);
+  // `lanes_used`: how many lanes set_inputs() drives (the others read as 0); with at most 8 the
+  // flat schedule keeps a byte per plane per value instead of 64 bits (faster: the values fit in
+  // the first-level cache), and outputs()/value() give lanes 8-63 as 0.
+  explicit simulator(const design& d, schedule how = schedule::flat, unsigned lanes_used = 64);
   ~simulator();
   simulator(simulator&&) noexcept;
 
@@ -100,6 +112,10 @@ class simulator {
   void outputs(std::vector<lanes>& out) const;
   // Rising clock edge: every flip-flop of every leaf takes its D.
   void clock_edge();
+
+  // Flat schedule: also count, per group, the cycles its value changed (the messages the leaf grain
+  // sends), into stats().publishes. Off by default: on soc it costs a third of the cycle time.
+  void count_messages(bool on) { count_messages_ = on; }
 
   lanes value(int leaf, std::uint32_t slot) const;
   const sim_stats& stats() const { return stats_; }
@@ -114,11 +130,12 @@ class simulator {
   std::vector<leaf_engine> leaves_;
   std::vector<std::vector<lanes>> last_sent_;  // per group
   std::vector<std::uint32_t> flat_watch_at_, flat_watch_;  // flat: per group, its driver values
-  std::vector<lanes> flat_last_;
+  std::vector<lanes> flat_last_, watched_;
   std::vector<std::uint32_t> flat_inputs_, flat_outputs_;  // flat: top port bits' values
   std::vector<char> dirty_;
   std::vector<int> at_;        // leaves in evaluation order
   int dirty_count_ = 0;
+  bool count_messages_ = false;
   void make_dirty(int l) {
     if (!dirty_[l]) dirty_[l] = 1, ++dirty_count_;
   }
