@@ -171,7 +171,7 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
         if (m[*it] == b) members.push_back(*it);
       }
     }
-    if (free.fits(p, j, c, mm)) {
+    if (free.fits(p, j, c, mm) && r.uniform() < 0.7) {
       for (vertex_id x : members) m[x] = j;
       free.take(b, -c, -mm);
       free.take(j, c, mm);
@@ -179,7 +179,7 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
     }
     // At tight slack almost no move fits (slack 1.02 leaves each node 2% free), so the kick would
     // do nothing: exchange v alone with a vertex of j instead, when both nodes still fit.
-    // Half the time the whole S(v) against a whole S(u), else the two vertices alone.
+    // Half the time the whole S(v) against a whole S(u), else v alone against one or two vertices.
     const bool whole = r.uniform() < 0.5;
     const double cv = whole ? c : t.cpu[v], mv = whole ? mm : mem_of(t, v);
     for (int tries = 0; tries < 32; ++tries) {
@@ -196,7 +196,15 @@ void perturb(const problem& p, const children& ch, mapping& m, rng& r) {
         }
       }
       if (!whole) others.resize(1);
-      if (!free.fits(p, j, cv - cu, mv - mu) || !free.fits(p, b, cu - cv, mu - mv)) continue;
+      auto fits_both = [&] { return free.fits(p, j, cv - cu, mv - mu) && free.fits(p, b, cu - cv, mu - mv); };
+      if (!fits_both() && !whole) {  // v against two vertices of j (nodes filled to the unit need it)
+        const auto u2 = static_cast<vertex_id>(r.below(t.size()));
+        if (u2 == u || u2 == v || m[u2] != j) continue;
+        cu += t.cpu[u2];
+        mu += mem_of(t, u2);
+        others.push_back(u2);
+      }
+      if (!fits_both()) continue;
       if (whole) {
         for (vertex_id x : members) m[x] = j;
       } else {
@@ -320,18 +328,28 @@ class bottom_up : public algorithm {
       rng r(o.seed);
       mapping cur = best.map;
       double cur_cost = best.cost;
+      std::size_t last_best = 0;
       for (std::size_t it = 0; it < iterations && best.cost > best.lower_bound && !done(); ++it) {
         mapping m = cur;
         perturb(p, ch, m, r);
         refine(p, m, 16);
         const double c = evaluate(p, m).cost;
-        if (c <= cur_cost + cost_epsilon(p)) {
+        // No worse: keep (sideways moves drift across plateaus). Now and then a worse one within
+        // 30% of the best too, so that a search walled in by capacity can leave its basin; after
+        // 300 kicks without a new best, back to the best.
+        if (c <= cur_cost + cost_epsilon(p) || (r.uniform() < 0.05 && c <= 1.3 * best.cost)) {
           cur = std::move(m);
           cur_cost = c;
-          if (c < best.cost) {
+          if (c < best.cost - cost_epsilon(p)) {
             best.cost = c;
             best.map = cur;
+            last_best = it;
           }
+        }
+        if (it - last_best >= 300) {
+          cur = best.map;
+          cur_cost = best.cost;
+          last_best = it;
         }
       }
     }
