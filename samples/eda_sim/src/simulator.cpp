@@ -1,6 +1,7 @@
 #include <banyan/eda_sim/simulator.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <tuple>
 
@@ -21,9 +22,9 @@ struct narrow {
 };
 template <class L> constexpr std::uint64_t all_lanes = ~0ull;
 template <> constexpr std::uint64_t all_lanes<narrow> = 0xff;
-template <class L> L from_lanes(lanes x);
-template <> lanes from_lanes<lanes>(lanes x) { return x; }
-template <> narrow from_lanes<narrow>(lanes x) {
+template <class L> constexpr L from_lanes(lanes x);
+template <> constexpr lanes from_lanes<lanes>(lanes x) { return x; }
+template <> constexpr narrow from_lanes<narrow>(lanes x) {
   return {static_cast<std::uint8_t>(x.hi), static_cast<std::uint8_t>(x.lo)};
 }
 inline lanes to_lanes(lanes x) { return x; }
@@ -44,17 +45,71 @@ template <class L> constexpr L g_mux(L a, L b, L s) {
   return make<L>((s.lo & a.hi) | (s.hi & b.hi), (s.lo & a.lo) | (s.hi & b.lo));
 }
 
+// narrow's gates on both planes as one 16-bit word: one load per input and one store per output
+// (two byte stores followed by a 16-bit load of the same value stall store-to-load forwarding).
+constexpr std::uint32_t nhi = std::bit_cast<std::uint16_t>(narrow{0xff, 0});  // hi's byte in the word
+constexpr std::uint32_t nlo = 0xffff ^ nhi;
+constexpr std::uint32_t word(narrow x) { return std::bit_cast<std::uint16_t>(x); }
+constexpr narrow from_word(std::uint32_t w) { return std::bit_cast<narrow>(static_cast<std::uint16_t>(w)); }
+constexpr std::uint32_t swap_planes(std::uint32_t w) { return ((w >> 8) | (w << 8)) & 0xffff; }
+template <> constexpr narrow g_not(narrow a) { return from_word(swap_planes(word(a))); }
+template <> constexpr narrow g_and(narrow a, narrow b) {
+  const std::uint32_t x = word(a), y = word(b);
+  return from_word((x & y & nhi) | ((x | y) & nlo));
+}
+template <> constexpr narrow g_or(narrow a, narrow b) {
+  const std::uint32_t x = word(a), y = word(b);
+  return from_word(((x | y) & nhi) | (x & y & nlo));
+}
+template <> constexpr narrow g_xor(narrow a, narrow b) {
+  const std::uint32_t x = word(a), y = word(b);
+  const std::uint32_t t1 = x & swap_planes(y), t2 = x & y;  // hi & other lo / lo & other hi; same planes
+  return from_word(((t1 | swap_planes(t1)) & nhi) | ((t2 | swap_planes(t2)) & nlo));
+}
+template <> constexpr narrow g_mux(narrow a, narrow b, narrow s) {
+  const std::uint32_t w = word(s);
+  const std::uint32_t s_lo = (w & nlo) | swap_planes(w & nlo), s_hi = (w & nhi) | swap_planes(w & nhi);
+  return from_word((s_lo & word(a)) | (s_hi & word(b)));
+}
+// The formulas against logic.hpp's on every pair of 2-lane values (0, 1, X in each lane).
+constexpr bool narrow_gates_agree() {
+  const lanes vals[] = {lanes::zero(), lanes::one(), lanes::x(), {1, 2}, {2, 1}, {3, 1}, {1, 3}, {2, 3}, {3, 2}};
+  for (lanes a : vals)
+    for (lanes b : vals)
+      for (lanes c : vals) {
+        const narrow x = from_lanes<narrow>(a), y = from_lanes<narrow>(b), z = from_lanes<narrow>(c);
+        if (!(g_not(x) == from_lanes<narrow>(op_not(a))) || !(g_and(x, y) == from_lanes<narrow>(op_and(a, b))) ||
+            !(g_or(x, y) == from_lanes<narrow>(op_or(a, b))) || !(g_xor(x, y) == from_lanes<narrow>(op_xor(a, b))) ||
+            !(g_mux(x, y, z) == from_lanes<narrow>(op_mux(a, b, c))))
+          return false;
+      }
+  return true;
+}
+static_assert(narrow_gates_agree());
+
 // Groups the 64 lanes by the word they address (-1: X or out of range). Lanes usually share few
 // addresses (one lane in use, or lanes in step), so per distinct address one pass over the address
 // bits finds every lane that has it. `base` offsets the slot numbers (the flat engine's array).
 template <class L>
 void group_by_address(const L* v, std::size_t base, const memory& m, const std::vector<std::uint32_t>& addr,
-                      lane_words& out) {
+                      lane_words& out, std::uint64_t active = ~0ull) {
   out.clear();
+  if (active == 1) {  // one stimulus stream: the address of lane 0, no grouping
+    std::int64_t word = 0;
+    for (std::size_t i = 0; i < addr.size(); ++i) {
+      const L a = v[base + addr[i]];
+      if (a.unknown() & 1) return out.emplace_back(-1, 1), void();
+      word |= static_cast<std::int64_t>(a.hi & 1) << i;
+    }
+    word -= m.offset;
+    out.emplace_back(word < 0 || word >= static_cast<std::int64_t>(m.size) ? -1 : word, 1);
+    return;
+  }
   std::uint64_t unknown = 0;
   for (auto s : addr) unknown |= v[base + s].unknown();
+  unknown &= active;
   if (unknown) out.emplace_back(-1, unknown);
-  std::uint64_t left = ~unknown & all_lanes<L>;
+  std::uint64_t left = ~unknown & all_lanes<L> & active;
   while (left) {
     const unsigned l = static_cast<unsigned>(__builtin_ctzll(left));
     std::uint64_t same = left;
@@ -89,13 +144,13 @@ L read_word_bit(const memory& m, const std::vector<L>& words, const lane_words& 
 // Applies a memory's write ports (values before the edge); true when a word changed.
 template <class L>
 bool write_ports(const L* v, std::size_t base, const memory& m, const std::vector<memory::write_port>& writes,
-                 std::vector<L>& words, lane_words& addr) {
+                 std::vector<L>& words, lane_words& addr, std::uint64_t active = ~0ull) {
   bool changed = false;
   for (const auto& wp : writes) {
     std::uint64_t any = 0;  // most cycles write nothing: skip the address decoding then
     for (auto e : wp.en) any |= v[base + e].hi & ~v[base + e].lo;
-    if (!any) continue;
-    group_by_address(v, base, m, wp.addr, addr);
+    if (!(any & active)) continue;
+    group_by_address(v, base, m, wp.addr, addr, active);
     for (std::uint32_t b = 0; b < m.width; ++b) {
       const L en = v[base + wp.en[b]];
       const std::uint64_t write = en.hi & ~en.lo;  // lanes whose enable is a known 1
@@ -470,7 +525,10 @@ struct flat_engine_t final : flat_engine {
   std::vector<L> val, next_async, next_plain;
   std::vector<std::vector<L>> words;  // per memory
 
-  explicit flat_engine_t(const design& d) : flat_engine(d) {
+  std::uint64_t active;  // lanes the caller drives: memories decode addresses in these only
+
+  flat_engine_t(const design& d, unsigned lanes_used)
+      : flat_engine(d), active(lanes_used >= 64 ? ~0ull : (1ull << lanes_used) - 1) {
     for (const lanes& x : v) val.push_back(from_lanes<L>(x));
     for (const auto& fm : mems) {
       words.emplace_back();
@@ -491,7 +549,7 @@ struct flat_engine_t final : flat_engine {
     L* v = val.data();
     run_op_runs(v, compact.data(), op_runs, [&](const operands& o) {
       auto& fm = mems[o.a];
-      if (o.s == 0) group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b]);
+      if (o.s == 0) group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], active);
       v[o.y] = read_word_bit(*fm.m, words[o.a], fm.reads[o.b], o.s);
     });
   }
@@ -505,7 +563,8 @@ struct flat_engine_t final : flat_engine {
       next_async[i] = n;
     }
     // Memories are written from the values before the edge, as the flip-flops sample them.
-    for (std::size_t m = 0; m < mems.size(); ++m) write_ports(v, 0, *mems[m].m, mems[m].writes, words[m], scratch);
+    for (std::size_t m = 0; m < mems.size(); ++m)
+      write_ports(v, 0, *mems[m].m, mems[m].writes, words[m], scratch, active);
     for (std::size_t i = 0; i < plain_d.size(); ++i) v[plain_state[i]] = next_plain[i];
     for (std::size_t i : async_flops) v[flops[i].state] = next_async[i];
   }
@@ -527,8 +586,8 @@ simulator::simulator(const design& d, schedule how, unsigned lanes_used) : d_(&d
   for (std::size_t g = 0; g < d.groups.size(); ++g) last_sent_[g].assign(d.groups[g].driver_slots.size(), lanes::x());
   stats_.publishes.assign(d.groups.size(), 0);
   if (how == schedule::flat) {
-    if (lanes_used <= 8) flat_ = std::make_unique<flat_engine_t<narrow>>(d);
-    else flat_ = std::make_unique<flat_engine_t<lanes>>(d);
+    if (lanes_used <= 8) flat_ = std::make_unique<flat_engine_t<narrow>>(d, lanes_used);
+    else flat_ = std::make_unique<flat_engine_t<lanes>>(d, lanes_used);
     flat_watch_at_.push_back(0);
     for (const auto& gr : d.groups) {
       for (auto ds : gr.driver_slots) flat_watch_.push_back(flat_->at(gr.driver, ds));

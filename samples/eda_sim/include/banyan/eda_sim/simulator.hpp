@@ -97,9 +97,10 @@ struct flat_engine;
 
 class simulator {
  public:
-  // `lanes_used`: how many lanes set_inputs() drives (the others read as 0); with at most 8 the
-  // flat schedule keeps a byte per plane per value instead of 64 bits (faster: the values fit in
-  // the first-level cache), and outputs()/value() give lanes 8-63 as 0.
+  // `lanes_used`: how many lanes set_inputs() drives (lanes 0 .. lanes_used-1); the flat schedule
+  // gives the others no meaning (memories decode addresses in the used lanes only, so the others
+  // read nothing). With at most 8 it keeps a byte per plane per value instead of 64 bits (faster:
+  // the values fit in the first-level cache).
   explicit simulator(const design& d, schedule how = schedule::flat, unsigned lanes_used = 64);
   ~simulator();
   simulator(simulator&&) noexcept;
