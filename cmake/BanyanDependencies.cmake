@@ -8,6 +8,7 @@ include(BanyanFindCAF)
 find_package(CapnProto CONFIG REQUIRED)
 find_package(nlohmann_json 3.10 CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
+find_package(simdjson CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET GLOBAL libzmq)

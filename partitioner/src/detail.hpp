@@ -47,12 +47,11 @@ inline double mem_of(const tree& t, vertex_id v) { return t.has_memory() ? t.mem
 
 // The whole file at `path` (text.cpp); errc::io naming the path when it cannot be read.
 result<std::string> read_file(const std::string& path);
-// The streaming profile reader (profile_stream.cpp): the tree when the file is a valid profile in
-// the shape banyan writes, nullopt for anything else (the full reader then names the error).
-std::optional<tree> read_profile_stream(const std::string& path, const profile_options& o);
-std::optional<tree> parse_profile_stream(std::string_view text, const profile_options& o);
-// The full reader (profile_io.cpp): a JSON document, every error named.
-result<tree> parse_profile_full(const std::string& text, const std::string& name, const profile_options& o);
+class padded_file;
+// The profile reader (profile_read.cpp) over `text`, readable up to `capacity` bytes (simdjson's
+// padding); `name` in messages. When `file` holds the text, its pages are released as they are read.
+result<tree> read_profile(std::string_view text, std::size_t capacity, const std::string& name,
+                          const profile_options& o, profile_measurements* m, padded_file* file);
 // `x` with at most `digits` significant digits, as ostream writes it (text.cpp).
 std::string format_number(double x, int digits);
 

@@ -67,6 +67,15 @@ double counting_bound(const problem& p, double min_link) {
     std::push_heap(h.begin(), h.end());
   };
   std::vector<double> sorted;
+  // Heaps freed by merged children, reused: at 10^6 vertices allocating one per internal vertex
+  // was most of this bound's time.
+  std::vector<std::vector<double>> spare;
+  auto ensure = [&](std::vector<double>& h) {
+    if (h.capacity() == 0 && !spare.empty()) {
+      h.swap(spare.back());
+      spare.pop_back();
+    }
+  };
   for (std::size_t v = n; v-- > 0;) {
     // Children have already been folded into lightest[v] and children_sum[v].
     bound[v] = children_sum[v];
@@ -85,13 +94,16 @@ double counting_bound(const problem& p, double min_link) {
     auto& mine = lightest[v];
     auto& theirs = lightest[par];
     if (mine.empty()) {  // a leaf (most vertices): no heap of its own to allocate
+      ensure(theirs);
       add(theirs, t.weight[v]);  // the edge v -> parent lies inside S(parent)
       continue;
     }
     add(mine, t.weight[v]);
     if (mine.size() > theirs.size()) std::swap(mine, theirs);
     for (double w : mine) add(theirs, w);
-    std::vector<double>().swap(mine);
+    mine.clear();
+    if (mine.capacity() > 0) spare.push_back(std::move(mine));
+    mine = std::vector<double>();
   }
   return bound[0];
 }

@@ -55,8 +55,10 @@ result<solution> solve(std::string_view name, const problem& p, const solve_opti
   auto a = make_algorithm(name);
   if (!a) return a.error();
   detail::stopwatch w;
-  solution s = (*a)->solve(p, o);
-  s.lower_bound = std::max(s.lower_bound, proven_lower_bound(p));
+  solve_options with_bound = o;
+  with_bound.known_lower_bound = std::max(o.known_lower_bound, proven_lower_bound(p));
+  solution s = (*a)->solve(p, with_bound);
+  s.lower_bound = std::max(s.lower_bound, with_bound.known_lower_bound);
   s.seconds = w.seconds();
   s.algorithm = std::string(name);
   finalize(p, s);

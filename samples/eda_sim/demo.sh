@@ -20,7 +20,7 @@ trap 'rm -rf "$work"' EXIT
 step() { echo "== $*" >&2; }
 
 step "1/5 profile: one process, hier routing, $cycles cycles"
-$sim --top "$top" $files --cycles "$cycles" --components --profile "$work/profile.json" --json > "$work/profile_run.json"
+$sim --top "$top" $files --cycles "$cycles" --components --grain leaf --profile "$work/profile.json" --json > "$work/profile_run.json"
 
 cat > "$work/cluster.yaml" <<EOF
 version: 1

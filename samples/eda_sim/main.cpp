@@ -36,14 +36,14 @@ struct options {
   std::string top, netlist_json, stimulus_file, vcd, work_dir, clock;
   std::vector<std::string> resets, holds, include_dirs, defines, params;
   std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
-  bool no_cache = false;
+  bool no_cache = false, count_messages = false;
   std::string schedule = "flat", stimulus_scope;
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
   // Component version (banyan SDK).
   bool components = false, report = false;
-  std::string mode = "hier", profile, deployment, node;
+  std::string mode = "hier", profile, deployment, node, grain = "node";
   unsigned threads = 0;
 };
 
@@ -190,7 +190,8 @@ int run(const options& o) {
     if (!w) return fail(w.error().message);
     vcd = std::move(*w);
   }
-  eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat);
+  eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat, o.lanes);
+  sim.count_messages(o.count_messages);
   banyan::progress bar("simulate", cycles, {.unit = "cycles", .rate_decimals = 0});
   eda::sim_options ro;
   ro.cycles = cycles;
@@ -227,14 +228,15 @@ int run(const options& o) {
                   {"max_rounds", r.stats.max_rounds},
                   {"leaf_evaluations_per_cycle", cycles ? double(r.stats.leaf_evaluations) / cycles : 0.0},
                   {"gate_evaluations_per_cycle", cycles ? double(r.stats.gate_evaluations) / cycles : 0.0},
-                  {"messages", messages},
-                  {"bytes", bytes},
                   {"signature", r.signature}};
+  const bool counted = o.count_messages || o.schedule == "leaves";
+  if (counted) summary["messages"] = messages, summary["bytes"] = bytes;  // else null: not counted
+  else summary["messages"] = nullptr, summary["bytes"] = nullptr;
   if (!o.json_out)
-    std::fprintf(stderr, "eda_sim: %llu cycles x %u lanes in %.3f s (%.0f cycles/s), %.2f rounds/cycle (max %d), "
-                 "%llu boundary messages\n",
+    std::fprintf(stderr, "eda_sim: %llu cycles x %u lanes in %.3f s (%.0f cycles/s), %.2f rounds/cycle (max %d)%s\n",
                  static_cast<unsigned long long>(cycles), o.lanes, r.seconds, summary["cycles_per_second"].get<double>(),
-                 summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds, static_cast<unsigned long long>(messages));
+                 summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds,
+                 counted ? (", " + std::to_string(messages) + " boundary messages").c_str() : "");
 
 #ifdef EDA_SIM_HAVE_SDK
   // 3b. The same run as components on banyan's SDK: outputs must be identical to the engine's.
@@ -246,6 +248,10 @@ int run(const options& o) {
     cr->cycles = cycles;
     cr->lanes = o.lanes;
     cr->trace_lanes = ro.trace_lanes;
+    cr->how = o.grain == "leaf" ? eda::grain::leaf : eda::grain::node;
+    if (!o.profile.empty() && o.deployment.empty() && cr->how == eda::grain::node)
+      std::fprintf(stderr, "eda_sim: warning: --profile with --grain node in one process sends no group messages, "
+                   "so the profile has no edge traffic; use --grain leaf to profile for the partitioner\n");
     auto app = eda::make_app(cr);
     banyan::run_options bo;
     bo.mode = *banyan::parse_routing_mode(o.mode);
@@ -262,7 +268,7 @@ int run(const options& o) {
     }
     std::uint64_t edge_msgs = 0, edge_bytes = 0;
     for (const auto& e : br.traffic.edges) edge_msgs += e.messages, edge_bytes += e.bytes;
-    json jc = {{"mode", o.mode}, {"hosted_io", cr->cycles_done > 0}, {"seconds", cr->seconds},
+    json jc = {{"mode", o.mode}, {"grain", o.grain}, {"hosted_io", cr->cycles_done > 0}, {"seconds", cr->seconds},
                {"cycles_per_second", cr->seconds > 0 ? cycles / cr->seconds : 0.0},
                {"edge_messages", edge_msgs}, {"edge_bytes", edge_bytes}};
     if (cr->cycles_done > 0) {
@@ -379,11 +385,17 @@ int main(int argc, char** argv) {
   app.add_option("--work-dir", o.work_dir, "Keep yosys and Icarus files here (default: temp dirs, removed)");
   app.add_flag("--tree", o.tree, "Print the component tree and topics as JSON and exit");
   app.add_flag("--json", o.json_out, "Print the summary as JSON on stdout");
+  app.add_flag("--count-messages", o.count_messages, "Count the boundary messages of the flat schedule (the "
+                                                      "groups that change per cycle; costs time)");
 #ifdef EDA_SIM_HAVE_SDK
   app.add_flag("--components", o.components, "Also run the design as banyan components (after the engine) and "
                                               "require identical outputs");
   app.add_option("--mode", o.mode, "Routing for --components: hier, flat-p2p or flat-node")
       ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))->capture_default_str();
+  app.add_option("--grain", o.grain, "Who evaluates with --components: node (the leaves of a process as one "
+                                     "program, messages only between nodes) or leaf (every leaf, every group a "
+                                     "message: the per-edge traffic a --profile for the partitioner needs)")
+      ->check(CLI::IsMember({"node", "leaf"}))->capture_default_str();
   app.add_option("--threads", o.threads, "CAF scheduler threads for --components (default: cores)");
   app.add_option("--profile", o.profile, "Write the component run's traffic profile (JSON) here");
   app.add_flag("--report", o.report, "Print the component run's per-edge traffic table on stdout at the end");

@@ -1,10 +1,18 @@
 // The component version (every instance a composite, every leaf an actor, groups as topics) gives
-// outputs identical to the engine's, in every routing mode; hier never uses more edge messages than
-// flat-p2p.
+// outputs identical to the engine's, in every routing mode and both grains; with --grain leaf hier
+// never uses more edge messages than flat-p2p, with --grain node one process sends no group message.
+// Across nodes (banyan launch, 3 loopback nodes), both grains pass the check against Icarus and the
+// node grain never sends more across the node links than the leaf grain.
 #ifdef EDA_SIM_HAVE_SDK
 #include "helpers.hpp"
 
+#include <banyan/base/process.hpp>
+#include <banyan/eda_sim/cluster.hpp>
 #include <banyan/eda_sim/components.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
 
 namespace banyan::eda {
 namespace {
@@ -19,13 +27,14 @@ struct outcome {
 };
 
 outcome run_components(const design& d, const std::shared_ptr<const stimulus>& stim, std::uint64_t cycles,
-                       unsigned lanes, routing_mode mode) {
+                       unsigned lanes, routing_mode mode, grain how) {
   auto cr = std::make_shared<component_run>();
   cr->d = std::make_shared<const design>(d);
   cr->stim = stim;
   cr->cycles = cycles;
   cr->lanes = lanes;
   cr->trace_lanes = lanes;
+  cr->how = how;
   auto app = make_app(cr);
   banyan::run_options o;
   o.mode = mode;
@@ -55,14 +64,102 @@ TEST_P(Components, OutputsAreIdenticalToTheEngineInHierAndFlatModes) {
   ro.lanes = 8;
   ro.trace_lanes = 8;
   auto engine = simulate(sim, *stim, ro);
-  auto hier = run_components(*d, stim, ro.cycles, ro.lanes, routing_mode::hier);
-  auto flat = run_components(*d, stim, ro.cycles, ro.lanes, routing_mode::flat_p2p);
+  auto hier = run_components(*d, stim, ro.cycles, ro.lanes, routing_mode::hier, grain::leaf);
+  auto flat = run_components(*d, stim, ro.cycles, ro.lanes, routing_mode::flat_p2p, grain::leaf);
+  auto node = run_components(*d, stim, ro.cycles, ro.lanes, routing_mode::hier, grain::node);
   EXPECT_EQ(hier.signature, engine.signature);
   EXPECT_EQ(hier.samples, engine.samples.samples);
   EXPECT_EQ(flat.signature, engine.signature);
+  EXPECT_EQ(node.signature, engine.signature);
+  EXPECT_EQ(node.samples, engine.samples.samples);
   EXPECT_LE(hier.edge_messages, flat.edge_messages);
   EXPECT_GT(hier.edge_messages, 0u);
+  EXPECT_LT(node.edge_messages, hier.edge_messages / 10);  // only the start message
 }
+
+// Merging a subset of the leaves keeps exactly the groups that cross the subset's border, and a
+// merged leaf of every leaf runs the design as the engine does.
+TEST(MergeLeaves, KeepsTheBorderGroupsAndRunsLikeTheEngine) {
+  auto d = build(design_files("cpu"), "cpu");
+  ASSERT_TRUE(d) << d.error().message;
+  std::vector<int> half;
+  for (int l = 0; l < static_cast<int>(d->leaves.size()); l += 2) half.push_back(l);
+  const merged_leaf m = merge_leaves(*d, half);
+  for (std::size_t g = 0; g < d->groups.size(); ++g) {
+    const group& gr = d->groups[g];
+    auto in = [&](int l) { return std::find(half.begin(), half.end(), l) != half.end(); };
+    bool reader_in = false, reader_out = false;
+    for (int r : gr.readers) (in(r) ? reader_in : reader_out) = true;
+    const auto has = [&](const std::vector<int>& v) { return std::find(v.begin(), v.end(), int(g)) != v.end(); };
+    EXPECT_EQ(has(m.spec.in_groups), !in(gr.driver) && reader_in) << gr.topic;
+    EXPECT_EQ(has(m.spec.out_groups), in(gr.driver) && reader_out) << gr.topic;
+  }
+  std::vector<int> all;
+  for (int l = 0; l < static_cast<int>(d->leaves.size()); ++l) all.push_back(l);
+  const merged_leaf whole = merge_leaves(*d, all);
+  EXPECT_TRUE(whole.spec.in_groups.empty());
+  EXPECT_TRUE(whole.spec.out_groups.empty());
+  std::size_t ops = 0;
+  for (const auto& l : d->leaves) ops += l.program.size();
+  EXPECT_EQ(whole.spec.program.size(), ops);
+
+  const std::uint64_t seed = 11;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto s = random_stimulus(*d, {seed});
+  ASSERT_TRUE(s);
+  simulator sim(*d);
+  leaf_engine eng(whole.spec);
+  std::vector<std::uint32_t> input_slots;
+  for (const auto& p : d->inputs)
+    for (auto slot : p.slots) input_slots.push_back(whole.at(d->io_leaf(), slot));
+  const int inputs = eng.add_trigger(input_slots);
+  std::vector<lanes> in(input_bits(*d)), want;
+  for (std::uint64_t c = 0; c < 200; ++c) {
+    (*s)->fill(c, in);
+    sim.set_inputs(in);
+    sim.settle();
+    sim.outputs(want);
+    for (std::size_t k = 0; k < in.size(); ++k) eng.slot(input_slots[k]) = in[k];
+    eng.mark(inputs);
+    eng.evaluate();
+    std::size_t k = 0;
+    for (const auto& p : d->outputs)
+      for (auto slot : p.slots) ASSERT_EQ(eng.slot(whole.at(d->io_leaf(), slot)), want[k++]) << "cycle " << c;
+    sim.clock_edge();
+    eng.clock_edge();
+  }
+}
+
+#ifdef BANYAN_CLI
+// Three loopback nodes: the cpu's top cells and io on n0, its register file on n1, its ALU on n2, so
+// groups cross nodes in both directions within a cycle.
+TEST(ComponentsAcrossNodes, BothGrainsPassTheCheckAndTheNodeGrainSendsNoMore) {
+  testing::temp_dir tmp;
+  std::string yaml = "version: 1\nnodes:\n";
+  for (const char* n : {"n0", "n1", "n2"})  // ipc endpoints in the test's folder: no port clashes
+    yaml += std::string("  - {name: ") + n + ", endpoint: \"ipc://" + tmp.path(n) + "\", capacity: {cpu: \"100%\"}}\n";
+  yaml += "assignments:\n  /cpu: n0\n  /cpu/regs: n1\n  /cpu/alu: n2\n  /cpu/dec: n2\n";
+  const auto deployment = tmp.file("cpu.yaml", yaml);
+  std::uint64_t cross[2] = {0, 0};
+  const char* grains[2] = {"leaf", "node"};
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(std::string("--grain ") + grains[i] + ", seed 3");
+    const auto profile = tmp.path(std::string(grains[i]) + ".json");
+    auto r = run_process({BANYAN_CLI, "launch", deployment, "--run-for", "120s", "--profile", profile, "--",
+                          EDA_SIM_BINARY, "--top", "cpu", design_files("cpu")[0], "--no-cache", "--cycles", "600",
+                          "--seed", "3", "--components", "--grain", grains[i], "--check", "--json"},
+                         {.out = output_mode::capture, .err = output_mode::capture}, std::chrono::seconds(180));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_EQ(r->status.shell_code(), 0) << r->err;
+    EXPECT_NE(r->out.find("\"passed\": true"), std::string::npos) << r->out;
+    EXPECT_NE(r->out.find("\"identical_to_engine\": true"), std::string::npos) << r->out;
+    auto p = nlohmann::json::parse(std::ifstream(profile));
+    for (const auto& l : p["links"]) cross[i] += l["messages"].get<std::uint64_t>();
+  }
+  EXPECT_GT(cross[1], 600u);  // groups cross nodes every cycle
+  EXPECT_LE(cross[1], cross[0]);
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(All, Components,
                          ::testing::Values("adders", "multiplier", "lfsr_counter", "alu_regfile", "fifo", "cpu"),

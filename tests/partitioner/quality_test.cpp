@@ -83,6 +83,40 @@ TEST(Quality, TwoNodesExactOnChainsAndBinaryTrees) {
 
 // Traffic and loads of 1e-12 are judged like traffic and loads of 1: the same instance scaled
 // gets the same mapping cost, scaled.
+// At slack 1.02 almost no single move fits, so local search has to exchange and sometimes step
+// back (the iterated local search in bottom_up.cpp). Integer loads on 4 equal nodes, 20 components
+// (too many for brute force): checked against smt's mapping, an upper bound on the optimum. The
+// median must be within 1%; each instance within 30%: binary seed 58 is still at 1.29 (16.3 vs
+// 12.6: each node must hold exactly 29 units), and before the exchanges chain+branches seed 58 was
+// at 1.66 (15.4 vs 9.3).
+TEST(Quality, TightSlackNearSmt) {
+  std::vector<double> ratios;
+  for (family_shape shape : {family_shape::chain_branches, family_shape::binary, family_shape::caterpillar}) {
+    for (std::uint64_t seed : {58, 59, 60}) {
+      // The sweep's draw (component order, traffic stream) with the tight dimensions pinned.
+      family_options f = random_family(seed, shape, 20);
+      f.traffic = family_traffic::pareto;
+      f.load_scale = 1;
+      f.slack = 1.02;
+      f.unequal = false;
+      f.nodes = 4;
+      f.links = family_links::uniform;
+      SCOPED_TRACE(describe(f));
+      auto p = generate_family(f);
+      ASSERT_TRUE(p) << p.error().message;
+      const solution bu = *solve("bottom-up", *p, {.seed = seed});
+      const solution z = *solve("smt", *p, {.timeout_s = 2, .seed = seed});
+      if (!ok(z) || z.cost <= 0) continue;  // integer loads at 2% slack may not pack at all
+      ASSERT_TRUE(ok(bu)) << bu.message << "; smt found " << z.cost;
+      EXPECT_LE(bu.cost, 1.3 * z.cost) << "bottom-up " << bu.cost << " vs smt " << z.cost;
+      ratios.push_back(bu.cost / z.cost);
+    }
+  }
+  ASSERT_GE(ratios.size(), 4u) << "too few instances packed to compare";
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_LE(ratios[ratios.size() / 2], 1.01);
+}
+
 TEST(Quality, ScaleFree) {
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     family_options f{.shape = family_shape::binary, .components = 31, .traffic = family_traffic::pareto, .slack = 1.1,

@@ -68,15 +68,14 @@ int run(const options& o) {
   if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
   else if (o.unit != "messages") return bad_input("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
   if (o.load != "cpu" && o.load != "messages") return bad_input("--load must be `cpu` or `messages`, got `" + o.load + "`");
-  auto t = bp::load_profile(o.profile, po);
+  bp::profile_measurements measured;  // read in the same pass as the tree
+  auto t = bp::load_profile(o.profile, po, &measured);
   if (!t) return bad_input(t.error().message);
-  auto loads = read_profile_loads(o.profile);
-  if (!loads) return bad_input(loads.error().message);
   auto c = bp::load_cluster(o.cluster);
   if (!c) return bad_input(c.error().message);
-  const load_confidence& confidence = loads->confidence;
+  const load_confidence confidence = judge_loads(*t, measured);
   if (o.load == "messages") {
-    if (auto ok = use_message_loads(*t, *loads, o.profile); !ok) return bad_input(ok.error().message);
+    if (auto ok = use_message_loads(*t, measured, o.profile); !ok) return bad_input(ok.error().message);
     for (const auto& n : c->nodes) {
       if (!n.cpu.percent) {
         banyan::log::warning(tool, o.cluster + ": node `" + n.name + "` has an absolute capacity.cpu, read as "
@@ -144,9 +143,14 @@ int run(const options& o) {
   nlohmann::json summary{{"profile", o.profile}, {"cluster", o.cluster}, {"components", p.t.size()}, {"nodes", p.k()},
                          {"load", load},
                          {"lower_bound", bound}, {"results", rows}, {"chosen", best ? nlohmann::json(best->algorithm) : nlohmann::json(nullptr)}};
+  // Subtree roots in the deployment: the root and every component on another node than its parent.
+  std::size_t assignments = 0;
+  if (best) {
+    for (std::size_t v = 0; v < p.t.size(); ++v) assignments += v == 0 || best->map[v] != best->map[p.t.parent[v]];
+  }
   if (best) {
     summary["cost"] = best->cost;
-    summary["assignments"] = bp::assignments_of(p, best->map).size();
+    summary["assignments"] = assignments;
   }
 
   if (best && !o.out.empty()) {
@@ -193,7 +197,7 @@ int run(const options& o) {
                   s.status == bp::solve_status::optimal || s.message.empty() ? "" : ": ", s.status == bp::solve_status::optimal ? "" : s.message.c_str());
     }
     if (best) {
-      std::printf("chosen: %s, cost %g, %zu assignments%s%s\n", best->algorithm.c_str(), best->cost, bp::assignments_of(p, best->map).size(),
+      std::printf("chosen: %s, cost %g, %zu assignments%s%s\n", best->algorithm.c_str(), best->cost, assignments,
                   o.out.empty() ? "" : ", deployment written to ", o.out.c_str());
     } else {
       std::printf("no algorithm found a mapping within capacity\n");

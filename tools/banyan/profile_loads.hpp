@@ -9,6 +9,7 @@
 // of the same app and input do not change between runs.
 #pragma once
 
+#include "banyan/partitioner/io.hpp"
 #include "banyan/partitioner/model.hpp"
 
 #include <cstdint>
@@ -46,21 +47,12 @@ struct load_confidence {
   std::string describe() const;
 };
 
-// The per-component figures of a profile file that the partitioner's tree does not keep, by path.
-struct profile_loads {
-  load_confidence confidence;
-  std::vector<std::string> path;
-  std::vector<std::uint64_t> messages;
-  std::vector<double> cpu;
-};
+// Judges the CPU loads of `t` (as read, before any replacement) with the measurements read beside
+// it (partitioner::load_profile's `m`), without reading the file again.
+load_confidence judge_loads(const partitioner::tree& t, const partitioner::profile_measurements& m);
 
-// Reads `file` (a profile, docs/formats.md) for its window and per-component loads: a streaming
-// read that keeps only those. Errors name the file; the partitioner's reader has already checked
-// the rest of the format.
-result<profile_loads> read_profile_loads(const std::string& file);
-
-// Replaces `t`'s CPU loads by the messages each component handled (matched by path). Errors: the
-// profile has no message counts, or none is above 0.
-result<void> use_message_loads(partitioner::tree& t, const profile_loads& loads, const std::string& file);
+// Replaces `t`'s CPU loads by the messages each component handled. Errors name `file`: the profile
+// has no message counts, or none is above 0.
+result<void> use_message_loads(partitioner::tree& t, const partitioner::profile_measurements& m, const std::string& file);
 
 }  // namespace banyan::cli

@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
   ro.cycles = cycles;
   ro.lanes = 1;
   ro.trace_lanes = 1;
-  eda::simulator s1(*d);
+  eda::simulator s1(*d, eda::schedule::flat, 1);  // narrow values (one byte per plane)
   auto ours1 = eda::simulate(s1, **stim, ro);
   ro.lanes = 64;
   eda::simulator s64(*d);

@@ -1,42 +1,170 @@
+#include <banyan/eda_sim/cluster.hpp>
 #include <banyan/eda_sim/components.hpp>
 
 #include <chrono>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 
 namespace banyan::eda {
 namespace {
 
 constexpr std::size_t header = sizeof(std::uint64_t);
 
+class gate_component;
+
+}  // namespace
+
+// The leaves started in this process; complete once `ctl/go` is published (the whole tree is up then),
+// so any use after a leaf's go, or after a message from another leaf (sent after its go), sees them all.
+struct local_leaves {
+  struct entry {
+    banyan::context::poster post;  // runs a function in that leaf's incarnation
+    gate_component* self;          // valid inside functions posted with `post`
+  };
+  std::mutex m;
+  std::map<int, entry> by_leaf;
+};
+
+namespace {
+
 class gate_component final : public banyan::leaf {
  public:
   gate_component(std::shared_ptr<component_run> run, int leaf) : run_(std::move(run)), leaf_(leaf) {}
 
   void on_start(banyan::context& ctx) override {
+    ctx_ = &ctx;
     const design& d = *run_->d;
-    const auto& spec = d.leaves[leaf_];
-    eng_ = std::make_unique<leaf_engine>(spec);
-    io_ = leaf_ == d.io_leaf();
-    // Inputs: one subscription per group; its queue holds messages of later cycles.
-    for (int g : spec.in_groups) {
-      const auto& gr = d.groups[g];
-      const std::size_t r = std::lower_bound(gr.readers.begin(), gr.readers.end(), leaf_) - gr.readers.begin();
-      const int k = static_cast<int>(ins_.size());
-      ins_.push_back({g, &gr.reader_slots[r], eng_->add_trigger(gr.reader_slots[r]), {}});
-      (void)ctx.subscribe(gr.topic, [this, k, &ctx](const banyan::delivery& m) {
-        ins_[k].queue.push_back(m.data());
-        progress(ctx);
-      });
+    {
+      std::lock_guard lock(run_->local->m);
+      run_->local->by_leaf[leaf_] = {ctx.cross_thread_poster(), this};
+    }
+    // Every reader subscribes to its groups (the routes are those of the tree); resolve() decides
+    // who passes a message on to the evaluating head.
+    for (int g : d.leaves[leaf_].in_groups) {
+      (void)ctx.subscribe(d.groups[g].topic, [this, g](const banyan::delivery& m) { on_group(g, m.data()); });
+    }
+    (void)ctx.subscribe("ctl/go", [this](const banyan::delivery&) {
+      resolve();
+      if (head_ != this) return;
+      build();
+      started_ = std::chrono::steady_clock::now();
+      running_ = true;
+      progress();
+    });
+  }
+
+  // Publishes a group for the head (runs in this leaf, the group's driver).
+  void publish_for_head(const std::string& topic, const banyan::payload& p, std::uint32_t up) {
+    auto r = ctx_->publish(topic, p, banyan::scope::up(up));
+    if (!r) throw std::runtime_error("publish " + topic + ": " + r.error().what());
+  }
+
+  // A group message for the head's merged leaf (runs in the head).
+  void deliver(int g, banyan::payload p) {
+    build();
+    ins_[in_index_.at(g)].queue.push_back(std::move(p));
+    progress();
+  }
+
+ private:
+  struct in_group {
+    int group;
+    std::vector<std::uint32_t> slots;  // in the merged leaf
+    int trigger;
+    std::deque<banyan::payload> queue;
+  };
+  struct out_group {
+    int group;
+    std::vector<std::uint32_t> slots;  // in the merged leaf
+    std::vector<int> deps;             // ins_ indices
+    std::vector<lanes> last;
+    std::uint32_t up;                  // scope: levels above the driver leaf
+    local_leaves::entry publisher;     // the driver leaf
+  };
+
+  // Who evaluates this leaf (the head) and, per group this leaf reads, whether it passes the group's
+  // messages on to the head. Done once, when the local leaves are all known.
+  void resolve() {
+    if (resolved_) return;
+    resolved_ = true;
+    const design& d = *run_->d;
+    if (run_->how == grain::leaf) {
+      head_ = this;
+      members_ = {leaf_};
+      for (int g : d.leaves[leaf_].in_groups) forward_.insert(g);
+      return;
+    }
+    std::lock_guard lock(run_->local->m);
+    const auto& local = run_->local->by_leaf;
+    head_entry_ = local.begin()->second;
+    head_ = head_entry_.self;
+    for (const auto& [l, e] : local) members_.push_back(l);
+    for (int g : d.leaves[leaf_].in_groups) {
+      const group& gr = d.groups[g];
+      if (local.count(gr.driver)) continue;  // the head computes it; the message is for other nodes
+      int first = -1;
+      for (int r : gr.readers)
+        if (local.count(r)) {
+          first = r;
+          break;
+        }
+      if (first == leaf_) forward_.insert(g);
+    }
+  }
+
+  void on_group(int g, const banyan::payload& p) {
+    resolve();
+    if (!forward_.count(g)) return;
+    if (head_ == this) return deliver(g, p);
+    (void)head_entry_.post([h = head_, g, p] { h->deliver(g, p); });
+  }
+
+  // The head's merged leaf, its inputs (groups from other nodes) and outputs (groups to them).
+  void build() {
+    if (eng_) return;
+    const design& d = *run_->d;
+    merged_ = merge_leaves(d, members_);
+    eng_ = std::make_unique<leaf_engine>(merged_.spec);
+    const int io = d.io_leaf();
+    io_ = std::find(members_.begin(), members_.end(), io) != members_.end();
+    std::map<int, local_leaves::entry> local;
+    if (run_->how == grain::node) {
+      std::lock_guard lock(run_->local->m);
+      local = run_->local->by_leaf;
+    } else {
+      local[leaf_] = {{}, this};
+    }
+    for (int g : merged_.spec.in_groups) {
+      const group& gr = d.groups[g];
+      std::size_t r = 0;
+      while (!merged_.slot_of[gr.readers[r]].size()) ++r;
+      std::vector<std::uint32_t> slots;
+      for (auto s : gr.reader_slots[r]) slots.push_back(merged_.at(gr.readers[r], s));
+      in_index_[g] = static_cast<int>(ins_.size());
+      const int trigger = eng_->add_trigger(slots);
+      ins_.push_back({g, std::move(slots), trigger, {}});
+    }
+    if (io_) {
+      std::vector<std::uint32_t> slots;
+      for (const auto& p : d.inputs)
+        for (auto s : p.slots) slots.push_back(merged_.at(io, s));
+      io_trigger_ = eng_->add_trigger(slots);
     }
     // Outputs: the input groups each one depends on (backward cone through the program).
+    const eda::leaf& spec = merged_.spec;
     std::vector<int> producer(spec.slots, -1);
     for (std::size_t i = 0; i < spec.program.size(); ++i) producer[spec.program[i].y] = static_cast<int>(i);
     for (int g : spec.out_groups) {
       const auto& gr = d.groups[g];
+      out_group o{g, {}, {}, std::vector<lanes>(gr.driver_slots.size(), lanes::x()), levels_up(d, gr.driver, gr.scope),
+                  local.at(gr.driver)};
+      for (auto s : gr.driver_slots) o.slots.push_back(merged_.at(gr.driver, s));
       std::vector<char> seen(spec.slots, 0);
-      std::vector<std::uint32_t> stack(gr.driver_slots.begin(), gr.driver_slots.end());
+      std::vector<std::uint32_t> stack(o.slots.begin(), o.slots.end());
       while (!stack.empty()) {
         const auto s = stack.back();
         stack.pop_back();
@@ -46,9 +174,8 @@ class gate_component final : public banyan::leaf {
           for_each_input(spec, spec.program[producer[s]], [&](std::uint32_t in) { stack.push_back(in); });
         }
       }
-      out_group o{g, {}, std::vector<lanes>(gr.driver_slots.size(), lanes::x()), levels_up(d, gr.scope)};
       for (std::size_t k = 0; k < ins_.size(); ++k)
-        for (auto s : *ins_[k].slots)
+        for (auto s : ins_[k].slots)
           if (seen[s]) {
             o.deps.push_back(static_cast<int>(k));
             break;
@@ -57,30 +184,11 @@ class gate_component final : public banyan::leaf {
     }
     received_.assign(ins_.size(), 0);
     sent_.assign(outs_.size(), 0);
-    (void)ctx.subscribe("ctl/go", [this, &ctx](const banyan::delivery&) {
-      started_ = std::chrono::steady_clock::now();
-      running_ = true;
-      progress(ctx);
-    });
   }
 
- private:
-  struct in_group {
-    int group;
-    const std::vector<std::uint32_t>* slots;
-    int trigger;
-    std::deque<banyan::payload> queue;
-  };
-  struct out_group {
-    int group;
-    std::vector<int> deps;   // in_ indices
-    std::vector<lanes> last;
-    std::uint32_t up;        // scope: levels above this leaf
-  };
-
-  std::uint32_t levels_up(const design& d, int scope_inst) const {
+  static std::uint32_t levels_up(const design& d, int leaf, int scope_inst) {
     std::uint32_t n = 1;  // leaf -> its instance
-    for (int i = d.leaves[leaf_].instance; i != scope_inst; i = d.instances[i].parent) ++n;
+    for (int i = d.leaves[leaf].instance; i != scope_inst; i = d.instances[i].parent) ++n;
     return n;
   }
 
@@ -91,53 +199,60 @@ class gate_component final : public banyan::leaf {
     run_->stim->fill(cycle_, in_bits_);
     const std::uint64_t mask = run_->lanes >= 64 ? ~0ull : (1ull << run_->lanes) - 1;
     std::size_t k = 0;
+    bool changed = false;
     for (const auto& p : d.inputs)
       for (auto s : p.slots) {
         lanes v = in_bits_[k++];
         v.hi &= mask;
         v.lo |= ~mask;
-        eng_->slot(s) = v;
+        lanes& slot = eng_->slot(merged_.at(d.io_leaf(), s));
+        changed |= !(slot == v);
+        slot = v;
       }
+    if (changed) eng_->mark(io_trigger_);
   }
 
-  void end_cycle(banyan::context& ctx) {
-    if (!io_) {
-      eng_->clock_edge();
-      return;
-    }
-    const design& d = *run_->d;
-    const std::uint64_t mask = run_->lanes >= 64 ? ~0ull : (1ull << run_->lanes) - 1;
-    auto& t = run_->samples;
-    for (const auto& p : d.outputs)
-      for (auto s : p.slots) {
-        const lanes v = eng_->slot(s);
-        run_->signature = (run_->signature ^ (v.hi & mask)) * 0x100000001b3ull;
-        run_->signature = (run_->signature ^ (v.unknown() & mask)) * 0x100000001b3ull;
+  // Samples the outputs (io only: "just before the edge"), then clocks every flip-flop.
+  void end_cycle() {
+    if (io_) {
+      const design& d = *run_->d;
+      const int io = d.io_leaf();
+      const std::uint64_t mask = run_->lanes >= 64 ? ~0ull : (1ull << run_->lanes) - 1;
+      auto& t = run_->samples;
+      for (const auto& p : d.outputs)
+        for (auto s : p.slots) {
+          const lanes v = eng_->slot(merged_.at(io, s));
+          run_->signature = (run_->signature ^ (v.hi & mask)) * 0x100000001b3ull;
+          run_->signature = (run_->signature ^ (v.unknown() & mask)) * 0x100000001b3ull;
+        }
+      if (t.lanes) {
+        for (unsigned l = 0; l < t.lanes; ++l)
+          for (const auto& p : d.outputs)
+            for (auto s : p.slots) t.samples.push_back(static_cast<std::uint8_t>(eng_->slot(merged_.at(io, s)).get(l)));
       }
-    if (t.lanes) {
-      for (unsigned l = 0; l < t.lanes; ++l)
-        for (const auto& p : d.outputs)
-          for (auto s : p.slots) t.samples.push_back(static_cast<std::uint8_t>(eng_->slot(s).get(l)));
     }
+    eng_->clock_edge();
+    if (!io_) return;
     run_->cycles_done = cycle_ + 1;
     if (cycle_ + 1 == run_->cycles) {
       run_->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-      ctx.quit(0);
+      ctx_->quit(0);
     }
   }
 
-  void send(banyan::context& ctx, out_group& o) {
+  void send(out_group& o) {
     const auto& gr = run_->d->groups[o.group];
     bool changed = false;
-    for (std::size_t i = 0; i < gr.driver_slots.size(); ++i) {
-      const lanes v = eng_->slot(gr.driver_slots[i]);
+    for (std::size_t i = 0; i < o.slots.size(); ++i) {
+      const lanes v = eng_->slot(o.slots[i]);
       if (!(v == o.last[i])) o.last[i] = v, changed = true;
     }
     buf_.resize(header + (changed ? o.last.size() * sizeof(lanes) : 0));
     std::memcpy(buf_.data(), &cycle_, header);
     if (changed) std::memcpy(buf_.data() + header, o.last.data(), o.last.size() * sizeof(lanes));
-    auto r = ctx.publish(gr.topic, banyan::payload::copy_of(std::span<const std::byte>(buf_)), banyan::scope::up(o.up));
-    if (!r) throw std::runtime_error("publish " + gr.topic + ": " + r.error().what());
+    auto p = banyan::payload::copy_of(std::span<const std::byte>(buf_));
+    if (o.publisher.self == this) return publish_for_head(gr.topic, p, o.up);
+    (void)o.publisher.post([to = o.publisher.self, topic = &gr.topic, p, up = o.up] { to->publish_for_head(*topic, p, up); });
   }
 
   void apply(in_group& in) {
@@ -149,14 +264,14 @@ class gate_component final : public banyan::leaf {
     if (c != cycle_) throw std::logic_error("group message for cycle " + std::to_string(c) + " arrived in cycle " +
                                             std::to_string(cycle_));
     if (bytes.size() == header) return;  // unchanged
-    const auto& slots = *in.slots;
     const auto* v = reinterpret_cast<const lanes*>(bytes.data() + header);
-    for (std::size_t i = 0; i < slots.size(); ++i) std::memcpy(&eng_->slot(slots[i]), v + i, sizeof(lanes));
+    for (std::size_t i = 0; i < in.slots.size(); ++i) std::memcpy(&eng_->slot(in.slots[i]), v + i, sizeof(lanes));
     eng_->mark(in.trigger);
   }
 
-  void progress(banyan::context& ctx) {
+  void progress() {
     if (!running_) return;
+    int batch = 0;
     while (cycle_ < run_->cycles) {
       if (!cycle_started_) {
         start_cycle();
@@ -176,17 +291,20 @@ class gate_component final : public banyan::leaf {
         bool ready = true;
         for (int k : outs_[j].deps) ready = ready && received_[k];
         if (!ready) continue;
-        send(ctx, outs_[j]);
+        send(outs_[j]);
         sent_[j] = 1;
         ++n_sent_;
       }
       if (n_received_ == ins_.size() && n_sent_ == outs_.size()) {
-        end_cycle(ctx);
+        end_cycle();
         ++cycle_;
         std::fill(received_.begin(), received_.end(), 0);
         std::fill(sent_.begin(), sent_.end(), 0);
         n_received_ = n_sent_ = 0;
         cycle_started_ = false;
+        // A head that needs no message (all in one process) yields now and then, so the actor
+        // system (shutdown, heartbeats) is never starved.
+        if (++batch == 256 && cycle_ < run_->cycles) return ctx_->post([this] { progress(); });
         continue;
       }
       if (!any) return;
@@ -195,8 +313,16 @@ class gate_component final : public banyan::leaf {
 
   std::shared_ptr<component_run> run_;
   int leaf_;
-  bool io_ = false, running_ = false, cycle_started_ = false;
+  banyan::context* ctx_ = nullptr;
+  bool resolved_ = false, io_ = false, running_ = false, cycle_started_ = false;
+  gate_component* head_ = nullptr;
+  local_leaves::entry head_entry_;
+  std::vector<int> members_;
+  std::set<int> forward_;
+  merged_leaf merged_;
   std::unique_ptr<leaf_engine> eng_;
+  std::map<int, int> in_index_;
+  int io_trigger_ = -1;
   std::vector<in_group> ins_;
   std::vector<out_group> outs_;
   std::vector<char> received_, sent_;
@@ -236,6 +362,7 @@ static void build_app(banyan::app& app, const std::shared_ptr<component_run>& ru
 }
 
 std::unique_ptr<banyan::app> make_app(const std::shared_ptr<component_run>& run) {
+  run->local = std::make_shared<local_leaves>();
   auto app = std::make_unique<banyan::app>(run->d->instances[0].path.substr(1), banyan::supervision{},
                                            std::in_place_type<sim_root>);
   build_app(*app, run);

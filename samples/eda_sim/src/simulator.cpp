@@ -1,6 +1,7 @@
 #include <banyan/eda_sim/simulator.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <tuple>
 
@@ -10,16 +11,105 @@ namespace {
 
 using lane_words = std::vector<std::pair<std::int64_t, std::uint64_t>>;
 
+// Lanes 0-7 only, for runs of at most 8 lanes (a single stimulus stream most often): the same
+// encoding as `lanes` in a byte per plane, so the flat engine's values are 2 bytes instead of 16
+// and a design's values stay in the first-level cache.
+struct narrow {
+  std::uint8_t hi = 0xff, lo = 0xff;
+  static constexpr narrow x() { return {0xff, 0xff}; }
+  constexpr std::uint8_t unknown() const { return hi & lo; }
+  friend constexpr bool operator==(const narrow&, const narrow&) = default;
+};
+template <class L> constexpr std::uint64_t all_lanes = ~0ull;
+template <> constexpr std::uint64_t all_lanes<narrow> = 0xff;
+template <class L> constexpr L from_lanes(lanes x);
+template <> constexpr lanes from_lanes<lanes>(lanes x) { return x; }
+template <> constexpr narrow from_lanes<narrow>(lanes x) {
+  return {static_cast<std::uint8_t>(x.hi), static_cast<std::uint8_t>(x.lo)};
+}
+inline lanes to_lanes(lanes x) { return x; }
+inline lanes to_lanes(narrow x) { return {x.hi, x.lo | ~0xffull}; }  // lanes 8-63 read as 0
+
+// The gate functions of logic.hpp for either lane type.
+template <class L> constexpr L make(std::uint64_t hi, std::uint64_t lo) {
+  using P = decltype(L::hi);
+  return {static_cast<P>(hi), static_cast<P>(lo)};
+}
+template <class L> constexpr L g_not(L a) { return {a.lo, a.hi}; }
+template <class L> constexpr L g_and(L a, L b) { return make<L>(a.hi & b.hi, a.lo | b.lo); }
+template <class L> constexpr L g_or(L a, L b) { return make<L>(a.hi | b.hi, a.lo & b.lo); }
+template <class L> constexpr L g_xor(L a, L b) {
+  return make<L>((a.hi & b.lo) | (a.lo & b.hi), (a.lo & b.lo) | (a.hi & b.hi));
+}
+template <class L> constexpr L g_mux(L a, L b, L s) {
+  return make<L>((s.lo & a.hi) | (s.hi & b.hi), (s.lo & a.lo) | (s.hi & b.lo));
+}
+
+// narrow's gates on both planes as one 16-bit word: one load per input and one store per output
+// (two byte stores followed by a 16-bit load of the same value stall store-to-load forwarding).
+constexpr std::uint32_t nhi = std::bit_cast<std::uint16_t>(narrow{0xff, 0});  // hi's byte in the word
+constexpr std::uint32_t nlo = 0xffff ^ nhi;
+constexpr std::uint32_t word(narrow x) { return std::bit_cast<std::uint16_t>(x); }
+constexpr narrow from_word(std::uint32_t w) { return std::bit_cast<narrow>(static_cast<std::uint16_t>(w)); }
+constexpr std::uint32_t swap_planes(std::uint32_t w) { return ((w >> 8) | (w << 8)) & 0xffff; }
+template <> constexpr narrow g_not(narrow a) { return from_word(swap_planes(word(a))); }
+template <> constexpr narrow g_and(narrow a, narrow b) {
+  const std::uint32_t x = word(a), y = word(b);
+  return from_word((x & y & nhi) | ((x | y) & nlo));
+}
+template <> constexpr narrow g_or(narrow a, narrow b) {
+  const std::uint32_t x = word(a), y = word(b);
+  return from_word(((x | y) & nhi) | (x & y & nlo));
+}
+template <> constexpr narrow g_xor(narrow a, narrow b) {
+  const std::uint32_t x = word(a), y = word(b);
+  const std::uint32_t t1 = x & swap_planes(y), t2 = x & y;  // hi & other lo / lo & other hi; same planes
+  return from_word(((t1 | swap_planes(t1)) & nhi) | ((t2 | swap_planes(t2)) & nlo));
+}
+template <> constexpr narrow g_mux(narrow a, narrow b, narrow s) {
+  const std::uint32_t w = word(s);
+  const std::uint32_t s_lo = (w & nlo) | swap_planes(w & nlo), s_hi = (w & nhi) | swap_planes(w & nhi);
+  return from_word((s_lo & word(a)) | (s_hi & word(b)));
+}
+// The formulas against logic.hpp's on every pair of 2-lane values (0, 1, X in each lane).
+constexpr bool narrow_gates_agree() {
+  const lanes vals[] = {lanes::zero(), lanes::one(), lanes::x(), {1, 2}, {2, 1}, {3, 1}, {1, 3}, {2, 3}, {3, 2}};
+  for (lanes a : vals)
+    for (lanes b : vals)
+      for (lanes c : vals) {
+        const narrow x = from_lanes<narrow>(a), y = from_lanes<narrow>(b), z = from_lanes<narrow>(c);
+        if (!(g_not(x) == from_lanes<narrow>(op_not(a))) || !(g_and(x, y) == from_lanes<narrow>(op_and(a, b))) ||
+            !(g_or(x, y) == from_lanes<narrow>(op_or(a, b))) || !(g_xor(x, y) == from_lanes<narrow>(op_xor(a, b))) ||
+            !(g_mux(x, y, z) == from_lanes<narrow>(op_mux(a, b, c))))
+          return false;
+      }
+  return true;
+}
+static_assert(narrow_gates_agree());
+
 // Groups the 64 lanes by the word they address (-1: X or out of range). Lanes usually share few
 // addresses (one lane in use, or lanes in step), so per distinct address one pass over the address
 // bits finds every lane that has it. `base` offsets the slot numbers (the flat engine's array).
-void group_by_address(const lanes* v, std::size_t base, const memory& m, const std::vector<std::uint32_t>& addr,
-                      lane_words& out) {
+template <class L>
+void group_by_address(const L* v, std::size_t base, const memory& m, const std::vector<std::uint32_t>& addr,
+                      lane_words& out, std::uint64_t active = ~0ull) {
   out.clear();
+  if (active == 1) {  // one stimulus stream: the address of lane 0, no grouping
+    std::int64_t word = 0;
+    for (std::size_t i = 0; i < addr.size(); ++i) {
+      const L a = v[base + addr[i]];
+      if (a.unknown() & 1) return out.emplace_back(-1, 1), void();
+      word |= static_cast<std::int64_t>(a.hi & 1) << i;
+    }
+    word -= m.offset;
+    out.emplace_back(word < 0 || word >= static_cast<std::int64_t>(m.size) ? -1 : word, 1);
+    return;
+  }
   std::uint64_t unknown = 0;
   for (auto s : addr) unknown |= v[base + s].unknown();
+  unknown &= active;
   if (unknown) out.emplace_back(-1, unknown);
-  std::uint64_t left = ~unknown;
+  std::uint64_t left = ~unknown & all_lanes<L> & active;
   while (left) {
     const unsigned l = static_cast<unsigned>(__builtin_ctzll(left));
     std::uint64_t same = left;
@@ -40,32 +130,37 @@ void group_by_address(const lanes* v, std::size_t base, const memory& m, const s
   }
 }
 
-lanes read_word_bit(const memory& m, const std::vector<lanes>& words, const lane_words& addr, std::uint32_t bit) {
-  lanes y{0, 0};
+template <class L>
+L read_word_bit(const memory& m, const std::vector<L>& words, const lane_words& addr, std::uint32_t bit) {
+  std::uint64_t hi = 0, lo = 0;
   for (const auto& [idx, mask] : addr) {
-    const lanes w = idx < 0 ? lanes::x() : words[static_cast<std::size_t>(idx) * m.width + bit];
-    y.hi |= w.hi & mask;
-    y.lo |= w.lo & mask;
+    const L w = idx < 0 ? L::x() : words[static_cast<std::size_t>(idx) * m.width + bit];
+    hi |= w.hi & mask;
+    lo |= w.lo & mask;
   }
-  return y;
+  return make<L>(hi, lo);
 }
 
 // Applies a memory's write ports (values before the edge); true when a word changed.
-bool write_ports(const lanes* v, std::size_t base, const memory& m, const std::vector<memory::write_port>& writes,
-                 std::vector<lanes>& words, lane_words& addr) {
+template <class L>
+bool write_ports(const L* v, std::size_t base, const memory& m, const std::vector<memory::write_port>& writes,
+                 std::vector<L>& words, lane_words& addr, std::uint64_t active = ~0ull) {
   bool changed = false;
   for (const auto& wp : writes) {
-    group_by_address(v, base, m, wp.addr, addr);
+    std::uint64_t any = 0;  // most cycles write nothing: skip the address decoding then
+    for (auto e : wp.en) any |= v[base + e].hi & ~v[base + e].lo;
+    if (!(any & active)) continue;
+    group_by_address(v, base, m, wp.addr, addr, active);
     for (std::uint32_t b = 0; b < m.width; ++b) {
-      const lanes en = v[base + wp.en[b]];
+      const L en = v[base + wp.en[b]];
       const std::uint64_t write = en.hi & ~en.lo;  // lanes whose enable is a known 1
       if (!write) continue;
-      const lanes d = v[base + wp.data[b]];
+      const L d = v[base + wp.data[b]];
       for (const auto& [idx, mask] : addr) {
         const std::uint64_t lw = write & mask;
         if (!lw || idx < 0) continue;  // an X address writes nothing, as in Icarus
-        lanes& w = words[static_cast<std::size_t>(idx) * m.width + b];
-        const lanes nw{(w.hi & ~lw) | (d.hi & lw), (w.lo & ~lw) | (d.lo & lw)};
+        L& w = words[static_cast<std::size_t>(idx) * m.width + b];
+        const L nw = make<L>((w.hi & ~lw) | (d.hi & lw), (w.lo & ~lw) | (d.lo & lw));
         changed |= !(nw == w);
         w = nw;
       }
@@ -74,35 +169,82 @@ bool write_ports(const lanes* v, std::size_t base, const memory& m, const std::v
   return changed;
 }
 
-std::vector<lanes> initial_words(const memory& m) {
-  std::vector<lanes> words(m.init.size());
+template <class L = lanes>
+std::vector<L> initial_words(const memory& m) {
+  std::vector<L> words(m.init.size());
   for (std::size_t i = 0; i < m.init.size(); ++i)
-    words[i] = m.init[i] == 0 ? lanes::zero() : m.init[i] == 1 ? lanes::one() : lanes::x();
+    words[i] = from_lanes<L>(m.init[i] == 0 ? lanes::zero() : m.init[i] == 1 ? lanes::one() : lanes::x());
   return words;
 }
 
-inline lanes eval_gate(opcode code, lanes a, lanes b, lanes s) {
-  switch (code) {
-    case opcode::buf: return a;
-    case opcode::not_: return op_not(a);
-    case opcode::and_: return op_and(a, b);
-    case opcode::or_: return op_or(a, b);
-    case opcode::xor_: return op_xor(a, b);
-    case opcode::nand: return op_not(op_and(a, b));
-    case opcode::nor: return op_not(op_or(a, b));
-    case opcode::xnor: return op_not(op_xor(a, b));
-    case opcode::andnot: return op_and(a, op_not(b));
-    case opcode::ornot: return op_or(a, op_not(b));
-    case opcode::mux: return op_mux(a, b, s);
-    case opcode::nmux: return op_not(op_mux(a, b, s));
-    default: return lanes::x();
+template <opcode C, class L>
+inline L gate(L a, L b, L s) {
+  if constexpr (C == opcode::buf) return a;
+  else if constexpr (C == opcode::not_) return g_not(a);
+  else if constexpr (C == opcode::and_) return g_and(a, b);
+  else if constexpr (C == opcode::or_) return g_or(a, b);
+  else if constexpr (C == opcode::xor_) return g_xor(a, b);
+  else if constexpr (C == opcode::nand) return g_not(g_and(a, b));
+  else if constexpr (C == opcode::nor) return g_not(g_or(a, b));
+  else if constexpr (C == opcode::xnor) return g_not(g_xor(a, b));
+  else if constexpr (C == opcode::andnot) return g_and(a, g_not(b));
+  else if constexpr (C == opcode::ornot) return g_or(a, g_not(b));
+  else if constexpr (C == opcode::mux) return g_mux(a, b, s);
+  else if constexpr (C == opcode::nmux) return g_not(g_mux(a, b, s));
+  else return L::x();
+}
+
+// A run of ops with one opcode: no dispatch inside the loop. `Op` has a, b, s, y.
+template <opcode C, class L, class Op>
+void run_ops(L* v, const Op* p, const Op* e) {
+  for (; p != e; ++p) v[p->y] = gate<C, L>(v[p->a], v[p->b], v[p->s]);
+}
+
+// An op's operands without its opcode (the run has it): 16 bytes instead of 20.
+struct operands {
+  std::uint32_t a, b, s, y;
+};
+
+// Runs program[seg.begin, seg.end) for every op_run (a run of one opcode); `memrd(op)` evaluates a
+// memory read op.
+template <class L, class Op, class MemRead>
+void run_op_runs(L* val, const Op* prog, const std::vector<op_run>& op_runs, MemRead&& memrd) {
+  for (const op_run& sg : op_runs) {
+    const Op* b = prog + sg.begin;
+    const Op* e = prog + sg.end;
+    switch (sg.code) {
+      case opcode::buf: run_ops<opcode::buf>(val, b, e); break;
+      case opcode::not_: run_ops<opcode::not_>(val, b, e); break;
+      case opcode::and_: run_ops<opcode::and_>(val, b, e); break;
+      case opcode::or_: run_ops<opcode::or_>(val, b, e); break;
+      case opcode::xor_: run_ops<opcode::xor_>(val, b, e); break;
+      case opcode::nand: run_ops<opcode::nand>(val, b, e); break;
+      case opcode::nor: run_ops<opcode::nor>(val, b, e); break;
+      case opcode::xnor: run_ops<opcode::xnor>(val, b, e); break;
+      case opcode::andnot: run_ops<opcode::andnot>(val, b, e); break;
+      case opcode::ornot: run_ops<opcode::ornot>(val, b, e); break;
+      case opcode::mux: run_ops<opcode::mux>(val, b, e); break;
+      case opcode::nmux: run_ops<opcode::nmux>(val, b, e); break;
+      case opcode::memrd:
+        for (const Op* o = b; o != e; ++o) memrd(*o);
+        break;
+    }
   }
+}
+
+std::vector<op_run> op_runs_of(const std::vector<op>& program) {
+  std::vector<op_run> out;
+  for (std::uint32_t i = 0; i < program.size(); ++i)
+    if (out.empty() || out.back().code != program[i].code) out.push_back({program[i].code, i, i + 1});
+    else out.back().end = i + 1;
+  return out;
 }
 
 }  // namespace
 
 leaf_engine::leaf_engine(const leaf& l)
-    : spec_(&l), v_(l.slots, lanes::x()), words_((l.program.size() + 63) / 64), pending_(words_, ~0ull) {
+    : spec_(&l), v_(l.slots, lanes::x()), words_((l.program.size() + 63) / 64), pending_(words_, ~0ull),
+      runs_(op_runs_of(l.program)) {
   v_[0] = lanes::zero();
   v_[1] = lanes::one();
   v_[2] = lanes::x();
@@ -149,6 +291,17 @@ void leaf_engine::evaluate() {
   lanes* v = v_.data();
   const op* prog = spec_->program.data();
   std::size_t ran = 0;
+  for (std::size_t w = 0; w < words_; ++w) ran += static_cast<std::size_t>(__builtin_popcountll(pending_[w]));
+  if (ran * 2 >= spec_->program.size() && ran) {
+    std::fill(pending_.begin(), pending_.end(), 0);
+    run_op_runs(v, prog, runs_, [&](const op& o) {
+      if (o.s == 0) lane_addresses(spec_->memories[o.a], spec_->memories[o.a].reads[o.b].addr, read_addr_[o.a][o.b]);
+      v[o.y] = read_bit(static_cast<int>(o.a), static_cast<int>(o.b), o.s);
+    });
+    last_ops_ = spec_->program.size();
+    return;
+  }
+  ran = 0;
   for (std::size_t w = 0; w < words_; ++w) {
     std::uint64_t bits = pending_[w];
     pending_[w] = 0;
@@ -243,6 +396,20 @@ struct flat_engine {
   std::vector<lanes> next;
   std::vector<flat_memory> mems;
   lane_words scratch;
+  // The program as runs of one opcode (it is sorted by level, then opcode): each run is a loop
+  // without dispatch.
+  std::vector<op_run> op_runs;
+  std::vector<operands> compact;  // program without opcodes (memrd: a = memory, b = port, s = bit)
+  // Flip-flops without async terms (most) as two parallel arrays, the others apart.
+  std::vector<std::uint32_t> plain_d, plain_state;
+  std::vector<std::size_t> async_flops;  // indices into flops
+  std::vector<lanes> plain_next;
+
+  virtual ~flat_engine() = default;
+  virtual void evaluate() = 0;
+  virtual void clock_edge() = 0;
+  virtual void set(const std::uint32_t* at, const lanes* x, std::size_t n) = 0;
+  virtual void get(const std::uint32_t* at, lanes* x, std::size_t n) const = 0;
 
   explicit flat_engine(const design& d) {
     std::size_t total = 0;
@@ -336,29 +503,70 @@ struct flat_engine {
         fm.writes.push_back({remap(wp.addr, fm.base), remap(wp.data, fm.base), remap(wp.en, fm.base)});
       fm.base = 0;
     }
-  }
-
-  void evaluate() {
-    lanes* val = v.data();
-    for (const op& o : program) {
-      if (o.code == opcode::memrd) {
-        auto& fm = mems[o.a];
-        if (o.s == 0) group_by_address(val, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b]);
-        val[o.y] = read_word_bit(*fm.m, fm.words, fm.reads[o.b], o.s);
+    op_runs = op_runs_of(program);
+    for (const op& o : program) compact.push_back({o.a, o.b, o.s, o.y});
+    for (std::size_t i = 0; i < flops.size(); ++i) {
+      if (!flops[i].async.empty()) {
+        async_flops.push_back(i);
         continue;
       }
-      val[o.y] = eval_gate(o.code, val[o.a], val[o.b], val[o.s]);
+      plain_d.push_back(flops[i].d);
+      plain_state.push_back(flops[i].state);
     }
+    plain_next.resize(plain_d.size());
   }
 
-  void clock_edge() {
-    for (std::size_t i = 0; i < flops.size(); ++i) {
-      lanes n = v[flops[i].d];
-      for (const auto& t : flops[i].async) n = op_mux(n, v[t.value], v[t.ctrl]);
-      next[i] = n;
+};
+
+// The flat engine's run-time state in lane type L (lanes, or narrow for runs of at most 8 lanes):
+// values and memory words converted once from the layout's initial values.
+template <class L>
+struct flat_engine_t final : flat_engine {
+  std::vector<L> val, next_async, next_plain;
+  std::vector<std::vector<L>> words;  // per memory
+
+  std::uint64_t active;  // lanes the caller drives: memories decode addresses in these only
+
+  flat_engine_t(const design& d, unsigned lanes_used)
+      : flat_engine(d), active(lanes_used >= 64 ? ~0ull : (1ull << lanes_used) - 1) {
+    for (const lanes& x : v) val.push_back(from_lanes<L>(x));
+    for (const auto& fm : mems) {
+      words.emplace_back();
+      for (const lanes& x : fm.words) words.back().push_back(from_lanes<L>(x));
     }
-    for (auto& fm : mems) write_ports(v.data(), 0, *fm.m, fm.writes, fm.words, scratch);
-    for (std::size_t i = 0; i < flops.size(); ++i) v[flops[i].state] = next[i];
+    next_async.resize(flops.size());
+    next_plain.resize(plain_d.size());
+  }
+
+  void set(const std::uint32_t* at, const lanes* x, std::size_t n) override {
+    for (std::size_t k = 0; k < n; ++k) val[at[k]] = from_lanes<L>(x[k]);
+  }
+  void get(const std::uint32_t* at, lanes* x, std::size_t n) const override {
+    for (std::size_t k = 0; k < n; ++k) x[k] = to_lanes(val[at[k]]);
+  }
+
+  void evaluate() override {
+    L* v = val.data();
+    run_op_runs(v, compact.data(), op_runs, [&](const operands& o) {
+      auto& fm = mems[o.a];
+      if (o.s == 0) group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], active);
+      v[o.y] = read_word_bit(*fm.m, words[o.a], fm.reads[o.b], o.s);
+    });
+  }
+
+  void clock_edge() override {
+    L* v = val.data();
+    for (std::size_t i = 0; i < plain_d.size(); ++i) next_plain[i] = v[plain_d[i]];
+    for (std::size_t i : async_flops) {
+      L n = v[flops[i].d];
+      for (const auto& t : flops[i].async) n = g_mux(n, v[t.value], v[t.ctrl]);
+      next_async[i] = n;
+    }
+    // Memories are written from the values before the edge, as the flip-flops sample them.
+    for (std::size_t m = 0; m < mems.size(); ++m)
+      write_ports(v, 0, *mems[m].m, mems[m].writes, words[m], scratch, active);
+    for (std::size_t i = 0; i < plain_d.size(); ++i) v[plain_state[i]] = next_plain[i];
+    for (std::size_t i : async_flops) v[flops[i].state] = next_async[i];
   }
 };
 
@@ -366,15 +574,30 @@ simulator::~simulator() = default;
 simulator::simulator(simulator&&) noexcept = default;
 
 lanes simulator::value(int leaf, std::uint32_t slot) const {
-  return flat_ ? flat_->v[flat_->at(leaf, slot)] : leaves_[leaf].slot(slot);
+  if (!flat_) return leaves_[leaf].slot(slot);
+  const std::uint32_t at = flat_->at(leaf, slot);
+  lanes x;
+  flat_->get(&at, &x, 1);
+  return x;
 }
 
-simulator::simulator(const design& d, schedule how) : d_(&d), dirty_(d.leaves.size(), 1) {
+simulator::simulator(const design& d, schedule how, unsigned lanes_used) : d_(&d), dirty_(d.leaves.size(), 1) {
   last_sent_.resize(d.groups.size());
   for (std::size_t g = 0; g < d.groups.size(); ++g) last_sent_[g].assign(d.groups[g].driver_slots.size(), lanes::x());
   stats_.publishes.assign(d.groups.size(), 0);
   if (how == schedule::flat) {
-    flat_ = std::make_unique<flat_engine>(d);
+    if (lanes_used <= 8) flat_ = std::make_unique<flat_engine_t<narrow>>(d, lanes_used);
+    else flat_ = std::make_unique<flat_engine_t<lanes>>(d, lanes_used);
+    flat_watch_at_.push_back(0);
+    for (const auto& gr : d.groups) {
+      for (auto ds : gr.driver_slots) flat_watch_.push_back(flat_->at(gr.driver, ds));
+      flat_watch_at_.push_back(static_cast<std::uint32_t>(flat_watch_.size()));
+    }
+    flat_last_.assign(flat_watch_.size(), lanes::x());
+    for (const auto& p : d.inputs)
+      for (auto s : p.slots) flat_inputs_.push_back(flat_->at(d.io_leaf(), s));
+    for (const auto& p : d.outputs)
+      for (auto s : p.slots) flat_outputs_.push_back(flat_->at(d.io_leaf(), s));
     return;
   }
   // Leaf order: the io leaf (it only drives inputs and holds outputs), then Kahn's order over
@@ -429,9 +652,8 @@ simulator::simulator(const design& d, schedule how) : d_(&d), dirty_(d.leaves.si
 
 void simulator::set_inputs(std::span<const lanes> bits) {
   if (flat_) {
-    std::size_t k = 0;
-    for (const auto& p : d_->inputs)
-      for (auto s : p.slots) flat_->v[flat_->at(d_->io_leaf(), s)] = bits[k++];
+    assert(bits.size() >= flat_inputs_.size());
+    flat_->set(flat_inputs_.data(), bits.data(), flat_inputs_.size());
     return;
   }
   auto& io = leaves_[d_->io_leaf()];
@@ -475,15 +697,16 @@ int simulator::settle() {
   if (flat_) {
     flat_->evaluate();
     // A group that changed this cycle is one message, as the component version sends it.
-    for (std::size_t g = 0; g < d_->groups.size(); ++g) {
-      const group& gr = d_->groups[g];
-      auto& last = last_sent_[g];
-      bool changed = false;
-      for (std::size_t i = 0; i < gr.driver_slots.size(); ++i) {
-        const lanes v = flat_->v[flat_->at(gr.driver, gr.driver_slots[i])];
-        if (!(v == last[i])) last[i] = v, changed = true;
+    if (count_messages_) {
+      watched_.resize(flat_watch_.size());
+      flat_->get(flat_watch_.data(), watched_.data(), watched_.size());
+      lanes* last = flat_last_.data();
+      for (std::size_t g = 0; g + 1 < flat_watch_at_.size(); ++g) {
+        bool changed = false;
+        for (std::uint32_t i = flat_watch_at_[g], e = flat_watch_at_[g + 1]; i < e; ++i)
+          if (!(watched_[i] == last[i])) last[i] = watched_[i], changed = true;
+        stats_.publishes[g] += changed;
       }
-      stats_.publishes[g] += changed;
     }
     stats_.rounds += 1;
     stats_.leaf_evaluations += d_->leaves.size();
@@ -512,12 +735,12 @@ int simulator::settle() {
 }
 
 void simulator::outputs(std::vector<lanes>& out) const {
-  out.clear();
   if (flat_) {
-    for (const auto& p : d_->outputs)
-      for (auto s : p.slots) out.push_back(flat_->v[flat_->at(d_->io_leaf(), s)]);
+    out.resize(flat_outputs_.size());
+    flat_->get(flat_outputs_.data(), out.data(), out.size());
     return;
   }
+  out.clear();
   const auto& io = leaves_[d_->io_leaf()];
   for (const auto& p : d_->outputs)
     for (auto s : p.slots) out.push_back(io.slot(s));

@@ -30,6 +30,9 @@ struct solve_options {
   // Upper bound from a known mapping (e.g. the heuristic's), used by exact solvers to prune, and
   // returned when they find nothing better in time.
   const mapping* warm_start = nullptr;
+  // A proven lower bound the caller already knows (`solve` passes proven_lower_bound): a heuristic
+  // stops trying further starts once a mapping reaches it, since none can cost less.
+  double known_lower_bound = 0;
   // Called from the solving thread now and then with the best cost so far and the best bound;
   // NaN when not known yet. Must be cheap.
   std::function<void(double best_cost, double bound)> on_progress;

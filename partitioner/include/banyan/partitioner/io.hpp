@@ -21,12 +21,25 @@ struct profile_options {
   bool with_memory = true;  // read load.memory as a second dimension when any component has it
 };
 
+// What a profile records beside the tree, for a caller that judges its loads (`banyan partition`).
+struct profile_measurements {
+  double duration_s = 0;         // `duration_s`: the window the loads were measured in (0: not recorded)
+  bool has_messages = false;     // some component records `load.messages`
+  std::vector<double> messages;  // per vertex of the tree read: `load.messages` (0 when absent)
+};
+
 // Reads a profile and renumbers components top-down (see tree's invariant). `name` is used in
 // messages (usually the path). Not a tree (cycle, two roots, unknown parent, duplicate path): the
-// error names the vertex.
+// error names the vertex. Only valid JSON is accepted; a syntax error or a value of the wrong kind
+// names file:line:col. When `m` is given it receives the profile's measurements too.
+//
+// Cost: one pass, linear in the file. load_profile maps the file and hands parsed pages back as it
+// goes, so its peak memory is about the file plus a third (simdjson's index) plus the tree; a
+// 10^6-component profile of 280 MB is read in well under a second.
 result<tree> parse_profile(const std::string& text, const std::string& name,
-                           const profile_options& o = {});
-result<tree> load_profile(const std::string& path, const profile_options& o = {});
+                           const profile_options& o = {}, profile_measurements* m = nullptr);
+result<tree> load_profile(const std::string& path, const profile_options& o = {},
+                          profile_measurements* m = nullptr);
 // Writes a profile (version 1) for `t`, e.g. from the generator. Vertex paths must be set.
 void write_profile(std::ostream& out, const tree& t, const std::string& mode = "hier");
 

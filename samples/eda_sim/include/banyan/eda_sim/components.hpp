@@ -3,13 +3,23 @@
 // ports are the `io` leaf under the root, which plays the stimulus and samples the outputs. Every
 // boundary group is a topic published with the scope of the lowest common ancestor of its ends.
 //
-// Protocol (dataflow, no global barrier): in every cycle each leaf publishes each of its groups
-// exactly once, as soon as the group's value is final, i.e. once every group it depends on
+// Protocol (dataflow, no global barrier): in every cycle each publisher publishes each of its
+// groups exactly once, as soon as the group's value is final, i.e. once every group it depends on
 // combinationally has arrived for this cycle. Group ranks (design.hpp) make those dependencies
-// acyclic, so this never deadlocks. A leaf clocks its flip-flops once it has received all its groups
-// of the cycle; the io leaf samples the outputs then and starts the next cycle. An unchanged group is
-// sent as its 8-byte cycle header only. Message order per publisher→subscriber pair is FIFO (SDK
-// contract), so a leaf may run ahead of its readers and they queue its messages.
+// acyclic, so this never deadlocks. A publisher clocks its flip-flops once it has received all its
+// groups of the cycle; the io leaf samples the outputs then and starts the next cycle. An unchanged
+// group is sent as its 8-byte cycle header only. Message order per publisher→subscriber pair is FIFO
+// (SDK contract), so a leaf may run ahead of its readers and they queue its messages.
+//
+// Grain: who evaluates.
+//  - leaf: every leaf evaluates its own cells; every boundary group is a message every cycle (the
+//    per-edge traffic of the whole tree, what a profile for the partitioner needs).
+//  - node (default): the leaves one process hosts are merged (cluster.hpp) and evaluated by one of
+//    them (the one with the lowest index, the head); groups between them are direct reads of one
+//    value, and only groups crossing to another node are messages. Such a group is still published by
+//    its driver leaf (the head hands it the payload) and received by every reader leaf subscribed to
+//    it (one of them, the lowest, hands it to the head), so routes, scopes and the node links' traffic
+//    are those of the leaf grain. In one process nothing is sent.
 #pragma once
 
 #include <banyan/eda_sim/run.hpp>
@@ -19,6 +29,10 @@
 
 namespace banyan::eda {
 
+enum class grain { leaf, node };
+
+struct local_leaves;  // the leaves started in this process (components.cpp)
+
 // What every component of one run shares (in-process) and what the io leaf reports back.
 struct component_run {
   std::shared_ptr<const design> d;
@@ -26,6 +40,8 @@ struct component_run {
   std::uint64_t cycles = 0;
   unsigned lanes = 1;
   unsigned trace_lanes = 0;
+  grain how = grain::node;
+  std::shared_ptr<local_leaves> local;  // made by make_app
   // Written by the io leaf:
   trace samples;
   std::uint64_t signature = 0xcbf29ce484222325ull;  // same hash as run.hpp's
