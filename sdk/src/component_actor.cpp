@@ -267,7 +267,9 @@ void component_actor::deliver(const route_info& info, const payload& data, std::
     if (it != handlers_.end()) counted([&] { it->second(d); });
   }
   in_remote_delivery_ = false;
-  ++delivered_;  // taken off the backlog when this batch of messages is done (resume)
+  // Taken off the backlog when this run of the actor ends (resume), or every 64 deliveries in a long
+  // one (an own-thread actor runs until its mailbox is empty), so its publishers are not held back.
+  if (++delivered_ == 64) state_->flow().handled(vertex_, std::exchange(delivered_, 0));
 }
 
 void component_actor::begin_shutdown(bool urgent) {
