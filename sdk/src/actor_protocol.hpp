@@ -15,7 +15,7 @@
 
 namespace banyan::detail {
 
-using deliver_atom = caf::atom_constant<caf::atom("deliver")>;    // route_ref, payload, sequence, target index; or routed_message (from another node), target index
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;    // local_delivery, payload; or routed_message (from another node), target index
 using unroute_atom = caf::atom_constant<caf::atom("unroute")>;    // shared route_info: a route its publisher no longer uses (route_cache)
 using post_atom = caf::atom_constant<caf::atom("post")>;          // task: the component's own work
 using request_atom = caf::atom_constant<caf::atom("request")>;    // method, payload, requester vertex -> error text, reply

@@ -143,9 +143,7 @@ caf::behavior component_actor::make_behavior() {
   start();
   behavior_ready_ = true;
   main_ = caf::message_handler{
-      [this](deliver_atom, route_ref route, const payload& data, std::uint64_t sequence, std::uint32_t index) {
-        deliver(*route.info, data, sequence, index, false);
-      },
+      [this](deliver_atom, const local_delivery& d, const payload& data) { deliver(*d.info, data, d.sequence, d.index, false); },
       [](unroute_atom, const std::shared_ptr<const route_info>&) {},  // freed with the message when it is the last
       [this](deliver_atom, const std::shared_ptr<const routed_message>& m, std::uint32_t index) {
         deliver(*m->info, m->data, m->sequence, index, true);
@@ -671,7 +669,7 @@ result<void> component_actor::publish(std::string_view topic_text, const payload
   auto info = routes_.get(topic_text, vertex_, *scope_vertex, vertex_, no_vertex);
   if (!info) return info.error();
   // An error says which node the message did not reach (it is gone); local targets have it.
-  return send_on(*info, data);
+  return send_on(**info, data);
 }
 
 result<void> component_actor::send_on(const std::shared_ptr<const route_info>& info, const payload& data) {
@@ -679,12 +677,12 @@ result<void> component_actor::send_on(const std::shared_ptr<const route_info>& i
   std::uint64_t sequence = ++sequence_;
   if (!info->local.empty()) {
     // Each target's message carries the payload and the route (by address: routes_ keeps it, see
-    // route_ref); no envelope to allocate per publish (a message from another node has one, for
-    // its delivery receipt).
+    // local_delivery); no envelope to allocate per publish (a message from another node has one,
+    // for its delivery receipt).
     for (auto i : info->local) {
       if (!info->targets[i]) continue;
       state_->flow().queued(info->plan->targets()[i].component);
-      send(info->targets[i], deliver_atom::value, route_ref{info.get()}, data, sequence, i);
+      send(info->targets[i], deliver_atom::value, local_delivery{info.get(), sequence, i}, data);
     }
     for (auto i : info->local) {
       const vertex_id target = info->plan->targets()[i].component;
@@ -723,7 +721,7 @@ void component_actor::flush_held() {
     auto h = std::move(held_.front());
     held_.pop_front();
     // A held publish already returned; a node lost meanwhile is counted and logged by the node.
-    if (auto info = routes_.get(h.topic, vertex_, h.scope, vertex_, no_vertex)) (void)send_on(*info, h.data);
+    if (auto info = routes_.get(h.topic, vertex_, h.scope, vertex_, no_vertex)) (void)send_on(**info, h.data);
   }
 }
 

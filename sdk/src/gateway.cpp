@@ -264,16 +264,17 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
   const vertex_id entry = e.entry;
   const vertex_id from = e.from == runtime::no_vertex_field ? no_vertex : e.from;
   if (!state_->is_local(entry)) return log_dropped(peer, "data for a component not on this node");
-  auto route = routes_.get(e.topic, *who, *scope_vertex, entry, from);
-  if (!route) return log_dropped(peer, "data: " + route.error().what());
-  const route_info& info = **route;
+  auto found = routes_.get(e.topic, *who, *scope_vertex, entry, from);
+  if (!found) return log_dropped(peer, "data: " + found.error().what());
+  const std::shared_ptr<const route_info>& route = **found;
+  const route_info& info = *route;
   auto data = payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size());
   const std::uint64_t sequence = e.origin_sequence;
   // The link's credit comes back when the local targets have handled the message and the nodes it
   // is forwarded to have delivered it (the receipt rides along; forwards never wait: they are
   // bounded by the credit they hold).
   if (!info.local.empty()) {
-    auto message = std::make_shared<const routed_message>(routed_message{*route, data, sequence, e.receipt});
+    auto message = std::make_shared<const routed_message>(routed_message{route, data, sequence, e.receipt});
     for (auto i : info.local) {
       if (!info.targets[i]) continue;
       state_->flow().queued(info.plan->targets()[i].component);

@@ -35,22 +35,26 @@ std::size_t route_cache::hash::operator()(const key_view& k) const {
   return h;
 }
 
-result<std::shared_ptr<const route_info>> route_cache::get(std::string_view topic_text, vertex_id publisher,
-                                                           vertex_id scope, vertex_id entry, vertex_id from) {
+result<const std::shared_ptr<const route_info>*> route_cache::get(std::string_view topic_text, vertex_id publisher,
+                                                                  vertex_id scope, vertex_id entry, vertex_id from) {
   const key_view k{topic_text, publisher, scope, entry, from};
+  if (last_ && equal{}(last_->first, k) && front_->current(*last_->second)) return &last_->second;
   auto it = routes_.find(k);
-  if (it != routes_.end() && front_->current(*it->second)) return it->second;
-  auto t = topic::parse(topic_text);
-  if (!t) return t.error();
-  auto info = front_->make(*t, publisher, scope, entry, from);
-  if (it != routes_.end()) retire(std::exchange(it->second, info));
-  else routes_.emplace(key{std::string(topic_text), publisher, scope, entry, from}, info);
-  return info;
+  if (it == routes_.end() || !front_->current(*it->second)) {
+    auto t = topic::parse(topic_text);
+    if (!t) return t.error();
+    auto info = front_->make(*t, publisher, scope, entry, from);
+    if (it != routes_.end()) retire(std::exchange(it->second, std::move(info)));
+    else it = routes_.emplace(key{std::string(topic_text), publisher, scope, entry, from}, std::move(info)).first;
+  }
+  last_ = &*it;
+  return &it->second;
 }
 
 void route_cache::clear() {
   for (auto& [key, info] : routes_) retire(std::move(info));
   routes_.clear();
+  last_ = nullptr;
 }
 
 // Behind every delivery that used it (one sender's messages to one actor arrive in order): the

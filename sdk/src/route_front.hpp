@@ -46,13 +46,15 @@ struct route_info {
   std::uint64_t directory_version;
 };
 
-// A local publish's route in its deliveries: by address, without a reference count (whose atomic
-// updates, by the publisher and by each target, cost more than the rest of a delivery's
-// bookkeeping). The publisher's route_cache owns the route; when it drops it (stale, or the
-// publisher ends), it sends the route to each local target after the deliveries that use it
-// (`unroute`), so the last target to handle that message frees it.
-struct route_ref {
+// One delivery of a local publish, besides its payload. The route is held by address, without a
+// reference count (whose atomic updates, by the publisher and by each target, cost more than the
+// rest of a delivery's bookkeeping): the publisher's route_cache owns it, and when it drops it
+// (stale, or the publisher ends) it sends the route to each local target after the deliveries that
+// use it (`unroute`), so the last target to handle that message frees it.
+struct local_delivery {
   const route_info* info;
+  std::uint64_t sequence;  // per publisher, from 1
+  std::uint32_t index;     // the target's, in info->plan->targets()
 };
 
 // A message from another node on its way to its local targets, shared by all of them (the
@@ -86,7 +88,7 @@ class route_front {
 };
 
 // Routes kept by one actor, by (topic text, publisher, scope, entry, from); a stale route is rebuilt.
-// `by_reference`: deliveries carry its routes as route_ref, so a route it drops (stale, clear(),
+// `by_reference`: deliveries carry its routes by address (local_delivery), so a route it drops (stale, clear(),
 // destruction) goes to its local targets behind them (unroute) instead of being freed here.
 class route_cache {
  public:
@@ -95,9 +97,11 @@ class route_cache {
   route_cache(const route_cache&) = delete;
   route_cache& operator=(const route_cache&) = delete;
 
-  // The current route; an invalid topic is an error (errc::invalid_topic, naming the topic).
-  result<std::shared_ptr<const route_info>> get(std::string_view topic, vertex_id publisher, vertex_id scope,
-                                                vertex_id entry, vertex_id from);
+  // The current route, valid until the next get() or clear(); an invalid topic is an error
+  // (errc::invalid_topic, naming the topic). The route of the previous call is checked first (a
+  // publisher mostly publishes one topic after the other): no hashing then.
+  result<const std::shared_ptr<const route_info>*> get(std::string_view topic, vertex_id publisher, vertex_id scope,
+                                                       vertex_id entry, vertex_id from);
   void clear();
 
  private:
@@ -125,13 +129,15 @@ class route_cache {
 
   void retire(std::shared_ptr<const route_info> info) const;
 
+  using map = std::unordered_map<key, std::shared_ptr<const route_info>, hash, equal>;
   const route_front* front_;
   bool by_reference_;
-  std::unordered_map<key, std::shared_ptr<const route_info>, hash, equal> routes_;
+  map routes_;
+  map::value_type* last_ = nullptr;  // the previous call's entry (elements do not move in the map)
 };
 
 }  // namespace banyan::detail
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const banyan::detail::routed_message>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const banyan::detail::route_info>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::detail::route_ref)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::detail::local_delivery)
