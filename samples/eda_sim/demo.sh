@@ -19,7 +19,7 @@ work=$(mktemp -d /tmp/eda-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 step() { echo "== $*" >&2; }
 
-step "1/5 profile: one process, hier routing, $cycles cycles"
+step "1/5 profile: one process, hier routing, --grain leaf (every group a message), $cycles cycles"
 $sim --top "$top" $files --cycles "$cycles" --components --grain leaf --profile "$work/profile.json" --json > "$work/profile_run.json"
 
 cat > "$work/cluster.yaml" <<EOF
@@ -63,5 +63,5 @@ for algo in algos:
 e = json.load(open(f"{work}/engine.json"))
 p = json.load(open(f"{work}/profile_run.json"))
 print(f"\nengine, one node: {e['cycles_per_second']:,.0f} cycles/s x 64 lanes = {e['lane_cycles_per_second']:,.0f} lane-cycles/s")
-print(f"components, one process: {p['components']['cycles_per_second']:,.0f} cycles/s, outputs identical to the engine: {p['components']['identical_to_engine']}")
+print(f"components --grain leaf (the profile run), one process: {p['components']['cycles_per_second']:,.0f} cycles/s, outputs identical to the engine: {p['components']['identical_to_engine']}")
 EOF

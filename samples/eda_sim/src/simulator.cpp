@@ -396,8 +396,8 @@ struct flat_engine {
   std::vector<lanes> next;
   std::vector<flat_memory> mems;
   lane_words scratch;
-  // The program as runs of one opcode (it is sorted by level, then opcode): each run is a loop
-  // without dispatch.
+  // The program as runs of one opcode (ordered to keep one opcode as long as possible): each run
+  // is a loop without dispatch.
   std::vector<op_run> op_runs;
   std::vector<operands> compact;  // program without opcodes (memrd: a = memory, b = port, s = bit)
   // Flip-flops without async terms (most) as two parallel arrays, the others apart.
@@ -448,26 +448,41 @@ struct flat_engine {
         flops.push_back(std::move(ff));
       }
     }
-    // Levelise (Kahn) over global values; within a level, by opcode, then creation order (a memory
-    // port's bit ops stay consecutive, bit 0 first).
+    // Order the ops (a topological order over global values) for long runs of one opcode: list
+    // scheduling that keeps emitting the current opcode while any op of it is ready, then switches
+    // to the opcode with the most ready ops. (Sorting by level, then opcode, gave rv_soc's CPU core
+    // runs of 9 ops; this is 6-16% faster there and no slower on soc and aes_round.) A memory port's
+    // bit ops have the same inputs, so they become ready together and stay consecutive, bit 0 first.
     std::vector<int> producer(total, -1);
     for (std::size_t i = 0; i < nodes.size(); ++i) producer[nodes[i].o.y] = static_cast<int>(i);
-    std::vector<int> indeg(nodes.size(), 0), depth(nodes.size(), 0), order;
+    std::vector<int> indeg(nodes.size(), 0), order;
     std::vector<std::vector<int>> readers(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i)
       for (auto in : nodes[i].ins)
         if (producer[in] >= 0) ++indeg[i], readers[producer[in]].push_back(static_cast<int>(i));
+    constexpr int codes = static_cast<int>(opcode::memrd) + 1;
+    std::vector<std::vector<int>> ready(codes);
     for (std::size_t i = 0; i < nodes.size(); ++i)
-      if (!indeg[i]) order.push_back(static_cast<int>(i));
-    for (std::size_t h = 0; h < order.size(); ++h)
-      for (int r : readers[order[h]]) {
-        depth[r] = std::max(depth[r], depth[order[h]] + 1);
-        if (--indeg[r] == 0) order.push_back(r);
+      if (!indeg[i]) ready[static_cast<int>(nodes[i].o.code)].push_back(static_cast<int>(i));
+    int cur = 0;
+    while (order.size() < nodes.size()) {
+      if (ready[cur].empty()) {
+        for (int c = 0; c < codes; ++c)
+          if (ready[c].size() > ready[cur].size()) cur = c;
+        if (ready[cur].empty()) {
+          assert(false && "elaboration rejects combinational loops");
+          break;
+        }
       }
-    assert(order.size() == nodes.size() && "elaboration rejects combinational loops");
-    std::sort(order.begin(), order.end(), [&](int x, int y) {
-      return std::tuple(depth[x], nodes[x].o.code, x) < std::tuple(depth[y], nodes[y].o.code, y);
-    });
+      std::vector<int> batch = std::move(ready[cur]);
+      ready[cur].clear();
+      std::sort(batch.begin(), batch.end());
+      for (int i : batch) {
+        order.push_back(i);
+        for (int r : readers[i])
+          if (--indeg[r] == 0) ready[static_cast<int>(nodes[r].o.code)].push_back(r);
+      }
+    }
     for (int i : order) program.push_back(nodes[i].o);
     next.resize(flops.size());
     // Renumber values so the program writes them in order and reads recent ones: values no op

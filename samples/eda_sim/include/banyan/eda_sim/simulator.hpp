@@ -82,12 +82,13 @@ struct sim_stats {
 };
 
 // How the engine settles a cycle:
-//  - flat (default): every leaf's ops in one global levelised program over one value array (a
+//  - flat (default): every leaf's ops in one topologically ordered program over one value array (a
 //    boundary net is one value for its driver and readers), one pass per cycle whatever the leaf
-//    structure, no exchange. The program runs as runs of one opcode (sorted by level, then opcode),
-//    each a loop without dispatch. (Running only the ops whose inputs changed was tried: on soc it
-//    runs 40% of the ops but takes 2.5x as long, the bookkeeping costing more than the gates.) Boundary messages are counted as the components send them (a
-//    group whose value changed during the cycle is one message).
+//    structure, no exchange. The order keeps one opcode as long as any op of it is ready, and the
+//    program runs as runs of one opcode, each a loop without dispatch. (Running only the ops whose
+//    inputs changed was tried: on soc it ran 40% of the ops and took 2.5x as long, the bookkeeping
+//    costing more than the gates.) With count_messages(), boundary messages are counted as the
+//    leaf grain's components send them (a group whose value changed during the cycle is one).
 //  - leaves: the leaf-by-leaf exchange described above (the seam the component version mirrors),
 //    with cone-restricted evaluation and a message per changed group per pass.
 // Both give identical outputs (the tests check it).
