@@ -31,7 +31,7 @@ class local_flow {
 
   void queued(vertex_id v) { backlog_[v].fetch_add(1, std::memory_order_relaxed); }
   // `n` deliveries to `v` handled (a component reports those of one run of its actor at once).
-  void handled(vertex_id v, std::int64_t n = 1) {
+  void handled(vertex_id v, std::int64_t n) {
     const std::int64_t before = backlog_[v].fetch_sub(n, std::memory_order_acq_rel);
     if (before > limit / 2 && before - n <= limit / 2) waiters_.release(v);
   }

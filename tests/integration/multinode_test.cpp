@@ -38,9 +38,9 @@ using test::run_command;
 using test::scratch_dir;
 
 // Three nodes; zone0 and the checker with the root on n0, zone1 on n1, zone2 and zone1/slow on n2.
-fs::path write_deployment(const fs::path& dir) {
-  return test::write_deployment(dir, {{"/mesh", "n0"}, {"/mesh/zone1", "n1"}, {"/mesh/zone2", "n2"}, {"/mesh/zone1/slow", "n2"}});
-}
+const std::vector<std::pair<std::string, std::string>> mesh_assignments = {
+    {"/mesh", "n0"}, {"/mesh/zone1", "n1"}, {"/mesh/zone2", "n2"}, {"/mesh/zone1/slow", "n2"}};
+fs::path write_deployment(const fs::path& dir) { return test::write_deployment(dir, mesh_assignments); }
 
 std::multiset<std::string> digests(const std::string& output) {
   std::multiset<std::string> out;
@@ -386,7 +386,7 @@ TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
   EXPECT_EQ(links(*a), links(*b));
 }
 
-// Three nodes as write_deployment's, each on `tcp://{host}:PORT` (free loopback ports, released
+// write_deployment's three nodes, each on `tcp://{host}:PORT` (free loopback ports, released
 // again: a port taken meanwhile fails the run, it cannot pass it wrongly).
 fs::path write_host_deployment(const fs::path& dir) {
   std::string text = "version: 1\nnodes:\n";
@@ -402,7 +402,8 @@ fs::path write_host_deployment(const fs::path& dir) {
     text += "  - {name: n" + std::to_string(i) + ", endpoint: \"tcp://{host}:" + std::to_string(ntohs(a.sin_port)) +
             "\", capacity: {cpu: 1}}\n";
   }
-  text += "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n  /mesh/zone2: n2\n  /mesh/zone1/slow: n2\n";
+  text += "assignments:\n";
+  for (const auto& [path, node] : mesh_assignments) text += "  " + path + ": " + node + "\n";
   std::ofstream(dir / "hosts.yaml") << text;
   return dir / "hosts.yaml";
 }
