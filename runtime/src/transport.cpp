@@ -5,6 +5,7 @@
 #include "banyan/base/log.hpp"
 #include "failure_detector.hpp"
 #include "options.hpp"
+#include "outbox.hpp"
 #include "wire.hpp"
 
 #include <zmq.h>
@@ -110,13 +111,12 @@ struct peer {
   void* monitor = nullptr;  // PAIR reading the control DEALER's connect / disconnect events
 
   // --- Guarded by transport_impl::mu_ (written on the I/O thread, except by send()).
-  std::deque<envelope> queue;    // accepted by send(), not yet written
-  std::deque<envelope> unacked;  // written, not yet delivered by the peer, by sequence
+  detail::outbox out;            // accepted by send(): written, not yet delivered by the peer, then not yet written
   std::uint32_t session = 1;     // our send session towards the peer (a new one each time it is gone)
   std::uint64_t next_seq = 1;    // sequence of the next accepted envelope, this session
   std::uint64_t acked = 0;       // envelopes of this session the peer has delivered
-  std::uint64_t outstanding_bytes = 0;  // payload bytes of queue + unacked
-  std::uint64_t resend_at = 0;   // nonzero: write unacked envelopes from this sequence before the queue
+  std::uint64_t outstanding_bytes = 0;  // payload bytes in `out`
+  std::uint64_t resend_at = 0;   // nonzero: write written envelopes again from this sequence before the rest
   std::uint64_t peer_max_frame = 0;     // the largest frame the peer accepts (0: not known yet)
   link_state state = link_state::down;
   bool ever_up = false;
@@ -388,10 +388,7 @@ void transport_impl::stop() {
     stopped_ = true;
     for (auto& p : peers_) {
       p.state = link_state::down;
-      for (auto& e : p.queue) released.push_back(std::move(e));
-      for (auto& e : p.unacked) released.push_back(std::move(e));
-      p.queue.clear();
-      p.unacked.clear();
+      p.out.drain_into(released);
     }
   }
   space_cv_.notify_all();
@@ -438,7 +435,7 @@ result<void> transport_impl::send(const std::string& name, envelope e, std::size
   }
   e.sequence = p->next_seq++;
   p->outstanding_bytes += e.payload.size();
-  p->queue.push_back(std::move(e));
+  p->out.push_back(std::move(e));
   p->stats.max_outstanding = std::max(p->stats.max_outstanding, p->outstanding());
   p->stats.max_outstanding_bytes = std::max(p->stats.max_outstanding_bytes, p->outstanding_bytes);
   lk.unlock();
@@ -458,7 +455,7 @@ void transport_impl::flush() {
   space_cv_.wait(lk, [&] {
     if (stopped_) return true;
     for (auto& p : peers_) {
-      if (p.state == link_state::up && (!p.queue.empty() || p.resend_at != 0)) return false;
+      if (p.state == link_state::up && (p.out.unwritten() != 0 || p.resend_at != 0)) return false;
     }
     return true;
   });
@@ -797,17 +794,16 @@ void transport_impl::take_acknowledgements(peer& p, const detail::frame_header& 
   if (h.target != incarnation_ || h.ack_session != p.session) return;  // about an older session of ours
   p.confirmed = std::max(p.confirmed, std::min(h.received, p.written_hi));
   bool grant = false;
-  std::vector<envelope> done;  // with downstream receipts, released unlocked
+  std::vector<detail::outbox::kept> done;  // payloads and downstream receipts, released unlocked
   {
     std::lock_guard lk(mu_);
     if (h.delivered > p.acked && h.delivered <= p.written_hi) {
       p.acked = h.delivered;
-      while (!p.unacked.empty() && p.unacked.front().sequence <= p.acked) {
-        p.outstanding_bytes -= p.unacked.front().payload.size();
-        done.push_back(std::move(p.unacked.front()));
-        p.unacked.pop_front();
+      while (p.out.written() != 0 && p.out.front().sequence <= p.acked) {
+        p.outstanding_bytes -= p.out.front().payload.size();
+        p.out.pop_front(done);
       }
-      if (p.resend_at != 0 && p.resend_at <= p.acked) p.resend_at = p.unacked.empty() ? 0 : p.unacked.front().sequence;
+      if (p.resend_at != 0 && p.resend_at <= p.acked) p.resend_at = p.out.written() == 0 ? 0 : p.out.front().sequence;
       grant = true;
     }
     // Go-back-N: the peer misses envelopes from `resend_from` on, and says so in every frame until
@@ -829,7 +825,7 @@ void transport_impl::take_acknowledgements(peer& p, const detail::frame_header& 
     if (r != 0) p.req_value = r;
     if (rewind) {
       p.req_since = now;
-      if (r <= p.written_hi && r > p.acked && !p.unacked.empty()) p.resend_at = std::max(r, p.unacked.front().sequence);
+      if (r <= p.written_hi && r > p.acked && p.out.written() != 0) p.resend_at = std::max(r, p.out.front().sequence);
     }
   }
   if (grant) {
@@ -932,11 +928,7 @@ void transport_impl::gone(peer& p, const std::string& reason) {
     std::lock_guard lk(mu_);
     if (p.state == link_state::down) return;
     p.state = link_state::down;
-    lost.reserve(p.unacked.size() + p.queue.size());
-    for (auto& e : p.unacked) lost.push_back(std::move(e));
-    for (auto& e : p.queue) lost.push_back(std::move(e));
-    p.unacked.clear();
-    p.queue.clear();
+    p.out.drain_into(lost);
     p.stats.lost_on_down += lost.size();
     ++p.session;
     p.next_seq = 1;
@@ -965,7 +957,7 @@ void transport_impl::reconnect(peer& p, const std::string& reason) {
     std::lock_guard lk(mu_);
     ++p.stats.reconnects;
     // What was in the old connections may be lost: write again what the peer has not confirmed.
-    if (p.confirmed < p.written_hi && !p.unacked.empty()) p.resend_at = std::max(p.confirmed + 1, p.unacked.front().sequence);
+    if (p.confirmed < p.written_hi && p.out.written() != 0) p.resend_at = std::max(p.confirmed + 1, p.out.front().sequence);
   }
   log(log_level::warning, "node `" + opt_.self + "`: reconnecting to " + who(p) + ": " + reason);
 }
@@ -1006,11 +998,11 @@ bool transport_impl::write(peer& p, bool control, std::span<const envelope* cons
   return true;
 }
 
-// Writes batches for `p` until its queue is empty, its socket is full or `budget` bytes are written.
-// Returns whether more is left. A batch is encoded from where its envelopes are, the front of the
-// queue (or, written again, of `unacked`), by address: only this thread removes envelopes from
-// either, and send()'s push_back leaves a deque's elements where they are. A batch moves from the
-// queue to `unacked` once it is written, so flush() and the statistics never see it gone before.
+// Writes batches for `p` until nothing is left unwritten, its socket is full or `budget` bytes are
+// written. Returns whether more is left. A batch is encoded from where its envelopes are in the
+// outbox, by address, outside the lock: only this thread removes envelopes, and send()'s push_back
+// leaves the others where they are. A batch counts as written once it is, so flush() and the
+// statistics never see it gone before.
 bool transport_impl::write_data(peer& p, std::size_t budget) {
   std::vector<const envelope*> batch;
   std::size_t spent = 0;
@@ -1031,11 +1023,11 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
       };
       if (p.resend_at != 0) {
         resend = true;
-        const std::uint64_t base = p.unacked.empty() ? p.resend_at : p.unacked.front().sequence;
-        for (std::size_t i = std::max(p.resend_at, base) - base; i < p.unacked.size() && fits(p.unacked[i]); ++i)
-          batch.push_back(&p.unacked[i]);
+        const std::uint64_t base = p.out.written() == 0 ? p.resend_at : p.out.front().sequence;
+        for (std::size_t i = std::max(p.resend_at, base) - base; i < p.out.written() && fits(p.out[i]); ++i)
+          batch.push_back(&p.out[i]);
       } else {
-        for (std::size_t i = 0; i < p.queue.size() && fits(p.queue[i]); ++i) batch.push_back(&p.queue[i]);
+        for (std::size_t i = p.out.written(); i < p.out.size() && fits(p.out[i]); ++i) batch.push_back(&p.out[i]);
       }
     }
     if (batch.empty()) {
@@ -1054,9 +1046,7 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
       p.stats.resent += batch.size();
       p.resend_at = last < p.written_hi ? last + 1 : 0;
     } else {
-      const auto n = static_cast<std::ptrdiff_t>(batch.size());
-      std::move(p.queue.begin(), p.queue.begin() + n, std::back_inserter(p.unacked));
-      p.queue.erase(p.queue.begin(), p.queue.begin() + n);
+      p.out.mark_written(batch.size());
       p.stats.messages_sent += batch.size();
       p.stats.bytes_sent += payload;
       p.written_hi = last;
@@ -1066,7 +1056,7 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
     space_cv_.notify_all();  // flush() waiters
   }
   std::lock_guard lk(mu_);
-  return !p.data_blocked && (!p.queue.empty() || p.resend_at != 0) && p.state == link_state::up;
+  return !p.data_blocked && (p.out.unwritten() != 0 || p.resend_at != 0) && p.state == link_state::up;
 }
 
 void transport_impl::timers(steady::time_point now, bool drained) {

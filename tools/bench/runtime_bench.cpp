@@ -277,6 +277,12 @@ result_row banyan_sender(const params& p) {
   }
   wait_for(done);
   const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  {
+    const auto st = a.stats("b");
+    banyan::log::info("runtime_bench", "banyan " + std::to_string(p.size) + " B: " + std::to_string(st.messages_sent) +
+                                           " envelopes in " + std::to_string(st.batches_sent) + " batches, " +
+                                           std::to_string(st.credit_waits) + " sends waited for credit");
+  }
   r.msgs_per_s = p.messages / s;
   r.mb_per_s = p.messages * double(p.size) / s / 1e6;
   for (std::uint64_t i = 1; i < p.pings; ++i) exchange_ping();
