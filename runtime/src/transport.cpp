@@ -19,9 +19,10 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <iterator>
+#include <cstddef>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <random>
 #include <set>
 #include <thread>
@@ -89,18 +90,69 @@ struct credit_counter {
   std::shared_ptr<waker> io;
 };
 
-// Attached to every received envelope: releasing its last copy delivers the envelope.
+// Attached to every received envelope: releasing its last copy delivers the envelope. Its counter
+// is kept alive by the arena the receipt lives in.
 struct receipt {
-  receipt(std::shared_ptr<credit_counter> c, std::uint64_t bytes) : counter(std::move(c)), bytes(bytes) {}
+  receipt(credit_counter* c, std::uint64_t bytes) : counter(c), bytes(bytes) {}
   ~receipt() {
     const auto b = counter->released_bytes.fetch_add(bytes, std::memory_order_acq_rel);
     const auto n = counter->released.fetch_add(1, std::memory_order_acq_rel) + 1;
     const auto wb = counter->wake_bytes.load(std::memory_order_relaxed);
     if (n % counter->wake_every.load(std::memory_order_relaxed) == 0 || b / wb != (b + bytes) / wb) counter->io->wake();
   }
-  std::shared_ptr<credit_counter> counter;
+  credit_counter* counter;
   std::uint64_t bytes;
 };
+
+// The receipts of one received batch, allocated together (each still released on its own, from any
+// thread): one allocation per batch instead of one per envelope. Freed when its creator and every
+// receipt carved from it are gone.
+class alignas(std::max_align_t) receipt_arena {
+ public:
+  static receipt_arena* create(std::shared_ptr<credit_counter> counter, std::size_t receipts) {
+    void* mem = ::operator new(sizeof(receipt_arena) + receipts * slot);
+    return new (mem) receipt_arena(std::move(counter), receipts);
+  }
+  // A receipt for `bytes` payload bytes; at most `receipts` of them.
+  std::shared_ptr<const void> make(std::uint64_t bytes) {
+    return std::allocate_shared<receipt>(allocator<receipt>{this}, counter_.get(), bytes);
+  }
+  void release() {
+    if (live_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      this->~receipt_arena();
+      ::operator delete(this);
+    }
+  }
+
+ private:
+  static constexpr std::size_t slot = 64;  // a shared_ptr control block with its receipt
+  receipt_arena(std::shared_ptr<credit_counter> c, std::size_t n) : counter_(std::move(c)), capacity_(n) {}
+
+  template <class T>
+  struct allocator {
+    using value_type = T;
+    receipt_arena* arena;
+    template <class U>
+    allocator(const allocator<U>& o) : arena(o.arena) {}
+    explicit allocator(receipt_arena* a) : arena(a) {}
+    T* allocate(std::size_t n) {
+      static_assert(sizeof(T) <= slot && alignof(T) <= alignof(std::max_align_t));
+      if (n != 1 || arena->used_ == arena->capacity_) throw std::bad_alloc();
+      arena->live_.fetch_add(1, std::memory_order_relaxed);
+      return reinterpret_cast<T*>(arena->storage() + slot * arena->used_++);
+    }
+    void deallocate(T*, std::size_t) { arena->release(); }
+    template <class U>
+    bool operator==(const allocator<U>& o) const { return arena == o.arena; }
+  };
+
+  std::byte* storage() { return reinterpret_cast<std::byte*>(this + 1); }
+
+  std::shared_ptr<credit_counter> counter_;
+  std::atomic<std::size_t> live_{1};  // the creator's reference and one per receipt not yet freed
+  std::size_t used_ = 0, capacity_;
+};
+static_assert(sizeof(receipt_arena) % alignof(std::max_align_t) == 0);
 
 enum class link_state { down, up, stalled };
 
@@ -862,10 +914,12 @@ void transport_impl::deliver(peer& p, detail::decoded& d) {
     if (!d.envelopes.empty()) ++p.stats.batches_received;
   }
   const std::uint64_t first = p.recv_expected - n;
+  const std::unique_ptr<receipt_arena, void (*)(receipt_arena*)> receipts(
+      n != 0 ? receipt_arena::create(p.credit, n) : nullptr, [](receipt_arena* a) { a->release(); });
   for (auto& e : d.envelopes) {
     if (e.sequence < first || e.sequence >= p.recv_expected) continue;
     const std::uint64_t size = e.payload.size();
-    e.receipt = std::make_shared<receipt>(p.credit, size);
+    e.receipt = receipts->make(size);
     ++p.received;
     p.received_bytes += size;
     if (cb_.on_envelope) cb_.on_envelope(from, std::move(e));
