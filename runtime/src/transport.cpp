@@ -850,6 +850,7 @@ void transport_impl::take_acknowledgements(peer& p, const detail::frame_header& 
   {
     std::lock_guard lk(mu_);
     if (h.delivered > p.acked && h.delivered <= p.written_hi) {
+      done.reserve(h.delivered - p.acked);
       p.acked = h.delivered;
       while (p.out.written() != 0 && p.out.front().sequence <= p.acked) {
         p.outstanding_bytes -= p.out.front().payload.size();

@@ -114,11 +114,16 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
   if (segs_minus_one >= max_segments) {
     return fail(verdict::garbage, "header claims " + std::to_string(std::uint64_t(segs_minus_one) + 1) + " segments");
   }
-  // Copy into word-aligned memory (ZeroMQ keeps small frames unaligned inside the message).
-  thread_local std::vector<capnp::word> words;
-  words.assign((hbytes + sizeof(capnp::word) - 1) / sizeof(capnp::word), capnp::word{});
-  std::memcpy(words.data(), zmq_msg_data(&frames[0]), hbytes);
-  kj::ArrayPtr<const capnp::word> wp(words.data(), hbytes / sizeof(capnp::word));
+  // Read in place when word-aligned; else copied into aligned memory (ZeroMQ keeps small frames
+  // unaligned inside the message).
+  const auto* at = static_cast<const capnp::word*>(zmq_msg_data(&frames[0]));
+  if (reinterpret_cast<std::uintptr_t>(at) % alignof(capnp::word) != 0) {
+    thread_local std::vector<capnp::word> words;
+    if (words.size() * sizeof(capnp::word) < hbytes) words.resize((hbytes + sizeof(capnp::word) - 1) / sizeof(capnp::word));
+    std::memcpy(words.data(), at, hbytes);
+    at = words.data();
+  }
+  kj::ArrayPtr<const capnp::word> wp(at, hbytes / sizeof(capnp::word));
   const std::size_t expected = capnp::expectedSizeInWordsFromPrefix(wp);
   if (hbytes % sizeof(capnp::word) != 0 || expected > wp.size()) {
     return fail(verdict::truncated, "header of " + std::to_string(hbytes) + " bytes, its segment table needs " +
@@ -186,12 +191,17 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
     for (auto e : list) {
       envelope& out = d.envelopes.emplace_back();
       out.kind = e.getKind();
-      auto s = e.getSender(), sc = e.getScope(), t = e.getTopic(), tg = e.getTarget(), tx = e.getText();
-      out.sender.assign(s.cStr(), s.size());
-      out.scope.assign(sc.cStr(), sc.size());
-      out.topic.assign(t.cStr(), t.size());
-      out.target.assign(tg.cStr(), tg.size());
-      out.text.assign(tx.cStr(), tx.size());
+      // Most envelopes leave some texts empty (not set): those are not read.
+      auto take = [](std::string& to, bool has, auto get) {
+        if (!has) return;
+        const capnp::Text::Reader t = get();
+        to.assign(t.cStr(), t.size());
+      };
+      take(out.sender, e.hasSender(), [&] { return e.getSender(); });
+      take(out.scope, e.hasScope(), [&] { return e.getScope(); });
+      take(out.topic, e.hasTopic(), [&] { return e.getTopic(); });
+      take(out.target, e.hasTarget(), [&] { return e.getTarget(); });
+      take(out.text, e.hasText(), [&] { return e.getText(); });
       out.id = e.getId();
       out.origin_sequence = e.getOriginSequence();
       out.entry = e.getEntry();
