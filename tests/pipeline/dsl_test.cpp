@@ -159,6 +159,80 @@ TEST(Dsl, InterleavedRefusesExactlyTheShapesThatDeadlock) {
               partial_ok, refused);
 }
 
+// Issue #12 item 7: an item that cannot run where it stands was skipped, so `B F* B*` compiled to
+// GPipe. A plain item must run; the error names it, its place and why.
+TEST(Dsl, AnItemThatCannotRunIsAnErrorNamingIt) {
+  auto compile_error = [](const std::string& text, bp::shape s) {
+    auto prog = bp::parse_program(text, "bad.pipe");
+    EXPECT_TRUE(prog) << prog.error().message;
+    auto t = bp::compile(*prog, s);
+    EXPECT_FALSE(t) << bp::write_csv(*t);
+    return t ? std::string("no error") : t.error().message;
+  };
+  EXPECT_EQ(compile_error("rank all: B F* B*\n", {2, 4, 1}),
+            "bad.pipe:1:11: rank 0 (p=2 m=4 v=1): `B` (item 1) cannot run here: its forward (chunk 0, microbatch 0) is not issued "
+            "yet on this rank; only `X*`, `X^n` and `X?` may run zero times");
+  // Inside a plain group, the op that failed is named too.
+  EXPECT_EQ(compile_error("rank all: F (F W) F* B*\n", {1, 4, 1}),
+            "bad.pipe:1:13: rank 0 (p=1 m=4 v=1): `(F W)` (item 2) cannot run here: `W` at 1:16: no weight gradient is pending "
+            "(every `I` has had its `W`); only `X*`, `X^n` and `X?` may run zero times");
+  EXPECT_NE(compile_error("chunks 2\nrank all: F[1]* F[1] F* B*\n", {2, 2, 1}).find("`F[1]` (item 2) cannot run here: every forward of chunk 1 is issued"),
+            std::string::npos);
+  // Repeats may run zero times: `F?`, `B^n` and `W*` here find nothing to take.
+  auto t = compile_ok("rank all: F* F? B^(p-1-r) B* W*\n", {2, 2, 1});
+  EXPECT_EQ(bp::write_csv(t), "0F0,0F1,0B0,0B1\n1F0,1F1,1B0,1B1\n");
+}
+
+// `[desc]` takes microbatches from the highest down: looped BFS as the literature (and torch's
+// ScheduleLoopedBFS) defines it, backwards chunk by chunk from the last, microbatch m-1 first.
+TEST(Dsl, DescendingMicrobatchOrder) {
+  auto t = compile_ok("rank all: F* B[desc]*\n", {2, 3, 1});
+  EXPECT_EQ(bp::write_csv(t), "0F0,0F1,0F2,0B2,0B1,0B0\n1F0,1F1,1F2,1B2,1B1,1B0\n");
+  const auto* bfs = bp::find_builtin("looped-bfs");
+  ASSERT_NE(bfs, nullptr);
+  auto prog = bp::parse_program(bfs->text, "looped-bfs");
+  ASSERT_TRUE(prog) << prog.error().message;
+  auto looped = bp::compile(*prog, {2, 3, 2});
+  ASSERT_TRUE(looped) << looped.error().message;
+  EXPECT_EQ(bp::write_csv(*looped),
+            "0F0,0F1,0F2,2F0,2F1,2F2,2B2,2B1,2B0,0B2,0B1,0B0\n"
+            "1F0,1F1,1F2,3F0,3F1,3F2,3B2,3B1,3B0,1B2,1B1,1B0\n");
+  EXPECT_FALSE(bp::validate(*looped));
+  // A chunk and a direction; a backward waits for its own forward, whichever end it takes from.
+  auto mixed = compile_ok("chunks 2\nplace vshape\nrank all: F[0, desc]* F[1]* I[1, desc]* I[0, asc]* W*\n", {1, 2, 1});
+  EXPECT_EQ(bp::write_csv(mixed), "0F1,0F0,1F0,1F1,1I1,1I0,0I0,0I1,1W1,1W0,0W0,0W1\n");
+  auto waits = bp::parse_program("rank all: F B[desc] F* B*\n", "w.pipe");
+  ASSERT_TRUE(waits);
+  auto w = bp::compile(*waits, {1, 2, 1});
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().message.find("`B[desc]` (item 2) cannot run here: its forward (chunk 0, microbatch 1) is not issued yet"), std::string::npos)
+      << w.error().message;
+  // The explicit form writes the direction back.
+  auto text = bp::explicit_program(*looped, 2, 2, bp::placement::loop, "bfs");
+  ASSERT_TRUE(text) << text.error().message;
+  EXPECT_NE(text->find("rank 0: F[0]^3 F[1]^3 B[1, desc]^3 B[0, desc]^3"), std::string::npos) << *text;
+  EXPECT_EQ(compile_ok(*text, {2, 3, 2}), *looped);
+  EXPECT_EQ(error_of("rank all: F* I* W[desc]*\n"), "bad.pipe:1:19: `W` takes the order of the `I`s; `desc` applies to F, B and I");
+  EXPECT_EQ(error_of("rank all: F[0, down]* B*\n"), "bad.pipe:1:16: expected `desc` or `asc`, found `down`");
+  EXPECT_EQ(error_of("let desc = 1\nrank all: F* B*\n"), "bad.pipe:1:1: `desc` is reserved; pick another name");
+}
+
+TEST(Dsl, EveryBuiltinCompilesAndValidatesOnTheUsualShapes) {
+  for (const auto& b : bp::builtin_programs()) {
+    auto prog = bp::parse_program(b.text, b.name);
+    ASSERT_TRUE(prog) << b.name << ": " << prog.error().message;
+    for (int p : {2, 4})
+      for (int m : {4, 8})
+        for (int v : {1, 2}) {
+          SCOPED_TRACE(b.name + " p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v));
+          auto t = bp::compile(*prog, {p, m, v});
+          ASSERT_TRUE(t) << t.error().message;
+          auto violation = bp::validate(*t);
+          EXPECT_FALSE(violation) << violation->message;
+        }
+  }
+}
+
 TEST(Dsl, ExpressionsUseFloorDivisionAndComparisons) {
   auto t = compile_ok("require (0 - 3) / 2 == -2 && (0 - 3) % 2 == 1 && min(3, 1, 2) <= max(0, 1) && 2 > 1 && 1 != 2 && (0 || 1)\nrank all: F* B*\n", {1, 1, 1});
   EXPECT_EQ(t.num_ranks(), 1);

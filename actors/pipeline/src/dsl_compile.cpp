@@ -1,5 +1,6 @@
 #include "dsl_ast.hpp"
 
+#include <banyan/base/log.hpp>
 #include <banyan/pipeline/validate.hpp>
 
 #include <algorithm>
@@ -17,13 +18,27 @@ struct unit {
   int chunk, mb;
 };
 
-// What one rank has issued so far. Per chunk, forwards and backwards are issued in ascending
-// microbatch order, so "issued" is a counter; W follows the order of the I's (FIFO).
+// The microbatches of one chunk issued so far for one pass (forward, or backward): an op takes the
+// lowest one left, or with `[desc]` the highest, so the issued ones are [0, lo) and (hi, m-1].
+struct issued {
+  int lo = 0, hi = -1;
+  bool last_desc = false;  // the direction of the last take (explicit_program keeps a run going)
+  bool has(int mb) const { return mb < lo || mb > hi; }
+  bool done() const { return lo > hi; }
+  int left() const { return hi - lo + 1; }
+  int take(bool descending) {
+    last_desc = descending;
+    return descending ? hi-- : lo++;
+  }
+  int peek(bool descending) const { return descending ? hi : lo; }
+};
+
+// What one rank has issued so far; W follows the order of the I's (FIFO).
 struct rank_state {
-  std::vector<int> next_f, next_b;
-  // Everything before these positions of the forward and backward unit orders is issued (the counters
-  // only grow), so finding the next unit is amortised O(1) and compiling is linear in m.
-  std::size_t f_cursor = 0, b_cursor = 0;
+  std::vector<issued> f, b;  // per chunk
+  // Everything before these positions of the unit orders (ascending, then descending) is issued (a
+  // unit stays issued), so finding the next unit is amortised O(1) and compiling is linear in m.
+  std::size_t f_cursor[2] = {0, 0}, b_cursor[2] = {0, 0};
   std::vector<std::deque<std::pair<long, int>>> pending_w;  // (issue sequence, microbatch) per chunk
   long seq = 0;
   int consumed = 0;
@@ -37,12 +52,30 @@ struct compiler {
   env vars;
   std::vector<std::pair<kind, unit>> out;
   std::optional<error> failure;  // a hard error (bad expression, chunk out of range)
+  // The last op that could not run and why: when a plain top-level item fails, this is the op that
+  // made it fail (repeats never fail, so the failure comes straight from it).
+  const seq_item* refused = nullptr;
+  std::string refusal;
+
+  bool refuse(const seq_item& it, std::string why) {
+    refused = &it;
+    refusal = std::move(why);
+    return false;
+  }
+
+  // The chunk of the next unit in the unit order (`desc`: the order with microbatch k read m-1-k).
+  int next_chunk(const std::vector<unit>& order, std::size_t& cursor, const std::vector<issued>& done, bool desc) const {
+    auto mb = [&](const unit& u) { return desc ? m - 1 - u.mb : u.mb; };
+    while (cursor < order.size() && done[order[cursor].chunk].has(mb(order[cursor]))) ++cursor;
+    return cursor < order.size() ? order[cursor].chunk : -1;
+  }
 
   std::string where(const seq_item& it) const {
     return prog.source + ":" + std::to_string(it.line) + ":" + std::to_string(it.col) + ": ";
   }
 
-  // Runs one op; false when it cannot run now (nothing left, or its forward not issued yet).
+  // Runs one op; false when it cannot run now (nothing left, or its forward not issued yet), with the
+  // reason in `refusal`.
   bool op(const seq_item& it, rank_state& st) {
     int chunk = -1;
     if (it.chunk) {
@@ -52,24 +85,23 @@ struct compiler {
         return failure = error{errc::invalid, where(it) + "rank " + std::to_string(r) + ": chunk " + std::to_string(*c) + " out of range 0.." + std::to_string(v - 1)}, false;
       chunk = static_cast<int>(*c);
     }
+    const bool desc = it.descending;
+    const std::string of_chunk = chunk < 0 ? std::string() : " of chunk " + std::to_string(chunk);
     switch (it.op) {
       case kind::F: {
-        if (chunk < 0) {
-          while (st.f_cursor < forder.size() && forder[st.f_cursor].mb < st.next_f[forder[st.f_cursor].chunk]) ++st.f_cursor;
-          if (st.f_cursor < forder.size()) chunk = forder[st.f_cursor].chunk;
-        }
-        if (chunk < 0 || st.next_f[chunk] >= m) return false;
-        out.push_back({kind::F, {chunk, st.next_f[chunk]++}});
+        if (chunk < 0) chunk = next_chunk(forder, st.f_cursor[desc], st.f, desc);
+        if (chunk < 0 || st.f[chunk].done()) return refuse(it, "every forward" + of_chunk + " is issued");
+        out.push_back({kind::F, {chunk, st.f[chunk].take(desc)}});
         break;
       }
       case kind::B:
       case kind::I: {
-        if (chunk < 0) {
-          while (st.b_cursor < border.size() && border[st.b_cursor].mb < st.next_b[border[st.b_cursor].chunk]) ++st.b_cursor;
-          if (st.b_cursor < border.size()) chunk = border[st.b_cursor].chunk;
-        }
-        if (chunk < 0 || st.next_b[chunk] >= m || st.next_b[chunk] >= st.next_f[chunk]) return false;
-        const int mb = st.next_b[chunk]++;
+        if (chunk < 0) chunk = next_chunk(border, st.b_cursor[desc], st.b, desc);
+        if (chunk < 0 || st.b[chunk].done()) return refuse(it, "every backward" + of_chunk + " is issued");
+        const int mb = st.b[chunk].peek(desc);
+        if (!st.f[chunk].has(mb))
+          return refuse(it, "its forward (chunk " + std::to_string(chunk) + ", microbatch " + std::to_string(mb) + ") is not issued yet on this rank");
+        st.b[chunk].take(desc);
         out.push_back({it.op, {chunk, mb}});
         if (it.op == kind::I) st.pending_w[chunk].push_back({st.seq++, mb});
         break;
@@ -81,7 +113,7 @@ struct compiler {
             if (!st.pending_w[c].empty() && (best < 0 || st.pending_w[c].front().first < best))
               best = st.pending_w[c].front().first, chunk = c;
         }
-        if (chunk < 0 || st.pending_w[chunk].empty()) return false;
+        if (chunk < 0 || st.pending_w[chunk].empty()) return refuse(it, "no weight gradient" + of_chunk + " is pending (every `I` has had its `W`)");
         out.push_back({kind::W, {chunk, st.pending_w[chunk].front().second}});
         st.pending_w[chunk].pop_front();
         break;
@@ -109,13 +141,11 @@ struct compiler {
     return false;
   }
 
-  // A top-level item: with its repeat, all or nothing; one that cannot run is skipped.
-  void top(const seq_item& it, rank_state& st) {
-    rank_state saved = st;
-    const std::size_t n = out.size();
-    if (item(it, st) || failure) return;
-    st = std::move(saved);
-    out.resize(n);
+  // A top-level item, with its repeat. False when a plain item cannot run (a repeat may run zero
+  // times): that is an error, not a skip, so `B F* B*` does not quietly compile to GPipe.
+  bool top(const seq_item& it, rank_state& st) {
+    refused = nullptr;
+    return item(it, st) || failure;
   }
 
   bool item(const seq_item& it, rank_state& st) {
@@ -218,15 +248,24 @@ result<table> compile(const program& prog, const shape& s) {
       cc.vars[name] = *x;
     }
     rank_state st;
-    st.next_f.assign(v, 0);
-    st.next_b.assign(v, 0);
+    st.f.assign(v, issued{0, m - 1});
+    st.b.assign(v, issued{0, m - 1});
     st.pending_w.resize(v);
-    for (const auto& it : rule_of[r]->sequence) {
-      cc.top(it, st);
+    const auto& sequence = rule_of[r]->sequence;
+    for (std::size_t i = 0; i < sequence.size(); ++i) {
+      const seq_item& it = sequence[i];
+      const bool ran = cc.top(it, st);
       if (cc.failure) return *cc.failure;
+      if (ran) continue;
+      std::string why = "`" + log::escape(it.text, 40) + "` (item " + std::to_string(i + 1) + ") cannot run here: ";
+      if (cc.refused && cc.refused != &it)
+        why += "`" + log::escape(cc.refused->text, 40) + "` at " + std::to_string(cc.refused->line) + ":" + std::to_string(cc.refused->col) + ": ";
+      why += cc.refusal + "; only `X*`, `X^n` and `X?` may run zero times";
+      return error{errc::invalid, cc.where(it) + "rank " + std::to_string(r) + " (p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                                      " v=" + std::to_string(v) + "): " + why};
     }
     int left_f = 0, left_b = 0, left_w = 0;
-    for (int c = 0; c < v; ++c) left_f += m - st.next_f[c], left_b += m - st.next_b[c], left_w += static_cast<int>(st.pending_w[c].size());
+    for (int c = 0; c < v; ++c) left_f += st.f[c].left(), left_b += st.b[c].left(), left_w += static_cast<int>(st.pending_w[c].size());
     if (left_f || left_b || left_w)
       return error{errc::invalid, prog.source + ":" + std::to_string(rule_of[r]->line) + ": rank " + std::to_string(r) + " (p=" + std::to_string(p) +
                    " m=" + std::to_string(m) + " v=" + std::to_string(v) + "): the sequence leaves " + std::to_string(left_f) +
@@ -251,7 +290,7 @@ result<std::string> explicit_program(const table& t, int p, int v, placement pla
   for (int r = 0; r < p; ++r) {
     std::vector<int> chunk_of(t.stages, -1);
     for (int c = 0; c < v; ++c) chunk_of[stage_of(place, p, c, r)] = c;
-    std::vector<int> next_f(v, 0), next_b(v, 0);
+    std::vector<issued> done_f(v, issued{0, t.microbatches - 1}), done_b(v, issued{0, t.microbatches - 1});
     std::vector<std::deque<int>> pending(v);
     std::vector<std::string> tokens;
     for (std::size_t i = 0; i < t.ranks[r].size(); ++i) {
@@ -259,12 +298,19 @@ result<std::string> explicit_program(const table& t, int p, int v, placement pla
       const int c = a.stage < t.stages ? chunk_of[a.stage] : -1;
       const std::string here = "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) + "): ";
       if (c < 0) return error{errc::unsupported, here + "stage is not one of this rank's chunks under this placement"};
-      bool in_order = false;
+      bool in_order = false, desc = false;
+      // The lowest microbatch left, or else the highest (`[desc]`); the last one left either way,
+      // written in the direction of the one before.
+      auto take = [&](issued& d) {
+        desc = !d.done() && a.microbatch == d.hi && (a.microbatch != d.lo || d.last_desc);
+        in_order = !d.done() && a.microbatch == d.peek(desc);
+        if (in_order) d.take(desc);
+      };
       switch (a.op) {
-        case kind::F: in_order = a.microbatch == next_f[c]++; break;
+        case kind::F: take(done_f[c]); break;
         case kind::B:
         case kind::I:
-          in_order = a.microbatch == next_b[c]++;
+          take(done_b[c]);
           if (a.op == kind::I) pending[c].push_back(a.microbatch);
           break;
         case kind::W:
@@ -273,9 +319,10 @@ result<std::string> explicit_program(const table& t, int p, int v, placement pla
           break;
         default: break;
       }
-      if (!in_order) return error{errc::unsupported, here + "microbatches are not in the ascending order the DSL issues them in"};
+      if (!in_order) return error{errc::unsupported, here + "the microbatch is neither the lowest nor the highest one left, the only ones the DSL issues"};
       std::string tok(kind_name(a.op));
-      if (v > 1) tok += "[" + std::to_string(c) + "]";
+      if (v > 1) tok += "[" + std::to_string(c) + (desc ? ", desc]" : "]");
+      else if (desc) tok += "[desc]";
       tokens.push_back(tok);
     }
     out += "rank " + std::to_string(r) + ":";

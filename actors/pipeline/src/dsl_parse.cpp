@@ -13,6 +13,7 @@ struct token {
   type t = type::end;
   std::string text;
   int line = 1, col = 1;
+  std::size_t begin = 0, end = 0;  // byte range in the source, for quoting items in errors
 };
 
 std::string describe(const token& t) {
@@ -48,7 +49,9 @@ class parser {
   std::optional<error> lex() {
     int line = 1, col = 1, depth = 0;
     std::size_t i = 0;
-    auto push = [&](token::type t, std::string s, int l, int c) { toks_.push_back({t, std::move(s), l, c}); };
+    auto push = [&](token::type t, std::string s, int l, int c, std::size_t b, std::size_t e) {
+      toks_.push_back({t, std::move(s), l, c, b, e});
+    };
     while (i < text_.size()) {
       const char ch = text_[i];
       if (ch == '#') {
@@ -57,7 +60,7 @@ class parser {
       }
       if (ch == '\n') {
         // A newline ends a statement, except inside ( ) and before an indented line, which continues it.
-        if (depth == 0 && !continues(i + 1)) push(token::type::newline, "\n", line, col);
+        if (depth == 0 && !continues(i + 1)) push(token::type::newline, "\n", line, col, i, i + 1);
         ++i, ++line, col = 1;
         continue;
       }
@@ -69,35 +72,35 @@ class parser {
       if (std::isalpha(static_cast<unsigned char>(ch)) || ch == '_') {
         std::size_t j = i;
         while (j < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[j])) || text_[j] == '_')) ++j;
-        push(token::type::ident, std::string(text_.substr(i, j - i)), l, c);
+        push(token::type::ident, std::string(text_.substr(i, j - i)), l, c, i, j);
         col += static_cast<int>(j - i), i = j;
       } else if (std::isdigit(static_cast<unsigned char>(ch))) {
         std::size_t j = i;
         while (j < text_.size() && std::isdigit(static_cast<unsigned char>(text_[j]))) ++j;
         if (j - i > 9) return error{errc::parse, at(l, c) + "number too large"};
-        push(token::type::number, std::string(text_.substr(i, j - i)), l, c);
+        push(token::type::number, std::string(text_.substr(i, j - i)), l, c, i, j);
         col += static_cast<int>(j - i), i = j;
       } else if (ch == '"') {
         std::size_t j = i + 1;
         while (j < text_.size() && text_[j] != '"' && text_[j] != '\n') ++j;
         if (j >= text_.size() || text_[j] != '"') return error{errc::parse, at(l, c) + "unterminated string; expected `\"`"};
-        push(token::type::string, std::string(text_.substr(i + 1, j - i - 1)), l, c);
+        push(token::type::string, std::string(text_.substr(i + 1, j - i - 1)), l, c, i, j + 1);
         col += static_cast<int>(j + 1 - i), i = j + 1;
       } else if (const auto two = text_.substr(i, 2);
                  two == ".." || two == "==" || two == "!=" || two == "<=" || two == ">=" || two == "&&" || two == "||") {
-        push(token::type::symbol, std::string(two), l, c);
+        push(token::type::symbol, std::string(two), l, c, i, i + 2);
         i += 2, col += 2;
-      } else if (std::string_view("()[]^*+-/%:=,<>").find(ch) != std::string_view::npos) {
+      } else if (std::string_view("()[]^*?+-/%:=,<>").find(ch) != std::string_view::npos) {
         if (ch == '(') ++depth;
         if (ch == ')' && depth > 0) --depth;
-        push(token::type::symbol, std::string(1, ch), l, c);
+        push(token::type::symbol, std::string(1, ch), l, c, i, i + 1);
         ++i, ++col;
       } else {
         return error{errc::parse, at(l, c) + "unexpected character `" + std::string(1, ch) + "`"};
       }
     }
-    push(token::type::newline, "\n", line, col);
-    push(token::type::end, "", line, col);
+    push(token::type::newline, "\n", line, col, text_.size(), text_.size());
+    push(token::type::end, "", line, col, text_.size(), text_.size());
     return std::nullopt;
   }
 
@@ -111,6 +114,12 @@ class parser {
   std::string at(int line, int col) const { return source_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": "; }
   const token& peek() const { return toks_[pos_]; }
   token next() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
+  // The source text from token `first` to the last token consumed.
+  std::string text_since(std::size_t first) const {
+    const std::size_t b = toks_[first].begin, e = pos_ > first ? toks_[pos_ - 1].end : b;
+    return std::string(text_.substr(b, e - b));
+  }
+  bool is_direction() const { return peek().t == token::type::ident && (peek().text == "desc" || peek().text == "asc"); }
   bool is_symbol(const char* s) const { return peek().t == token::type::symbol && peek().text == s; }
   bool accept_newline() {
     if (peek().t != token::type::newline) return false;
@@ -156,7 +165,7 @@ class parser {
     } else if (kw.text == "let") {
       if (peek().t != token::type::ident) return expected("a name");
       std::string name = next().text;
-      for (const char* reserved : {"p", "m", "v", "r", "F", "B", "I", "W", "min", "max"})
+      for (const char* reserved : {"p", "m", "v", "r", "F", "B", "I", "W", "min", "max", "asc", "desc"})
         if (name == reserved) return error{errc::parse, at(kw.line, kw.col) + "`" + name + "` is reserved; pick another name"};
       if (auto e = expect_symbol("=")) return e;
       auto e = expression();
@@ -195,6 +204,7 @@ class parser {
     while (true) {
       seq_item item;
       item.line = peek().line, item.col = peek().col;
+      const std::size_t first = pos_;
       if (is_symbol("(")) {
         next();
         auto inner = sequence();
@@ -206,11 +216,24 @@ class parser {
       } else if (peek().t == token::type::ident && peek().text.size() == 1 && std::string_view("FBIW").find(peek().text[0]) != std::string_view::npos) {
         const char c = next().text[0];
         item.op = c == 'F' ? kind::F : c == 'B' ? kind::B : c == 'I' ? kind::I : kind::W;
+        // `[c]` picks the chunk, `[desc]` or `[c, desc]` the descending microbatch order.
         if (is_symbol("[")) {
           next();
-          auto e = expression();
-          if (!e) return e.error();
-          item.chunk = *e;
+          if (!is_direction()) {
+            auto e = expression();
+            if (!e) return e.error();
+            item.chunk = *e;
+            if (is_symbol(",")) {
+              next();
+              if (!is_direction()) return expected("`desc` or `asc`");
+            }
+          }
+          if (is_direction()) {
+            const token d = next();
+            if (item.op == kind::W)
+              return error{errc::parse, at(d.line, d.col) + "`W` takes the order of the `I`s; `" + d.text + "` applies to F, B and I"};
+            item.descending = d.text == "desc";
+          }
           if (auto err = expect_symbol("]")) return *err;
         }
       } else {
@@ -225,7 +248,12 @@ class parser {
         if (!e) return e.error();
         item.rep = seq_item::repeat::count;
         item.count = *e;
+      } else if (is_symbol("?")) {
+        const token q = next();
+        item.rep = seq_item::repeat::count;
+        item.count = make({expr_node::type::number, 1, "", 0, {}, q.line, q.col});
       }
+      item.text = text_since(first);
       items.push_back(std::move(item));
     }
   }

@@ -7,7 +7,9 @@
 //
 // `F` takes the rank's next forward unit (chunk, microbatch) in the program's unit order, `B`/`I` the
 // next backward unit, `W` the oldest backward-input whose weight gradient is pending; `F[c]` etc. pick
-// from local chunk c. `X*` repeats X while all of it can run, `X^n` at most n times.
+// from local chunk c, `B[desc]`, `B[c, desc]` take microbatches from the highest down. `X*` repeats X
+// while all of it can run, `X^n` at most n times, `X?` at most once; a plain item that cannot run
+// where it stands is a compile error naming it.
 //
 // Values: a program is an immutable, copyable AST; compile() is pure. Errors carry
 // "<source>:<line>:<col>: ..." for parse errors and the rank line for compile errors.
@@ -32,10 +34,12 @@ struct seq_item {
   bool is_group = false;
   kind op = kind::F;          // when !is_group
   expr chunk;                 // optional `[c]`
+  bool descending = false;    // `[desc]` or `[c, desc]`: microbatches from the highest down
   std::vector<seq_item> children;  // when is_group
   repeat rep = repeat::once;
-  expr count;                 // when rep == count
+  expr count;                 // when rep == count (`X?` is `X^1`)
   int line = 0, col = 0;
+  std::string text;           // the item as written, for errors
 };
 
 struct rank_rule {
@@ -69,8 +73,9 @@ result<table> compile(const program& prog, const shape& s);
 result<int> chunks_of(const program& prog, const shape& s);
 
 // Writes `t` as an explicit per-rank program (`rank 0: F^3 B ...`) that compiles back to exactly `t`.
-// Requires, per rank and chunk, forwards and backwards in ascending microbatch order and W in the
-// order of their I (true for every compiled table and every searched one); errors name the action.
+// Requires, per rank and chunk, each forward and backward to take the lowest or the highest microbatch
+// not yet issued (`[desc]`), and W in the order of their I (true for every compiled table and every
+// searched one); errors name the action.
 result<std::string> explicit_program(const table& t, int p, int v, placement place, const std::string& name);
 
 // The programs that ship with banyan (programs/*.pipe, embedded): gpipe, 1f1b, interleaved-1f1b,
