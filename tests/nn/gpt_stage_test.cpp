@@ -87,15 +87,13 @@ const char* name(order o) {
 // Runs the stages cut at `cuts` over m microbatches in `ord`, skipping the backward of microbatch
 // `drop` (-1: none). Returns the mean loss and the gradients by name, with the tied embedding's two
 // parts exchanged and summed as a trainer would.
-outcome pipelined(backend& be, std::uint64_t seed, const batch& data, int m, const std::vector<int>& cuts, order ord,
-                  int drop = -1) {
+outcome pipelined(backend& be, std::uint64_t seed, const batch& data, int m, const std::vector<stage_slice>& slices,
+                  order ord, int drop = -1) {
   outcome o;
-  auto slices = cut_stages(cfg.num_layers, cuts);
-  EXPECT_TRUE(slices) << slices.error().message;
-  const int S = static_cast<int>(slices->size());
+  const int S = static_cast<int>(slices.size());
   const int slots = ord == order::one_f_one_b ? std::min(2, m) : m;
   std::vector<gpt_stage> st;
-  for (const auto& sl : *slices) {
+  for (const auto& sl : slices) {
     auto s = gpt_stage::create(cfg, sl, {.batch = B, .seq_len = T, .slots = slots, .microbatches = m}, be);
     EXPECT_TRUE(s) << s.error().message;
     st.push_back(std::move(s).value());
@@ -190,6 +188,13 @@ outcome pipelined(backend& be, std::uint64_t seed, const batch& data, int m, con
   return o;
 }
 
+outcome pipelined(backend& be, std::uint64_t seed, const batch& data, int m, const std::vector<int>& cuts, order ord,
+                  int drop = -1) {
+  auto slices = cut_stages(cfg.num_layers, cuts);
+  EXPECT_TRUE(slices) << slices.error().message;
+  return pipelined(be, seed, data, m, slices ? *slices : std::vector<stage_slice>{}, ord, drop);
+}
+
 // The largest max|diff| / max|ref| over the tensors, and its tensor's name.
 std::pair<double, std::string> worst_gradient(const grad_map& ref, const grad_map& got) {
   std::pair<double, std::string> worst{0.0, ""};
@@ -248,6 +253,24 @@ TEST(GptStage, StagesMatchTheWholeModelOnTheConcatenatedBatch) {
         EXPECT_LE(rel, 1e-5) << "worst tensor " << tensor;
       }
     }
+  }
+}
+
+// cut_stages never makes a stage without a block, but a slice may be the embedding alone or the
+// head alone (an lm-head stage): those match too.
+TEST(GptStage, EmbeddingAloneAndHeadAloneStagesMatch) {
+  auto be = cpu();
+  const std::uint64_t seed = 5;
+  const int m = 4;
+  const batch data = make_batch(seed, m);
+  const outcome ref = whole_model(*be, seed, data, m);
+  const std::vector<stage_slice> slices = {{0, 0, true, false}, {0, 4, false, false}, {4, 4, false, true}};
+  for (order ord : {order::gpipe, order::split_w_last, order::one_f_one_b}) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " order " + name(ord));
+    const outcome got = pipelined(*be, seed, data, m, slices, ord);
+    EXPECT_NEAR(got.loss, ref.loss, 1e-6 * std::fabs(ref.loss));
+    const auto [rel, tensor] = worst_gradient(ref.grads, got.grads);
+    EXPECT_LE(rel, 1e-5) << "worst tensor " << tensor;
   }
 }
 
