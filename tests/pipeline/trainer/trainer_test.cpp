@@ -4,12 +4,15 @@
 // a valid reordering of independent actions changes nothing, and a dropped microbatch is detected.
 #include "banyan/nn/gpt.hpp"
 #include "banyan/nn/rng.hpp"
+#include "banyan/pipeline/csv.hpp"
 #include "banyan/pipeline/dsl.hpp"
 #include "banyan/pipeline/lower.hpp"
 #include "banyan/pipeline/trainer.hpp"
 #include "banyan/pipeline/validate.hpp"
 
 #include <banyan/sdk/app.hpp>
+#include <banyan/sdk/component.hpp>
+#include <banyan/sdk/context.hpp>
 
 #include <gtest/gtest.h>
 
@@ -235,6 +238,67 @@ TEST(PipelineTrainer, ALoweredTableMatchesToo) {
   const table lowered = lower_comms(schedule("zb-h1", 4, 4, 1));
   ASSERT_TRUE(lowered.has_comms());
   expect_matches(lowered, "zb-h1 p=4 m=4 lowered");
+}
+
+// A torch CSV carries no placement: read back, zb-v's V placement is inferred and trains alike.
+TEST(PipelineTrainer, ATorchCsvTableMatchesToo) {
+  const table original = schedule("zb-v", 2, 4, 2);
+  auto t = read_csv(write_csv(original), "zb-v.csv");
+  ASSERT_TRUE(t) << t.error().what();
+  ASSERT_EQ(t->stage_rank, original.stage_rank);
+  expect_matches(*t, "zb-v p=2 m=4 from csv");
+}
+
+// The in-process SDK hands a subscriber the publisher's buffer (what the trainer's tensor messages
+// rely on): a view published by one leaf arrives at another leaf as the same bytes.
+struct probe {
+  std::mutex m;
+  const std::byte* sent = nullptr;
+  const std::byte* received = nullptr;
+  bool shared_owner = false;
+};
+class receiver : public leaf {
+ public:
+  explicit receiver(std::shared_ptr<probe> p) : p_(std::move(p)) {}
+  void on_start(context& ctx) override {
+    (void)ctx.subscribe("act/+/+", [this, &ctx](const delivery& d) {
+      std::lock_guard lock(p_->m);
+      p_->received = d.bytes().data();
+      p_->shared_owner = d.data().owner() != nullptr;
+      ctx.quit(0);
+    });
+  }
+  std::shared_ptr<probe> p_;
+};
+class sender : public leaf {
+ public:
+  explicit sender(std::shared_ptr<probe> p) : p_(std::move(p)) {}
+  void on_start(context& ctx) override {
+    auto owner = std::make_shared<const std::vector<float>>(B * T * 32, 1.0f);
+    const auto* bytes = reinterpret_cast<const std::byte*>(owner->data());
+    {
+      std::lock_guard lock(p_->m);
+      p_->sent = bytes;
+    }
+    (void)ctx.publish("act/1/0", payload::view_of(owner, bytes, owner->size() * sizeof(float)), scope::parent());
+  }
+  std::shared_ptr<probe> p_;
+};
+
+TEST(PipelineTrainer, TensorMessagesShareThePublishersBuffer) {
+  auto p = std::make_shared<probe>();
+  app a("test");
+  auto& pp = a.root().add_composite("pp");
+  pp.add_leaf<receiver>("r1", p);
+  pp.add_leaf<sender>("r0", p);
+  run_options ro;
+  ro.threads = 2;
+  ro.max_runtime = std::chrono::seconds(60);
+  ASSERT_EQ(run(a, ro).exit_code, 0);
+  std::lock_guard lock(p->m);
+  ASSERT_NE(p->sent, nullptr);
+  EXPECT_EQ(p->received, p->sent);
+  EXPECT_TRUE(p->shared_owner);
 }
 
 // Swaps adjacent actions of a rank at random, keeping each swap the validator accepts: another valid
