@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,7 +107,8 @@ outcome whole_model(int stages, int m) {
 
 // Runs the trainer over `t` in an app of its own. `data_m` is the microbatch count of the data
 // (the table's own count unless a test dropped some).
-outcome pipelined(const table& t, int data_m) {
+outcome pipelined(const table& t, int data_m, nn::backend_options device = {.name = "cpu", .threads = 1},
+                  int fail_at_step = -1) {
   struct shared {
     std::mutex m;
     outcome o;
@@ -120,8 +122,10 @@ outcome pipelined(const table& t, int data_m) {
   opt.steps = steps;
   opt.seed = seed;
   opt.optimizer = optimizer();
+  opt.device = device;
   trainer_hooks hooks;
-  hooks.data = [data_m](std::int64_t step, int i, int* tokens, int* targets) {
+  hooks.data = [data_m, fail_at_step](std::int64_t step, int i, int* tokens, int* targets) {
+    if (step == fail_at_step) throw std::runtime_error("no data for step " + std::to_string(step));
     const batch b = make_batch(static_cast<std::uint64_t>(step), data_m);
     std::copy_n(b.tokens.begin() + i * B * T, B * T, tokens);
     std::copy_n(b.targets.begin() + i * B * T, B * T, targets);
@@ -360,6 +364,28 @@ TEST(PipelineTrainer, TensorsAreCountedOnTheTreeEdges) {
   for (int r = 0; r < p; ++r) {
     EXPECT_GE(got.rank_edge_bytes[r], want) << "rank " << r;
     EXPECT_LT(got.rank_edge_bytes[r], want + steps * 256) << "rank " << r;  // control: under 256 bytes a step
+  }
+}
+
+// A leaf's failure (here its data source throws) fails the trainer, which gives up at once, and the
+// run ends with an error instead of hanging on the step.
+TEST(PipelineTrainer, ALeafFailureEndsTheRun) {
+  const outcome got = pipelined(schedule("1f1b", 2, 4, 1), 4, {.name = "cpu", .threads = 1}, /*fail_at_step=*/1);
+  EXPECT_NE(got.exit_code, 0);
+}
+
+// Stages on the GPU (one CUDA backend per leaf) against the CPU whole model; skipped without one.
+TEST(PipelineTrainer, CudaStagesMatchTheCpuWholeModel) {
+  if (!nn::make_backend({.name = "cuda"})) GTEST_SKIP() << "no CUDA backend or device";
+  const table t = schedule("1f1b", 2, 4, 1);
+  const outcome want = whole_model(t.stages, t.microbatches);
+  const outcome got = pipelined(t, t.microbatches, {.name = "cuda"});
+  ASSERT_EQ(got.exit_code, 0);
+  const comparison c = compare(got, want);
+  EXPECT_TRUE(c.complete) << c.worst;
+  EXPECT_LE(c.grad, 1e-3) << "worst gradient " << c.worst << " (seed " << seed << ")";
+  for (std::size_t i = 0; i < std::min(got.losses.size(), want.losses.size()); ++i) {
+    EXPECT_NEAR(got.losses[i], want.losses[i], 1e-4 * std::fabs(want.losses[i])) << "step " << i;
   }
 }
 

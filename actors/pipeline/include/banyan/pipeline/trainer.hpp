@@ -34,8 +34,9 @@
 // adamw clips, reports the step's loss (mean of the microbatch losses), and starts the next step
 // with the clip coefficient; each leaf then runs AdamW on its own stages.
 //
-// Failure: an error in a leaf (a bad payload, a gpt_stage error) throws, so supervision sees it;
-// the trainer does not resume a step after a restart (limit). Not for multi-node yet: tensors are
+// Failure: an error in a leaf (a bad payload, a gpt_stage error, the batch source throwing) throws,
+// and the trainer's supervision gives up at once, escalating to its parent: a restarted leaf would
+// have fresh weights and no step to rejoin. A restart of the whole trainer starts from step 0. Not for multi-node yet: tensors are
 // native floats and a restarted leaf has fresh weights.
 #pragma once
 
