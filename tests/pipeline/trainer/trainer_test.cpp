@@ -7,6 +7,7 @@
 #include "banyan/pipeline/csv.hpp"
 #include "banyan/pipeline/dsl.hpp"
 #include "banyan/pipeline/lower.hpp"
+#include "banyan/pipeline/search.hpp"
 #include "banyan/pipeline/trainer.hpp"
 #include "banyan/pipeline/validate.hpp"
 
@@ -108,7 +109,7 @@ outcome whole_model(int stages, int m) {
 // Runs the trainer over `t` in an app of its own. `data_m` is the microbatch count of the data
 // (the table's own count unless a test dropped some).
 outcome pipelined(const table& t, int data_m, nn::backend_options device = {.name = "cpu", .threads = 1},
-                  int fail_at_step = -1) {
+                  int fail_at_step = -1, std::vector<int> cuts = {}) {
   struct shared {
     std::mutex m;
     outcome o;
@@ -123,6 +124,7 @@ outcome pipelined(const table& t, int data_m, nn::backend_options device = {.nam
   opt.seed = seed;
   opt.optimizer = optimizer();
   opt.device = device;
+  opt.cuts = cuts;
   trainer_hooks hooks;
   hooks.data = [data_m, fail_at_step](std::int64_t step, int i, int* tokens, int* targets) {
     if (step == fail_at_step) throw std::runtime_error("no data for step " + std::to_string(step));
@@ -222,7 +224,7 @@ void expect_matches(const table& t, const std::string& what) {
 }
 
 TEST(PipelineTrainer, ShippedSchedulesMatchTheWholeModel) {
-  const std::vector<config> configs = {{"gpipe", 1}, {"1f1b", 1}, {"zb-h1", 1}, {"interleaved-1f1b", 2}, {"zb-v", 2}};
+  const std::vector<config> configs = {{"gpipe", 1}, {"1f1b", 1}, {"zb-h1", 1}, {"zb-h2", 1}, {"interleaved-1f1b", 2}, {"zb-v", 2}};
   for (const auto& c : configs) {
     for (int p : {2, 4}) {
       for (int m : {4, 8}) {
@@ -242,6 +244,30 @@ TEST(PipelineTrainer, ALoweredTableMatchesToo) {
   const table lowered = lower_comms(schedule("zb-h1", 4, 4, 1));
   ASSERT_TRUE(lowered.has_comms());
   expect_matches(lowered, "zb-h1 p=4 m=4 lowered");
+}
+
+// A search result is a table like any other: here a schedule searched for a heavy last stage.
+TEST(PipelineTrainer, ASearchedScheduleMatchesToo) {
+  costs c = uniform_costs(2, 1, 1, 1);
+  c.units.back().t_f *= 1.6, c.units.back().t_i *= 1.6, c.units.back().t_w *= 1.6;
+  search_options o;
+  o.p = 2, o.m = 4, o.mem_cap = 4, o.seed = seed;
+  o.generations = 3, o.population = 8, o.local_steps = 300, o.time_limit_s = 60;
+  auto r = search(c, o);
+  ASSERT_TRUE(r) << r.error().what();
+  expect_matches(r->best.t, "searched p=2 m=4 (" + r->best.origin + ", v=" + std::to_string(r->best.v) + ")");
+}
+
+// Uneven cuts: stage 0 holds one block, stage 1 three.
+TEST(PipelineTrainer, UnevenCutsMatchToo) {
+  const table t = schedule("1f1b", 2, 4, 1);
+  const outcome want = whole_model(t.stages, t.microbatches);
+  const outcome got = pipelined(t, t.microbatches, {.name = "cpu", .threads = 1}, -1, {1});
+  ASSERT_EQ(got.exit_code, 0);
+  const comparison c = compare(got, want);
+  EXPECT_TRUE(c.complete) << c.worst;
+  EXPECT_LE(c.grad, tolerance) << "worst gradient " << c.worst << " (seed " << seed << ")";
+  EXPECT_LE(c.loss, tolerance) << "(seed " << seed << ")";
 }
 
 // A torch CSV carries no placement: read back, zb-v's V placement is inferred and trains alike.
