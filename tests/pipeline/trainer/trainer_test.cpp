@@ -109,7 +109,7 @@ outcome whole_model(int stages, int m) {
 // Runs the trainer over `t` in an app of its own. `data_m` is the microbatch count of the data
 // (the table's own count unless a test dropped some).
 outcome pipelined(const table& t, int data_m, nn::backend_options device = {.name = "cpu", .threads = 1},
-                  int fail_at_step = -1, std::vector<int> cuts = {}) {
+                  int fail_at_step = -1, std::vector<int> cuts = {}, routing_mode mode = routing_mode::hier) {
   struct shared {
     std::mutex m;
     outcome o;
@@ -152,6 +152,7 @@ outcome pipelined(const table& t, int data_m, nn::backend_options device = {.nam
   EXPECT_TRUE(added) << added.error().what();
   if (!added) return {};
   run_options ro;
+  ro.mode = mode;
   ro.threads = 2;
   ro.max_runtime = std::chrono::seconds(60);
   auto r = run(a, ro);
@@ -268,6 +269,21 @@ TEST(PipelineTrainer, UnevenCutsMatchToo) {
   EXPECT_TRUE(c.complete) << c.worst;
   EXPECT_LE(c.grad, tolerance) << "worst gradient " << c.worst << " (seed " << seed << ")";
   EXPECT_LE(c.loss, tolerance) << "(seed " << seed << ")";
+}
+
+// The flat baselines route the same messages another way (no hop through the composite): the
+// training is the same.
+TEST(PipelineTrainer, FlatRoutingModesTrainAlike) {
+  const table t = schedule("zb-v", 2, 4, 2);
+  const outcome want = whole_model(t.stages, t.microbatches);
+  for (routing_mode mode : {routing_mode::flat_p2p, routing_mode::flat_node}) {
+    const outcome got = pipelined(t, t.microbatches, {.name = "cpu", .threads = 1}, -1, {}, mode);
+    ASSERT_EQ(got.exit_code, 0) << to_string(mode);
+    const comparison c = compare(got, want);
+    EXPECT_TRUE(c.complete) << to_string(mode) << ": " << c.worst;
+    EXPECT_LE(c.grad, tolerance) << to_string(mode) << ": worst gradient " << c.worst << " (seed " << seed << ")";
+    EXPECT_LE(c.loss, tolerance) << to_string(mode) << " (seed " << seed << ")";
+  }
 }
 
 // A torch CSV carries no placement: read back, zb-v's V placement is inferred and trains alike.
