@@ -7,6 +7,7 @@
 #include <banyan/sdk/component.hpp>
 #include <banyan/sdk/context.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -113,6 +114,11 @@ class stage_leaf : public leaf {
       chunks_[st] = std::move(c);
       subscribe(ctx, st);
     }
+    // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk (the
+    // slots' activations are gpt_stage's and not counted yet).
+    std::uint64_t bytes = 0;
+    for (const auto& [st, c] : chunks_) bytes += 4 * c->model->params().bytes();
+    ctx.report_memory(bytes);
     sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
     sub(ctx, "ctl/step", [this](context& cx, const delivery& d) { step(cx, decode<step_msg>(d)); });
   }

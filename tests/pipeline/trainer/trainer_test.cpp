@@ -59,6 +59,7 @@ struct outcome {
   std::vector<float> losses;  // per step
   int exit_code = -1;
   std::vector<std::uint64_t> rank_edge_bytes;  // per rank: bytes the broker counted on pp -> r<rank>
+  std::vector<std::uint64_t> rank_memory;      // per rank: the memory its leaf reported
 };
 
 nn::adamw_config optimizer() {
@@ -161,7 +162,9 @@ outcome pipelined(const table& t, int data_m, nn::backend_options device = {.nam
   for (int rank = 0; rank < t.num_ranks(); ++rank) {
     auto v = r.traffic.tree->find("/test/pp/r" + std::to_string(rank));
     EXPECT_TRUE(v);
-    if (v) sh->o.rank_edge_bytes.push_back(r.traffic.edges[*v].bytes);
+    if (!v) continue;
+    sh->o.rank_edge_bytes.push_back(r.traffic.edges[*v].bytes);
+    sh->o.rank_memory.push_back(r.traffic.loads[*v].memory);
   }
   return sh->o;
 }
@@ -394,7 +397,8 @@ TEST(PipelineTrainer, DroppingAMicrobatchFailsTheComparison) {
 }
 
 // Activations and gradients are broker messages in the trainer's subtree: the profile counts them on
-// the edges between each rank's leaf and the composite, with the tied parts, plus a little control.
+// the edges between each rank's leaf and the composite, with the tied parts, plus a little control;
+// each leaf's memory is in the loads.
 TEST(PipelineTrainer, TensorsAreCountedOnTheTreeEdges) {
   const int p = 2, m = 4;
   const outcome got = pipelined(schedule("gpipe", p, m, 1), m);
@@ -406,6 +410,8 @@ TEST(PipelineTrainer, TensorsAreCountedOnTheTreeEdges) {
   for (int r = 0; r < p; ++r) {
     EXPECT_GE(got.rank_edge_bytes[r], want) << "rank " << r;
     EXPECT_LT(got.rank_edge_bytes[r], want + steps * 256) << "rank " << r;  // control: under 256 bytes a step
+    // The leaf's load: its stage's parameters, gradients and AdamW moments, at least.
+    EXPECT_GE(got.rank_memory[r], 4 * tied) << "rank " << r;
   }
 }
 
