@@ -135,6 +135,36 @@ TEST_F(CudaKernels, MatmulThroughCublas) {
   expect_same("matmul db", db, gdb, 1e-5);
 }
 
+// The split backward of pipeline stages (kernels.hpp): a null output skips that half on the GPU too.
+TEST_F(CudaKernels, SplitBackwardHalves) {
+  const int N = 33, C = 40, OC = 45;
+  auto x = random_vector(r_, N * C), w = random_vector(r_, OC * C), d = random_vector(r_, N * OC);
+  std::vector<float> dx(N * C), dw(OC * C), db(OC);
+  cpu::matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, C, OC);
+  float *gx = dev(x), *gw = dev(w), *gd = dev(d);
+  float *gdx = dev(std::vector<float>(N * C)), *gdw = dev(std::vector<float>(OC * C)), *gdb = dev(std::vector<float>(OC));
+  gpu_->matmul_backward(nullptr, gdw, gdb, gd, gx, gw, N, C, OC);
+  expect_same("matmul W pass leaves dx", std::vector<float>(N * C), gdx);
+  gpu_->matmul_backward(gdx, nullptr, nullptr, gd, gx, gw, N, C, OC);
+  expect_same("matmul split dx", dx, gdx, 1e-5);
+  expect_same("matmul split dw", dw, gdw, 1e-5);
+  expect_same("matmul split db", db, gdb, 1e-5);
+
+  auto lx = random_vector(r_, N * C), lw = random_vector(r_, C), lb = random_vector(r_, C), ld = random_vector(r_, N * C);
+  std::vector<float> out(N * C), mean(N), rstd(N), ldx(N * C), ldw(C), ldb(C);
+  cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), lx.data(), lw.data(), lb.data(), N, C);
+  cpu::layernorm_backward(ldx.data(), ldw.data(), ldb.data(), ld.data(), lx.data(), lw.data(), mean.data(), rstd.data(),
+                          N, C);
+  float *glx = dev(lx), *glw = dev(lw), *gld = dev(ld), *gm = dev(mean), *gr = dev(rstd);
+  float *gldx = dev(std::vector<float>(N * C)), *gldw = dev(std::vector<float>(C)), *gldb = dev(std::vector<float>(C));
+  gpu_->layernorm_backward(gldx, nullptr, nullptr, gld, glx, glw, gm, gr, N, C);
+  expect_same("ln I pass leaves dw", std::vector<float>(C), gldw);
+  gpu_->layernorm_backward(nullptr, gldw, gldb, gld, glx, glw, gm, gr, N, C);
+  expect_same("ln split dx", ldx, gldx, 1e-4);
+  expect_same("ln split dw", ldw, gldw, 1e-4);
+  expect_same("ln split db", ldb, gldb, 1e-4);
+}
+
 TEST_F(CudaKernels, Attention) {
   const int B = 2, T = 9, C = 24, NH = 3;
   auto qkv = random_vector(r_, B * T * 3 * C), d = random_vector(r_, B * T * C);

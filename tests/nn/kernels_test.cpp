@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace banyan::nn {
@@ -49,6 +50,44 @@ TEST(Kernels, MatmulBackwardMatchesFiniteDifferences) {
   expect_gradient("dx", x, dx, loss, seed);
   expect_gradient("dw", w, dw, loss, seed);
   expect_gradient("db", b, db, loss, seed);
+}
+
+// Pipeline stages split a backward into the input-gradient pass and the weight-gradient pass (null
+// outputs skip a half): the two halves, run in either order, give the fused backward's gradients.
+TEST(Kernels, SplitBackwardHalvesSumToTheFusedBackward) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  rng r(seed + 7);
+  auto expect_close = [](const char* what, const std::vector<float>& ref, const std::vector<float>& got) {
+    double scale = 0;
+    for (float x : ref) scale = std::max(scale, static_cast<double>(std::fabs(x)));
+    for (std::size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(got[i], ref[i], 1e-6 * scale) << what << "[" << i << "]";
+  };
+  {
+    const int N = 300, C = 48, OC = 40;  // several row blocks, so the threaded path is split too
+    auto x = random_vector(r, N * C), w = random_vector(r, OC * C), d = random_vector(r, N * OC);
+    std::vector<float> dx(N * C), dw(OC * C), db(OC), sx(N * C), sw(OC * C), sb(OC);
+    cpu::matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, C, OC);
+    cpu::matmul_backward(nullptr, sw.data(), sb.data(), d.data(), x.data(), w.data(), N, C, OC);  // W first
+    EXPECT_EQ(sx, std::vector<float>(N * C)) << "the weight pass must not touch dinp";
+    cpu::matmul_backward(sx.data(), nullptr, nullptr, d.data(), x.data(), w.data(), N, C, OC);
+    expect_close("matmul dx", dx, sx);
+    expect_close("matmul dw", dw, sw);
+    expect_close("matmul db", db, sb);
+  }
+  {
+    const int N = 3000, C = 48;  // above the single-thread cut-off of the row loops
+    auto x = random_vector(r, N * C), w = random_vector(r, C), b = random_vector(r, C), d = random_vector(r, N * C);
+    std::vector<float> out(N * C), mean(N), rstd(N);
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
+    std::vector<float> dx(N * C), dw(C), db(C), sx(N * C), sw(C), sb(C);
+    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    cpu::layernorm_backward(sx.data(), nullptr, nullptr, d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    EXPECT_EQ(sw, std::vector<float>(C)) << "the input pass must not touch dweight";
+    cpu::layernorm_backward(nullptr, sw.data(), sb.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    expect_close("layernorm dx", dx, sx);
+    expect_close("layernorm dw", dw, sw);
+    expect_close("layernorm db", db, sb);
+  }
 }
 
 TEST(Kernels, MatmulForwardIsInputTimesWeightTransposedPlusBias) {

@@ -174,6 +174,7 @@ class cuda_backend final : public backend {
       check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC, &one, dinp, C),
             "sgemm dinp");
     }
+    if (dweight == nullptr) return;  // input gradient only (kernels.hpp)
     check(cublasSgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC, &one, dweight, C),
           "sgemm dweight");
     if (dbias != nullptr) cuda::column_sums(stream_, dbias, dout, N, OC);

@@ -1,6 +1,7 @@
 #include "banyan/nn/gpt.hpp"
 
 #include "banyan/nn/rng.hpp"
+#include "gpt_layout.hpp"
 #include "layer_clock.hpp"
 
 #include <cassert>
@@ -12,14 +13,9 @@ namespace banyan::nn {
 
 namespace {
 
-// Parameter tensors, in arena order: wte, wpe, then per block the 12 below, then ln_f w and b.
-enum block_param { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, NBP };
-// Activation tensors: encoded, then per block the 16 below, then the 6 final ones.
-enum block_act {
-  LN1, LN1_MEAN, LN1_RSTD, QKV, PREATT, ATT, ATTY, ATTPROJ, RES2, LN2, LN2_MEAN, LN2_RSTD, FCH,
-  FCH_GELU, FCPROJ, RES3, NBA
-};
-enum final_act { LNF, LNF_MEAN, LNF_RSTD, LOGITS, PROBS, LOSSES };
+using namespace detail;  // the tensor layout (gpt_layout.hpp)
+// Parameter tensors, in arena order: wte, wpe, then per block the 12 block_param ones, then ln_f w
+// and b. Activation tensors: encoded, then per block the 16 block_act ones, then the 6 final_act ones.
 // Layers: embedding, per block the 6 below, then ln_f, lm_head, loss.
 enum block_layer { L_LN1, L_ATTN, L_RES1, L_LN2, L_MLP, L_RES2, NBL };
 
@@ -172,22 +168,15 @@ gpt::gpt(const gpt_config& cfg, int batch, int seq_len, backend& be, bool alloca
 
 void gpt::init(std::uint64_t seed) {
   rng r(seed);
-  const int L = cfg_.num_layers;
-  const float std_resid = 0.02f / std::sqrt(2.0f * static_cast<float>(L));
   std::vector<float> host(params_.numel(), 0.0f);
   for (const auto& t : params_.tensors()) {
     float* p = host.data() + t.offset;
-    const std::string& n = t.name;
-    const bool is_bias = n.size() >= 2 && n.compare(n.size() - 2, 2, "_b") == 0;
-    const bool is_ln_w = n.find("ln") != std::string::npos && !is_bias;
-    if (is_bias) continue;
-    if (is_ln_w) {
+    const init_rule rule = init_rule_for(t.name, cfg_.num_layers);
+    if (rule.kind == init_rule::ones) {
       for (std::size_t i = 0; i < t.numel; ++i) p[i] = 1.0f;
-      continue;
+    } else if (rule.kind == init_rule::normal) {
+      for (std::size_t i = 0; i < t.numel; ++i) p[i] = rule.std * r.normal();
     }
-    const bool resid = n.find("proj_w") != std::string::npos;  // proj_w and fcproj_w
-    const float sd = resid ? std_resid : 0.02f;
-    for (std::size_t i = 0; i < t.numel; ++i) p[i] = sd * r.normal();
   }
   params_.from_host(*be_, host);
 }

@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cassert>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -149,6 +150,47 @@ SIMD_CLONES void layernorm_backward_rows(float* dinp, float* dw, float* db, cons
   }
 }
 
+// The two halves of layernorm_backward_rows, for a backward split into its input-gradient pass and its
+// weight-gradient pass (pipeline stages, gpt_stage.hpp): the same arithmetic as the fused loop.
+SIMD_CLONES void layernorm_backward_dx_rows(float* dinp, const float* dout, const float* inp, const float* weight,
+                                            const float* mean, const float* rstd, int n0, int n1, int C) {
+  for (int n = n0; n < n1; ++n) {
+    const float* x = inp + static_cast<std::size_t>(n) * C;
+    const float* d = dout + static_cast<std::size_t>(n) * C;
+    float* dx = dinp + static_cast<std::size_t>(n) * C;
+    const float m = mean[n], r = rstd[n];
+    float dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+    for (int i = 0; i < C; ++i) {
+      const float norm = (x[i] - m) * r;
+      const float dnorm = weight[i] * d[i];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= static_cast<float>(C);
+    dnorm_norm_mean /= static_cast<float>(C);
+#pragma omp simd
+    for (int i = 0; i < C; ++i) {
+      const float norm = (x[i] - m) * r;
+      dx[i] += (weight[i] * d[i] - dnorm_mean - norm * dnorm_norm_mean) * r;
+    }
+  }
+}
+
+SIMD_CLONES void layernorm_backward_dw_rows(float* dw, float* db, const float* dout, const float* inp,
+                                            const float* mean, const float* rstd, int n0, int n1, int C) {
+  for (int n = n0; n < n1; ++n) {
+    const float* x = inp + static_cast<std::size_t>(n) * C;
+    const float* d = dout + static_cast<std::size_t>(n) * C;
+    const float m = mean[n], r = rstd[n];
+#pragma omp simd
+    for (int i = 0; i < C; ++i) {
+      dw[i] += (x[i] - m) * r * d[i];
+      db[i] += d[i];
+    }
+  }
+}
+
 SIMD_CLONES void softmax_crossentropy_row(float* loss, float* p, const float* l, int target, int V) {
   float maxv = -INFINITY;
   for (int i = 0; i < V; ++i) maxv = l[i] > maxv ? l[i] : maxv;
@@ -230,7 +272,18 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   // Rows in parallel; each thread sums its rows' weight and bias gradients into its own partial
   // (contiguous, vectorised), and the partials are added in thread order afterwards, so the result
   // is the same on every run with the same thread count.
+  assert((dweight == nullptr) == (dbias == nullptr) && (dinp != nullptr || dweight != nullptr));
   const int threads = threads_for(static_cast<std::size_t>(N) * C, parallel_min / 2);
+  if (dweight == nullptr) {  // input gradient only: rows are independent, nothing to reduce
+#pragma omp parallel num_threads(threads)
+    {
+      const int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int n0 = static_cast<int>(static_cast<long long>(N) * tid / nt);
+      const int n1 = static_cast<int>(static_cast<long long>(N) * (tid + 1) / nt);
+      layernorm_backward_dx_rows(dinp, dout, inp, weight, mean, rstd, n0, n1, C);
+    }
+    return;
+  }
   std::vector<float> partial(static_cast<std::size_t>(threads) * 2 * C, 0.0f);
 #pragma omp parallel num_threads(threads)
   {
@@ -238,7 +291,11 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     float* dw = partial.data() + static_cast<std::size_t>(tid) * 2 * C;
     const int n0 = static_cast<int>(static_cast<long long>(N) * tid / nt);
     const int n1 = static_cast<int>(static_cast<long long>(N) * (tid + 1) / nt);
-    layernorm_backward_rows(dinp, dw, dw + C, dout, inp, weight, mean, rstd, n0, n1, C);
+    if (dinp != nullptr) {
+      layernorm_backward_rows(dinp, dw, dw + C, dout, inp, weight, mean, rstd, n0, n1, C);
+    } else {
+      layernorm_backward_dw_rows(dw, dw + C, dout, inp, mean, rstd, n0, n1, C);
+    }
   }
   for (int t = 0; t < threads; ++t) {
     const float* dw = partial.data() + static_cast<std::size_t>(t) * 2 * C;
@@ -296,6 +353,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* weight, int N, int C, int OC) {
   // One parallel region for both products (one barrier): thread t takes block t of dinp's rows and
   // block t of dweight's rows.
+  assert((dweight != nullptr || dbias == nullptr) && (dinp != nullptr || dweight != nullptr));
   const long long work = static_cast<long long>(N) * C * OC;
   const int nt = std::min({threads_for(static_cast<std::size_t>(work), 65536), std::max(1, N / 8), std::max(1, OC / 8)});
   auto part = [&](int t) {
@@ -312,7 +370,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     // dweight rows [j0,j1) += dout[:, j0:j1]^T @ inp; dbias[j0:j1] += column sums of dout.
     const int j0 = static_cast<int>(static_cast<long long>(OC) * t / nt);
     const int j1 = static_cast<int>(static_cast<long long>(OC) * (t + 1) / nt);
-    if (j1 <= j0) return;
+    if (dweight == nullptr || j1 <= j0) return;
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j1 - j0, C, N, 1.0f, dout + j0, OC, inp, C,
                 1.0f, dweight + static_cast<std::size_t>(j0) * C, C);
     if (dbias != nullptr) {

@@ -290,8 +290,13 @@ void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, con
 }
 void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
-  layernorm_backward_dx_k<<<blocks_for(static_cast<std::size_t>(N) * 32), threads, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
-  layernorm_backward_dw_k<<<blocks_for(C), threads, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
+  // Either half may be skipped (kernels.hpp: the split backward of pipeline stages).
+  if (dinp != nullptr) {
+    layernorm_backward_dx_k<<<blocks_for(static_cast<std::size_t>(N) * 32), threads, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
+  }
+  if (dweight != nullptr) {
+    layernorm_backward_dw_k<<<blocks_for(C), threads, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
+  }
 }
 void fill_rows(cudaStream_t s, float* out, const float* row, int N, int OC) {
   fill_rows_k<<<blocks_for(static_cast<std::size_t>(N) * OC), threads, 0, s>>>(out, row, N, OC);

@@ -26,6 +26,8 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
 // Per row of inp (N,C): out = (x - mean) * rstd * w + b; saves mean (N) and rstd (N). eps = 1e-5.
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int N, int C);
+// Split backward (pipeline stages run the input gradient and the weight gradients as two passes):
+// dinp null computes only dweight, dbias; dweight and dbias both null compute only dinp.
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd,
                         int N, int C);
@@ -34,7 +36,8 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                     int C, int OC);
 // dinp (N,C) += dout @ W; dweight (OC,C) += dout^T @ inp; dbias (OC) += sum_rows(dout).
-// dinp and dbias may be null (first layer, no bias).
+// dinp and dbias may be null (first layer, no bias). dweight null (and then dbias null) computes only
+// dinp: with a later call with dinp null, the backward split into input and weight passes.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC);
 

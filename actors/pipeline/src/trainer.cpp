@@ -1,0 +1,496 @@
+// The pipeline trainer's components (trainer.hpp): the composite that coordinates steps and the stage
+// leaves that walk their rank's actions.
+#include "banyan/pipeline/trainer.hpp"
+
+#include <banyan/pipeline/lower.hpp>
+#include <banyan/pipeline/validate.hpp>
+#include <banyan/sdk/component.hpp>
+#include <banyan/sdk/context.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+namespace banyan::pipeline {
+
+namespace {
+
+// Control messages: small fixed structs in native byte order (one process).
+struct done_msg {  // ctl/done, leaf -> composite: the rank finished its actions of `step`
+  std::int64_t step;
+  std::int32_t rank, losses;
+  double loss_sum;
+};
+struct reduce_msg {  // ctl/reduce, composite -> leaves: add the forwarded tied parts, send the sum of squares
+  std::int64_t step;
+};
+struct sumsq_msg {  // ctl/sumsq, leaf -> composite
+  std::int64_t step;
+  std::int32_t rank, pad;
+  double sumsq;
+};
+struct step_msg {  // ctl/step, composite -> leaves: apply step-1's update (step > 0), then run `step` if `run`
+  std::int64_t step;
+  double coef;  // the clip coefficient for step-1's gradients (1: no clipping)
+  std::int32_t run, pad;
+};
+struct applied_msg {  // ctl/applied, leaf -> composite, after the last update
+  std::int64_t step;
+  std::int32_t rank, pad;
+};
+
+template <class T>
+payload encode(const T& v) {
+  return payload::copy_of(std::span<const std::byte>(reinterpret_cast<const std::byte*>(&v), sizeof v));
+}
+template <class T>
+T decode(const delivery& d) {
+  if (d.data().size() < sizeof(T)) {
+    throw std::runtime_error("topic `" + d.topic() + "` from `" + d.sender() + "`: " +
+                             std::to_string(d.data().size()) + " bytes, expected " + std::to_string(sizeof(T)));
+  }
+  T v;
+  std::memcpy(&v, d.bytes().data(), sizeof v);
+  return v;
+}
+
+// Shares the floats with every subscriber: the payload is a view of the vector, kept alive by it.
+payload share(std::vector<float>&& values) {
+  auto owner = std::make_shared<const std::vector<float>>(std::move(values));
+  return payload::view_of(owner, reinterpret_cast<const std::byte*>(owner->data()), owner->size() * sizeof(float));
+}
+
+const float* floats_of(const payload& p, std::size_t n, const std::string& what) {
+  if (p.size() != n * sizeof(float)) {
+    throw std::runtime_error(what + ": " + std::to_string(p.size()) + " bytes, expected " +
+                             std::to_string(n * sizeof(float)));
+  }
+  return reinterpret_cast<const float*>(p.bytes().data());
+}
+
+int last_level(const std::string& topic) { return std::stoi(topic.substr(topic.rfind('/') + 1)); }
+
+enum arrival_kind { act = 0, grad = 1 };
+
+// What every incarnation of the trainer's components shares: read-only after add_trainer.
+struct setup {
+  trainer_options opt;
+  trainer_hooks hooks;
+  std::vector<nn::stage_slice> slices;   // per stage
+  std::vector<int> slots;                // per stage: the schedule's peak of in-flight microbatches
+  std::vector<std::vector<action>> ranks;  // compute actions only
+  int stages() const { return opt.schedule.stages; }
+  int microbatches() const { return opt.schedule.microbatches; }
+  int num_ranks() const { return static_cast<int>(ranks.size()); }
+};
+
+class stage_leaf : public leaf {
+ public:
+  stage_leaf(int rank, std::shared_ptr<const setup> s) : rank_(rank), s_(std::move(s)) {}
+
+  void on_start(context& ctx) override {
+    const auto& o = s_->opt;
+    auto be = nn::make_backend(o.device);
+    if (!be) throw std::runtime_error(be.error().what());
+    be_ = std::move(be).value();
+    for (int st = 0; st < s_->stages(); ++st) {
+      if (s_->opt.schedule.stage_rank[st] != rank_) continue;
+      auto c = std::make_unique<chunk>();
+      c->stage = st;
+      auto made = nn::gpt_stage::create(o.model, s_->slices[st],
+                                        {.batch = o.batch, .seq_len = o.seq_len, .slots = s_->slots[st],
+                                         .microbatches = s_->microbatches()},
+                                        *be_);
+      if (!made) throw std::runtime_error(made.error().what());
+      c->model.emplace(std::move(made).value());
+      c->model->init(o.seed);
+      c->model->zero_grad();
+      c->opt = std::make_unique<nn::adamw>(*be_, c->model->params());
+      for (int i = s_->slots[st] - 1; i >= 0; --i) c->free_slots.push_back(i);
+      chunks_[st] = std::move(c);
+      subscribe(ctx, st);
+    }
+    // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk (the
+    // slots' activations are gpt_stage's and not counted yet).
+    std::uint64_t bytes = 0;
+    for (const auto& [st, c] : chunks_) bytes += 4 * c->model->params().bytes();
+    ctx.report_memory(bytes);
+    sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
+    sub(ctx, "ctl/step", [this](context& cx, const delivery& d) { step(cx, decode<step_msg>(d)); });
+  }
+
+ private:
+  struct chunk {
+    int stage = 0;
+    std::optional<nn::gpt_stage> model;
+    std::unique_ptr<nn::adamw> opt;
+    std::vector<int> free_slots;
+    std::map<int, int> slot_of;  // microbatch -> slot, from F to B or W
+  };
+
+  void sub(context& ctx, const std::string& filter, std::function<void(context&, const delivery&)> fn) {
+    auto ok = ctx.subscribe(filter, [&ctx, fn = std::move(fn)](const delivery& d) { fn(ctx, d); });
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  void subscribe(context& ctx, int st) {
+    const int S = s_->stages();
+    if (st > 0) sub(ctx, "act/" + std::to_string(st) + "/+", [this, st](context& cx, const delivery& d) {
+      arrived(cx, st, last_level(d.topic()), act, d.data());
+    });
+    if (st < S - 1) sub(ctx, "grad/" + std::to_string(st) + "/+", [this, st](context& cx, const delivery& d) {
+      arrived(cx, st, last_level(d.topic()), grad, d.data());
+    });
+    if (S > 1 && (st == 0 || st == S - 1)) {
+      sub(ctx, "tied/down/" + std::to_string(st), [this, st](context&, const delivery& d) { tied_[st] = d.data(); });
+    }
+  }
+
+  void arrived(context& ctx, int st, int mb, arrival_kind k, const payload& p) {
+    const std::size_t n = static_cast<std::size_t>(s_->opt.batch) * s_->opt.seq_len * s_->opt.model.channels;
+    (void)floats_of(p, n, std::string(k == act ? "act/" : "grad/") + std::to_string(st) + "/" + std::to_string(mb));
+    in_[{st, mb, k}] = p;
+    walk(ctx);
+  }
+
+  // Sends `values` to stage `st`'s owner: kept here when this rank owns it, else published.
+  void send(context& ctx, int st, int mb, arrival_kind k, std::vector<float>&& values) {
+    payload p = share(std::move(values));
+    if (chunks_.count(st)) {
+      in_[{st, mb, k}] = std::move(p);
+      return;
+    }
+    const std::string topic = std::string(k == act ? "act/" : "grad/") + std::to_string(st) + "/" + std::to_string(mb);
+    auto ok = ctx.publish(topic, p, scope::parent());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  std::string where(const action& a) const {
+    return "rank " + std::to_string(rank_) + " step " + std::to_string(step_) + " action " + std::to_string(pc_) +
+           " (" + to_string(a) + ")";
+  }
+  static void check(const result<void>& r, const std::string& what) {
+    if (!r) throw std::runtime_error(what + ": " + r.error().what());
+  }
+
+  bool ready(const action& a) const {
+    const int S = s_->stages();
+    switch (a.op) {
+      case kind::F: return a.stage == 0 || in_.count({a.stage, a.microbatch, act});
+      case kind::B:
+      case kind::I: return a.stage == S - 1 || in_.count({a.stage, a.microbatch, grad});
+      default: return true;
+    }
+  }
+
+  void walk(context& ctx) {
+    const auto& actions = s_->ranks[rank_];
+    while (running_ && pc_ < actions.size()) {
+      const action& a = actions[pc_];
+      if (!ready(a)) return;
+      run(ctx, a);
+      ++pc_;
+    }
+    if (running_ && pc_ == actions.size()) finish(ctx);
+  }
+
+  void run(context& ctx, const action& a) {
+    const int S = s_->stages();
+    chunk& c = *chunks_.at(a.stage);
+    nn::gpt_stage& m = *c.model;
+    const std::string what = where(a);
+    switch (a.op) {
+      case kind::F: {
+        if (c.free_slots.empty()) throw std::runtime_error(what + ": no free slot");
+        const int slot = c.free_slots.back();
+        c.free_slots.pop_back();
+        c.slot_of[a.microbatch] = slot;
+        nn::stage_input in;
+        const std::size_t n = static_cast<std::size_t>(s_->opt.batch) * s_->opt.seq_len;
+        std::vector<int> tokens(n), targets(n);
+        if (a.stage == 0 || a.stage == S - 1) s_->hooks.data(step_, a.microbatch, tokens.data(), targets.data());
+        std::optional<payload> input;
+        if (a.stage == 0) {
+          in.tokens = tokens.data();
+        } else {
+          auto it = in_.find({a.stage, a.microbatch, act});
+          input = std::move(it->second);
+          in_.erase(it);
+          in.activations = reinterpret_cast<const float*>(input->bytes().data());
+        }
+        if (a.stage == S - 1) in.targets = targets.data();
+        auto loss = m.forward(slot, in);
+        if (!loss) throw std::runtime_error(what + ": " + loss.error().what());
+        if (a.stage == S - 1) {
+          loss_sum_ += *loss;
+          ++losses_;
+        } else {
+          auto out = m.output_host(slot);
+          if (!out) throw std::runtime_error(what + ": " + out.error().what());
+          send(ctx, a.stage + 1, a.microbatch, act, std::move(out).value());
+        }
+        return;
+      }
+      case kind::B:
+      case kind::I: {
+        const auto slot_it = c.slot_of.find(a.microbatch);
+        if (slot_it == c.slot_of.end()) throw std::runtime_error(what + ": no forward before it");
+        std::optional<payload> g;
+        const float* grad_in = nullptr;
+        if (a.stage < S - 1) {
+          auto it = in_.find({a.stage, a.microbatch, grad});
+          g = std::move(it->second);
+          in_.erase(it);
+          grad_in = reinterpret_cast<const float*>(g->bytes().data());
+        }
+        if (a.op == kind::B) {
+          check(m.backward(slot_it->second, grad_in), what);
+        } else {
+          check(m.backward_input(slot_it->second, grad_in), what);
+        }
+        if (a.stage > 0) {
+          auto dx = m.input_grad_host(slot_it->second);
+          if (!dx) throw std::runtime_error(what + ": " + dx.error().what());
+          send(ctx, a.stage - 1, a.microbatch, grad, std::move(dx).value());
+        }
+        if (a.op == kind::B) {
+          c.free_slots.push_back(slot_it->second);
+          c.slot_of.erase(slot_it);
+        }
+        return;
+      }
+      case kind::W: {
+        const auto slot_it = c.slot_of.find(a.microbatch);
+        if (slot_it == c.slot_of.end()) throw std::runtime_error(what + ": no forward before it");
+        check(m.backward_weight(slot_it->second), what);
+        c.free_slots.push_back(slot_it->second);
+        c.slot_of.erase(slot_it);
+        return;
+      }
+      default: throw std::runtime_error(what + ": a communication action reached the executor");
+    }
+  }
+
+  // The rank's actions of this step are done: the tied parts and the losses go to the composite.
+  void finish(context& ctx) {
+    running_ = false;
+    const int S = s_->stages();
+    for (auto& [st, c] : chunks_) {
+      if (S == 1 || (st != 0 && st != S - 1)) continue;
+      auto part = c->model->tied_embedding_grad_host();
+      if (!part) throw std::runtime_error(part.error().what());
+      auto ok = ctx.publish("tied/up/" + std::to_string(st), share(std::move(part).value()), scope::parent());
+      if (!ok) throw std::runtime_error(ok.error().what());
+    }
+    auto ok = ctx.publish("ctl/done", encode(done_msg{step_, rank_, losses_, loss_sum_}), scope::parent());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  void reduce(context& ctx, const reduce_msg& r) {
+    const int S = s_->stages();
+    double sumsq = 0;
+    for (auto& [st, c] : chunks_) {
+      nn::gpt_stage& m = *c->model;
+      if (S > 1 && (st == 0 || st == S - 1)) {
+        auto it = tied_.find(st);
+        if (it == tied_.end()) throw std::runtime_error("stage " + std::to_string(st) + ": no tied/down part");
+        const std::size_t n = static_cast<std::size_t>(s_->opt.model.vocab_size) * s_->opt.model.channels;
+        check(m.add_tied_embedding_grad({floats_of(it->second, n, "tied/down/" + std::to_string(st)), n}),
+              "stage " + std::to_string(st));
+        tied_.erase(it);
+      }
+      if (s_->hooks.on_gradients) s_->hooks.on_gradients(r.step, st, m);
+      // wte's gradient is counted once, on stage 0: the head's copy holds the same sum.
+      for (const auto& t : m.grads().tensors()) {
+        if (S > 1 && st == S - 1 && t.name == "wte") continue;
+        sumsq += be_->sum_squares(m.grads().base() + t.offset, t.numel);
+      }
+    }
+    auto ok = ctx.publish("ctl/sumsq", encode(sumsq_msg{r.step, rank_, 0, sumsq}), scope::parent());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  void step(context& ctx, const step_msg& s) {
+    if (s.step > 0) {
+      for (auto& [st, c] : chunks_) {
+        nn::arena& p = c->model->params();
+        nn::arena& g = c->model->grads();
+        if (s.coef < 1.0) be_->scale(g.base(), static_cast<float>(s.coef), g.numel());
+        const int t = static_cast<int>(s.step);
+        c->opt->update_range(p.base(), g.base(), 0, p.numel(), s_->opt.optimizer, t);
+        c->opt->set_steps(t);
+      }
+    }
+    if (!s.run) {
+      auto ok = ctx.publish("ctl/applied", encode(applied_msg{s.step, rank_, 0}), scope::parent());
+      if (!ok) throw std::runtime_error(ok.error().what());
+      return;
+    }
+    for (auto& [st, c] : chunks_) c->model->zero_grad();
+    step_ = s.step;
+    pc_ = 0;
+    loss_sum_ = 0;
+    losses_ = 0;
+    running_ = true;
+    walk(ctx);
+  }
+
+  int rank_;
+  std::shared_ptr<const setup> s_;
+  std::unique_ptr<nn::backend> be_;  // before the chunks: they use it until they go
+  std::map<int, std::unique_ptr<chunk>> chunks_;
+  std::map<std::tuple<int, int, int>, payload> in_;  // (stage, microbatch, kind) -> arrived floats
+  std::map<int, payload> tied_;                      // end stage -> the other end's part
+  std::int64_t step_ = -1;
+  std::size_t pc_ = 0;
+  bool running_ = false;
+  double loss_sum_ = 0;
+  std::int32_t losses_ = 0;
+};
+
+class trainer_composite : public composite {
+ public:
+  explicit trainer_composite(std::shared_ptr<const setup> s) : s_(std::move(s)) {}
+
+  void on_start(context& ctx) override {
+    sub(ctx, "tied/up/+", [this](context&, const delivery& d) { tied_[last_level(d.topic())] = d.data(); });
+    sub(ctx, "ctl/done", [this](context& cx, const delivery& d) { done(cx, decode<done_msg>(d)); });
+    sub(ctx, "ctl/sumsq", [this](context& cx, const delivery& d) { sumsq(cx, decode<sumsq_msg>(d)); });
+    sub(ctx, "ctl/applied", [this](context& cx, const delivery& d) { applied(cx, decode<applied_msg>(d)); });
+  }
+
+  void on_children_started(context& ctx) override {
+    if (started_) return;  // a restart's children rejoin the step in flight: not supported (header)
+    started_ = true;
+    publish(ctx, "ctl/step", encode(step_msg{0, 1.0, 1, 0}));
+  }
+
+ private:
+  void sub(context& ctx, const std::string& filter, std::function<void(context&, const delivery&)> fn) {
+    auto ok = ctx.subscribe(filter, [&ctx, fn = std::move(fn)](const delivery& d) { fn(ctx, d); });
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+  void publish(context& ctx, const std::string& topic, const payload& p) {
+    auto ok = ctx.publish(topic, p, scope::self());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  void done(context& ctx, const done_msg& d) {
+    loss_sum_ += d.loss_sum;
+    losses_ += d.losses;
+    if (++arrived_ < s_->num_ranks()) return;
+    arrived_ = 0;
+    const int S = s_->stages();
+    if (S > 1) {
+      if (!tied_.count(0) || !tied_.count(S - 1)) throw std::runtime_error("step " + std::to_string(d.step) + ": a tied part is missing");
+      // Each end gets the other's part (the same shared bytes, forwarded).
+      publish(ctx, "tied/down/0", tied_.at(S - 1));
+      publish(ctx, "tied/down/" + std::to_string(S - 1), tied_.at(0));
+      tied_.clear();
+    }
+    report_ = {d.step, static_cast<float>(loss_sum_ / std::max(1, losses_)), 0};
+    loss_sum_ = 0;
+    losses_ = 0;
+    publish(ctx, "ctl/reduce", encode(reduce_msg{d.step}));
+  }
+
+  void sumsq(context& ctx, const sumsq_msg& m) {
+    by_rank_.resize(s_->num_ranks());
+    by_rank_[m.rank] = m.sumsq;
+    if (++arrived_ < s_->num_ranks()) return;
+    arrived_ = 0;
+    double total = 0;
+    for (double v : by_rank_) total += v;  // in rank order: the same bits every run
+    const double norm = std::sqrt(total);
+    double coef = 1.0;
+    const float clip = s_->opt.optimizer.grad_clip;
+    if (clip > 0.0f) coef = std::min(1.0, clip / (norm + 1e-6));
+    report_.grad_norm = norm;
+    if (s_->hooks.on_step) s_->hooks.on_step(report_);
+    const std::int64_t next = m.step + 1;
+    publish(ctx, "ctl/step", encode(step_msg{next, coef, next < s_->opt.steps ? 1 : 0, 0}));
+  }
+
+  void applied(context& ctx, const applied_msg&) {
+    if (++arrived_ < s_->num_ranks()) return;
+    arrived_ = 0;
+    if (s_->hooks.on_done) s_->hooks.on_done();
+    if (s_->opt.quit_when_done) ctx.quit(0);
+  }
+
+  std::shared_ptr<const setup> s_;
+  bool started_ = false;
+  int arrived_ = 0;
+  double loss_sum_ = 0;
+  int losses_ = 0;
+  std::map<int, payload> tied_;
+  std::vector<double> by_rank_;
+  step_report report_;
+};
+
+result<void> bad(const std::string& m) { return error{errc::invalid, m}; }
+
+}  // namespace
+
+result<std::vector<int>> even_cuts(int num_layers, int stages) {
+  if (stages < 1 || num_layers < stages) {
+    return error{errc::invalid, std::to_string(stages) + " stages need at least as many blocks, the model has " +
+                                    std::to_string(num_layers)};
+  }
+  std::vector<int> cuts;
+  for (int s = 1; s < stages; ++s) cuts.push_back(s * num_layers / stages);
+  return cuts;
+}
+
+result<void> add_trainer(spec& parent, const std::string& name, const trainer_options& options,
+                         const trainer_hooks& hooks) {
+  auto s = std::make_shared<setup>();
+  s->opt = options;
+  s->hooks = hooks;
+  if (auto ok = options.model.validate(); !ok) return ok.error();
+  if (auto ok = options.optimizer.validate(); !ok) return ok.error();
+  if (options.batch < 1 || options.seq_len < 1 || options.seq_len > options.model.max_seq_len) {
+    return bad("batch " + std::to_string(options.batch) + ", seq_len " + std::to_string(options.seq_len) +
+               ": need batch >= 1 and 1 <= seq_len <= max_seq_len " + std::to_string(options.model.max_seq_len));
+  }
+  if (options.steps < 1) return bad("steps " + std::to_string(options.steps) + ": need at least 1");
+  if (!hooks.data) return bad("trainer `" + name + "`: no batch source");
+  const table t = options.schedule.has_comms() ? strip_comms(options.schedule) : options.schedule;
+  if (auto v = validate(t)) return bad("schedule: " + v->message);
+  s->opt.schedule = t;
+  std::vector<int> cuts = options.cuts;
+  if (cuts.empty()) {
+    auto even = even_cuts(options.model.num_layers, t.stages);
+    if (!even) return even.error();
+    cuts = *even;
+  }
+  if (static_cast<int>(cuts.size()) != t.stages - 1) {
+    return bad(std::to_string(cuts.size()) + " cuts for " + std::to_string(t.stages) + " stages: need " +
+               std::to_string(t.stages - 1));
+  }
+  auto slices = nn::cut_stages(options.model.num_layers, cuts);
+  if (!slices) return slices.error();
+  s->slices = *slices;
+  // Slots per stage: the peak of microbatches between F and B (or W) in the rank's order.
+  s->slots.assign(t.stages, 1);
+  std::vector<int> live(t.stages, 0);
+  for (const auto& rank : t.ranks) {
+    for (const auto& a : rank) {
+      if (a.op == kind::F) s->slots[a.stage] = std::max(s->slots[a.stage], ++live[a.stage]);
+      if (a.op == kind::B || a.op == kind::W) --live[a.stage];
+    }
+  }
+  s->ranks = t.ranks;
+  auto& node = parent.add_composite<trainer_composite>(name, supervision{restart_strategy::one_for_all, 0},
+                                                       std::shared_ptr<const setup>(s));
+  for (int r = 0; r < t.num_ranks(); ++r) {
+    node.add_leaf<stage_leaf>("r" + std::to_string(r), r, std::shared_ptr<const setup>(s));
+  }
+  return {};
+}
+
+}  // namespace banyan::pipeline
