@@ -581,16 +581,24 @@ result<void> bad(const std::string& m) { return error{errc::invalid, m}; }
 }  // namespace
 
 std::uint64_t stage_slot_bytes(const nn::gpt_config& model, const nn::stage_slice& slice, int batch, int seq_len) {
-  // gpt_stage.cpp's slot arenas: the input (B,T,C); per block ln1, qkv (3C), atty, attproj, res2, ln2,
-  // fch and fch_gelu (4C each), fcproj, res3 (18 (B,T,C) in all), four (B,T) statistics and preatt and
-  // att (B,NH,T,T); the head's lnf (B,T,C), two (B,T) statistics, logits and probs (B,T,V), losses (B,T).
+  // gpt_stage.cpp's slot arenas, tensor by tensor in their order, each starting on a 16-float
+  // boundary as arena::add places it: the input (B,T,C); per block ln1, its mean and rstd (B,T), qkv
+  // (B,T,3C), preatt and att (B,NH,T,T), atty, attproj, res2, ln2, its mean and rstd, fch and fch_gelu
+  // (B,T,4C), fcproj, res3; the head's lnf, its mean and rstd, logits and probs (B,T,V), losses (B,T).
   const std::uint64_t B = static_cast<std::uint64_t>(batch), T = static_cast<std::uint64_t>(seq_len);
   const std::uint64_t C = static_cast<std::uint64_t>(model.channels), NH = static_cast<std::uint64_t>(model.num_heads);
   const std::uint64_t V = static_cast<std::uint64_t>(model.vocab_size);
-  std::uint64_t floats = B * T * C;
-  floats += static_cast<std::uint64_t>(slice.last_block - slice.first_block) * (18 * B * T * C + 4 * B * T + 2 * B * NH * T * T);
-  if (slice.has_head) floats += B * T * C + 3 * B * T + 2 * B * T * V;
-  return 2 * floats * sizeof(float);  // the activations and their gradients
+  const std::uint64_t btc = B * T * C, bt = B * T, att = B * NH * T * T;
+  std::uint64_t floats = 0;
+  auto add = [&floats](std::uint64_t n) { floats = (floats + 15) / 16 * 16 + n; };
+  add(btc);
+  for (int l = slice.first_block; l < slice.last_block; ++l) {
+    for (std::uint64_t n : {btc, bt, bt, 3 * btc, att, att, btc, btc, btc, btc, bt, bt, 4 * btc, 4 * btc, btc, btc}) add(n);
+  }
+  if (slice.has_head) {
+    for (std::uint64_t n : {btc, bt, bt, B * T * V, B * T * V, bt}) add(n);
+  }
+  return 2 * floats * sizeof(float);  // the activations and their gradients: two arenas alike
 }
 
 result<std::vector<int>> even_cuts(int num_layers, int stages) {

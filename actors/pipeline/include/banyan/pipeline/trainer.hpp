@@ -111,8 +111,8 @@ result<void> add_trainer(spec& parent, const std::string& name, const trainer_op
                          const trainer_hooks& hooks);
 
 // The bytes of one slot of a stage (its activations and their gradients, one microbatch of
-// batch x seq_len), computed from the model's shapes as gpt_stage lays them out (arena padding, if
-// any, not counted).
+// batch x seq_len), computed from the model's shapes as gpt_stage lays out its slot arenas (with the
+// arena's 16-float alignment): gpt_stage does not expose them.
 std::uint64_t stage_slot_bytes(const nn::gpt_config& model, const nn::stage_slice& slice, int batch, int seq_len);
 
 // The cuts of the even split: S-1 cuts, stage s from block s*L/S. Fails when L < S.
