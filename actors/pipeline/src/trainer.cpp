@@ -134,10 +134,14 @@ class stage_leaf : public leaf {
       chunks_[st] = std::move(c);
       subscribe(ctx, st);
     }
-    // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk (the
-    // slots' activations are gpt_stage's and not counted yet).
+    // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk, and
+    // its slots (allocated whole at create: the table's peak in flight x stage_slot_bytes).
     std::uint64_t bytes = 0;
-    for (const auto& [st, c] : chunks_) bytes += 4 * c->model->params().bytes();
+    for (const auto& [st, c] : chunks_) {
+      bytes += 4 * c->model->params().bytes() +
+               static_cast<std::uint64_t>(s_->slots[st]) *
+                   stage_slot_bytes(o.model, s_->slices[st], o.batch, o.seq_len);
+    }
     ctx.report_memory(bytes);
     sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
     sub(ctx, "ctl/step", [this](context& cx, const delivery& d) { step(cx, decode<step_msg>(d)); });
