@@ -446,7 +446,7 @@ TEST(PipelineTrainer, CudaStagesMatchTheCpuWholeModel) {
 }
 
 // The step reports of a run with record_timeline, for the trace tests.
-std::vector<step_report> recorded(const table& t, int run_steps) {
+std::vector<step_report> recorded(const table& t, int run_steps, bool record = true) {
   struct shared {
     std::mutex m;
     std::vector<step_report> reports;
@@ -460,7 +460,7 @@ std::vector<step_report> recorded(const table& t, int run_steps) {
   opt.steps = run_steps;
   opt.seed = seed;
   opt.optimizer = optimizer();
-  opt.record_timeline = true;
+  opt.record_timeline = record;
   trainer_hooks hooks;
   const int m = t.microbatches;
   hooks.data = [m](std::int64_t step, int i, int* tokens, int* targets) {
@@ -550,6 +550,15 @@ TEST(PipelineTrainer, RecordedTimelineFollowsTheDependenciesAndRendersLikeTheSim
     EXPECT_EQ(names(chrome_trace(r.timeline)), names(chrome_trace(*sim)));
     EXPECT_NE(svg_gantt(r.timeline, "measured").find("</svg>"), std::string::npos);
   }
+}
+
+// Without record_timeline the reports have no timeline, but still each stage's peak slots.
+TEST(PipelineTrainer, WithoutRecordingTheTimelineIsEmpty) {
+  const std::vector<step_report> reports = recorded(schedule("1f1b", 2, 4, 1), 1, /*record=*/false);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_TRUE(reports[0].timeline.events.empty());
+  EXPECT_EQ(reports[0].timeline.makespan, 0.0);
+  EXPECT_EQ(reports[0].peak_slots, (std::vector<int>{2, 1}));
 }
 
 TEST(PipelineTrainer, BadOptionsAreErrorsNamingTheValue) {
