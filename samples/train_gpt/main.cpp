@@ -2,11 +2,15 @@
 // (/train_gpt/trainer does the work, banyan::trainer::gpt_trainer; with --workers its children are
 // the per-core workers, numa<d>/w<i>; with --data-parallel K it is a gradient server over K such
 // node trainers /train_gpt/trainer/n0..n<K-1>; with --elastic it is the elastic scheduler over
-// physical workers /train_gpt/trainer/p0..).
+// physical workers /train_gpt/trainer/p0..; with --pipeline P it is banyan::pipeline_trainer's
+// composite over stage leaves /train_gpt/trainer/r0..r<P-1>, pipeline_mode.hpp).
 // `train_gpt --help` lists the options.
 #include <banyan/sdk/sdk.hpp>
 #include <banyan/trainer/gpt_trainer.hpp>
 
+#include "pipeline_mode.hpp"
+
+#include <cstdio>
 #include <memory>
 
 int main(int argc, char** argv) {
@@ -57,10 +61,25 @@ int main(int argc, char** argv) {
   cli.add("--throttle", e.throttle, "WORKER=FACTOR, e.g. p1=3: that worker takes FACTOR times as long (emulates a slower device)");
   cli.add("--balance", e.balance, "Virtual workers per physical worker: measured (by speed) or even (by threads only)");
   cli.add("--wait-for-workers", e.wait_for_workers, "With no physical worker left, fail after this long without one joining");
+  train_gpt::pipeline_args pp;
+  cli.add("--pipeline", pp.pipeline,
+          "P > 0: train pipeline-parallel on P stage leaves /train_gpt/trainer/r0.. walking --schedule "
+          "(no validation, sample or checkpoint)");
+  cli.add("--schedule", pp.schedule, "With --pipeline: a shipped program (1f1b, gpipe, zb-h1, zb-v, ...), a .pipe program or a torch .csv table");
+  cli.add("--microbatches", pp.microbatches, "With --pipeline: microbatches M per step, dividing --batch (0: 2P)");
+  cli.add("--interleave", pp.interleave, "With --pipeline: chunks per rank v, for programs written with `chunks v`");
+  cli.add("--trace", pp.trace, "With --pipeline: write the last step's measured timeline, FILE.json (Chrome trace) or FILE.svg (Gantt)");
   // The tree's shape depends on --workers, --data-parallel and --elastic: parse before building it
   // (banyan::run parses again).
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
   if (elastic && e.virtual_workers == 0) e.virtual_workers = 8;
+  if (pp.pipeline != 0) {
+    if (auto added = train_gpt::add_pipeline_trainer(app, *opts, pp); !added) {
+      std::fprintf(stderr, "train_gpt: error: %s\n", added.error().message.c_str());
+      return 2;
+    }
+    return banyan::run(app, argc, argv);
+  }
   banyan::trainer::add_gpt_trainer(app.root(), "trainer", opts);
   return banyan::run(app, argc, argv);
 }

@@ -8,6 +8,7 @@
 #include <banyan/sdk/context.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -38,6 +39,25 @@ struct step_msg {  // ctl/step, composite -> leaves: apply step-1's update (step
   double coef;  // the clip coefficient for step-1's gradients (1: no clipping)
   std::int32_t run, pad;
 };
+// ctl/stats, leaf -> composite, before its ctl/done: a stats_head, `chunks` chunk_stat, `events` event_rec.
+struct stats_head {
+  std::int64_t step;
+  std::int64_t walk_start_ns;  // steady clock: when the rank began this step's actions
+  std::int32_t rank, chunks, events, pad;
+};
+struct chunk_stat {
+  std::int32_t stage, peak_slots;
+};
+struct event_rec {
+  std::int32_t stage, microbatch, op, pad;
+  std::int64_t start_ns, end_ns;  // steady clock
+};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 struct applied_msg {  // ctl/applied, leaf -> composite, after the last update
   std::int64_t step;
   std::int32_t rank, pad;
@@ -114,10 +134,14 @@ class stage_leaf : public leaf {
       chunks_[st] = std::move(c);
       subscribe(ctx, st);
     }
-    // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk (the
-    // slots' activations are gpt_stage's and not counted yet).
+    // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk, and
+    // its slots (allocated whole at create: the table's peak in flight x stage_slot_bytes).
     std::uint64_t bytes = 0;
-    for (const auto& [st, c] : chunks_) bytes += 4 * c->model->params().bytes();
+    for (const auto& [st, c] : chunks_) {
+      bytes += 4 * c->model->params().bytes() +
+               static_cast<std::uint64_t>(s_->slots[st]) *
+                   stage_slot_bytes(o.model, s_->slices[st], o.batch, o.seq_len);
+    }
     ctx.report_memory(bytes);
     sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
     sub(ctx, "ctl/step", [this](context& cx, const delivery& d) { step(cx, decode<step_msg>(d)); });
@@ -130,6 +154,7 @@ class stage_leaf : public leaf {
     std::unique_ptr<nn::adamw> opt;
     std::vector<int> free_slots;
     std::map<int, int> slot_of;  // microbatch -> slot, from F to B or W
+    int peak_slots = 0;          // this step's most slots in use at once
   };
 
   void sub(context& ctx, const std::string& filter, std::function<void(context&, const delivery&)> fn) {
@@ -192,7 +217,13 @@ class stage_leaf : public leaf {
     while (running_ && pc_ < actions.size()) {
       const action& a = actions[pc_];
       if (!ready(a)) return;
-      run(ctx, a);
+      if (s_->opt.record_timeline) {
+        const std::int64_t start = now_ns();
+        run(ctx, a);
+        events_.push_back({a.stage, a.microbatch, static_cast<std::int32_t>(a.op), 0, start, now_ns()});
+      } else {
+        run(ctx, a);
+      }
       ++pc_;
     }
     if (running_ && pc_ == actions.size()) finish(ctx);
@@ -209,6 +240,7 @@ class stage_leaf : public leaf {
         const int slot = c.free_slots.back();
         c.free_slots.pop_back();
         c.slot_of[a.microbatch] = slot;
+        c.peak_slots = std::max(c.peak_slots, static_cast<int>(c.slot_of.size()));
         nn::stage_input in;
         const std::size_t n = static_cast<std::size_t>(s_->opt.batch) * s_->opt.seq_len;
         std::vector<int> tokens(n), targets(n);
@@ -286,7 +318,25 @@ class stage_leaf : public leaf {
       auto ok = ctx.publish("tied/up/" + std::to_string(st), share(std::move(part).value()), scope::parent());
       if (!ok) throw std::runtime_error(ok.error().what());
     }
+    publish_stats(ctx);
     auto ok = ctx.publish("ctl/done", encode(done_msg{step_, rank_, losses_, loss_sum_}), scope::parent());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  void publish_stats(context& ctx) {
+    const stats_head h{step_, walk_start_ns_, rank_, static_cast<std::int32_t>(chunks_.size()),
+                       static_cast<std::int32_t>(events_.size()), 0};
+    std::vector<std::byte> bytes(sizeof h + chunks_.size() * sizeof(chunk_stat) + events_.size() * sizeof(event_rec));
+    std::byte* out = bytes.data();
+    std::memcpy(out, &h, sizeof h);
+    out += sizeof h;
+    for (const auto& [st, c] : chunks_) {
+      const chunk_stat cs{st, c->peak_slots};
+      std::memcpy(out, &cs, sizeof cs);
+      out += sizeof cs;
+    }
+    if (!events_.empty()) std::memcpy(out, events_.data(), events_.size() * sizeof(event_rec));
+    auto ok = ctx.publish("ctl/stats", payload::copy_of(bytes), scope::parent());
     if (!ok) throw std::runtime_error(ok.error().what());
   }
 
@@ -330,7 +380,12 @@ class stage_leaf : public leaf {
       if (!ok) throw std::runtime_error(ok.error().what());
       return;
     }
-    for (auto& [st, c] : chunks_) c->model->zero_grad();
+    for (auto& [st, c] : chunks_) {
+      c->model->zero_grad();
+      c->peak_slots = 0;
+    }
+    events_.clear();
+    walk_start_ns_ = now_ns();
     step_ = s.step;
     pc_ = 0;
     loss_sum_ = 0;
@@ -350,7 +405,15 @@ class stage_leaf : public leaf {
   bool running_ = false;
   double loss_sum_ = 0;
   std::int32_t losses_ = 0;
+  std::vector<event_rec> events_;  // this step's actions, with record_timeline
+  std::int64_t walk_start_ns_ = 0;
 };
+
+std::vector<std::uint64_t> slot_bytes_of(const setup& s) {
+  std::vector<std::uint64_t> out;
+  for (const auto& slice : s.slices) out.push_back(stage_slot_bytes(s.opt.model, slice, s.opt.batch, s.opt.seq_len));
+  return out;
+}
 
 class trainer_composite : public composite {
  public:
@@ -358,6 +421,7 @@ class trainer_composite : public composite {
 
   void on_start(context& ctx) override {
     sub(ctx, "tied/up/+", [this](context&, const delivery& d) { tied_[last_level(d.topic())] = d.data(); });
+    sub(ctx, "ctl/stats", [this](context&, const delivery& d) { stats(d); });
     sub(ctx, "ctl/done", [this](context& cx, const delivery& d) { done(cx, decode<done_msg>(d)); });
     sub(ctx, "ctl/sumsq", [this](context& cx, const delivery& d) { sumsq(cx, decode<sumsq_msg>(d)); });
     sub(ctx, "ctl/applied", [this](context& cx, const delivery& d) { applied(cx, decode<applied_msg>(d)); });
@@ -379,6 +443,79 @@ class trainer_composite : public composite {
     if (!ok) throw std::runtime_error(ok.error().what());
   }
 
+  void stats(const delivery& d) {
+    const auto h = decode<stats_head>(d);
+    const std::size_t want = sizeof h + h.chunks * sizeof(chunk_stat) + h.events * sizeof(event_rec);
+    if (h.rank < 0 || h.rank >= s_->num_ranks() || h.chunks < 0 || h.events < 0 || d.data().size() != want) {
+      throw std::runtime_error("ctl/stats from `" + d.sender() + "`: " + std::to_string(d.data().size()) +
+                               " bytes, expected " + std::to_string(want));
+    }
+    rank_stats& rs = stats_[h.rank];
+    rs.walk_start_ns = h.walk_start_ns;
+    const std::byte* in = d.bytes().data() + sizeof h;
+    rs.chunks.resize(h.chunks);
+    std::memcpy(rs.chunks.data(), in, h.chunks * sizeof(chunk_stat));
+    in += h.chunks * sizeof(chunk_stat);
+    rs.events.resize(h.events);
+    if (h.events > 0) std::memcpy(rs.events.data(), in, h.events * sizeof(event_rec));
+  }
+
+  // The step's peak slots per stage and, when recorded, its timeline (trainer.hpp's step_report).
+  void fill_stats(step_report& r) {
+    const int S = s_->stages(), P = s_->num_ranks();
+    r.peak_slots.assign(S, 0);
+    r.activation_bytes.assign(S, 0);
+    for (const auto& [rank, rs] : stats_) {
+      for (const auto& c : rs.chunks) {
+        if (c.stage < 0 || c.stage >= S) throw std::runtime_error("ctl/stats: stage " + std::to_string(c.stage));
+        r.peak_slots[c.stage] = c.peak_slots;
+        r.activation_bytes[c.stage] = static_cast<std::uint64_t>(c.peak_slots) * slot_bytes_[c.stage];
+      }
+    }
+    if (!s_->opt.record_timeline) return;
+    std::int64_t origin = 0;
+    bool first = true;
+    for (const auto& [rank, rs] : stats_) {
+      if (first || rs.walk_start_ns < origin) origin = rs.walk_start_ns;
+      first = false;
+    }
+    sim_result& t = r.timeline;
+    t.busy.assign(P, 0);
+    t.start.assign(P, 0);
+    t.end.assign(P, 0);
+    t.peak_memory.assign(P, 0);
+    for (int st = 0; st < S; ++st) t.peak_memory[s_->opt.schedule.stage_rank[st]] += static_cast<double>(r.activation_bytes[st]);
+    auto ms = [origin](std::int64_t ns) { return static_cast<double>(ns - origin) / 1e6; };
+    for (const auto& [rank, rs] : stats_) {
+      bool any = false;
+      for (const auto& e : rs.events) {
+        sim_event ev;
+        ev.rank = rank;
+        ev.a = action{e.stage, e.microbatch, static_cast<kind>(e.op), -1};
+        ev.start = ms(e.start_ns);
+        ev.end = ms(e.end_ns);
+        t.busy[rank] += ev.end - ev.start;
+        t.start[rank] = any ? std::min(t.start[rank], ev.start) : ev.start;
+        t.end[rank] = any ? std::max(t.end[rank], ev.end) : ev.end;
+        any = true;
+        t.makespan = std::max(t.makespan, ev.end);
+        t.events.push_back(ev);
+      }
+    }
+    std::stable_sort(t.events.begin(), t.events.end(), [](const sim_event& a, const sim_event& b) {
+      return std::tie(a.rank, a.start) < std::tie(b.rank, b.start);
+    });
+    double busy = 0, idle = 0, span_idle = 0;
+    for (int q = 0; q < P; ++q) {
+      busy += t.busy[q];
+      idle += t.makespan - t.busy[q];
+      span_idle += t.end[q] - t.start[q] - t.busy[q];
+    }
+    t.bubble_ratio = busy > 0 ? idle / busy : 0;
+    t.span_bubble_ratio = busy > 0 ? span_idle / busy : 0;
+    r.bubble = t.makespan > 0 ? 1.0 - busy / (P * t.makespan) : 0;
+  }
+
   void done(context& ctx, const done_msg& d) {
     loss_sum_ += d.loss_sum;
     losses_ += d.losses;
@@ -392,7 +529,11 @@ class trainer_composite : public composite {
       publish(ctx, "tied/down/" + std::to_string(S - 1), tied_.at(0));
       tied_.clear();
     }
-    report_ = {d.step, static_cast<float>(loss_sum_ / std::max(1, losses_)), 0};
+    report_ = {};
+    report_.step = d.step;
+    report_.loss = static_cast<float>(loss_sum_ / std::max(1, losses_));
+    fill_stats(report_);
+    stats_.clear();
     loss_sum_ = 0;
     losses_ = 0;
     publish(ctx, "ctl/reduce", encode(reduce_msg{d.step}));
@@ -430,11 +571,39 @@ class trainer_composite : public composite {
   std::map<int, payload> tied_;
   std::vector<double> by_rank_;
   step_report report_;
+  struct rank_stats {
+    std::int64_t walk_start_ns = 0;
+    std::vector<chunk_stat> chunks;
+    std::vector<event_rec> events;
+  };
+  std::map<int, rank_stats> stats_;  // this step's ctl/stats, by rank
+  std::vector<std::uint64_t> slot_bytes_ = slot_bytes_of(*s_);
 };
 
 result<void> bad(const std::string& m) { return error{errc::invalid, m}; }
 
 }  // namespace
+
+std::uint64_t stage_slot_bytes(const nn::gpt_config& model, const nn::stage_slice& slice, int batch, int seq_len) {
+  // gpt_stage.cpp's slot arenas, tensor by tensor in their order, each starting on a 16-float
+  // boundary as arena::add places it: the input (B,T,C); per block ln1, its mean and rstd (B,T), qkv
+  // (B,T,3C), preatt and att (B,NH,T,T), atty, attproj, res2, ln2, its mean and rstd, fch and fch_gelu
+  // (B,T,4C), fcproj, res3; the head's lnf, its mean and rstd, logits and probs (B,T,V), losses (B,T).
+  const std::uint64_t B = static_cast<std::uint64_t>(batch), T = static_cast<std::uint64_t>(seq_len);
+  const std::uint64_t C = static_cast<std::uint64_t>(model.channels), NH = static_cast<std::uint64_t>(model.num_heads);
+  const std::uint64_t V = static_cast<std::uint64_t>(model.vocab_size);
+  const std::uint64_t btc = B * T * C, bt = B * T, att = B * NH * T * T;
+  std::uint64_t floats = 0;
+  auto add = [&floats](std::uint64_t n) { floats = (floats + 15) / 16 * 16 + n; };
+  add(btc);
+  for (int l = slice.first_block; l < slice.last_block; ++l) {
+    for (std::uint64_t n : {btc, bt, bt, 3 * btc, att, att, btc, btc, btc, btc, bt, bt, 4 * btc, 4 * btc, btc, btc}) add(n);
+  }
+  if (slice.has_head) {
+    for (std::uint64_t n : {btc, bt, bt, B * T * V, B * T * V, bt}) add(n);
+  }
+  return 2 * floats * sizeof(float);  // the activations and their gradients: two arenas alike
+}
 
 result<std::vector<int>> even_cuts(int num_layers, int stages) {
   if (stages < 1 || num_layers < stages) {

@@ -7,6 +7,7 @@
 #include "banyan/pipeline/csv.hpp"
 #include "banyan/pipeline/dsl.hpp"
 #include "banyan/pipeline/lower.hpp"
+#include "banyan/pipeline/render.hpp"
 #include "banyan/pipeline/search.hpp"
 #include "banyan/pipeline/trainer.hpp"
 #include "banyan/pipeline/validate.hpp"
@@ -16,12 +17,14 @@
 #include <banyan/sdk/context.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>  // header-only (Debian's nlohmann-json3-dev): parses the trace
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -410,8 +413,13 @@ TEST(PipelineTrainer, TensorsAreCountedOnTheTreeEdges) {
   for (int r = 0; r < p; ++r) {
     EXPECT_GE(got.rank_edge_bytes[r], want) << "rank " << r;
     EXPECT_LT(got.rank_edge_bytes[r], want + steps * 256) << "rank " << r;  // control: under 256 bytes a step
-    // The leaf's load: its stage's parameters, gradients and AdamW moments, at least.
-    EXPECT_GE(got.rank_memory[r], 4 * tied) << "rank " << r;
+    // The leaf's load: its stage's parameters, gradients and AdamW moments, and its m slots (gpipe).
+    const std::uint64_t slots = m * stage_slot_bytes(model(p), nn::cut_stages(4, {2})->at(r), B, T);
+    EXPECT_GE(got.rank_memory[r], 4 * tied + slots) << "rank " << r;
+    // At most: 4 copies (4 bytes each) of wte, wpe, 2 blocks (12C^2 + 13C), lnf and 16 floats of
+    // alignment for each of 40 tensors.
+    const std::uint64_t params = 64 * 32 + 8 * 32 + 2 * (12 * 32 * 32 + 13 * 32) + 2 * 32 + 16 * 40;
+    EXPECT_LE(got.rank_memory[r], 4 * 4 * params + slots) << "rank " << r;
   }
 }
 
@@ -435,6 +443,122 @@ TEST(PipelineTrainer, CudaStagesMatchTheCpuWholeModel) {
   for (std::size_t i = 0; i < std::min(got.losses.size(), want.losses.size()); ++i) {
     EXPECT_NEAR(got.losses[i], want.losses[i], 1e-4 * std::fabs(want.losses[i])) << "step " << i;
   }
+}
+
+// The step reports of a run with record_timeline, for the trace tests.
+std::vector<step_report> recorded(const table& t, int run_steps, bool record = true) {
+  struct shared {
+    std::mutex m;
+    std::vector<step_report> reports;
+  };
+  auto sh = std::make_shared<shared>();
+  trainer_options opt;
+  opt.model = model(t.stages);
+  opt.batch = B;
+  opt.seq_len = T;
+  opt.schedule = t;
+  opt.steps = run_steps;
+  opt.seed = seed;
+  opt.optimizer = optimizer();
+  opt.record_timeline = record;
+  trainer_hooks hooks;
+  const int m = t.microbatches;
+  hooks.data = [m](std::int64_t step, int i, int* tokens, int* targets) {
+    const batch b = make_batch(static_cast<std::uint64_t>(step), m);
+    std::copy_n(b.tokens.begin() + i * B * T, B * T, tokens);
+    std::copy_n(b.targets.begin() + i * B * T, B * T, targets);
+  };
+  hooks.on_step = [sh](const step_report& r) {
+    std::lock_guard lock(sh->m);
+    sh->reports.push_back(r);
+  };
+  app a("test");
+  auto added = add_trainer(a.root(), "pp", opt, hooks);
+  EXPECT_TRUE(added) << added.error().what();
+  if (!added) return {};
+  run_options ro;
+  ro.threads = 2;
+  ro.max_runtime = std::chrono::seconds(60);
+  EXPECT_EQ(run(a, ro).exit_code, 0);
+  std::lock_guard lock(sh->m);
+  return sh->reports;
+}
+
+// Item 5: a 2-rank 1f1b run records one F and one B per (stage, microbatch) each step, each after
+// its dependencies (F of s+1 after F of s, B of s after B of s+1, B after F of its stage), and its
+// Chrome trace (render.hpp, unchanged) parses and names the same actions as the simulator's trace of
+// the same table.
+TEST(PipelineTrainer, RecordedTimelineFollowsTheDependenciesAndRendersLikeTheSimulator) {
+  const int p = 2, m = 4;
+  const table t = schedule("1f1b", p, m, 1);
+  const std::vector<step_report> reports = recorded(t, 2);
+  ASSERT_EQ(reports.size(), 2u);
+  const std::uint64_t slot0 = stage_slot_bytes(model(p), nn::cut_stages(4, {2})->at(0), B, T);
+  for (const step_report& r : reports) {
+    SCOPED_TRACE("step " + std::to_string(r.step));
+    const sim_result& tl = r.timeline;
+    std::map<std::tuple<int, int, int>, std::vector<sim_event>> by;  // (stage, microbatch, kind)
+    for (const sim_event& e : tl.events) {
+      EXPECT_LE(e.start, e.end);
+      EXPECT_GE(e.start, 0.0);
+      EXPECT_EQ(e.rank, t.stage_rank[e.a.stage]);
+      by[{e.a.stage, e.a.microbatch, static_cast<int>(e.a.op)}].push_back(e);
+    }
+    ASSERT_EQ(tl.events.size(), static_cast<std::size_t>(2 * p * m));
+    for (int s = 0; s < p; ++s) {
+      for (int i = 0; i < m; ++i) {
+        const auto& f = by[{s, i, static_cast<int>(kind::F)}];
+        const auto& b = by[{s, i, static_cast<int>(kind::B)}];
+        ASSERT_EQ(f.size(), 1u) << s << "F" << i;
+        ASSERT_EQ(b.size(), 1u) << s << "B" << i;
+        EXPECT_GE(b[0].start, f[0].end) << s << "B" << i;
+        if (s > 0) {
+          const double prev = by[{s - 1, i, static_cast<int>(kind::F)}][0].end;
+          EXPECT_GE(f[0].start, prev) << s << "F" << i;
+        }
+        if (s < p - 1) {
+          const double next = by[{s + 1, i, static_cast<int>(kind::B)}][0].end;
+          EXPECT_GE(b[0].start, next) << s << "B" << i;
+        }
+      }
+    }
+    // Ranks run one action at a time: a rank's events do not overlap.
+    for (std::size_t k = 1; k < tl.events.size(); ++k) {
+      if (tl.events[k].rank == tl.events[k - 1].rank) {
+        EXPECT_GE(tl.events[k].start, tl.events[k - 1].end);
+      }
+    }
+    ASSERT_EQ(tl.busy.size(), 2u);
+    EXPECT_GT(tl.makespan, 0.0);
+    EXPECT_GE(r.bubble, 0.0);
+    EXPECT_LT(r.bubble, 1.0);
+    // 1f1b at p=2: stage 0 holds 2 microbatches at its peak, stage 1 one.
+    EXPECT_EQ(r.peak_slots, (std::vector<int>{2, 1}));
+    ASSERT_EQ(r.activation_bytes.size(), 2u);
+    EXPECT_EQ(r.activation_bytes[0], 2 * slot0);
+
+    auto names = [](const std::string& trace) {
+      std::multiset<std::string> out;
+      const auto doc = nlohmann::json::parse(trace);
+      for (const auto& e : doc.at("traceEvents")) {
+        if (e.at("ph") == "X" && e.at("cat") != "comm") out.insert(e.at("name").get<std::string>());
+      }
+      return out;
+    };
+    auto sim = simulate(t, std::vector<stage_cost>(p, stage_cost{}), {}, {.record_events = true});
+    ASSERT_TRUE(sim) << sim.error().what();
+    EXPECT_EQ(names(chrome_trace(r.timeline)), names(chrome_trace(*sim)));
+    EXPECT_NE(svg_gantt(r.timeline, "measured").find("</svg>"), std::string::npos);
+  }
+}
+
+// Without record_timeline the reports have no timeline, but still each stage's peak slots.
+TEST(PipelineTrainer, WithoutRecordingTheTimelineIsEmpty) {
+  const std::vector<step_report> reports = recorded(schedule("1f1b", 2, 4, 1), 1, /*record=*/false);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_TRUE(reports[0].timeline.events.empty());
+  EXPECT_EQ(reports[0].timeline.makespan, 0.0);
+  EXPECT_EQ(reports[0].peak_slots, (std::vector<int>{2, 1}));
 }
 
 TEST(PipelineTrainer, BadOptionsAreErrorsNamingTheValue) {

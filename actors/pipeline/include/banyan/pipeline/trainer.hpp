@@ -44,6 +44,7 @@
 #include <banyan/nn/gpt.hpp>
 #include <banyan/nn/gpt_stage.hpp>
 #include <banyan/pipeline/action.hpp>
+#include <banyan/pipeline/simulate.hpp>
 #include <banyan/sdk/app.hpp>
 
 #include <cstdint>
@@ -66,6 +67,9 @@ struct trainer_options {
   nn::adamw_config optimizer;
   nn::backend_options device{.name = "cpu", .threads = 1};  // one backend per leaf
   bool quit_when_done = true;  // ctx.quit(0) once the last step's update is applied
+  // Each leaf records every action's start and end (a steady-clock read and a vector push per
+  // action), gathered by the composite into step_report::timeline. Off: the timeline stays empty.
+  bool record_timeline = false;
 };
 
 // Tokens and targets (batch*seq_len each) of microbatch `microbatch` of `step`. Called by the leaf
@@ -77,6 +81,18 @@ struct step_report {
   std::int64_t step = 0;
   float loss = 0;          // mean of the step's microbatch losses
   double grad_norm = 0;    // global L2 norm before clipping
+  // Per stage: the most slots in use at once during the step (measured), and that many times the
+  // bytes of one slot (stage_slot_bytes): the stage's peak activation memory.
+  std::vector<int> peak_slots;
+  std::vector<std::uint64_t> activation_bytes;
+  // With trainer_options::record_timeline: the step as it ran, in the simulator's type so render.hpp
+  // draws it unchanged (chrome_trace, svg_gantt). Times are MILLISECONDS of the steady clock from the
+  // step's origin, the earliest moment a rank began its actions (each rank first applies the previous
+  // step's update, not counted); one event per compute action, in rank order then start. makespan,
+  // busy, start, end and both bubble ratios as simulate() defines them; peak_memory per rank is the
+  // sum of its stages' activation_bytes. `bubble` is 1 - sum busy / (ranks x makespan).
+  sim_result timeline;
+  double bubble = 0;
 };
 
 struct trainer_hooks {
@@ -93,6 +109,11 @@ struct trainer_hooks {
 // Errors (errc::invalid) name the value.
 result<void> add_trainer(spec& parent, const std::string& name, const trainer_options& options,
                          const trainer_hooks& hooks);
+
+// The bytes of one slot of a stage (its activations and their gradients, one microbatch of
+// batch x seq_len), computed from the model's shapes as gpt_stage lays out its slot arenas (with the
+// arena's 16-float alignment): gpt_stage does not expose them.
+std::uint64_t stage_slot_bytes(const nn::gpt_config& model, const nn::stage_slice& slice, int batch, int seq_len);
 
 // The cuts of the even split: S-1 cuts, stage s from block s*L/S. Fails when L < S.
 result<std::vector<int>> even_cuts(int num_layers, int stages);
