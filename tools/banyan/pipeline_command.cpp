@@ -40,6 +40,7 @@ struct options {
   std::chrono::milliseconds time_limit{30000};
   std::vector<int> chunk_counts{1, 2};
   int generations = 200;
+  int budget = 0;
   std::uint64_t seed = 1;
   bool json = false, lower = false, list = false;
 };
@@ -240,7 +241,8 @@ int run_search(const options& o) {
   pl::search_options so;
   so.p = o.p, so.m = o.m, so.mem_cap = o.cap, so.chunk_options = o.chunk_counts;
   so.time_limit_s = std::chrono::duration<double>(o.time_limit).count(), so.generations = o.generations, so.seed = o.seed;
-  so.local_steps = 1000000;  // the time limit ends it
+  so.local_steps = 1000000;  // the budget or the time limit ends it
+  so.max_evaluations = o.budget;
   const auto budget = static_cast<std::uint64_t>(o.time_limit.count() / 100);  // tenths of a second
   banyan::progress bar("pipeline search", budget);
   so.progress = [&](const pl::search_progress& pr) {
@@ -256,15 +258,39 @@ int run_search(const options& o) {
   if (!o.out_dsl.empty() && !write_file(o.out_dsl, r->dsl)) return fail(o.out_dsl + ": cannot write");
   if (!o.out_csv.empty() && !write_file(o.out_csv, pl::write_csv(r->best.t))) return fail(o.out_csv + ": cannot write");
   const double base = r->best_predefined ? r->best_predefined->sim.makespan : 0;
+  const double bound = pl::makespan_lower_bound(*c, o.p, o.m);
+  auto layers_per_stage = [](const std::vector<int>& cuts) {
+    std::vector<int> n;
+    for (std::size_t j = 0; j + 1 < cuts.size(); ++j) n.push_back(cuts[j + 1] - cuts[j]);
+    return n;
+  };
+  const std::string reproduce = "seed " + std::to_string(o.seed) + ", " + std::to_string(r->evaluations) + " evaluations" +
+                                (r->time_cut ? " (the time limit cut the search short: rerun with --budget " + std::to_string(r->evaluations) +
+                                                   " and a generous --time-limit to reproduce it)"
+                                             : o.budget > 0 ? " (--budget " + std::to_string(o.budget) + ")" : "");
   if (o.json) {
     nlohmann::json j{{"best", {{"origin", r->best.origin}, {"v", r->best.v}, {"sim", sim_json(r->best.sim)}, {"dsl", r->dsl},
                                {"table", table_json(r->best.t)}}},
                      {"evaluations", r->evaluations},
+                     {"seed", o.seed},
+                     {"budget", o.budget},
+                     {"time_cut", r->time_cut},
+                     {"lower_bound", bound},
+                     {"gap_to_lower_bound", r->best.sim.makespan / bound - 1},
                      {"seconds", r->seconds},
                      {"notes", r->notes}};
     if (r->best_predefined)
       j["best_predefined"] = {{"origin", r->best_predefined->origin}, {"sim", sim_json(r->best_predefined->sim)},
                               {"speedup", base / r->best.sim.makespan}};
+    if (!r->best.cuts.empty()) {
+      j["best"]["cuts"] = r->best.cuts;
+      j["best"]["layers_per_stage"] = layers_per_stage(r->best.cuts);
+      if (r->best_predefined) j["best_predefined"]["layers_per_stage"] = layers_per_stage(r->best_predefined->cuts);
+    }
+    if (r->best_predefined_any_split)
+      j["best_predefined_any_split"] = {{"origin", r->best_predefined_any_split->origin}, {"sim", sim_json(r->best_predefined_any_split->sim)},
+                                        {"layers_per_stage", layers_per_stage(r->best_predefined_any_split->cuts)},
+                                        {"speedup", r->best_predefined_any_split->sim.makespan / r->best.sim.makespan}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -274,6 +300,16 @@ int run_search(const options& o) {
   if (r->best_predefined)
     std::printf("vs best shipped program within the cap (%s, makespan %.4g): %.3fx\n", r->best_predefined->origin.c_str(), base,
                 base / r->best.sim.makespan);
+  if (!r->best.cuts.empty()) {
+    std::printf("layers per stage:");
+    for (int n : layers_per_stage(r->best.cuts)) std::printf(" %d", n);
+    std::printf("\n");
+    if (r->best_predefined_any_split)
+      std::printf("vs best shipped program on any split tried (%s, makespan %.4g): %.3fx\n", r->best_predefined_any_split->origin.c_str(),
+                  r->best_predefined_any_split->sim.makespan, r->best_predefined_any_split->sim.makespan / r->best.sim.makespan);
+  }
+  std::printf("lower bound %.4g (docs/pipeline.md): gap %.2f%%\n", bound, 100 * (r->best.sim.makespan / bound - 1));
+  std::printf("reproduce: %s\n", reproduce.c_str());
   if (o.out_dsl.empty()) std::printf("\n%s", r->dsl.c_str());
   else std::printf("program: %s\n", o.out_dsl.c_str());
   if (!o.out_csv.empty()) std::printf("table: %s\n", o.out_csv.c_str());
@@ -312,6 +348,8 @@ action setup_pipeline(CLI::App& app) {
                       std::chrono::hours(1));
   search->add_option("--generations", o->generations, "genetic generations at most")->check(CLI::Range(0, 100000));
   search->add_option("--seed", o->seed, "random seed");
+  search->add_option("--budget", o->budget, "simulations at most (0 = until --time-limit); same seed and budget, same result")
+      ->check(CLI::NonNegativeNumber);
   search->add_option("--out-dsl", o->out_dsl, "write the best schedule as a DSL program");
   search->add_option("--out-csv", o->out_csv, "write the best schedule as torch CSV");
   for (auto* sub : {show, validate, simulate, search}) sub->add_flag("--json", o->json, "print JSON on stdout");

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <optional>
 #include <limits>
@@ -107,9 +108,16 @@ result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
         out.push_back({u.t_f / v, u.t_b / v, u.t_i / v, u.t_w / v, u.mem / v, u.comm_bytes, u.static_mem / v});
     return out;
   }
+  auto cuts = balanced_cuts(c, S);
+  if (!cuts) return cuts.error();
+  return stages_from_cuts(c, *cuts);
+}
+
+result<std::vector<int>> balanced_cuts(const costs& c, int S) {
+  const int n = static_cast<int>(c.units.size());
+  if (S <= 0) return error{errc::invalid, "stage count must be positive, got " + std::to_string(S)};
   if (n < S) return error{errc::invalid, "costs give " + std::to_string(n) + " layers, fewer than the " + std::to_string(S) + " stages wanted"};
-  // Contiguous partition minimising the slowest stage: best[j][i] = min over cuts of the first i
-  // layers into j groups. O(S * n^2), fine for the few hundred layers of a real model.
+  // best[j][i] = min over cuts of the first i layers into j groups of the slowest group.
   std::vector<double> prefix(n + 1, 0);
   for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + c.units[i].t_f + c.units[i].t_b;
   const double inf = std::numeric_limits<double>::infinity();
@@ -124,10 +132,16 @@ result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
       }
   std::vector<int> bounds(S + 1, n);
   for (int j = S, i = n; j > 0; --j) bounds[j - 1] = i = cut[j][i];
+  return bounds;
+}
+
+std::vector<stage_cost> stages_from_cuts(const costs& c, const std::vector<int>& cuts) {
+  assert(cuts.size() >= 2 && cuts.front() == 0 && cuts.back() == static_cast<int>(c.units.size()));
   std::vector<stage_cost> out;
-  for (int j = 0; j < S; ++j) {
+  for (std::size_t j = 0; j + 1 < cuts.size(); ++j) {
+    assert(cuts[j] < cuts[j + 1]);
     stage_cost s{0, 0, 0, 0, 0, 0, 0};
-    for (int i = bounds[j]; i < bounds[j + 1]; ++i) {
+    for (int i = cuts[j]; i < cuts[j + 1]; ++i) {
       const auto& u = c.units[i];
       s.t_f += u.t_f, s.t_b += u.t_b, s.t_i += u.t_i, s.t_w += u.t_w, s.mem += u.mem, s.static_mem += u.static_mem;
       s.comm_bytes = u.comm_bytes;  // the last layer's output leaves the stage
@@ -135,6 +149,12 @@ result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
     out.push_back(s);
   }
   return out;
+}
+
+double slowest_stage(const costs& c, const std::vector<int>& cuts) {
+  double worst = 0;
+  for (const auto& s : stages_from_cuts(c, cuts)) worst = std::max(worst, s.t_f + s.t_b);
+  return worst;
 }
 
 }  // namespace banyan::pipeline

@@ -19,6 +19,8 @@ struct shape_info {
   int v;
   placement place;
   std::vector<stage_cost> stages;
+  std::vector<int> cuts;  // per-layer costs only
+  bool active = true;     // taken by the genetic phase
 };
 
 int stage_of(placement place, int p, int chunk, int r) {
@@ -89,17 +91,22 @@ class searcher {
         shape_errors += " v=" + std::to_string(v) + ": " + st.error().message + ";";
         continue;
       }
-      shapes_.push_back({v, placement::loop, *st});
-      if (v % 2 == 0) shapes_.push_back({v, placement::vshape, *st});
+      std::vector<int> cuts;
+      if (c_.per_layer) cuts = *balanced_cuts(c_, p * v);
+      shapes_.push_back({v, placement::loop, *st, cuts});
+      if (v % 2 == 0) shapes_.push_back({v, placement::vshape, *st, cuts});
     }
     if (shapes_.empty()) return error{errc::invalid, "search: no usable chunk count:" + shape_errors};
     seeds();
+    if (c_.per_layer && opt_.search_splits) splits();
     genetic();
     local();
     if (!best_) return error{errc::infeasible, "search: no schedule fits the memory cap " + std::to_string(opt_.mem_cap) + " (even 1F1B-like policies need more)"};
     search_result out;
     out.best = *best_;
     out.best_predefined = best_predefined_;
+    out.best_predefined_any_split = best_shipped_any_ ? best_shipped_any_ : best_predefined_;
+    out.time_cut = time_cut_;
     out.evaluations = evaluations_;
     out.seconds = elapsed();
     out.notes = notes_;
@@ -115,7 +122,14 @@ class searcher {
 
  private:
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start_).count(); }
-  bool out_of_time() const { return elapsed() >= opt_.time_limit_s; }
+  bool out_of_budget() const { return opt_.max_evaluations > 0 && evaluations_ >= opt_.max_evaluations; }
+  // The budget ends a phase reproducibly; the clock only as an outer cap, and it says so.
+  bool out_of_time() {
+    if (out_of_budget()) return true;
+    if (elapsed() < opt_.time_limit_s) return false;
+    time_cut_ = true;
+    return true;
+  }
   bool fits(const sim_result& s) const { return opt_.mem_cap <= 0 || s.max_peak_memory() <= opt_.mem_cap + 1e-9; }
 
   void report(const std::string& phase, int step, int steps) {
@@ -133,7 +147,7 @@ class searcher {
     if (!s || !fits(*s)) return INFINITY;
     if (keep) *keep = *s;
     if (!best_ || s->makespan < best_->sim.makespan - 1e-12) {
-      best_ = scored_schedule{origin, shapes_[shape].v, shapes_[shape].place, t, *s};
+      best_ = scored_schedule{origin, shapes_[shape].v, shapes_[shape].place, t, *s, shapes_[shape].cuts};
       best_shape_ = shape;
     }
     return s->makespan;
@@ -155,7 +169,7 @@ class searcher {
         const double ms = consider(*t, i, origin, &s);
         if (std::isinf(ms)) continue;
         if (!best_predefined_ || ms < best_predefined_->sim.makespan - 1e-12) {
-          best_predefined_ = scored_schedule{origin, sh.v, sh.place, *t, s};
+          best_predefined_ = scored_schedule{origin, sh.v, sh.place, *t, s, sh.cuts};
           best_program_text_ = "# shipped program " + b.name + ", run with v=" + std::to_string(sh.v) + "\n" + b.text;
         }
         if (ms < before) pool_.push_back({i, {}, ms, *t, s});
@@ -165,6 +179,96 @@ class searcher {
                                       : "no shipped program fits the cap");
     report("seeds", 1, 1);
   }
+
+  // Scores a split: every shipped program that fits its shape, then the list scheduler's default
+  // policies (1F1B-like depth or not, split backward or not). Returns the best makespan within the cap.
+  double score_split(int shape) {
+    double best = INFINITY;
+    const auto& sh = shapes_[shape];
+    for (const auto& [name, t] : program_tables_) {
+      if (t.first != sh.v || t.second.place != sh.place) continue;
+      sim_result s;
+      const double ms = consider(t.second.t, shape, "program " + name + " v=" + std::to_string(sh.v) + " (split search)", &s);
+      if (!std::isinf(ms) && (!best_shipped_any_ || ms < best_shipped_any_->sim.makespan - 1e-12))
+        best_shipped_any_ = scored_schedule{"program " + name + " v=" + std::to_string(sh.v), sh.v, sh.place, t.second.t, s, sh.cuts};
+      best = std::min(best, ms);
+    }
+    for (bool like_1f1b : {false, true})
+      for (bool split : {true, false}) {
+        individual ind{shape, default_policy(shape, like_1f1b)};
+        ind.policy.split_backward = split;
+        auto t = greedy_schedule(opt_.p, opt_.m, sh.stages, link_, opt_.mem_cap, ind.policy);
+        if (!t) continue;
+        ind.t = std::move(*t);
+        ind.makespan = consider(ind.t, shape, "list scheduler on a searched split", &ind.sim);
+        best = std::min(best, ind.makespan);
+        if (!std::isinf(ind.makespan)) split_pool_.push_back(std::move(ind));
+      }
+    return best;
+  }
+
+  // Hill climb over splits, per (v, placement): from the balanced split, try moving one boundary by
+  // one layer (the boundaries and directions in a seeded random order), take the first move that
+  // lowers the split's score, stop at a local optimum or when the split budget is spent. The best
+  // split of each shape joins the genetic phase; the balanced one stays too.
+  void splits() {
+    for (const auto& b : builtin_programs()) {
+      auto prog = parse_program(b.text, b.name);
+      if (!prog) continue;
+      for (int v : opt_.chunk_options) {
+        auto vc = chunks_of(*prog, {opt_.p, opt_.m, v});
+        if (!vc || *vc != v) continue;
+        auto t = compile(*prog, {opt_.p, opt_.m, v});
+        if (!t || validate(*t)) continue;
+        program_tables_.push_back({b.name, {v, {b.name, v, prog->place, *t, {}}}});
+      }
+    }
+    best_shipped_any_ = best_predefined_;
+    const int base_shapes = static_cast<int>(shapes_.size());
+    const int stop_at = evaluations_ + std::max(0, opt_.split_evaluations);
+    int tried = 0, moved = 0;
+    for (int base = 0; base < base_shapes; ++base) {
+      std::vector<int> cur = shapes_[base].cuts;
+      double cur_score = score_split(base);
+      int cur_shape = base;
+      const int S = static_cast<int>(cur.size()) - 1;
+      bool improved = true;
+      while (improved && evaluations_ < stop_at && !out_of_time()) {
+        improved = false;
+        std::vector<std::pair<int, int>> moves;
+        for (int j = 1; j < S; ++j) moves.push_back({j, -1}), moves.push_back({j, +1});
+        std::shuffle(moves.begin(), moves.end(), rng_);
+        for (const auto& [j, d] : moves) {
+          if (evaluations_ >= stop_at || out_of_time()) break;
+          auto next = cur;
+          next[j] += d;
+          if (next[j] <= next[j - 1] || next[j] >= next[j + 1]) continue;
+          if (std::find_if(tried_cuts_.begin(), tried_cuts_.end(), [&](const auto& tc) { return tc.first == cur_shape_key(base) && tc.second == next; }) != tried_cuts_.end()) continue;
+          tried_cuts_.push_back({cur_shape_key(base), next});
+          shapes_.push_back({shapes_[base].v, shapes_[base].place, stages_from_cuts(c_, next), next, false});
+          ++tried;
+          const double sc = score_split(static_cast<int>(shapes_.size()) - 1);
+          if (sc < cur_score - 1e-12) {
+            cur = next, cur_score = sc, cur_shape = static_cast<int>(shapes_.size()) - 1;
+            ++moved, improved = true;
+            break;
+          }
+        }
+      }
+      if (cur_shape != base) shapes_[cur_shape].active = true;
+    }
+    for (auto& ind : split_pool_)
+      if (shapes_[ind.shape].active) pool_.push_back(std::move(ind));
+    split_pool_.clear();
+    std::string cuts_text;
+    if (best_)
+      for (std::size_t j = 0; j + 1 < best_->cuts.size(); ++j) cuts_text += (j ? "," : "") + std::to_string(best_->cuts[j + 1] - best_->cuts[j]);
+    notes_.push_back("split search: " + std::to_string(tried) + " splits tried, " + std::to_string(moved) + " boundary moves taken; best so far " +
+                     (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) + ", layers per stage " + cuts_text : std::string("none")));
+    report("splits", 1, 1);
+  }
+
+  int cur_shape_key(int base) const { return base; }
 
   greedy_policy random_policy(int shape) {
     const int p = opt_.p, v = shapes_[shape].v;
@@ -246,7 +350,10 @@ class searcher {
 
   void genetic() {
     std::vector<individual> pop;
+    std::vector<int> active;
     for (int i = 0; i < static_cast<int>(shapes_.size()); ++i)
+      if (shapes_[i].active) active.push_back(i);
+    for (int i : active)
       for (bool like_1f1b : {false, true})
         for (bool split : {true, false}) {
           individual ind{i, default_policy(i, like_1f1b)};
@@ -254,7 +361,7 @@ class searcher {
           pop.push_back(std::move(ind));
         }
     while (static_cast<int>(pop.size()) < std::max(opt_.population, 4)) {
-      const int shape = std::uniform_int_distribution<int>(0, static_cast<int>(shapes_.size()) - 1)(rng_);
+      const int shape = active[std::uniform_int_distribution<int>(0, static_cast<int>(active.size()) - 1)(rng_)];
       pop.push_back({shape, random_policy(shape)});
     }
     for (auto& ind : pop) evaluate(ind);
@@ -353,10 +460,40 @@ class searcher {
   std::vector<individual> pool_;
   std::vector<std::string> notes_;
   int evaluations_ = 0;
+  bool time_cut_ = false;
+  std::vector<std::pair<std::string, std::pair<int, scored_schedule>>> program_tables_;  // name, (v, table)
+  std::optional<scored_schedule> best_shipped_any_;
+  std::vector<individual> split_pool_;
+  std::vector<std::pair<int, std::vector<int>>> tried_cuts_;  // (base shape, cuts) already scored
 };
 
 }  // namespace
 
 result<search_result> search(const costs& c, const search_options& opt) { return searcher(c, opt).run(); }
+
+double makespan_lower_bound(const costs& c, int p, int m) {
+  // Work: the ranks together do m * sum(t_f + t_b); every rank without layer 0 idles until layer 0's
+  // first forward ends (its first action is a forward, which needs it). With p > 1 at least p - 1
+  // ranks lack layer 0.
+  double work = 0;
+  for (const auto& u : c.units) work += m * (u.t_f + u.t_b);
+  const double t_f0 = c.units.front().t_f, t_w0 = c.units.front().t_w;
+  double bound = (work + (p > 1 ? (p - 1) * (c.per_layer ? t_f0 : 0.0) : 0.0)) / p;
+  if (!c.per_layer) return bound;  // a given stage may be cut into chunks on different ranks
+  // Per layer k, on the one rank that holds it (a layer is never split): its forwards wait for the
+  // forwards of the layers before it, then that rank does m (t_f + t_b) of k; or m (t_f + t_i) of k,
+  // after which the last microbatch's backward-input runs down layers k-1..0 and layer 0's weight
+  // gradient follows.
+  double f_before = 0, i_before = 0, chain = 0;
+  for (const auto& u : c.units) chain += u.t_f + u.t_i;
+  for (const auto& u : c.units) {
+    bound = std::max(bound, f_before + m * (u.t_f + u.t_b));
+    bound = std::max(bound, f_before + i_before + m * (u.t_f + u.t_i) + t_w0);
+    f_before += u.t_f, i_before += u.t_i;
+  }
+  // Chain: layer 0's rank starts its last forward at >= (m-1) t_f(0); that microbatch then needs every
+  // forward and backward-input in sequence, and layer 0's weight gradient.
+  return std::max(bound, (m - 1) * t_f0 + chain + t_w0);
+}
 
 }  // namespace banyan::pipeline

@@ -46,4 +46,15 @@ result<costs> parse_costs(std::string_view json_text, const std::string& source 
 // each stage evenly into S/n chunks (times, mem and static_mem divided; comm_bytes kept).
 result<std::vector<stage_cost>> stage_costs(const costs& c, int S);
 
+// Per-layer costs only. Stage bounds are `cuts`: S+1 increasing layer indices, cuts[0] = 0,
+// cuts[S] = n; stage j holds layers [cuts[j], cuts[j+1]).
+// balanced_cuts: the contiguous partition into S stages minimising the slowest stage's t_f + t_b
+// (a min-max DP, O(S n^2)); among equal optima, the one the DP's first-found order gives.
+result<std::vector<int>> balanced_cuts(const costs& c, int S);
+// Sums each stage's layers (times, mem, static_mem); comm_bytes is the stage's last layer's.
+// Precondition: valid cuts for c (asserted).
+std::vector<stage_cost> stages_from_cuts(const costs& c, const std::vector<int>& cuts);
+// The slowest stage's t_f + t_b under these cuts: what balanced_cuts minimises.
+double slowest_stage(const costs& c, const std::vector<int>& cuts);
+
 }  // namespace banyan::pipeline
