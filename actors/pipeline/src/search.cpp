@@ -472,13 +472,16 @@ class searcher {
 result<search_result> search(const costs& c, const search_options& opt) { return searcher(c, opt).run(); }
 
 double makespan_lower_bound(const costs& c, int p, int m) {
-  // Work: the ranks together do m * sum(t_f + t_b); every rank without layer 0 idles until layer 0's
-  // first forward ends (its first action is a forward, which needs it). With p > 1 at least p - 1
-  // ranks lack layer 0.
+  // Work and fill: the ranks together do m * sum(t_f + t_b). A rank's first action is a forward of
+  // one of its stages, which waits for the forwards of every layer before that stage: at least
+  // F(a_r) = sum_{l < a_r} t_f with a_r the first layer of the rank's lowest stage. The a_r are
+  // distinct layers and F does not decrease, so the ranks idle at least F(0) + ... + F(p-1) in all.
   double work = 0;
   for (const auto& u : c.units) work += m * (u.t_f + u.t_b);
   const double t_f0 = c.units.front().t_f, t_w0 = c.units.front().t_w;
-  double bound = (work + (p > 1 ? (p - 1) * (c.per_layer ? t_f0 : 0.0) : 0.0)) / p;
+  double fill = 0, prefix = 0;
+  for (int j = 0; j < p && j < static_cast<int>(c.units.size()); ++j) fill += prefix, prefix += c.units[j].t_f;
+  double bound = (work + (c.per_layer ? fill : 0.0)) / p;
   if (!c.per_layer) return bound;  // a given stage may be cut into chunks on different ranks
   // Per layer k, on the one rank that holds it (a layer is never split): its forwards wait for the
   // forwards of the layers before it, then that rank does m (t_f + t_b) of k; or m (t_f + t_i) of k,
