@@ -41,6 +41,7 @@ struct options {
   std::vector<int> chunk_counts{1, 2};
   int generations = 200;
   int budget = 0;
+  std::vector<int> layers_per_stage;  // simulate --layers-per-stage
   std::uint64_t seed = 1;
   bool json = false, lower = false, list = false;
 };
@@ -213,6 +214,17 @@ int run_simulate(const options& o) {
   if (!c) return bad_input(c.error().message);
   auto stages = pl::stage_costs(*c, l->t.stages);
   if (!stages) return bad_input((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.error().message);
+  if (!o.layers_per_stage.empty()) {
+    // A split as `search` prints it: per stage, how many layers, in order.
+    const int n = static_cast<int>(c->units.size());
+    if (!c->per_layer) return bad_input("--layers-per-stage: needs per-layer costs (\"layers\" in --costs)");
+    if (static_cast<int>(o.layers_per_stage.size()) != l->t.stages)
+      return bad_input("--layers-per-stage: gives " + std::to_string(o.layers_per_stage.size()) + " stages, the schedule has " + std::to_string(l->t.stages));
+    std::vector<int> cuts{0};
+    for (int k : o.layers_per_stage) cuts.push_back(cuts.back() + k);
+    if (cuts.back() != n) return bad_input("--layers-per-stage: sums to " + std::to_string(cuts.back()) + " layers, the costs have " + std::to_string(n));
+    stages = pl::stages_from_cuts(*c, cuts);
+  }
   pl::sim_options so;
   so.record_events = !o.trace.empty() || !o.svg.empty();
   auto s = pl::simulate(l->t, *stages, {c->latency, c->bandwidth}, so);
@@ -334,6 +346,9 @@ action setup_pipeline(CLI::App& app) {
   simulate->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table")->required();
   add_shape_options(*simulate, *o);
   add_cost_options(*simulate, *o);
+  simulate->add_option("--layers-per-stage", o->layers_per_stage, "with per-layer costs: the split, e.g. 5,4,4,1 (default the balanced one)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   simulate->add_option("--trace", o->trace, "write a Chrome trace (chrome://tracing, Perfetto)");
   simulate->add_option("--svg", o->svg, "write an SVG Gantt chart");
   auto* search = app.add_subcommand("search", "Search for a faster schedule within a per-rank memory cap");
