@@ -232,6 +232,7 @@ class searcher {
       double cur_score = score_split(base);
       int cur_shape = base;
       const int S = static_cast<int>(cur.size()) - 1;
+      int plateau = 4 * S;
       bool improved = true;
       while (improved && evaluations_ < stop_at && !out_of_time()) {
         improved = false;
@@ -248,7 +249,9 @@ class searcher {
           shapes_.push_back({shapes_[base].v, shapes_[base].place, stages_from_cuts(c_, next), next, false});
           ++tried;
           const double sc = score_split(static_cast<int>(shapes_.size()) - 1);
-          if (sc < cur_score - 1e-12) {
+          // Equal scores move too (the split's tried set keeps the walk from cycling): a plateau of
+          // splits that the programs and default policies score alike is common on jagged layers.
+          if (sc < cur_score - 1e-12 || (sc <= cur_score + 1e-12 && plateau-- > 0)) {
             cur = next, cur_score = sc, cur_shape = static_cast<int>(shapes_.size()) - 1;
             ++moved, improved = true;
             break;
