@@ -208,8 +208,9 @@ class searcher {
   }
 
   // Hill climb over splits, per (v, placement): from the balanced split, try moving one boundary by
-  // one layer (the boundaries and directions in a seeded random order), take the first move that
-  // lowers the split's score, stop at a local optimum or when the split budget is spent. The best
+  // one layer (the boundaries and directions in a seeded random order), take the first move to an
+  // untried split that lowers the split's score (or keeps it, 4S times at most), stop when no move
+  // does or when the split budget is spent. The best
   // split of each shape joins the genetic phase; the balanced one stays too.
   void splits() {
     for (const auto& b : builtin_programs()) {
@@ -244,8 +245,8 @@ class searcher {
           auto next = cur;
           next[j] += d;
           if (next[j] <= next[j - 1] || next[j] >= next[j + 1]) continue;
-          if (std::find_if(tried_cuts_.begin(), tried_cuts_.end(), [&](const auto& tc) { return tc.first == cur_shape_key(base) && tc.second == next; }) != tried_cuts_.end()) continue;
-          tried_cuts_.push_back({cur_shape_key(base), next});
+          if (std::find_if(tried_cuts_.begin(), tried_cuts_.end(), [&](const auto& tc) { return tc.first == base && tc.second == next; }) != tried_cuts_.end()) continue;
+          tried_cuts_.push_back({base, next});
           shapes_.push_back({shapes_[base].v, shapes_[base].place, stages_from_cuts(c_, next), next, false});
           ++tried;
           const double sc = score_split(static_cast<int>(shapes_.size()) - 1);
@@ -270,8 +271,6 @@ class searcher {
                      (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) + ", layers per stage " + cuts_text : std::string("none")));
     report("splits", 1, 1);
   }
-
-  int cur_shape_key(int base) const { return base; }
 
   greedy_policy random_policy(int shape) {
     const int p = opt_.p, v = shapes_[shape].v;
