@@ -17,3 +17,20 @@ j = json.load(open(sys.argv[1]))
 assert j["exit_code"] == 2, j
 assert "huge.csv" in j["error"] and "only 2 compute actions" in j["error"], j
 PY
+# Search with per-layer costs (issue #12 item 6): the split comes back in --json, and the same seed
+# and --budget give the same result twice; simulate refuses a split that does not add up.
+costs=$(dirname "$0")/../../actors/pipeline/examples/gpt2_lm_head_layers.json
+for i in 1 2; do
+  "$cli" pipeline search -p 4 -m 8 --costs "$costs" --budget 600 --seed 3 --json > "$dir/s$i.json" 2> /dev/null || { echo "search failed"; exit 1; }
+done
+python3 - "$dir/s1.json" "$dir/s2.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert sum(a["best"]["layers_per_stage"]) == 14 and len(a["best"]["cuts"]) == len(a["best"]["layers_per_stage"]) + 1, a["best"]
+assert a["best"]["sim"] == b["best"]["sim"] and a["best"]["cuts"] == b["best"]["cuts"] and a["evaluations"] == b["evaluations"], (a, b)
+assert a["lower_bound"] <= a["best"]["sim"]["makespan"] + 1e-9 and a["seed"] == 3 and a["budget"] == 600, a
+PY
+"$cli" pipeline simulate 1f1b -p 4 -m 8 --costs "$costs" --layers-per-stage 5,4,4,2 --json > "$dir/bad.json" 2> /dev/null
+rc=$?
+test "$rc" -eq 2 || { echo "--layers-per-stage 5,4,4,2: exit code $rc, expected 2"; exit 1; }
+grep -q "sums to 15 layers" "$dir/bad.json" || { cat "$dir/bad.json"; exit 1; }
