@@ -9,8 +9,7 @@
 //
 // Per step it shows the loss, tokens/s (the step's wall time, from the previous step's report; the
 // first step's includes the start), the measured bubble (1 - sum busy / (P x span)) and per stage the
-// peak of slots in use x one slot's bytes (computed from the model's shapes: pipeline_trainer's
-// stage_slot_bytes). --json prints all of it once at the end; --trace FILE writes the last step's
+// peak of slots in use x one slot's bytes (nn::gpt_stage::slot_bytes). --json prints all of it once at the end; --trace FILE writes the last step's
 // timeline as a Chrome trace (.json) or an SVG Gantt chart (.svg), in the simulator's format.
 //
 // Not in pipeline mode: validation, sampling, checkpoints and resume, --workers, --elastic,

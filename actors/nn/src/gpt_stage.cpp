@@ -70,10 +70,55 @@ result<gpt_stage> gpt_stage::create(const gpt_config& cfg, const stage_slice& sl
   return gpt_stage(cfg, slice, opt, be);
 }
 
+namespace {
+
+// One slot's activations (or their gradients), in the order the passes use them. Layers as the
+// parameters': 0 the input, 1 + (l - first_block) per block, then the head.
+void add_slot_tensors(arena& a, const gpt_config& cfg, const stage_slice& slice, int B, int T) {
+  const int V = cfg.vocab_size, NH = cfg.num_heads, C = cfg.channels;
+  const int head_layer = 1 + slice.last_block - slice.first_block;
+  a.add(slice.has_embedding ? "encoded" : "input", {B, T, C}, 0);
+  for (int l = slice.first_block; l < slice.last_block; ++l) {
+    const std::string h = "h" + str(l) + ".";
+    const int layer = 1 + l - slice.first_block;
+    a.add(h + "ln1", {B, T, C}, layer);
+    a.add(h + "ln1_mean", {B, T}, layer);
+    a.add(h + "ln1_rstd", {B, T}, layer);
+    a.add(h + "qkv", {B, T, 3 * C}, layer);
+    a.add(h + "preatt", {B, NH, T, T}, layer);
+    a.add(h + "att", {B, NH, T, T}, layer);
+    a.add(h + "atty", {B, T, C}, layer);
+    a.add(h + "attproj", {B, T, C}, layer);
+    a.add(h + "res2", {B, T, C}, layer);
+    a.add(h + "ln2", {B, T, C}, layer);
+    a.add(h + "ln2_mean", {B, T}, layer);
+    a.add(h + "ln2_rstd", {B, T}, layer);
+    a.add(h + "fch", {B, T, 4 * C}, layer);
+    a.add(h + "fch_gelu", {B, T, 4 * C}, layer);
+    a.add(h + "fcproj", {B, T, C}, layer);
+    a.add(h + "res3", {B, T, C}, layer);
+  }
+  if (slice.has_head) {
+    a.add("lnf", {B, T, C}, head_layer);
+    a.add("lnf_mean", {B, T}, head_layer);
+    a.add("lnf_rstd", {B, T}, head_layer);
+    a.add("logits", {B, T, V}, head_layer);
+    a.add("probs", {B, T, V}, head_layer);
+    a.add("losses", {B, T}, head_layer);
+  }
+}
+
+}  // namespace
+
+std::uint64_t gpt_stage::slot_bytes(const gpt_config& cfg, const stage_slice& slice, int batch, int seq_len) {
+  arena layout;  // laid out, not allocated
+  add_slot_tensors(layout, cfg, slice, batch, seq_len);
+  return 2 * layout.bytes();  // the activations and their gradients
+}
+
 gpt_stage::gpt_stage(const gpt_config& cfg, const stage_slice& slice, const stage_options& opt, backend& be)
     : cfg_(cfg), slice_(slice), opt_(opt), be_(&be) {
-  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, NH = cfg.num_heads, C = cfg.channels, B = opt.batch,
-            T = opt.seq_len;
+  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, C = cfg.channels, B = opt.batch, T = opt.seq_len;
   // Layers, for arena::layer_bytes: 0 embedding (or input), 1 + (l - first) per block, then the head.
   const int nblocks = slice.last_block - slice.first_block;
   const int head_layer = 1 + nblocks;
@@ -102,35 +147,7 @@ gpt_stage::gpt_stage(const gpt_config& cfg, const stage_slice& slice, const stag
   slots_.resize(opt.slots);
   for (slot_data& s : slots_) {
     for (arena* a : {&s.acts, &s.dacts}) {
-      a->add(slice.has_embedding ? "encoded" : "input", {B, T, C}, 0);
-      for (int l = slice.first_block; l < slice.last_block; ++l) {
-        const std::string h = "h" + str(l) + ".";
-        const int layer = 1 + l - slice.first_block;
-        a->add(h + "ln1", {B, T, C}, layer);
-        a->add(h + "ln1_mean", {B, T}, layer);
-        a->add(h + "ln1_rstd", {B, T}, layer);
-        a->add(h + "qkv", {B, T, 3 * C}, layer);
-        a->add(h + "preatt", {B, NH, T, T}, layer);
-        a->add(h + "att", {B, NH, T, T}, layer);
-        a->add(h + "atty", {B, T, C}, layer);
-        a->add(h + "attproj", {B, T, C}, layer);
-        a->add(h + "res2", {B, T, C}, layer);
-        a->add(h + "ln2", {B, T, C}, layer);
-        a->add(h + "ln2_mean", {B, T}, layer);
-        a->add(h + "ln2_rstd", {B, T}, layer);
-        a->add(h + "fch", {B, T, 4 * C}, layer);
-        a->add(h + "fch_gelu", {B, T, 4 * C}, layer);
-        a->add(h + "fcproj", {B, T, C}, layer);
-        a->add(h + "res3", {B, T, C}, layer);
-      }
-      if (slice.has_head) {
-        a->add("lnf", {B, T, C}, head_layer);
-        a->add("lnf_mean", {B, T}, head_layer);
-        a->add("lnf_rstd", {B, T}, head_layer);
-        a->add("logits", {B, T, V}, head_layer);
-        a->add("probs", {B, T, V}, head_layer);
-        a->add("losses", {B, T}, head_layer);
-      }
+      add_slot_tensors(*a, cfg, slice, B, T);
       a->allocate(be);
     }
     if (slice.has_embedding) s.tokens = buffer(be, sizeof(int) * static_cast<std::size_t>(B) * T);

@@ -135,12 +135,12 @@ class stage_leaf : public leaf {
       subscribe(ctx, st);
     }
     // For the profile's loads: parameters, gradients and the two AdamW moments of every chunk, and
-    // its slots (allocated whole at create: the table's peak in flight x stage_slot_bytes).
+    // its slots (allocated whole at create: the table's peak in flight x gpt_stage::slot_bytes).
     std::uint64_t bytes = 0;
     for (const auto& [st, c] : chunks_) {
       bytes += 4 * c->model->params().bytes() +
                static_cast<std::uint64_t>(s_->slots[st]) *
-                   stage_slot_bytes(o.model, s_->slices[st], o.batch, o.seq_len);
+                   nn::gpt_stage::slot_bytes(o.model, s_->slices[st], o.batch, o.seq_len);
     }
     ctx.report_memory(bytes);
     sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
@@ -411,7 +411,7 @@ class stage_leaf : public leaf {
 
 std::vector<std::uint64_t> slot_bytes_of(const setup& s) {
   std::vector<std::uint64_t> out;
-  for (const auto& slice : s.slices) out.push_back(stage_slot_bytes(s.opt.model, slice, s.opt.batch, s.opt.seq_len));
+  for (const auto& slice : s.slices) out.push_back(nn::gpt_stage::slot_bytes(s.opt.model, slice, s.opt.batch, s.opt.seq_len));
   return out;
 }
 
@@ -583,27 +583,6 @@ class trainer_composite : public composite {
 result<void> bad(const std::string& m) { return error{errc::invalid, m}; }
 
 }  // namespace
-
-std::uint64_t stage_slot_bytes(const nn::gpt_config& model, const nn::stage_slice& slice, int batch, int seq_len) {
-  // gpt_stage.cpp's slot arenas, tensor by tensor in their order, each starting on a 16-float
-  // boundary as arena::add places it: the input (B,T,C); per block ln1, its mean and rstd (B,T), qkv
-  // (B,T,3C), preatt and att (B,NH,T,T), atty, attproj, res2, ln2, its mean and rstd, fch and fch_gelu
-  // (B,T,4C), fcproj, res3; the head's lnf, its mean and rstd, logits and probs (B,T,V), losses (B,T).
-  const std::uint64_t B = static_cast<std::uint64_t>(batch), T = static_cast<std::uint64_t>(seq_len);
-  const std::uint64_t C = static_cast<std::uint64_t>(model.channels), NH = static_cast<std::uint64_t>(model.num_heads);
-  const std::uint64_t V = static_cast<std::uint64_t>(model.vocab_size);
-  const std::uint64_t btc = B * T * C, bt = B * T, att = B * NH * T * T;
-  std::uint64_t floats = 0;
-  auto add = [&floats](std::uint64_t n) { floats = (floats + 15) / 16 * 16 + n; };
-  add(btc);
-  for (int l = slice.first_block; l < slice.last_block; ++l) {
-    for (std::uint64_t n : {btc, bt, bt, 3 * btc, att, att, btc, btc, btc, btc, bt, bt, 4 * btc, 4 * btc, btc, btc}) add(n);
-  }
-  if (slice.has_head) {
-    for (std::uint64_t n : {btc, bt, bt, B * T * V, B * T * V, bt}) add(n);
-  }
-  return 2 * floats * sizeof(float);  // the activations and their gradients: two arenas alike
-}
 
 result<std::vector<int>> even_cuts(int num_layers, int stages) {
   if (stages < 1 || num_layers < stages) {

@@ -414,7 +414,7 @@ TEST(PipelineTrainer, TensorsAreCountedOnTheTreeEdges) {
     EXPECT_GE(got.rank_edge_bytes[r], want) << "rank " << r;
     EXPECT_LT(got.rank_edge_bytes[r], want + steps * 256) << "rank " << r;  // control: under 256 bytes a step
     // The leaf's load: its stage's parameters, gradients and AdamW moments, and its m slots (gpipe).
-    const std::uint64_t slots = m * stage_slot_bytes(model(p), nn::cut_stages(4, {2})->at(r), B, T);
+    const std::uint64_t slots = m * nn::gpt_stage::slot_bytes(model(p), nn::cut_stages(4, {2})->at(r), B, T);
     EXPECT_GE(got.rank_memory[r], 4 * tied + slots) << "rank " << r;
     // At most: 4 copies (4 bytes each) of wte, wpe, 2 blocks (12C^2 + 13C), lnf and 16 floats of
     // alignment for each of 40 tensors.
@@ -493,7 +493,7 @@ TEST(PipelineTrainer, RecordedTimelineFollowsTheDependenciesAndRendersLikeTheSim
   const table t = schedule("1f1b", p, m, 1);
   const std::vector<step_report> reports = recorded(t, 2);
   ASSERT_EQ(reports.size(), 2u);
-  const std::uint64_t slot0 = stage_slot_bytes(model(p), nn::cut_stages(4, {2})->at(0), B, T);
+  const std::uint64_t slot0 = nn::gpt_stage::slot_bytes(model(p), nn::cut_stages(4, {2})->at(0), B, T);
   for (const step_report& r : reports) {
     SCOPED_TRACE("step " + std::to_string(r.step));
     const sim_result& tl = r.timeline;

@@ -81,6 +81,9 @@ class gpt_stage {
   // head), naming the value.
   static result<gpt_stage> create(const gpt_config& cfg, const stage_slice& slice, const stage_options& opt,
                                   backend& be);
+  // Bytes of one slot (its activations and their gradients) of such a stage, without creating it:
+  // a stage holds `slots` of them.
+  static std::uint64_t slot_bytes(const gpt_config& cfg, const stage_slice& slice, int batch, int seq_len);
 
   // This slice's parameters as gpt::init(seed) sets them. Costs the random draws of the whole model
   // (those of the other stages are drawn and dropped), but only this stage's memory.

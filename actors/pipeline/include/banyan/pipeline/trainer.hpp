@@ -82,7 +82,7 @@ struct step_report {
   float loss = 0;          // mean of the step's microbatch losses
   double grad_norm = 0;    // global L2 norm before clipping
   // Per stage: the most slots in use at once during the step (measured), and that many times the
-  // bytes of one slot (stage_slot_bytes): the stage's peak activation memory.
+  // bytes of one slot (nn::gpt_stage::slot_bytes): the stage's peak activation memory.
   std::vector<int> peak_slots;
   std::vector<std::uint64_t> activation_bytes;
   // With trainer_options::record_timeline: the step as it ran, in the simulator's type so render.hpp
@@ -109,11 +109,6 @@ struct trainer_hooks {
 // Errors (errc::invalid) name the value.
 result<void> add_trainer(spec& parent, const std::string& name, const trainer_options& options,
                          const trainer_hooks& hooks);
-
-// The bytes of one slot of a stage (its activations and their gradients, one microbatch of
-// batch x seq_len), computed from the model's shapes as gpt_stage lays out its slot arenas (with the
-// arena's 16-float alignment): gpt_stage does not expose them.
-std::uint64_t stage_slot_bytes(const nn::gpt_config& model, const nn::stage_slice& slice, int batch, int seq_len);
 
 // The cuts of the even split: S-1 cuts, stage s from block s*L/S. Fails when L < S.
 result<std::vector<int>> even_cuts(int num_layers, int stages);
