@@ -68,6 +68,9 @@ int main(int argc, char** argv) {
   cli.add("--schedule", pp.schedule, "With --pipeline: a shipped program (1f1b, gpipe, zb-h1, zb-v, ...), a .pipe program or a torch .csv table");
   cli.add("--microbatches", pp.microbatches, "With --pipeline: microbatches M per step, dividing --batch (0: 2P)");
   cli.add("--interleave", pp.interleave, "With --pipeline: chunks per rank v, for programs written with `chunks v`");
+  cli.add("--layers-per-stage", pp.layers_per_stage,
+          "With --pipeline: the split as `banyan pipeline search` prints it, e.g. 2,1,3 (embedding and head count as "
+          "layers; default: the blocks split evenly)");
   cli.add("--trace", pp.trace, "With --pipeline: write the last step's measured timeline, FILE.json (Chrome trace) or FILE.svg (Gantt)");
   // The tree's shape depends on --workers, --data-parallel and --elastic: parse before building it
   // (banyan::run parses again).

@@ -78,6 +78,40 @@ banyan::result<pl::table> load_schedule(const pipeline_args& a, int m) {
   return t;
 }
 
+// The trainer's block cuts from the search's layer counts (layer 0 the embedding, 1..L the blocks,
+// L+1 the head): a boundary before layer k is the cut before block k-1. Every stage needs a block.
+banyan::result<std::vector<int>> cuts_of(const std::vector<int>& layers, int stages, int blocks) {
+  std::string given;
+  for (int n : layers) given += (given.empty() ? "" : ",") + std::to_string(n);
+  const std::string what = "--layers-per-stage " + given + ": ";
+  if (static_cast<int>(layers.size()) != stages) {
+    return bad(what + std::to_string(layers.size()) + " stages, the schedule has " + std::to_string(stages));
+  }
+  int sum = 0;
+  for (int n : layers) {
+    if (n < 1) return bad(what + "every stage needs at least one layer");
+    sum += n;
+  }
+  if (sum != blocks + 2) {
+    return bad(what + "sums to " + std::to_string(sum) + " layers; the model has " + std::to_string(blocks + 2) +
+               " (the embedding, " + std::to_string(blocks) + " blocks, the head)");
+  }
+  std::vector<int> cuts;
+  int at = 0;
+  for (int st = 0; st + 1 < stages; ++st) {
+    at += layers[st];
+    cuts.push_back(at - 1);
+  }
+  for (int st = 0; st < stages; ++st) {
+    const int first = st == 0 ? 0 : cuts[st - 1], last = st + 1 == stages ? blocks : cuts[st];
+    if (last <= first) {
+      return bad(what + "stage " + std::to_string(st) + " holds no transformer block (the trainer cuts at block "
+                 "boundaries: the embedding stays with the first block, the head with the last)");
+    }
+  }
+  return cuts;
+}
+
 std::string mib(std::uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
@@ -92,6 +126,7 @@ struct run_state {
   int microbatches = 0;
   std::string schedule_name;
   pl::table schedule;
+  std::vector<int> cuts;  // the trainer's: stage s holds blocks [cuts[s-1], cuts[s])
   banyan::nn::char_corpus corpus;
   std::optional<banyan::nn::text_batcher> train;
   std::size_t parameters = 0;
@@ -170,8 +205,11 @@ void on_done(run_state& s) {
   if (s.gpt.common.json) {
     nlohmann::json stages = nlohmann::json::array();
     for (int st = 0; st < static_cast<int>(s.peak_slots.size()); ++st) {
+      const int first = st == 0 ? 0 : s.cuts[st - 1];
+      const int last = st + 1 == static_cast<int>(s.peak_slots.size()) ? s.gpt.layers : s.cuts[st];
       stages.push_back({{"stage", st},
                         {"rank", s.schedule.stage_rank[st]},
+                        {"blocks", last - first},
                         {"peak_slots", s.peak_slots[st]},
                         {"activation_bytes", s.activation_bytes[st]}});
     }
@@ -255,6 +293,16 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   opt.optimizer = o.common.optimizer(o.grad_clip);
   opt.device = o.common.backend_config();
   opt.record_timeline = true;
+  if (!args.layers_per_stage.empty()) {
+    auto cuts = cuts_of(args.layers_per_stage, t->stages, o.layers);
+    if (!cuts) return cuts.error();
+    opt.cuts = *cuts;
+  } else {
+    auto cuts = pl::even_cuts(o.layers, t->stages);
+    if (!cuts) return bad("--pipeline " + std::to_string(args.pipeline) + ": " + cuts.error().message);
+    opt.cuts = *cuts;
+  }
+  s->cuts = opt.cuts;
   {
     const int C = opt.model.channels, L = opt.model.num_layers, V = opt.model.vocab_size;
     s->parameters = static_cast<std::size_t>(V) * C + static_cast<std::size_t>(opt.model.max_seq_len) * C +

@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace train_gpt {
 
@@ -31,6 +32,9 @@ struct pipeline_args {
   int microbatches = 0;           // M; 0: 2P
   int interleave = 1;             // v, chunks per rank, for programs written with `chunks v`
   std::string trace;              // FILE.json or FILE.svg: the last step's timeline
+  // Layers per stage as `banyan pipeline search` prints them (the embedding and the head count as
+  // layers: L+2 in all); empty: the even split of the blocks.
+  std::vector<int> layers_per_stage;
 };
 
 // Checks the arguments, loads the corpus and the schedule and adds the pipeline trainer under
