@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   train_gpt::pipeline_args pp;
   cli.add("--pipeline", pp.pipeline,
           "P > 0: train pipeline-parallel on P stage leaves /train_gpt/trainer/r0.. walking --schedule "
-          "(no validation, sample or checkpoint)");
+          "(no validation or sample; --checkpoint writes one file per stage and a manifest)");
   cli.add("--schedule", pp.schedule, "With --pipeline: a shipped program (1f1b, gpipe, zb-h1, zb-v, ...), a .pipe program or a torch .csv table");
   cli.add("--microbatches", pp.microbatches, "With --pipeline: microbatches M per step, dividing --batch (0: 2P)");
   cli.add("--interleave", pp.interleave, "With --pipeline: chunks per rank v, for programs written with `chunks v`");

@@ -9,11 +9,13 @@
 #include <banyan/pipeline/render.hpp>
 #include <banyan/pipeline/trainer.hpp>
 #include <banyan/trainer/progress.hpp>
+#include <banyan/trainer/state.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -127,6 +129,7 @@ struct run_state {
   std::string schedule_name;
   pl::table schedule;
   std::vector<int> cuts;  // the trainer's: stage s holds blocks [cuts[s-1], cuts[s])
+  std::int64_t first_step = 0;  // > 0: resumed from the checkpoint after this many steps
   banyan::nn::char_corpus corpus;
   std::optional<banyan::nn::text_batcher> train;
   std::size_t parameters = 0;
@@ -194,7 +197,7 @@ bool write_trace(const run_state& s) {
 
 void on_done(run_state& s) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
-  const double tokens = static_cast<double>(s.gpt.steps) * s.gpt.batch * s.gpt.seq_len;
+  const double tokens = static_cast<double>(s.gpt.steps - s.first_step) * s.gpt.batch * s.gpt.seq_len;
   const double rate = secs > 0 ? tokens / secs : 0.0;
   const float loss = s.losses.empty() ? 0.0f : s.losses.back();
   const double bubble = s.losses.empty() ? 0.0 : s.bubble_sum / static_cast<double>(s.losses.size());
@@ -216,10 +219,13 @@ void on_done(run_state& s) {
     nlohmann::json j{{"steps", s.gpt.steps},
                      {"train_loss", loss},
                      {"losses", s.losses},
+                     {"first_step", s.first_step + 1},
+                     {"checkpoint", s.gpt.common.checkpoint},
                      {"seconds", secs},
                      {"tokens_per_s", rate},
                      {"parameters", s.parameters},
                      {"backend", s.gpt.common.backend},
+                     {"vocab_size", s.corpus.vocab.size()},
                      {"pipeline", {{"ranks", s.args.pipeline},
                                    {"schedule", s.schedule_name},
                                    {"stages", s.schedule.stages},
@@ -231,9 +237,10 @@ void on_done(run_state& s) {
                                    {"per_step", s.steps}}}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("train_gpt: %d steps pipelined (%s, p=%d, m=%d) in %.1fs (%.0f tokens/s), train loss %.4f, mean "
-                "bubble %.1f%%; no validation, sample or checkpoint in pipeline mode\n",
-                s.gpt.steps, s.schedule_name.c_str(), s.args.pipeline, s.microbatches, secs, rate, loss, 100 * bubble);
+    std::printf("train_gpt: %lld steps pipelined (%s, p=%d, m=%d) in %.1fs (%.0f tokens/s), train loss %.4f, mean "
+                "bubble %.1f%%; no validation or sample in pipeline mode\n",
+                static_cast<long long>(s.gpt.steps - s.first_step), s.schedule_name.c_str(), s.args.pipeline,
+                s.microbatches, secs, rate, loss, 100 * bubble);
   }
   std::fflush(stdout);
 }
@@ -249,9 +256,12 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   if (args.pipeline < 1) return bad("--pipeline " + std::to_string(args.pipeline) + ": must be positive");
   if (args.interleave < 1) return bad("--interleave " + std::to_string(args.interleave) + ": must be positive");
   if (!o.common.workers.empty() || o.common.share_params || o.data_parallel > 1 || o.elastic.virtual_workers != 0 ||
-      !o.device_memory.empty() || o.resume || o.require_resume) {
-    return bad("--pipeline: not with --workers, --share-params, --data-parallel, --elastic, --virtual-workers, "
-               "--device-memory, --resume or --require-resume");
+      !o.device_memory.empty()) {
+    return bad("--pipeline: not with --workers, --share-params, --data-parallel, --elastic, --virtual-workers or "
+               "--device-memory");
+  }
+  if (!o.common.checkpoint.empty()) {
+    if (auto ok = banyan::trainer::check_checkpoint_path(o.common.checkpoint); !ok) return bad(ok.error().message);
   }
   const int m = args.microbatches > 0 ? args.microbatches : 2 * args.pipeline;
   if (args.microbatches < 0) return bad("--microbatches " + std::to_string(args.microbatches) + ": must be positive");
@@ -303,6 +313,25 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
     opt.cuts = *cuts;
   }
   s->cuts = opt.cuts;
+  opt.checkpoints.path = o.common.checkpoint;
+  opt.checkpoints.every = o.checkpoint_every;
+  if (o.resume || o.require_resume) {
+    const std::string flag = o.require_resume ? "--require-resume" : "--resume";
+    std::error_code ec;
+    if (o.common.checkpoint.empty()) return bad(flag + ": no --checkpoint to resume from");
+    if (std::filesystem::exists(o.common.checkpoint, ec)) {
+      auto manifest = pl::read_manifest(o.common.checkpoint);
+      if (!manifest) return bad(flag + ": " + manifest.error().message);
+      if (auto ok = pl::check_resumable(*manifest, o.common.checkpoint, opt); !ok) return bad(flag + ": " + ok.error().message);
+      opt.checkpoints.resume_step = manifest->step;
+    } else if (o.require_resume) {
+      return bad(flag + ": checkpoint `" + o.common.checkpoint + "` does not exist");
+    } else {
+      std::fprintf(stderr, "warning: %s: checkpoint `%s` does not exist; training from scratch (--require-resume makes "
+                           "this an error)\n", flag.c_str(), o.common.checkpoint.c_str());
+    }
+  }
+  s->first_step = opt.checkpoints.resume_step;
   {
     const int C = opt.model.channels, L = opt.model.num_layers, V = opt.model.vocab_size;
     s->parameters = static_cast<std::size_t>(V) * C + static_cast<std::size_t>(opt.model.max_seq_len) * C +
@@ -321,8 +350,15 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   };
   hooks.on_step = [s](const pl::step_report& r) { on_step(*s, r); };
   hooks.on_done = [s] { on_done(*s); };
+  hooks.on_checkpoint = [s](std::int64_t step, const std::string& manifest) {
+    s->bar->event("checkpoint `" + manifest + "` after step " + std::to_string(step));
+  };
   if (auto added = pl::add_trainer(app.root(), "trainer", opt, hooks); !added) return added.error();
   s->bar.emplace("train_gpt", static_cast<std::uint64_t>(o.steps), banyan::trainer::progress_style(o.common.json));
+  if (s->first_step > 0) {
+    s->bar->update(static_cast<std::uint64_t>(s->first_step), "resumed");
+    s->bar->event("resumed from `" + o.common.checkpoint + "` after step " + std::to_string(s->first_step));
+  }
   s->start = s->last = std::chrono::steady_clock::now();
   if (!o.common.json) {
     std::fprintf(stderr, "pipeline: %d ranks, %d stages, schedule %s, %d microbatches of %d rows, %zu parameters\n",

@@ -12,9 +12,13 @@
 // peak of slots in use x one slot's bytes (nn::gpt_stage::slot_bytes). --json prints all of it once at the end; --trace FILE writes the last step's
 // timeline as a Chrome trace (.json) or an SVG Gantt chart (.svg), in the simulator's format.
 //
-// Not in pipeline mode: validation, sampling, checkpoints and resume, --workers, --elastic,
-// --data-parallel, --device-memory (argument errors, exit 2, except the default checkpoint name,
-// which is simply not written).
+// Checkpoints: --checkpoint names the manifest, written with every stage's file after every
+// --checkpoint-every steps and at the end (pipeline_trainer's checkpoints: one file per stage, written
+// on the stage's node); --resume / --require-resume continue from it (the same --pipeline, split and
+// schedule shape; the batches depend only on (seed, step), so the loss curve goes on as it would have).
+//
+// Not in pipeline mode: validation, sampling, --workers, --elastic, --data-parallel, --device-memory
+// (argument errors, exit 2).
 #pragma once
 
 #include <banyan/sdk/app.hpp>

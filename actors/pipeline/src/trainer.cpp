@@ -2,6 +2,8 @@
 // leaves that walk their rank's actions.
 #include "banyan/pipeline/trainer.hpp"
 
+#include <banyan/base/log.hpp>
+#include <banyan/nn/checkpoint.hpp>
 #include <banyan/pipeline/lower.hpp>
 #include <banyan/pipeline/validate.hpp>
 #include <banyan/sdk/component.hpp>
@@ -11,7 +13,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -34,10 +38,17 @@ struct sumsq_msg {  // ctl/sumsq, leaf -> composite
   std::int32_t rank, pad;
   double sumsq;
 };
-struct step_msg {  // ctl/step, composite -> leaves: apply step-1's update (step > 0), then run `step` if `run`
+struct step_msg {  // ctl/step, composite -> leaves: apply step-1's update if `apply`, then run `step` if `run`
   std::int64_t step;
   double coef;  // the clip coefficient for step-1's gradients (1: no clipping)
-  std::int32_t run, pad;
+  std::int32_t run, apply;
+};
+struct saved_msg {  // ctl/saved, leaf -> composite: the rank's stage files after `step` steps are written
+  std::int64_t step;
+  std::int32_t rank, pad;
+};
+struct committed_msg {  // ctl/committed, composite -> leaves: the manifest names the files of `step`
+  std::int64_t step;
 };
 // ctl/stats, leaf -> composite, before its ctl/done: a stats_head, `chunks` chunk_stat, `events` event_rec.
 struct stats_head {
@@ -96,6 +107,15 @@ int last_level(const std::string& topic) { return std::stoi(topic.substr(topic.r
 
 enum arrival_kind { act = 0, grad = 1 };
 
+// A checkpoint after `done` steps (the update of step done-1 applied)?
+bool checkpoint_due(const trainer_options& o, std::int64_t done) {
+  const auto& c = o.checkpoints;
+  if (c.path.empty() || done <= c.resume_step) return false;
+  return done == o.steps || (c.every > 0 && done % c.every == 0);
+}
+
+constexpr const char* manifest_format = "banyan pipeline checkpoint";
+
 // What every incarnation of the trainer's components shares: read-only after add_trainer.
 struct setup {
   trainer_options opt;
@@ -103,7 +123,20 @@ struct setup {
   std::vector<nn::stage_slice> slices;   // per stage
   std::vector<int> slots;                // per stage: the schedule's peak of in-flight microbatches
   std::vector<std::vector<action>> ranks;  // compute actions only
+  std::vector<int> cuts;                   // the blocks' cuts, for the manifest
   int stages() const { return opt.schedule.stages; }
+  std::string stage_file(int stage, std::int64_t done) const {
+    return opt.checkpoints.path + ".stage" + std::to_string(stage) + ".step" + std::to_string(done);
+  }
+  nn::checkpoint_identity identity(int stage) const {
+    nn::checkpoint_identity id{"gpt_stage", opt.model.to_vector(), nn::gpt_config::field_names(), 0, {}};
+    const nn::stage_slice& sl = slices[stage];
+    for (std::int64_t v : {std::int64_t{stages()}, std::int64_t{stage}, std::int64_t{sl.first_block}, std::int64_t{sl.last_block}}) {
+      id.config.push_back(v);
+    }
+    for (const char* f : {"stages", "stage", "first_block", "last_block"}) id.config_fields.emplace_back(f);
+    return id;
+  }
   int microbatches() const { return opt.schedule.microbatches; }
   int num_ranks() const { return static_cast<int>(ranks.size()); }
 };
@@ -131,6 +164,7 @@ class stage_leaf : public leaf {
       c->model->zero_grad();
       c->opt = std::make_unique<nn::adamw>(*be_, c->model->params());
       for (int i = s_->slots[st] - 1; i >= 0; --i) c->free_slots.push_back(i);
+      if (o.checkpoints.resume_step > 0) restore(*c);
       chunks_[st] = std::move(c);
       subscribe(ctx, st);
     }
@@ -145,6 +179,7 @@ class stage_leaf : public leaf {
     ctx.report_memory(bytes);
     sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
     sub(ctx, "ctl/step", [this](context& cx, const delivery& d) { step(cx, decode<step_msg>(d)); });
+    sub(ctx, "ctl/committed", [this](context& cx, const delivery& d) { committed(cx, decode<committed_msg>(d)); });
   }
 
  private:
@@ -365,7 +400,7 @@ class stage_leaf : public leaf {
   }
 
   void step(context& ctx, const step_msg& s) {
-    if (s.step > 0) {
+    if (s.apply) {
       for (auto& [st, c] : chunks_) {
         nn::arena& p = c->model->params();
         nn::arena& g = c->model->grads();
@@ -375,9 +410,15 @@ class stage_leaf : public leaf {
         c->opt->set_steps(t);
       }
     }
+    const bool saving = s.apply && checkpoint_due(s_->opt, s.step);
+    if (saving) save(ctx, s.step);
     if (!s.run) {
-      auto ok = ctx.publish("ctl/applied", encode(applied_msg{s.step, rank_, 0}), scope::parent());
-      if (!ok) throw std::runtime_error(ok.error().what());
+      // The last step's files are named by the manifest before the run may end.
+      if (saving) {
+        applied_after_commit_ = s.step;
+      } else {
+        applied(ctx, s.step);
+      }
       return;
     }
     for (auto& [st, c] : chunks_) {
@@ -394,6 +435,62 @@ class stage_leaf : public leaf {
     walk(ctx);
   }
 
+  void applied(context& ctx, std::int64_t step) {
+    auto ok = ctx.publish("ctl/applied", encode(applied_msg{step, rank_, 0}), scope::parent());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  void restore(chunk& c) {
+    const std::int64_t done = s_->opt.checkpoints.resume_step;
+    const std::string file = s_->stage_file(c.stage, done);
+    auto ck = nn::load_checkpoint(file);
+    if (!ck) throw std::runtime_error("stage " + std::to_string(c.stage) + ": " + ck.error().what());
+    nn::checkpoint_identity id = s_->identity(c.stage);
+    id.stored_floats = c.model->params().numel();
+    check(nn::check_matches(*ck, file, id), "stage " + std::to_string(c.stage));
+    if (static_cast<std::int64_t>(ck->step) != done) {
+      throw std::runtime_error("stage " + std::to_string(c.stage) + ": `" + file + "` holds step " +
+                               std::to_string(ck->step) + ", the manifest says " + std::to_string(done));
+    }
+    c.model->params().from_host(*be_, ck->params);
+    c.opt->restore(ck->m, ck->v, static_cast<int>(done));
+  }
+
+  // Writes each stage's state after `done` steps, then says so to the composite.
+  void save(context& ctx, std::int64_t done) {
+    for (const auto& [st, c] : chunks_) {
+      const nn::checkpoint_identity id = s_->identity(st);
+      const nn::checkpoint ck{id.model, id.config, static_cast<std::uint64_t>(done), c->model->params().to_host(*be_),
+                              c->opt->m_host(), c->opt->v_host(), {}};
+      check(nn::save_checkpoint(s_->stage_file(st, done), ck), "stage " + std::to_string(st) + " checkpoint");
+    }
+    auto ok = ctx.publish("ctl/saved", encode(saved_msg{done, rank_, 0}), scope::parent());
+    if (!ok) throw std::runtime_error(ok.error().what());
+  }
+
+  // The manifest names `done`'s files: every other file of this leaf's stages goes, older ones and
+  // those a killed run left behind (written but never named by a manifest).
+  void committed(context& ctx, const committed_msg& m) {
+    namespace fs = std::filesystem;
+    const fs::path manifest(s_->opt.checkpoints.path);
+    const fs::path dir = manifest.parent_path().empty() ? fs::path(".") : manifest.parent_path();
+    std::error_code ec;
+    for (const auto& [st, c] : chunks_) {
+      const std::string prefix = manifest.filename().string() + ".stage" + std::to_string(st) + ".step";
+      const std::string keep = fs::path(s_->stage_file(st, m.step)).filename().string();
+      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name == keep || name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
+            name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+          continue;
+        }
+        fs::remove(it->path(), ec);  // gone already: nothing to do
+        ec.clear();
+      }
+    }
+    if (applied_after_commit_ == m.step) applied(ctx, m.step);
+  }
+
   int rank_;
   std::shared_ptr<const setup> s_;
   std::unique_ptr<nn::backend> be_;  // before the chunks: they use it until they go
@@ -407,6 +504,7 @@ class stage_leaf : public leaf {
   std::int32_t losses_ = 0;
   std::vector<event_rec> events_;  // this step's actions, with record_timeline
   std::int64_t walk_start_ns_ = 0;
+  std::int64_t applied_after_commit_ = -1;  // the last step: ctl/applied waits for its ctl/committed
 };
 
 std::vector<std::uint64_t> slot_bytes_of(const setup& s) {
@@ -425,12 +523,36 @@ class trainer_composite : public composite {
     sub(ctx, "ctl/done", [this](context& cx, const delivery& d) { done(cx, decode<done_msg>(d)); });
     sub(ctx, "ctl/sumsq", [this](context& cx, const delivery& d) { sumsq(cx, decode<sumsq_msg>(d)); });
     sub(ctx, "ctl/applied", [this](context& cx, const delivery& d) { applied(cx, decode<applied_msg>(d)); });
+    sub(ctx, "ctl/saved", [this](context& cx, const delivery& d) { saved(cx, decode<saved_msg>(d)); });
   }
 
   void on_children_started(context& ctx) override {
     if (started_) return;  // a restart's children rejoin the step in flight: not supported (header)
     started_ = true;
-    publish(ctx, "ctl/step", encode(step_msg{0, 1.0, 1, 0}));
+    publish(ctx, "ctl/step", encode(step_msg{s_->opt.checkpoints.resume_step, 1.0, 1, 0}));
+  }
+
+  // A stage leaf failed or its node is gone: the pipeline cannot go on (header).
+  void on_child_failure(context& ctx, const std::string& child_path, const std::string& reason) override {
+    const std::string leaf = child_path.substr(child_path.rfind('/') + 1);
+    std::string stages;
+    if (leaf.size() > 1 && leaf[0] == 'r') {
+      const int rank = std::atoi(leaf.c_str() + 1);
+      for (int st = 0; st < s_->stages(); ++st) {
+        if (s_->opt.schedule.stage_rank[st] == rank) stages += (stages.empty() ? "" : ", ") + std::to_string(st);
+      }
+    }
+    std::string message = "pipeline stage" + std::string(stages.find(',') == std::string::npos ? " " : "s ") + stages +
+                          " (`" + child_path + "`) failed: " + reason + "; the pipeline cannot go on without it";
+    const auto& c = s_->opt.checkpoints;
+    if (committed_ > 0) {
+      message += "; the last checkpoint is `" + c.path + "` after step " + std::to_string(committed_);
+    } else {
+      message += c.path.empty() ? "; no checkpoints were asked for" : "; no checkpoint was written yet";
+    }
+    if (!s_->opt.quit_when_done) throw std::runtime_error(message);
+    log::error(ctx.path(), message);
+    ctx.quit(1);
   }
 
  private:
@@ -553,7 +675,34 @@ class trainer_composite : public composite {
     report_.grad_norm = norm;
     if (s_->hooks.on_step) s_->hooks.on_step(report_);
     const std::int64_t next = m.step + 1;
-    publish(ctx, "ctl/step", encode(step_msg{next, coef, next < s_->opt.steps ? 1 : 0, 0}));
+    publish(ctx, "ctl/step", encode(step_msg{next, coef, next < s_->opt.steps ? 1 : 0, 1}));
+  }
+
+  // Every rank wrote its stage files of `done`: the manifest names them, then the leaves drop older ones.
+  void saved(context& ctx, const saved_msg& m) {
+    if (++saved_ < s_->num_ranks()) return;
+    saved_ = 0;
+    write_manifest(m.step);
+    committed_ = m.step;
+    publish(ctx, "ctl/committed", encode(committed_msg{m.step}));
+    if (s_->hooks.on_checkpoint) s_->hooks.on_checkpoint(m.step, s_->opt.checkpoints.path);
+  }
+
+  void write_manifest(std::int64_t done) const {
+    const std::string& path = s_->opt.checkpoints.path;
+    nlohmann::json files = nlohmann::json::array();
+    for (int st = 0; st < s_->stages(); ++st) files.push_back(std::filesystem::path(s_->stage_file(st, done)).filename().string());
+    const nlohmann::json j{{"format", manifest_format}, {"version", 1}, {"step", done},
+                           {"stages", s_->stages()}, {"cuts", s_->cuts}, {"files", files}};
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << j.dump(2) << "\n";
+      if (!out.flush()) throw std::runtime_error("checkpoint manifest `" + path + "`: cannot write `" + tmp + "`");
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) throw std::runtime_error("checkpoint manifest `" + path + "`: " + ec.message());
   }
 
   void applied(context& ctx, const applied_msg&) {
@@ -566,6 +715,8 @@ class trainer_composite : public composite {
   std::shared_ptr<const setup> s_;
   bool started_ = false;
   int arrived_ = 0;
+  int saved_ = 0;                                                   // ctl/saved of the checkpoint in progress
+  std::int64_t committed_ = s_->opt.checkpoints.resume_step;  // the manifest's step (0: none yet)
   double loss_sum_ = 0;
   int losses_ = 0;
   std::map<int, payload> tied_;
@@ -580,9 +731,124 @@ class trainer_composite : public composite {
   std::vector<std::uint64_t> slot_bytes_ = slot_bytes_of(*s_);
 };
 
-result<void> bad(const std::string& m) { return error{errc::invalid, m}; }
+error bad(const std::string& m) { return error{errc::invalid, m}; }
 
 }  // namespace
+
+result<checkpoint_manifest> read_manifest(const std::filesystem::path& file) {
+  const std::string name = "checkpoint manifest `" + file.string() + "`";
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return bad(name + ": cannot read the file");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != manifest_format) {
+    return bad(name + ": not a pipeline checkpoint manifest (written by train_gpt --pipeline)");
+  }
+  checkpoint_manifest m;
+  try {
+    if (j.at("version").get<int>() != 1) return bad(name + ": version " + j.at("version").dump() + ", this build reads 1");
+    m.step = j.at("step").get<std::int64_t>();
+    m.stages = j.at("stages").get<int>();
+    m.cuts = j.at("cuts").get<std::vector<int>>();
+  } catch (const nlohmann::json::exception& e) {
+    return bad(name + ": " + e.what());
+  }
+  if (m.step < 1 || m.stages < 1 || static_cast<int>(m.cuts.size()) != m.stages - 1) {
+    return bad(name + ": step " + std::to_string(m.step) + ", " + std::to_string(m.stages) + " stages and " +
+               std::to_string(m.cuts.size()) + " cuts do not fit together");
+  }
+  return m;
+}
+
+result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem::path& file,
+                             const trainer_options& options) {
+  const std::string name = "checkpoint manifest `" + file.string() + "`";
+  const int stages = options.schedule.stages;
+  std::vector<int> cuts = options.cuts;
+  if (cuts.empty()) {
+    auto even = even_cuts(options.model.num_layers, stages);
+    if (!even) return even.error();
+    cuts = *even;
+  }
+  auto list = [](const std::vector<int>& v) {
+    std::string out;
+    for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+    return "[" + out + "]";
+  };
+  if (m.stages != stages || m.cuts != cuts) {
+    return bad(name + ": saved for " + std::to_string(m.stages) + " stages cut before blocks " + list(m.cuts) +
+               ", this run has " + std::to_string(stages) + " cut before " + list(cuts));
+  }
+  if (m.step >= options.steps) {
+    return bad(name + ": saved after step " + std::to_string(m.step) + " of --steps " + std::to_string(options.steps) +
+               ": nothing left to train");
+  }
+  return {};
+}
+
+result<traffic_map> predict_traffic(const trainer_options& options, const std::string& composite_node,
+                                    const std::vector<std::string>& node_of_rank) {
+  const table t = options.schedule.has_comms() ? strip_comms(options.schedule) : options.schedule;
+  if (auto v = validate(t)) return bad("schedule: " + v->message);
+  const int S = t.stages, P = t.num_ranks();
+  if (static_cast<int>(node_of_rank.size()) != P) {
+    return bad(std::to_string(node_of_rank.size()) + " nodes for " + std::to_string(P) + " ranks");
+  }
+  traffic_map links;
+  auto cross = [&](const std::string& from, const std::string& to, std::uint64_t n, std::uint64_t bytes, bool tensor) {
+    if (from == to || n == 0) return;
+    link_traffic& l = links[{from, to}];
+    l.messages += n;
+    l.bytes += n * bytes;
+    if (tensor) {
+      l.tensor_messages += n;
+      l.tensor_bytes += n * bytes;
+    }
+  };
+  // n messages from rank `from`'s leaf (-1: the composite) to the leaves `to` (-1: the composite).
+  auto send = [&](int from, const std::vector<int>& to, std::uint64_t n, std::uint64_t bytes, bool tensor) {
+    const std::string& origin = from < 0 ? composite_node : node_of_rank[from];
+    cross(origin, composite_node, n, bytes, tensor);
+    for (int r : to) {
+      if (r >= 0) cross(composite_node, node_of_rank[r], n, bytes, tensor);
+    }
+  };
+  std::vector<int> every_rank(P);
+  for (int r = 0; r < P; ++r) every_rank[r] = r;
+  const std::uint64_t steps = static_cast<std::uint64_t>(options.steps - options.checkpoints.resume_step);
+  const std::uint64_t M = static_cast<std::uint64_t>(t.microbatches);
+  const std::uint64_t activation = static_cast<std::uint64_t>(options.batch) * options.seq_len * options.model.channels * sizeof(float);
+  for (int st = 0; st + 1 < S; ++st) {
+    const int a = t.stage_rank[st], b = t.stage_rank[st + 1];
+    if (a == b) continue;
+    send(a, {b}, steps * M, activation, true);  // act/<st+1>/<i>
+    send(b, {a}, steps * M, activation, true);  // grad/<st>/<i>
+  }
+  if (S > 1) {
+    const std::uint64_t tied = static_cast<std::uint64_t>(options.model.vocab_size) * options.model.channels * sizeof(float);
+    for (int end : {0, S - 1}) {
+      send(t.stage_rank[end], {-1}, steps, tied, false);  // tied/up/<end>
+      send(-1, {t.stage_rank[end]}, steps, tied, false);  // tied/down/<end>
+    }
+  }
+  for (int r = 0; r < P; ++r) {
+    std::uint64_t chunks = 0, actions = 0;
+    for (int st = 0; st < S; ++st) chunks += t.stage_rank[st] == r ? 1 : 0;
+    for (const auto& a : t.ranks[r]) actions += is_compute(a.op) ? 1 : 0;
+    const std::uint64_t stats = sizeof(stats_head) + chunks * sizeof(chunk_stat) +
+                                (options.record_timeline ? actions * sizeof(event_rec) : 0);
+    send(r, {-1}, steps, stats, false);               // ctl/stats
+    send(r, {-1}, steps, sizeof(done_msg), false);    // ctl/done
+    send(r, {-1}, steps, sizeof(sumsq_msg), false);   // ctl/sumsq
+    send(r, {-1}, 1, sizeof(applied_msg), false);     // ctl/applied, after the last update
+  }
+  send(-1, every_rank, steps, sizeof(reduce_msg), false);    // ctl/reduce
+  send(-1, every_rank, steps + 1, sizeof(step_msg), false);  // ctl/step: the first, then after each step
+  std::uint64_t checkpoints = 0;
+  for (std::int64_t done = 1; done <= options.steps; ++done) checkpoints += checkpoint_due(options, done) ? 1 : 0;
+  for (int r = 0; r < P; ++r) send(r, {-1}, checkpoints, sizeof(saved_msg), false);  // ctl/saved
+  send(-1, every_rank, checkpoints, sizeof(committed_msg), false);                     // ctl/committed
+  return links;
+}
 
 result<std::vector<int>> even_cuts(int num_layers, int stages) {
   if (stages < 1 || num_layers < stages) {
@@ -623,6 +889,13 @@ result<void> add_trainer(spec& parent, const std::string& name, const trainer_op
   auto slices = nn::cut_stages(options.model.num_layers, cuts);
   if (!slices) return slices.error();
   s->slices = *slices;
+  s->cuts = cuts;
+  const auto& ck = options.checkpoints;
+  if (ck.every < 0) return bad("checkpoint every " + std::to_string(ck.every) + " steps: need 0 (the end only) or more");
+  if (ck.resume_step < 0 || ck.resume_step >= options.steps || (ck.resume_step > 0 && ck.path.empty())) {
+    return bad("resume from step " + std::to_string(ck.resume_step) + " of " + std::to_string(options.steps) +
+               (ck.path.empty() ? " without a checkpoint" : ": nothing left to train"));
+  }
   // Slots per stage: the peak of microbatches between F and B (or W) in the rank's order.
   s->slots.assign(t.stages, 1);
   std::vector<int> live(t.stages, 0);

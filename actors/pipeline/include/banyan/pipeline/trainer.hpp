@@ -1,5 +1,6 @@
 // The pipeline trainer (issue #12 item 2): a GPT trained pipeline-parallel by components, one stage
-// leaf per rank of an action table (action.hpp), in one process.
+// leaf per rank of an action table (action.hpp), in one process or with leaves on several nodes
+// (a deployment under banyan launch places them; nothing in the trainer changes).
 //
 //   /app/pp            pipeline_trainer (a composite): the loss, the tied embedding, clipping, steps
 //   /app/pp/r0         stage_leaf for rank 0: the gpt_stage of each of its chunks (stages)
@@ -21,9 +22,10 @@
 //   tied/up/<s>    the end stage s's part of the tied embedding's gradient, V*C floats (to the composite)
 //   tied/down/<s>  the other end's part, forwarded by the composite to the owner of stage s
 //   ctl/...        step control (small fixed structs, see trainer.cpp)
-// Tensor payloads are the floats themselves (native byte order; one process for now): the leaf moves
-// the host copy gpt_stage gives it into a shared buffer and publishes a view of it
-// (payload::view_of), the broker hands every subscriber the same buffer, and the receiver reads the
+// Tensor payloads are the floats themselves (native byte order: every node of a deployment is
+// assumed to share it): the leaf moves the host copy gpt_stage gives it into a shared buffer and
+// publishes a view of it (payload::view_of), the broker hands every subscriber in the process the same
+// buffer (the runtime copies it into one envelope per link otherwise), and the receiver reads the
 // floats in place. No tensor byte is copied between publish and use; the one copy is gpt_stage's
 // device-to-host read (output_host, input_grad_host), which a CUDA stage needs anyway.
 //
@@ -34,10 +36,21 @@
 // adamw clips, reports the step's loss (mean of the microbatch losses), and starts the next step
 // with the clip coefficient; each leaf then runs AdamW on its own stages.
 //
-// Failure: an error in a leaf (a bad payload, a gpt_stage error, the batch source throwing) throws,
-// and the trainer's supervision gives up at once, escalating to its parent: a restarted leaf would
-// have fresh weights and no step to rejoin. A restart of the whole trainer starts from step 0. Not for multi-node yet: tensors are
-// native floats and a restarted leaf has fresh weights.
+// Failure: an error in a leaf (a bad payload, a gpt_stage error, the batch source throwing) or the
+// loss of a leaf's node (banyan launch: a stage node killed) is fatal: a lost stage's weights and
+// in-flight activations are gone, and a restarted leaf would have no step to rejoin. The composite
+// names the stages, the rank and the reason, then (quit_when_done: the trainer owns the run) logs it
+// and ends the run with exit code 1, or else fails itself, escalating to its parent. Resume from the
+// last checkpoint (below).
+//
+// Checkpoints (trainer_checkpoints): once step k's update is applied and k is due, every leaf saves
+// each of its stages to `<path>.stage<s>.step<k>` (an nn checkpoint: the stage's parameter arena,
+// AdamW moments and step, tagged "gpt_stage" with the model config and the stage's blocks) and says
+// so; when all have, the composite writes the manifest `<path>` (JSON: the step, stages, cuts and
+// stage files, replaced atomically) and tells the leaves, which then delete every other file of their
+// stages (older ones, and those a killed run wrote but no manifest named). A crash in between leaves
+// the previous manifest and its files in place, so the manifest always names a complete set. Multi-node: each leaf writes and reads on its own node, so `path` must name
+// the same place on every node (a shared or local-on-every-node directory).
 #pragma once
 
 #include <banyan/nn/adamw.hpp>
@@ -48,12 +61,21 @@
 #include <banyan/sdk/app.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace banyan::pipeline {
+
+struct trainer_checkpoints {
+  std::string path;              // the manifest; "": no checkpoints
+  int every = 0;                 // after every `every`-th step's update (0: only after the last step)
+  std::int64_t resume_step = 0;  // > 0: each stage starts from its file of this step (read_manifest)
+};
 
 struct trainer_options {
   nn::gpt_config model;
@@ -70,6 +92,7 @@ struct trainer_options {
   // Each leaf records every action's start and end (a steady-clock read and a vector push per
   // action), gathered by the composite into step_report::timeline. Off: the timeline stays empty.
   bool record_timeline = false;
+  trainer_checkpoints checkpoints;
 };
 
 // Tokens and targets (batch*seq_len each) of microbatch `microbatch` of `step`. Called by the leaf
@@ -102,6 +125,8 @@ struct trainer_hooks {
   // clipping and the update: for tests and inspection. A leaf's thread.
   std::function<void(std::int64_t step, int stage, const nn::gpt_stage&)> on_gradients;
   std::function<void()> on_done;  // the composite's thread, after the last update
+  // The composite's thread, once the manifest of the checkpoint after `step` steps is written.
+  std::function<void(std::int64_t step, const std::string& manifest)> on_checkpoint;
 };
 
 // Checks the options (a valid table, cuts that give every stage a block, a valid model and
@@ -109,6 +134,37 @@ struct trainer_hooks {
 // Errors (errc::invalid) name the value.
 result<void> add_trainer(spec& parent, const std::string& name, const trainer_options& options,
                          const trainer_hooks& hooks);
+
+// A checkpoint's manifest (trainer_checkpoints). Errors (errc::invalid) name the file: missing,
+// not a pipeline manifest, or one for other stages or cuts than `options` gives.
+struct checkpoint_manifest {
+  std::int64_t step = 0;
+  int stages = 0;
+  std::vector<int> cuts;
+};
+result<checkpoint_manifest> read_manifest(const std::filesystem::path& file);
+// Checks that `m` was written for these options' stages and cuts and leaves steps to train.
+result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem::path& file,
+                             const trainer_options& options);
+
+// The trainer's traffic on each link between nodes, as the broker routes it: a message goes up the
+// tree from its publisher to the composite and down to each subscribing component, so it crosses the
+// link from the publisher's node to the composite's (when they differ) and, once per subscribing
+// leaf, from the composite's node to that leaf's (two leaves on one remote node: two crossings; a
+// message between two leaves of one remote node goes through the composite's node). Per step: every microbatch's activations forward and its input
+// gradient backward at every stage boundary between two ranks (batch x seq_len x channels floats
+// each; a boundary inside one rank sends nothing), the tied embedding's two parts up and down (vocab
+// x channels floats each), and the control messages (fixed sizes; with record_timeline, ctl/stats
+// carries 32 bytes per action; checkpoints add ctl/saved and ctl/committed). `node_of_rank[r]` and
+// `composite_node` name the nodes of leaf r and of the composite.
+struct link_traffic {
+  std::uint64_t messages = 0, bytes = 0;
+  std::uint64_t tensor_messages = 0, tensor_bytes = 0;  // activations and gradients only
+  friend bool operator==(const link_traffic&, const link_traffic&) = default;
+};
+using traffic_map = std::map<std::pair<std::string, std::string>, link_traffic>;  // (from, to) node
+result<traffic_map> predict_traffic(const trainer_options& options, const std::string& composite_node,
+                                    const std::vector<std::string>& node_of_rank);
 
 // The cuts of the even split: S-1 cuts, stage s from block s*L/S. Fails when L < S.
 result<std::vector<int>> even_cuts(int num_layers, int stages);
