@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
           "Write FILE: the per-layer cost file (ms) of this model at the microbatch shape (--batch / --microbatches "
           "rows), for banyan pipeline simulate|search --costs; then exit");
   cli.add("--profile-steps", prof.steps, "With --profile-costs: timed steps, after 2 warm-up steps (medians)");
+  cli.add("--profile-source", prof.source,
+          "With --profile-costs: stage (each layer alone on the pipeline's stage code) or engine (the whole "
+          "model's per-layer profile, backward split by the stage's I/W ratio)");
   // The tree's shape depends on --workers, --data-parallel and --elastic: parse before building it
   // (banyan::run parses again).
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;

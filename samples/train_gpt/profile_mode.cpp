@@ -25,6 +25,9 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
     return arg_error("--profile-costs: not with --workers, --data-parallel, --elastic or --device-memory");
   }
   if (a.steps < 1) return arg_error("--profile-steps " + std::to_string(a.steps) + ": must be positive");
+  if (a.source != "stage" && a.source != "engine") {
+    return arg_error("--profile-source `" + a.source + "`: must be stage or engine");
+  }
   if (a.microbatches < 0) return arg_error("--microbatches " + std::to_string(a.microbatches) + ": must be positive");
   const int m = a.microbatches > 0 ? a.microbatches : a.pipeline > 0 ? 2 * a.pipeline : 1;
   if (o.batch % m != 0) {
@@ -44,6 +47,7 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
   mo.seq_len = o.seq_len;
   mo.steps = a.steps;
   mo.seed = o.common.seed;
+  mo.source = a.source == "engine" ? pl::timing_source::engine : pl::timing_source::stage;
   mo.device = o.common.backend_config();
   if (mo.device.threads == 0) mo.device.threads = 1;  // one pipeline stage per core
   if (auto v = mo.model.validate(); !v) return arg_error(v.error().message);
@@ -76,6 +80,7 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
                         {"threads", mo.device.threads},
                         {"backend", mo.device.name},
                         {"steps", mo.steps},
+                        {"source", a.source},
                         {"warmup", mo.warmup},
                         {"input_fraction", {{"embedding", measured->input_fraction_embedding},
                                             {"block", measured->input_fraction_block},
@@ -85,9 +90,10 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("per-layer costs of one microbatch (%d rows x %d tokens, %s, %d thread%s), median of %d steps, ms:\n",
+  std::printf("per-layer costs of one microbatch (%d rows x %d tokens, %s, %d thread%s), timed on the %s, median of "
+              "%d steps, ms:\n",
               mo.rows, mo.seq_len, mo.device.name.c_str(), mo.device.threads, mo.device.threads == 1 ? "" : "s",
-              mo.steps);
+              a.source == "engine" ? "whole model's layers" : "stage code, one layer at a time", mo.steps);
   std::printf("  %-10s %9s %9s %9s %12s %12s\n", "layer", "t_f", "t_i", "t_w", "mem bytes", "comm bytes");
   for (std::size_t k = 0; k < c.units.size(); ++k) {
     const auto& u = c.units[k];

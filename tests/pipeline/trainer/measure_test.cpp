@@ -18,8 +18,11 @@ bp::measure_options tiny() {
 
 }  // namespace
 
-TEST(MeasureCosts, GivesEmbeddingBlocksAndHeadWithPositiveTimes) {
-  const auto o = tiny();
+class MeasureCostsFrom : public ::testing::TestWithParam<bp::timing_source> {};
+
+TEST_P(MeasureCostsFrom, GivesEmbeddingBlocksAndHeadWithPositiveTimes) {
+  auto o = tiny();
+  o.source = GetParam();
   int last = 0, total = 0;
   auto m = bp::measure_costs(o, [&](int done, int of) { last = done, total = of; });
   ASSERT_TRUE(m) << m.error().message;
@@ -50,6 +53,9 @@ TEST(MeasureCosts, GivesEmbeddingBlocksAndHeadWithPositiveTimes) {
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(back->units.size(), 5u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sources, MeasureCostsFrom, ::testing::Values(bp::timing_source::stage, bp::timing_source::engine),
+                         [](const auto& info) { return info.param == bp::timing_source::stage ? "stage" : "engine"; });
 
 TEST(MeasureCosts, BadShapesNameTheValue) {
   auto o = tiny();
