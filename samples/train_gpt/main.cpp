@@ -9,6 +9,7 @@
 #include <banyan/trainer/gpt_trainer.hpp>
 
 #include "pipeline_mode.hpp"
+#include "profile_mode.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -72,10 +73,23 @@ int main(int argc, char** argv) {
           "With --pipeline: the split as `banyan pipeline search` prints it, e.g. 2,1,3 (embedding and head count as "
           "layers; default: the blocks split evenly)");
   cli.add("--trace", pp.trace, "With --pipeline: write the last step's measured timeline, FILE.json (Chrome trace) or FILE.svg (Gantt)");
+  train_gpt::profile_args prof;
+  cli.add("--profile-costs", prof.file,
+          "Write FILE: the per-layer cost file (ms) of this model at the microbatch shape (--batch / --microbatches "
+          "rows), for banyan pipeline simulate|search --costs; then exit");
+  cli.add("--profile-steps", prof.steps, "With --profile-costs: timed steps, after 2 warm-up steps (medians)");
+  cli.add("--profile-source", prof.source,
+          "With --profile-costs: stage (each layer alone on the pipeline's stage code) or engine (the whole "
+          "model's per-layer profile, backward split by the stage's I/W ratio)");
   // The tree's shape depends on --workers, --data-parallel and --elastic: parse before building it
   // (banyan::run parses again).
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
   if (elastic && e.virtual_workers == 0) e.virtual_workers = 8;
+  if (!prof.file.empty()) {
+    prof.pipeline = pp.pipeline;
+    prof.microbatches = pp.microbatches;
+    return train_gpt::run_profile(*opts, prof);
+  }
   if (pp.pipeline != 0) {
     if (auto added = train_gpt::add_pipeline_trainer(app, *opts, pp); !added) {
       std::fprintf(stderr, "train_gpt: error: %s\n", added.error().message.c_str());

@@ -34,3 +34,13 @@ PY
 rc=$?
 test "$rc" -eq 2 || { echo "--layers-per-stage 5,4,4,2: exit code $rc, expected 2"; exit 1; }
 grep -q "sums to 15 layers" "$dir/bad.json" || { cat "$dir/bad.json"; exit 1; }
+# --latency on the command line overrides the cost file's (0 in the example): 1f1b at p=4 has at
+# least 2(p-1) messages on its critical path, so 1 time unit of latency adds at least 6.
+for l in 0 1; do
+  "$cli" pipeline simulate 1f1b -p 4 -m 8 --costs "$costs" --latency $l --json > "$dir/lat$l.json" 2> /dev/null || { echo "simulate --latency $l failed"; exit 1; }
+done
+python3 - "$dir/lat0.json" "$dir/lat1.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["makespan"] for p in sys.argv[1:])
+assert b >= a + 6 - 1e-9, (a, b)
+PY

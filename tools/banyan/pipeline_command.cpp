@@ -36,6 +36,7 @@ struct options {
   std::string schedule, costs_file, trace, svg, out_csv, out_dsl;
   int p = 4, m = 8, v = 1;
   double forward_time = 1, input_grad_time = 1, weight_grad_time = 1, memory = 1, latency = 0, bandwidth = 0;
+  bool latency_given = false, bandwidth_given = false;  // on the command line: they override --costs' values
   double cap = 0;
   std::chrono::milliseconds time_limit{30000};
   std::vector<int> chunk_counts{1, 2};
@@ -117,7 +118,10 @@ banyan::result<pl::costs> load_costs(const options& o, int stages_hint) {
   if (!o.costs_file.empty()) {
     auto text = read_file(o.costs_file);
     if (!text) return text.error();
-    return pl::parse_costs(*text, o.costs_file);
+    auto c = pl::parse_costs(*text, o.costs_file);
+    if (c && o.latency_given) c->latency = o.latency;
+    if (c && o.bandwidth_given) c->bandwidth = o.bandwidth;
+    return c;
   }
   pl::costs c = pl::uniform_costs(stages_hint, o.forward_time, o.input_grad_time, o.weight_grad_time, o.memory);
   c.latency = o.latency, c.bandwidth = o.bandwidth;
@@ -159,8 +163,12 @@ void add_cost_options(CLI::App& sub, options& o) {
   add_deprecated_alias(sub, input_grad, "--ti", tool);
   add_deprecated_alias(sub, weight_grad, "--tw", tool);
   add_deprecated_alias(sub, memory, "--mem", tool);
-  sub.add_option("--latency", o.latency, "message latency")->check(CLI::NonNegativeNumber);
-  sub.add_option("--bandwidth", o.bandwidth, "link bandwidth, bytes per time unit (0 = infinite)")->check(CLI::NonNegativeNumber);
+  sub.add_option("--latency", o.latency, "message latency (overrides the --costs file's)")
+      ->check(CLI::NonNegativeNumber)
+      ->each([&o](const std::string&) { o.latency_given = true; });
+  sub.add_option("--bandwidth", o.bandwidth, "link bandwidth, bytes per time unit (0 = infinite; overrides the --costs file's)")
+      ->check(CLI::NonNegativeNumber)
+      ->each([&o](const std::string&) { o.bandwidth_given = true; });
 }
 
 int run_show(const options& o) {

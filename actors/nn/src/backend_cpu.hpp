@@ -48,6 +48,10 @@ class cpu_backend final : public backend {
   void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                             float lr, float beta1, float beta2, float eps, float weight_decay,
                             int t) override;
+ private:
+  // Applies threads_ on the calling thread (see the constructor); every kernel calls it first.
+  void own_threads() const;
+  int threads_ = 0;
 };
 
 }  // namespace banyan::nn

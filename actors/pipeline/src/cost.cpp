@@ -93,6 +93,24 @@ result<costs> parse_costs(std::string_view json_text, const std::string& source)
   return c;
 }
 
+std::string write_costs(const costs& c, const std::vector<std::string>& names) {
+  assert(names.empty() || names.size() == c.units.size());
+  nlohmann::json units = nlohmann::json::array();
+  for (std::size_t i = 0; i < c.units.size(); ++i) {
+    const auto& u = c.units[i];
+    nlohmann::json e = nlohmann::json::object();
+    if (!names.empty()) e["name"] = names[i];
+    e["t_f"] = u.t_f, e["t_b"] = u.t_b, e["t_i"] = u.t_i, e["t_w"] = u.t_w;
+    e["mem"] = u.mem, e["comm_bytes"] = u.comm_bytes, e["static_mem"] = u.static_mem;
+    units.push_back(std::move(e));
+  }
+  nlohmann::json j = nlohmann::json::object();
+  j[c.per_layer ? "layers" : "stages"] = std::move(units);
+  j["latency"] = c.latency;
+  j["bandwidth"] = c.bandwidth;
+  return j.dump(2) + "\n";
+}
+
 result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
   const int n = static_cast<int>(c.units.size());
   if (S <= 0) return error{errc::invalid, "stage count must be positive, got " + std::to_string(S)};

@@ -40,6 +40,10 @@ struct costs {
 costs uniform_costs(int n, double t_f, double t_i, double t_w, double mem = 1);
 
 result<costs> parse_costs(std::string_view json_text, const std::string& source = "costs");
+// The JSON form parse_costs reads back to equal costs (every field, full double precision): "layers"
+// when per_layer, else "stages"; `names`, when given, one per unit, as each entry's "name". Each unit's
+// t_b must be t_i + t_w (as parse_costs makes it), or the file will not parse.
+std::string write_costs(const costs& c, const std::vector<std::string>& names = {});
 
 // Costs of S stages. Per-layer input: the layers are cut into S contiguous groups minimising the
 // slowest group. Per-stage input with n entries: S == n uses them as they are; S a multiple of n splits
