@@ -46,6 +46,8 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
   mo.rows = o.batch / m;
   mo.seq_len = o.seq_len;
   mo.steps = a.steps;
+  // 1F1B holds P microbatches on the first stage; without --pipeline, 2.
+  mo.in_flight = a.pipeline > 0 ? a.pipeline : 2;
   mo.seed = o.common.seed;
   mo.source = a.source == "engine" ? pl::timing_source::engine : pl::timing_source::stage;
   mo.device = o.common.backend_config();
@@ -80,6 +82,7 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
                         {"threads", mo.device.threads},
                         {"backend", mo.device.name},
                         {"steps", mo.steps},
+                        {"in_flight", mo.in_flight},
                         {"source", a.source},
                         {"warmup", mo.warmup},
                         {"input_fraction", {{"embedding", measured->input_fraction_embedding},
@@ -91,9 +94,9 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
     return 0;
   }
   std::printf("per-layer costs of one microbatch (%d rows x %d tokens, %s, %d thread%s), timed on the %s, median of "
-              "%d steps, ms:\n",
+              "%d steps of %d microbatches in flight, ms:\n",
               mo.rows, mo.seq_len, mo.device.name.c_str(), mo.device.threads, mo.device.threads == 1 ? "" : "s",
-              a.source == "engine" ? "whole model's layers" : "stage code, one layer at a time", mo.steps);
+              a.source == "engine" ? "whole model's layers" : "stage code, one layer at a time", mo.steps, mo.in_flight);
   std::printf("  %-10s %9s %9s %9s %12s %12s\n", "layer", "t_f", "t_i", "t_w", "mem bytes", "comm bytes");
   for (std::size_t k = 0; k < c.units.size(); ++k) {
     const auto& u = c.units[k];

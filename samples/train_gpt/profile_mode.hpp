@@ -2,9 +2,11 @@
 // (same --layers, --heads, --channels, --seq and vocabulary) at its microbatch shape, --batch /
 // --microbatches rows (M defaults as in pipeline mode: 2P with --pipeline P, else 1), and writes the
 // per-layer cost file `banyan pipeline simulate|search --costs` reads (pipeline::measure_costs: what
-// each field is measured from; --profile-source stage, the default, times each layer on the stage code
-// the pipeline runs, engine sums the whole model's per-layer profile). The cpu backend runs with --nn-threads (default 1 here, as one stage
-// of a pipeline on one core). Prints a per-layer table, or with --json the run and the costs.
+// each field is measured from; --profile-source stage, the default, times each layer on the stage
+// code the pipeline runs, engine sums the whole model's per-layer profile). The cpu backend runs with
+// --nn-threads (default 1 here: one stage of a pipeline per core), with P microbatches in flight (2
+// without --pipeline; measure.hpp's in_flight). Prints a per-layer table, or with --json the run and
+// the costs.
 //
 // Errors (exit 2, before any timing): a FILE that cannot be written, names it; a batch M does not
 // divide; an unknown --profile-source; options that select another mode.

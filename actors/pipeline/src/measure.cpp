@@ -37,11 +37,13 @@ struct pass_times {
 };
 
 // forward, backward_input and backward_weight of one gpt_stage holding `slice`, medians over opt.steps
-// after opt.warmup.
+// rounds after opt.warmup. A round is opt.in_flight forwards, then their backwards in the same order
+// (each I then its W), so that the activations of in_flight microbatches are live, as in a pipeline.
 result<pass_times> time_stage(const measure_options& opt, const nn::stage_slice& slice, nn::backend& be,
                               const std::vector<int>& tokens, const std::vector<float>& acts,
                               const std::vector<float>& grad, const std::function<void()>& tick) {
-  auto st = nn::gpt_stage::create(opt.model, slice, {.batch = opt.rows, .seq_len = opt.seq_len, .slots = 1}, be);
+  const int k_in = opt.in_flight;
+  auto st = nn::gpt_stage::create(opt.model, slice, {.batch = opt.rows, .seq_len = opt.seq_len, .slots = k_in}, be);
   if (!st) return st.error();
   st->init(opt.seed);
   nn::stage_input in;
@@ -50,17 +52,22 @@ result<pass_times> time_stage(const measure_options& opt, const nn::stage_slice&
   if (slice.has_head) in.targets = tokens.data();
   const float* out_grad = slice.has_head ? nullptr : grad.data();
   std::vector<double> f, i, w;
-  for (int k = 0; k < opt.warmup + opt.steps; ++k) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (auto r = st->forward(0, in); !r) return r.error();
-    const double t_f = ms_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    if (auto r = st->backward_input(0, out_grad); !r) return r.error();
-    const double t_i = ms_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    if (auto r = st->backward_weight(0); !r) return r.error();
-    const double t_w = ms_since(t0);
-    if (k >= opt.warmup) f.push_back(t_f), i.push_back(t_i), w.push_back(t_w);
+  auto clock = std::chrono::steady_clock::now;
+  for (int round = 0; round < opt.warmup + opt.steps; ++round) {
+    const bool keep = round >= opt.warmup;
+    for (int slot = 0; slot < k_in; ++slot) {
+      const auto t0 = clock();
+      if (auto r = st->forward(slot, in); !r) return r.error();
+      if (keep) f.push_back(ms_since(t0));
+    }
+    for (int slot = 0; slot < k_in; ++slot) {
+      auto t0 = clock();
+      if (auto r = st->backward_input(slot, out_grad); !r) return r.error();
+      if (keep) i.push_back(ms_since(t0));
+      t0 = clock();
+      if (auto r = st->backward_weight(slot); !r) return r.error();
+      if (keep) w.push_back(ms_since(t0));
+    }
     if (tick) tick();
   }
   return pass_times{median(f), median(i), median(w)};
@@ -78,6 +85,7 @@ result<measured_costs> measure_costs(const measure_options& opt, const std::func
   }
   if (opt.warmup < 0) return bad("measure: warmup = " + std::to_string(opt.warmup) + ": must be >= 0");
   if (opt.steps < 1) return bad("measure: steps = " + std::to_string(opt.steps) + ": must be positive");
+  if (opt.in_flight < 1) return bad("measure: in_flight = " + std::to_string(opt.in_flight) + ": must be positive");
   auto be = nn::make_backend(opt.device);
   if (!be) return be.error();
 

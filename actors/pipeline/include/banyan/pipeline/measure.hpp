@@ -6,7 +6,8 @@
 // - stage (the default): each file layer runs alone on the code the pipeline trainer runs,
 //   nn::gpt_stage: the embedding, each block l, the head (ln_f + lm_head + loss) as a one-layer stage;
 //   t_f is its forward, t_i its backward_input, t_w its backward_weight (t_b = t_i + t_w), each the
-//   median over `steps` after `warmup`. A stage's per-pass work outside the kernels (zeroing the slot's
+//   median over `steps` rounds after `warmup`, a round being `in_flight` forwards, then their
+//   backwards. A stage's per-pass work outside the kernels (zeroing the slot's
 //   activation gradients, the input upload) is counted, as it is when the trainer runs the stage.
 // - engine: t_f and t_b are the engine's per-layer profile of the whole model (nn::gpt with
 //   profiling on, gpt::layers()): per step, the sum of the file layer's sub-layers (the embedding; a
@@ -21,8 +22,8 @@
 // loss, which no stage receives).
 // Times are in milliseconds, latency and bandwidth 0 (a caller that has measured the link sets them).
 //
-// Cost: (warmup + steps) passes of each one-layer stage (engine: of the whole model and three
-// one-layer stages); memory of one model at the microbatch shape. Each call makes its own backend from
+// Cost: (warmup + steps) rounds of each one-layer stage (engine: steps of the whole model and rounds
+// of three one-layer stages); memory of one model at the microbatch shape. Each call makes its own backend from
 // `device`, so calls on different threads share nothing.
 #pragma once
 
@@ -46,6 +47,10 @@ struct measure_options {
   int seq_len = 1;  // <= model.max_seq_len
   int warmup = 2;   // untimed steps first (caches, allocator, thread pool)
   int steps = 5;    // timed steps; medians over these
+  // Microbatches whose activations are live at once while a layer is timed on gpt_stage: forwards of
+  // in_flight microbatches, then their backwards. One microbatch of a small layer stays in the core's
+  // cache between its forward and backward, which in a pipeline it does not (a stage holds several).
+  int in_flight = 2;
   std::uint64_t seed = 1;
   timing_source source = timing_source::stage;
   nn::backend_options device{.name = "cpu", .threads = 1};
@@ -59,7 +64,7 @@ struct measured_costs {
 };
 
 // Fails, naming the value, on an invalid model, rows < 1, seq_len outside [1, max_seq_len], warmup < 0,
-// steps < 1 or a backend that cannot be made. `progress(done, total)` is called after every step.
+// steps < 1, in_flight < 1 or a backend that cannot be made. `progress(done, total)` is called after every step.
 result<measured_costs> measure_costs(const measure_options& opt,
                                      const std::function<void(int done, int total)>& progress = {});
 
