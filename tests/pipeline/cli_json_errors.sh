@@ -30,6 +30,11 @@ assert sum(a["best"]["layers_per_stage"]) == 14 and len(a["best"]["cuts"]) == le
 assert a["best"]["sim"] == b["best"]["sim"] and a["best"]["cuts"] == b["best"]["cuts"] and a["evaluations"] == b["evaluations"], (a, b)
 assert a["lower_bound"] <= a["best"]["sim"]["makespan"] + 1e-9 and a["seed"] == 3 and a["budget"] == 600, a
 PY
+# The written program says its split in a comment, and the summary how train_gpt runs it.
+"$cli" pipeline search -p 4 -m 8 --costs "$costs" --budget 600 --seed 3 --out-dsl "$dir/s.pipe" > "$dir/s.txt" 2> /dev/null || { echo "search --out-dsl failed"; exit 1; }
+split=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["best"]["layers_per_stage"])))' "$dir/s1.json")
+head -1 "$dir/s.pipe" | grep -qx "# layers per stage: $split (train_gpt --layers-per-stage $split)" || { head -2 "$dir/s.pipe"; exit 1; }
+grep -q "^run it: train_gpt --pipeline 4 --microbatches 8 --schedule $dir/s.pipe.* --layers-per-stage $split\$" "$dir/s.txt" || { cat "$dir/s.txt"; exit 1; }
 "$cli" pipeline simulate 1f1b -p 4 -m 8 --costs "$costs" --layers-per-stage 5,4,4,2 --json > "$dir/bad.json" 2> /dev/null
 rc=$?
 test "$rc" -eq 2 || { echo "--layers-per-stage 5,4,4,2: exit code $rc, expected 2"; exit 1; }

@@ -275,21 +275,26 @@ int run_search(const options& o) {
   if (!r) return fail(r.error().message);
   bar.finish(std::to_string(r->evaluations) + " schedules tried");
   if (auto v = pl::validate(r->best.t)) return fail("search produced an invalid table (a bug): " + v->message);
-  if (!o.out_dsl.empty() && !write_file(o.out_dsl, r->dsl)) return fail(o.out_dsl + ": cannot write");
-  if (!o.out_csv.empty() && !write_file(o.out_csv, pl::write_csv(r->best.t))) return fail(o.out_csv + ": cannot write");
-  const double base = r->best_predefined ? r->best_predefined->sim.makespan : 0;
-  const double bound = pl::makespan_lower_bound(*c, o.p, o.m);
   auto layers_per_stage = [](const std::vector<int>& cuts) {
     std::vector<int> n;
     for (std::size_t j = 0; j + 1 < cuts.size(); ++j) n.push_back(cuts[j + 1] - cuts[j]);
     return n;
   };
+  // A program carries no split: with per-layer costs the written one says it in a comment, and how
+  // train_gpt runs it (its --layers-per-stage takes these counts).
+  std::string split;
+  for (int n : layers_per_stage(r->best.cuts)) split += (split.empty() ? "" : ",") + std::to_string(n);
+  const std::string dsl = split.empty() ? r->dsl : "# layers per stage: " + split + " (train_gpt --layers-per-stage " + split + ")\n" + r->dsl;
+  if (!o.out_dsl.empty() && !write_file(o.out_dsl, dsl)) return fail(o.out_dsl + ": cannot write");
+  if (!o.out_csv.empty() && !write_file(o.out_csv, pl::write_csv(r->best.t))) return fail(o.out_csv + ": cannot write");
+  const double base = r->best_predefined ? r->best_predefined->sim.makespan : 0;
+  const double bound = pl::makespan_lower_bound(*c, o.p, o.m);
   const std::string reproduce = "seed " + std::to_string(o.seed) + ", " + std::to_string(r->evaluations) + " evaluations" +
                                 (r->time_cut ? " (the time limit cut the search short: rerun with --budget " + std::to_string(r->evaluations) +
                                                    " and a generous --time-limit to reproduce it)"
                                              : o.budget > 0 ? " (--budget " + std::to_string(o.budget) + ")" : "");
   if (o.json) {
-    nlohmann::json j{{"best", {{"origin", r->best.origin}, {"v", r->best.v}, {"sim", sim_json(r->best.sim)}, {"dsl", r->dsl},
+    nlohmann::json j{{"best", {{"origin", r->best.origin}, {"v", r->best.v}, {"sim", sim_json(r->best.sim)}, {"dsl", dsl},
                                {"table", table_json(r->best.t)}}},
                      {"evaluations", r->evaluations},
                      {"seed", o.seed},
@@ -330,9 +335,15 @@ int run_search(const options& o) {
   }
   std::printf("lower bound %.4g (docs/pipeline.md): gap %.2f%%\n", bound, 100 * (r->best.sim.makespan / bound - 1));
   std::printf("reproduce: %s\n", reproduce.c_str());
-  if (o.out_dsl.empty()) std::printf("\n%s", r->dsl.c_str());
+  if (o.out_dsl.empty()) std::printf("\n%s", dsl.c_str());
   else std::printf("program: %s\n", o.out_dsl.c_str());
   if (!o.out_csv.empty()) std::printf("table: %s\n", o.out_csv.c_str());
+  const std::string& file = !o.out_csv.empty() ? o.out_csv : o.out_dsl;
+  if (!split.empty() && !file.empty()) {
+    std::printf("run it: train_gpt --pipeline %d --microbatches %d --schedule %s%s --layers-per-stage %s\n", o.p, o.m,
+                file.c_str(), !o.out_csv.empty() || r->best.v == 1 ? "" : (" --interleave " + std::to_string(r->best.v)).c_str(),
+                split.c_str());
+  }
   return 0;
 }
 
