@@ -36,6 +36,7 @@ using test::summary;
 struct run_shape {
   int layers = 2, ranks = 2, microbatches = 4, interleave = 1, steps = 3;
   std::string schedule = "1f1b";
+  int checkpoint_every = 0;  // > 0: --checkpoint-every (its ctl/saved and ctl/committed are predicted too)
 };
 
 constexpr int batch = 8, seq = 16, channels = 16;
@@ -61,6 +62,7 @@ pl::trainer_options options_of(const run_shape& r, int vocab) {
   o.schedule = *t;
   o.steps = r.steps;
   o.record_timeline = true;
+  if (r.checkpoint_every > 0) o.checkpoints = {.path = "pp.ckpt", .every = r.checkpoint_every};
   return o;
 }
 
@@ -75,7 +77,10 @@ void expect_nodes_match_one_process(const run_shape& r, int nodes) {
     node_of_rank.push_back("n" + std::to_string(q * nodes / r.ranks));
     if (node_of_rank.back() != "n0") assign.push_back({"/train_gpt/trainer/r" + std::to_string(q), node_of_rank.back()});
   }
-  const std::string app = train_args(r) + " --checkpoint '' --json";
+  const std::string app = train_args(r) + " --json --checkpoint " +
+                          (r.checkpoint_every > 0 ? (dir.path / "pp.ckpt").string() + " --checkpoint-every " +
+                                                        std::to_string(r.checkpoint_every)
+                                                  : std::string("''"));
   auto one = run_command(app, 120s);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto prof = dir.path / "profile.json";
@@ -110,10 +115,11 @@ TEST(PipelineNodes, TwoNodesGiveTheOneProcessLossesAndThePredictedBytesPerLink) 
 
 // Four ranks of two chunks each (V placement: stage 0 and stage 7 on rank 0) on four nodes, and
 // zb-h1's split backward on two nodes holding two ranks each (the messages between two ranks of n1
-// go through n0, where the composite is).
+// go through n0, where the composite is), saving checkpoints after steps 2 and 3.
 TEST(PipelineNodes, FourNodesWithVPlacementAndTwoRanksPerNode) {
   expect_nodes_match_one_process({.layers = 8, .ranks = 4, .microbatches = 8, .interleave = 2, .steps = 2, .schedule = "zb-v"}, 4);
-  expect_nodes_match_one_process({.layers = 4, .ranks = 4, .microbatches = 4, .steps = 2, .schedule = "zb-h1"}, 2);
+  expect_nodes_match_one_process({.layers = 4, .ranks = 4, .microbatches = 4, .steps = 3, .schedule = "zb-h1",
+                                  .checkpoint_every = 2}, 2);
 }
 
 bool await_line(process& p, std::string& log, const std::regex& line, std::smatch& match, std::chrono::seconds limit) {
