@@ -6,11 +6,12 @@ pipeline trainer's step on real nodes? And what does the search make of those co
   2. Runs train_gpt --pipeline P on P loopback nodes under `banyan launch` (one stage leaf and one nn
      thread per node) for each schedule, with --trace; the measured makespan is the median of
      pipeline.per_step[].span_ms over the steps after the first.
-  3. Simulates each schedule on the same split (the trainer's even split, as --layers-per-stage) three
+  3. Simulates each schedule on the same split (the trainer's even split, as --layers-per-stage) four
      ways:  profile    the cost file as written (link free);
             +latency   the same with the message latency measured from the run's timeline: per
                        cross-rank dependency where the receiving rank sat idle, start(receiver) -
                        end(sender) (both nodes read one monotonic clock), median;
+            stages     the run's split profiled stage by stage (--profile-stages) plus that latency;
             in-run     per-stage costs taken from the run's own timeline (median action time per stage
                        and kind) plus that latency: what is left of the error is the schedule model's.
   4. Tokens/s of the pipelined run (P nodes x 1 thread) against one process with --nn-threads P and
@@ -219,6 +220,30 @@ def main():
                                  "backward": sum(u["t_b"] for u in best["costs"]["layers"])}
         return best
 
+    stage_files = {}
+
+    def stage_profile(split, chunks):
+        """The per-stage file of this split (--profile-stages), least of R per field, made once."""
+        key = (tuple(split), chunks)
+        if key in stage_files:
+            return stage_files[key]
+        path = os.path.join(tmp, f"stages-{'-'.join(map(str, split))}.json")
+        cmd = profile + ["--profile-costs", path, "--profile-stages", "--interleave", str(chunks),
+                         "--layers-per-stage", ",".join(map(str, split))]
+        runs = []
+        for _ in range(a.repeats):
+            wait_idle()
+            runs.append(json.loads(sh(cmd, "stage profile"))["costs"])
+        best = runs[0]
+        for k, u in enumerate(best["stages"]):
+            for f in ("t_f", "t_i", "t_w"):
+                u[f] = min(r["stages"][k][f] for r in runs)
+            u["t_b"] = u["t_i"] + u["t_w"]
+        with open(path, "w") as f:
+            json.dump(best, f, indent=2)
+        stage_files[key] = path
+        return path
+
     prof = profile_min(costs_path, "stage")
     prof_engine = profile_min(engine_path, "engine")
     report["profile_engine"] = prof_engine
@@ -266,6 +291,8 @@ def main():
         sim_v = 1 if schedule.endswith(".csv") else chunks
         pred = simulate(banyan, schedule, P, M, costs_path, split, sim_v)
         pred_engine = simulate(banyan, schedule, P, M, engine_path, split, sim_v)
+        stages_path = stage_profile(split, chunks)
+        pred_stages = simulate(banyan, schedule, P, M, stages_path, None, sim_v, ["--latency", f"{lat:.6f}"])
         pred_lat = simulate(banyan, schedule, P, M, costs_path, split, sim_v, ["--latency", f"{lat:.6f}"])
         # The profile's I/(I+W) per stage, to split a B-only run's B.
         frac = []
@@ -282,12 +309,14 @@ def main():
         traced = max(e[5] for e in ev) - min(e[4] for e in ev)  # the traced (last) step's span
         r = {"schedule": name, "ran": True, "split": split, "measured_ms": measured, "spans_ms": spans,
              "simulated_ms": pred, "simulated_engine_ms": pred_engine, "simulated_latency_ms": pred_lat,
+             "simulated_stages_ms": pred_stages,
              "simulated_in_run_ms": pred_inrun, "traced_step_ms": traced, "foreign_cpu": foreign,
              "latency_ms": lat, "latency_samples": samples, "tokens_per_s": statistics.median(rates),
              "overall_tokens_per_s": s["tokens_per_s"],
              "mean_bubble": s["pipeline"]["mean_bubble"]}
         print(f"{name}: measured {measured:.1f} ms, simulated {pred:.1f} ({measured / pred:.2f}x), engine profile "
-              f"{pred_engine:.1f}, +latency {lat * 1e3:.0f} us {pred_lat:.1f} ({measured / pred_lat:.2f}x); traced step "
+              f"{pred_engine:.1f}, +latency {lat * 1e3:.0f} us {pred_lat:.1f} ({measured / pred_lat:.2f}x), stage "
+              f"profile {pred_stages:.1f} ({measured / pred_stages:.2f}x); traced step "
               f"{traced:.1f} vs in-run {pred_inrun:.1f} ({traced / pred_inrun:.2f}x)", file=sys.stderr)
         return r
 
@@ -343,10 +372,10 @@ def main():
     print()
     print(f"model {' '.join(MODEL)}, p={P}, m={M}, {a.steps} steps, load average before {report['load_before']:.2f}")
     print("measured: median step span; simulated: the stage-code cost file (engine: the engine's profile), "
-          "+latency: with the timeline's message latency; traced/in-run: the traced step against the simulator "
+          "+latency: with the timeline's message latency; stages: --profile-stages of the run's split + that latency; traced/in-run: the traced step against the simulator "
           "fed that step's own action times")
     print(f"{'schedule':18} {'measured ms':>11} {'simulated':>10} {'ratio':>6} {'engine':>7} {'ratio':>6} "
-          f"{'+latency':>9} {'ratio':>6} {'traced':>7} {'in-run':>7} {'ratio':>6} {'tokens/s':>9} {'other CPU':>9}")
+          f"{'+latency':>9} {'ratio':>6} {'stages':>7} {'ratio':>6} {'traced':>7} {'in-run':>7} {'ratio':>6} {'tokens/s':>9} {'other CPU':>9}")
     for r in rows + ([searched] if searched else []):
         if not r["ran"]:
             print(f"{r['schedule']:18} did not run")
@@ -354,7 +383,8 @@ def main():
         print(f"{r['schedule']:18} {r['measured_ms']:11.1f} {r['simulated_ms']:10.1f} "
               f"{r['measured_ms'] / r['simulated_ms']:6.2f} {r['simulated_engine_ms']:7.1f} "
               f"{r['measured_ms'] / r['simulated_engine_ms']:6.2f} {r['simulated_latency_ms']:9.1f} "
-              f"{r['measured_ms'] / r['simulated_latency_ms']:6.2f} {r['traced_step_ms']:7.1f} "
+              f"{r['measured_ms'] / r['simulated_latency_ms']:6.2f} {r['simulated_stages_ms']:7.1f} "
+              f"{r['measured_ms'] / r['simulated_stages_ms']:6.2f} {r['traced_step_ms']:7.1f} "
               f"{r['simulated_in_run_ms']:7.1f} {r['traced_step_ms'] / r['simulated_in_run_ms']:6.2f} "
               f"{r['tokens_per_s']:9.0f} {100 * r['foreign_cpu']:8.0f}%")
     lat_line = ", ".join(f"{r['schedule']} {r['latency_ms'] * 1e3:.0f} us" for r in rows if r["ran"])
