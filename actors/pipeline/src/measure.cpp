@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace banyan::pipeline {
 
@@ -121,8 +123,10 @@ result<measured_costs> measure_costs(const measure_options& opt, const std::func
   };
 
   const inputs in = make_inputs(opt);
-  const std::vector<int>&tokens = in.tokens, &targets = in.targets;
-  const std::vector<float>&acts = in.acts, &grad = in.grad;
+  const auto& tokens = in.tokens;
+  const auto& targets = in.targets;
+  const auto& acts = in.acts;
+  const auto& grad = in.grad;
 
   // mem (and, from the engine, t_f and t_b) from the whole model, per step and file layer.
   std::vector<std::vector<double>> fwd(n), bwd(n);
