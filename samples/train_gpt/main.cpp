@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
           "Write FILE: the per-layer cost file (ms) of this model at the microbatch shape (--batch / --microbatches "
           "rows), for banyan pipeline simulate|search --costs; then exit");
   cli.add("--profile-steps", prof.steps, "With --profile-costs: timed steps, after 2 warm-up steps (medians)");
+  cli.add("--profile-stages", prof.stages,
+          "With --profile-costs and --pipeline: a per-stage file of the split --pipeline would train, each stage timed "
+          "whole (for simulate of that split)");
   cli.add("--profile-source", prof.source,
           "With --profile-costs: stage (each layer alone on the pipeline's stage code) or engine (the whole "
           "model's per-layer profile, backward split by the stage's I/W ratio)");
@@ -88,6 +91,8 @@ int main(int argc, char** argv) {
   if (!prof.file.empty()) {
     prof.pipeline = pp.pipeline;
     prof.microbatches = pp.microbatches;
+    prof.interleave = pp.interleave;
+    prof.layers_per_stage = pp.layers_per_stage;
     return train_gpt::run_profile(*opts, prof);
   }
   if (pp.pipeline != 0) {

@@ -5,10 +5,12 @@
 #include <banyan/nn/data.hpp>
 #include <banyan/pipeline/cost.hpp>
 #include <banyan/pipeline/measure.hpp>
+#include <banyan/pipeline/trainer.hpp>
 #include <banyan/trainer/progress.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -54,10 +56,35 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
   if (mo.device.threads == 0) mo.device.threads = 1;  // one pipeline stage per core
   if (auto v = mo.model.validate(); !v) return arg_error(v.error().message);
 
+  // --profile-stages: the trainer's block cuts (trainer.hpp even_cuts, or the search's layer counts,
+  // whose first and last stages also hold the embedding and the head).
+  std::vector<banyan::nn::stage_slice> slices;
+  if (a.stages) {
+    if (a.pipeline < 1) return arg_error("--profile-stages: needs --pipeline P");
+    const int S = a.pipeline * std::max(1, a.interleave);
+    std::vector<int> cuts;
+    if (a.layers_per_stage.empty()) {
+      auto even = pl::even_cuts(o.layers, S);
+      if (!even) return arg_error("--profile-stages: " + even.error().message);
+      cuts = *even;
+    } else {
+      if (static_cast<int>(a.layers_per_stage.size()) != S) {
+        return arg_error("--layers-per-stage: " + std::to_string(a.layers_per_stage.size()) + " stages, not " +
+                         std::to_string(S));
+      }
+      int at = 0;
+      for (int st = 0; st + 1 < S; ++st) cuts.push_back((at += a.layers_per_stage[st]) - 1);
+    }
+    auto cut = banyan::nn::cut_stages(o.layers, cuts);
+    if (!cut) return arg_error("--profile-stages: " + cut.error().message);
+    slices = *cut;
+  }
+
   auto style = banyan::trainer::progress_style(o.common.json);
   style.unit = "passes";
   banyan::progress bar("profile", 0, style);
-  auto measured = pl::measure_costs(mo, [&](int done, int) { bar.update(static_cast<std::uint64_t>(done)); });
+  auto tick = [&](int done, int) { bar.update(static_cast<std::uint64_t>(done)); };
+  auto measured = a.stages ? pl::measure_stage_costs(mo, slices, tick) : pl::measure_costs(mo, tick);
   bar.clear();
   if (!measured) {
     std::fprintf(stderr, "train_gpt: error: --profile-costs: %s\n", measured.error().message.c_str());
@@ -85,11 +112,13 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
                         {"in_flight", mo.in_flight},
                         {"source", a.source},
                         {"warmup", mo.warmup},
-                        {"input_fraction", {{"embedding", measured->input_fraction_embedding},
-                                            {"block", measured->input_fraction_block},
-                                            {"head", measured->input_fraction_head}}},
                         {"microbatch_ms", {{"forward", f}, {"backward", b}}},
                         {"costs", nlohmann::json::parse(text)}};
+    if (!a.stages) {
+      j["input_fraction"] = {{"embedding", measured->input_fraction_embedding},
+                             {"block", measured->input_fraction_block},
+                             {"head", measured->input_fraction_head}};
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -97,15 +126,20 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
               "%d steps of %d microbatches in flight, ms:\n",
               mo.rows, mo.seq_len, mo.device.name.c_str(), mo.device.threads, mo.device.threads == 1 ? "" : "s",
               a.source == "engine" ? "whole model's layers" : "stage code, one layer at a time", mo.steps, mo.in_flight);
-  std::printf("  %-10s %9s %9s %9s %12s %12s\n", "layer", "t_f", "t_i", "t_w", "mem bytes", "comm bytes");
+  std::printf("  %-10s %9s %9s %9s %12s %12s\n", a.stages ? "stage" : "layer", "t_f", "t_i", "t_w", "mem bytes", "comm bytes");
   for (std::size_t k = 0; k < c.units.size(); ++k) {
     const auto& u = c.units[k];
     std::printf("  %-10s %9.3f %9.3f %9.3f %12.0f %12.0f\n", measured->names[k].c_str(), u.t_f, u.t_i, u.t_w, u.mem,
                 u.comm_bytes);
   }
-  std::printf("  %-10s %9.3f %9.3f %9.3f   (t_b %.3f; I/(I+W): embedding %.2f, block %.2f, head %.2f)\n", "total", f, i, w, b,
-              measured->input_fraction_embedding, measured->input_fraction_block, measured->input_fraction_head);
-  std::printf("wrote %s: %zu layers (embedding, %d blocks, head)\n", a.file.c_str(), c.units.size(), o.layers);
+  std::printf("  %-10s %9.3f %9.3f %9.3f   (t_b %.3f", "total", f, i, w, b);
+  if (!a.stages) {
+    std::printf("; I/(I+W): embedding %.2f, block %.2f, head %.2f", measured->input_fraction_embedding,
+                measured->input_fraction_block, measured->input_fraction_head);
+  }
+  std::printf(")\n");
+  if (a.stages) std::printf("wrote %s: %zu stages\n", a.file.c_str(), c.units.size());
+  else std::printf("wrote %s: %zu layers (embedding, %d blocks, head)\n", a.file.c_str(), c.units.size(), o.layers);
   return 0;
 }
 

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace banyan::pipeline {
 
@@ -73,19 +75,42 @@ result<pass_times> time_stage(const measure_options& opt, const nn::stage_slice&
   return pass_times{median(f), median(i), median(w)};
 }
 
-}  // namespace
-
-result<measured_costs> measure_costs(const measure_options& opt, const std::function<void(int, int)>& progress) {
+result<void> check(const measure_options& opt) {
   if (auto v = opt.model.validate(); !v) return v.error();
-  const nn::gpt_config& m = opt.model;
   if (opt.rows < 1) return bad("measure: rows = " + std::to_string(opt.rows) + ": must be positive");
-  if (opt.seq_len < 1 || opt.seq_len > m.max_seq_len) {
+  if (opt.seq_len < 1 || opt.seq_len > opt.model.max_seq_len) {
     return bad("measure: seq_len = " + std::to_string(opt.seq_len) + ": must be in [1, max_seq_len = " +
-               std::to_string(m.max_seq_len) + "]");
+               std::to_string(opt.model.max_seq_len) + "]");
   }
   if (opt.warmup < 0) return bad("measure: warmup = " + std::to_string(opt.warmup) + ": must be >= 0");
   if (opt.steps < 1) return bad("measure: steps = " + std::to_string(opt.steps) + ": must be positive");
   if (opt.in_flight < 1) return bad("measure: in_flight = " + std::to_string(opt.in_flight) + ": must be positive");
+  return {};
+}
+
+// Seeded random tokens, targets, input activations and output gradients of one microbatch.
+struct inputs {
+  std::vector<int> tokens, targets;
+  std::vector<float> acts, grad;
+};
+inputs make_inputs(const measure_options& opt) {
+  const int N = opt.rows * opt.seq_len, C = opt.model.channels;
+  const auto V = static_cast<std::uint32_t>(opt.model.vocab_size);
+  nn::rng r(opt.seed);
+  inputs in{std::vector<int>(N), std::vector<int>(N), std::vector<float>(static_cast<std::size_t>(N) * C),
+            std::vector<float>(static_cast<std::size_t>(N) * C)};
+  for (int& t : in.tokens) t = static_cast<int>(r.below(V));
+  for (int& t : in.targets) t = static_cast<int>(r.below(V));
+  for (float& x : in.acts) x = r.normal();
+  for (float& x : in.grad) x = 1e-3f * r.normal();
+  return in;
+}
+
+}  // namespace
+
+result<measured_costs> measure_costs(const measure_options& opt, const std::function<void(int, int)>& progress) {
+  if (auto v = check(opt); !v) return v.error();
+  const nn::gpt_config& m = opt.model;
   auto be = nn::make_backend(opt.device);
   if (!be) return be.error();
 
@@ -97,13 +122,11 @@ result<measured_costs> measure_costs(const measure_options& opt, const std::func
     if (progress) progress(++done, total);
   };
 
-  nn::rng r(opt.seed);
-  std::vector<int> tokens(N), targets(N);
-  for (int& t : tokens) t = static_cast<int>(r.below(static_cast<std::uint32_t>(m.vocab_size)));
-  for (int& t : targets) t = static_cast<int>(r.below(static_cast<std::uint32_t>(m.vocab_size)));
-  std::vector<float> acts(static_cast<std::size_t>(N) * C), grad(acts.size());
-  for (float& x : acts) x = r.normal();
-  for (float& x : grad) x = 1e-3f * r.normal();
+  const inputs in = make_inputs(opt);
+  const auto& tokens = in.tokens;
+  const auto& targets = in.targets;
+  const auto& acts = in.acts;
+  const auto& grad = in.grad;
 
   // mem (and, from the engine, t_f and t_b) from the whole model, per step and file layer.
   std::vector<std::vector<double>> fwd(n), bwd(n);
@@ -176,6 +199,46 @@ result<measured_costs> measure_costs(const measure_options& opt, const std::func
     u.static_mem = 0;
     out.c.units.push_back(u);
     out.names.push_back(k == 0 ? "embedding" : k == n - 1 ? "head" : "h" + std::to_string(k - 1));
+  }
+  return out;
+}
+
+result<measured_costs> measure_stage_costs(const measure_options& opt, const std::vector<nn::stage_slice>& stages,
+                                           const std::function<void(int, int)>& progress) {
+  if (auto v = check(opt); !v) return v.error();
+  if (stages.empty()) return bad("measure: no stages to time");
+  auto be = nn::make_backend(opt.device);
+  if (!be) return be.error();
+  const nn::gpt_config& m = opt.model;
+  const int L = m.num_layers, N = opt.rows * opt.seq_len, C = m.channels;
+  const int total = static_cast<int>(stages.size()) * (opt.warmup + opt.steps);
+  int done = 0;
+  auto tick = [&] {
+    if (progress) progress(++done, total);
+  };
+  const inputs in = make_inputs(opt);
+  std::vector<double> mem(L + 2, 0);
+  {
+    auto model = nn::gpt::create(m, opt.rows, opt.seq_len, **be);
+    if (!model) return model.error();
+    for (const auto& li : model->layers()) mem[file_layer(li.name, L)] += static_cast<double>(li.activation_bytes);
+  }
+  measured_costs out;
+  out.c.per_layer = false;
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    const auto& sl = stages[k];
+    auto t = time_stage(opt, sl, **be, in.tokens, in.acts, in.grad, tick);
+    if (!t) return t.error();
+    stage_cost u;
+    u.t_f = t->f, u.t_i = t->i, u.t_w = t->w, u.t_b = t->i + t->w;
+    u.mem = 0;
+    if (sl.has_embedding) u.mem += mem[0];
+    for (int l = sl.first_block; l < sl.last_block; ++l) u.mem += mem[1 + l];
+    if (sl.has_head) u.mem += mem[L + 1];
+    u.comm_bytes = sl.has_head ? 0 : static_cast<double>(N) * C * sizeof(float);
+    u.static_mem = 0;
+    out.c.units.push_back(u);
+    out.names.push_back("stage" + std::to_string(k));
   }
   return out;
 }

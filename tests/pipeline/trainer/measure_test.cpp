@@ -74,3 +74,29 @@ TEST(MeasureCosts, BadShapesNameTheValue) {
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().message, "measure: steps = 0: must be positive");
 }
+
+TEST(MeasureStageCosts, TimesEachStageWholeWithItsMemoryAndOutput) {
+  const auto o = tiny();
+  auto slices = banyan::nn::cut_stages(3, {2});  // blocks [0, 2) + embedding, [2, 3) + head
+  ASSERT_TRUE(slices) << slices.error().message;
+  auto s = bp::measure_stage_costs(o, *slices);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_FALSE(s->c.per_layer);
+  ASSERT_EQ(s->c.units.size(), 2u);
+  EXPECT_EQ(s->names, (std::vector<std::string>{"stage0", "stage1"}));
+  auto layers = bp::measure_costs(o);
+  ASSERT_TRUE(layers) << layers.error().message;
+  const auto& l = layers->c.units;
+  // mem sums the stage's layers: embedding + h0 + h1, then h2 + head.
+  EXPECT_EQ(s->c.units[0].mem, l[0].mem + l[1].mem + l[2].mem);
+  EXPECT_EQ(s->c.units[1].mem, l[3].mem + l[4].mem);
+  EXPECT_EQ(s->c.units[0].comm_bytes, 2.0 * 8 * 16 * sizeof(float));
+  EXPECT_EQ(s->c.units[1].comm_bytes, 0);
+  for (const auto& u : s->c.units) {
+    EXPECT_GT(u.t_f, 0);
+    EXPECT_GT(u.t_i, 0);
+    EXPECT_GT(u.t_w, 0);
+    EXPECT_DOUBLE_EQ(u.t_b, u.t_i + u.t_w);
+  }
+  EXPECT_FALSE(bp::measure_stage_costs(o, {}));
+}

@@ -30,6 +30,7 @@
 #include <banyan/base/error.hpp>
 #include <banyan/nn/backend.hpp>
 #include <banyan/nn/gpt.hpp>
+#include <banyan/nn/gpt_stage.hpp>
 #include <banyan/pipeline/cost.hpp>
 
 #include <cstdint>
@@ -67,5 +68,14 @@ struct measured_costs {
 // steps < 1, in_flight < 1 or a backend that cannot be made. `progress(done, total)` is called after every step.
 result<measured_costs> measure_costs(const measure_options& opt,
                                      const std::function<void(int done, int total)>& progress = {});
+
+// Costs of whole stages, for one fixed split: each of `stages` timed as one gpt_stage, as a layer is
+// above (its forward, backward_input, backward_weight with in_flight microbatches), into a per-stage
+// file (per_layer false, names "stage0", ...). It counts what a per-layer file cannot: a stage of
+// several blocks takes longer than the sum of its blocks timed alone (docs/benchmarks.md, "Measured
+// vs simulated"). mem sums the stage's layers; comm_bytes as above (0 for the stage with the head).
+// Fails like measure_costs, and on an empty or invalid slice (gpt_stage::create's message).
+result<measured_costs> measure_stage_costs(const measure_options& opt, const std::vector<nn::stage_slice>& stages,
+                                           const std::function<void(int done, int total)>& progress = {});
 
 }  // namespace banyan::pipeline
