@@ -20,7 +20,7 @@ pipeline trainer's step on real nodes? And what does the search make of those co
      1F1B, the best shipped program and the lower bound; then runs its table (--out-csv) on the nodes
      with its split (train_gpt --layers-per-stage) and compares.
 
-  tools/bench/pipeline_measured.py --build build/default [--steps 20] [--ranks 2] [--json out.json]
+  tools/bench/pipeline_measured.py --build build/default [--steps 20] [--ranks 2] [--node-threads 1] [--json out.json]
 """
 import argparse
 import json
@@ -183,6 +183,8 @@ def main():
     ap.add_argument("--budget", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=3, help="runs of each profile and schedule; the fastest counts")
     ap.add_argument("--json", help="write every figure here")
+    ap.add_argument("--node-threads", type=int, default=0,
+                    help="CAF scheduler threads per node (train_gpt --threads; 0: the machine's cores)")
     ap.add_argument("--idle-wait", type=float, default=60, help="seconds to wait for an idle machine before each run")
     a = ap.parse_args()
     global IDLE_WAIT
@@ -194,7 +196,7 @@ def main():
     tokens_per_step = int(MODEL[MODEL.index("--batch") + 1]) * int(MODEL[MODEL.index("--seq") + 1])
     tmp = tempfile.mkdtemp(prefix="pipeline_measured.")
     dep = deployment(tmp, P)
-    report = {"model": MODEL, "ranks": P, "microbatches": M, "steps": a.steps, "load_before": os.getloadavg()[0]}
+    report = {"model": MODEL, "node_threads": a.node_threads, "ranks": P, "microbatches": M, "steps": a.steps, "load_before": os.getloadavg()[0]}
 
     # 1. Profile, on the stage code (the file every prediction uses) and from the engine's profile.
     costs_path = os.path.join(tmp, "costs.json")
@@ -260,6 +262,8 @@ def main():
             "--microbatches", str(M), "--json", "--trace", trace]
         if chunks > 1 and not schedule.endswith(".csv"):
             cmd += ["--interleave", str(chunks)]
+        if a.node_threads:
+            cmd += ["--threads", str(a.node_threads)]
         if split_arg:
             cmd += ["--layers-per-stage", ",".join(str(x) for x in split_arg)]
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -370,7 +374,8 @@ def main():
 
     # The table.
     print()
-    print(f"model {' '.join(MODEL)}, p={P}, m={M}, {a.steps} steps, load average before {report['load_before']:.2f}")
+    print(f"model {' '.join(MODEL)}, p={P}, m={M}, {a.steps} steps, scheduler threads per node "
+          f"{a.node_threads or os.cpu_count()}, load average before {report['load_before']:.2f}")
     print("measured: median step span; simulated: the stage-code cost file (engine: the engine's profile), "
           "+latency: with the timeline's message latency; stages: --profile-stages of the run's split + that latency; traced/in-run: the traced step against the simulator "
           "fed that step's own action times")
