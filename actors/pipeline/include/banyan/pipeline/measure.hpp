@@ -49,8 +49,8 @@ struct measure_options {
   int warmup = 2;   // untimed steps first (caches, allocator, thread pool)
   int steps = 5;    // timed steps; medians over these
   // Microbatches whose activations are live at once while a layer is timed on gpt_stage: forwards of
-  // in_flight microbatches, then their backwards. One microbatch of a small layer stays in the core's
-  // cache between its forward and backward, which in a pipeline it does not (a stage holds several).
+  // in_flight microbatches, then their backwards, as a pipeline stage holds several (so that one
+  // microbatch's activations are not timed warm in the cache as a pipeline would not find them).
   int in_flight = 2;
   std::uint64_t seed = 1;
   timing_source source = timing_source::stage;
