@@ -7,7 +7,8 @@
 //  - swap: a subtree move blocked by capacity alone, paired with a subtree of the target node
 //    moving back to the source, accepted when the pair gains and both nodes fit.
 // Every step takes the single best move (ties: the seeded vertex order, then the lower node), so
-// the search is deterministic; it stops when no move gains more than a relative epsilon.
+// the search is deterministic; it stops when no move gains more than a relative epsilon. Each
+// vertex's move gains are cached and, after a move, recomputed only where the move changed them.
 #include "banyan/partitioner/migration.hpp"
 
 #include "detail.hpp"
@@ -77,13 +78,20 @@ class searcher {
 
   // Best-gain moves, then swaps, until neither gains or `max_moves`. The mapping must fit.
   std::size_t improve(std::size_t max_moves) {
+    const std::size_t n = t_.size(), k = p_.k();
+    s_cpu_.assign(n, 0);
+    s_mem_.assign(n, 0);
+    s_delta_.assign(n * k, 0);
+    for (std::size_t v = 0; v < n; ++v) refresh(static_cast<vertex_id>(v));
     std::size_t moves = 0;
     while (moves < max_moves) {
       blocked_.clear();
       const move best = best_move();
       if (best.v != no_vertex) {
-        apply(best.v, best.to);
-      } else if (!best_swap()) {
+        apply_and_refresh(best.v, best.to);
+      } else if (best_swap()) {
+        for (std::size_t v = 0; v < n; ++v) refresh(static_cast<vertex_id>(v));
+      } else {
         break;
       }
       ++moves;
@@ -165,18 +173,52 @@ class searcher {
     mem_[to] += w.mem;
   }
 
-  // The best gaining move that fits; gaining moves blocked by capacity go to blocked_.
+  // Caches S(v)'s loads and the objective change of moving it to each node.
+  void refresh(vertex_id v) {
+    const walk w = collect(v);
+    const std::size_t k = p_.k();
+    s_cpu_[v] = w.cpu;
+    s_mem_[v] = w.mem;
+    for (std::size_t j = 0; j < k; ++j) {
+      const auto to = static_cast<node_id>(j);
+      s_delta_[static_cast<std::size_t>(v) * k + j] = to == m_[v] ? 0.0 : delta(w, m_[v], to);
+    }
+  }
+
+  // Moving S(u) changes the cached figures only of: its members; u's ancestors joined to u's
+  // parent's node (their subtrees held, now hold, or border S(u)); and the children of members on
+  // other nodes (their edge to the parent changes ends). Everything else is untouched, so
+  // refreshing these keeps every cache equal to a fresh walk.
+  void apply_and_refresh(vertex_id u, node_id to) {
+    collect(u);
+    const node_id b = m_[u];
+    dirty_ = members_;
+    if (u > 0) {
+      const node_id pa = m_[t_.parent[u]];
+      for (vertex_id a = t_.parent[u]; a != no_vertex && m_[a] == pa; a = t_.parent[a]) dirty_.push_back(a);
+    }
+    for (vertex_id x : members_) {
+      for (auto it = ch_.begin(x); it != ch_.end(x); ++it) {
+        if (m_[*it] != b) dirty_.push_back(*it);
+      }
+    }
+    apply(u, to);
+    for (vertex_id v : dirty_) refresh(v);
+  }
+
+  // The best gaining move that fits, from the caches; gaining moves blocked by capacity go to
+  // blocked_.
   move best_move() {
     move best;
+    const std::size_t k = p_.k();
     for (vertex_id v : order_) {
       const node_id b = m_[v];
-      const walk w = collect(v);
-      for (std::size_t j = 0; j < p_.k(); ++j) {
+      for (std::size_t j = 0; j < k; ++j) {
         const auto to = static_cast<node_id>(j);
         if (to == b) continue;
-        const double d = delta(w, b, to);
+        const double d = s_delta_[static_cast<std::size_t>(v) * k + j];
         if (!(d < -eps_)) continue;
-        if (!fits(to, cpu_[to] + w.cpu, mem_[to] + w.mem)) blocked_.push_back({v, to, d});
+        if (!fits(to, cpu_[to] + s_cpu_[v], mem_[to] + s_mem_[v])) blocked_.push_back({v, to, d});
         else if (best.v == no_vertex || d < best.delta) best = {v, to, d};
       }
     }
@@ -229,6 +271,8 @@ class searcher {
   std::vector<node_id> touched_, touched_state_;
   std::vector<vertex_id> members_;
   std::vector<move> blocked_;
+  std::vector<vertex_id> dirty_;
+  std::vector<double> s_cpu_, s_mem_, s_delta_;  // per vertex (x k for s_delta_), see refresh
   double eps_ = 0;
 };
 
