@@ -188,6 +188,44 @@ TEST(Migration, ObjectiveNeverAboveStayingOrTheCandidate) {
   EXPECT_GE(checked, 2);
 }
 
+// The plan is a local optimum of the objective, recomputed from scratch: no subtree move that fits
+// gains (this also checks that the search's cached gains never went stale).
+TEST(Migration, NoSubtreeMoveGainsAfterThePlan) {
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    SCOPED_TRACE("seed=" + std::to_string(seed));
+    const problem p = generated(seed);
+    auto current = solve("round-robin", p);
+    ASSERT_TRUE(current);
+    for (double alpha : {0.0, 1e-5, 1e-3}) {
+      SCOPED_TRACE("alpha=" + std::to_string(alpha));
+      auto plan = plan_migration(p, current->map, {.alpha = alpha, .seed = seed});
+      ASSERT_TRUE(plan) << plan.error().message;
+      auto objective = [&](const mapping& m) {
+        double bytes = 0;
+        for (std::size_t v = 0; v < m.size(); ++v) bytes += m[v] != current->map[v] ? p.t.memory[v] : 0.0;
+        return testing::naive_cost(p, m) + alpha * bytes;
+      };
+      const double base = objective(plan->map);
+      EXPECT_NEAR(base, plan->objective, 1e-9 * (base + 1));
+      for (std::size_t u = 0; u < p.t.size(); ++u) {
+        // S(u): u and the descendants reached without leaving its node (parents precede children).
+        std::vector<bool> in(p.t.size(), false);
+        in[u] = true;
+        for (std::size_t x = u + 1; x < p.t.size(); ++x) {
+          in[x] = in[p.t.parent[x]] && plan->map[x] == plan->map[u];
+        }
+        for (node_id j = 0; j < static_cast<node_id>(p.k()); ++j) {
+          if (j == plan->map[u]) continue;
+          mapping m = plan->map;
+          for (std::size_t x = u; x < p.t.size(); ++x) if (in[x]) m[x] = j;
+          if (!testing::naive_feasible(p, m)) continue;
+          EXPECT_GE(objective(m), base - 1e-9 * (base + 1)) << "moving " << p.t.name(static_cast<vertex_id>(u)) << " to " << j;
+        }
+      }
+    }
+  }
+}
+
 TEST(Migration, SameSeedSamePlan) {
   const problem p = generated(3);
   auto start = solve("round-robin", p);
