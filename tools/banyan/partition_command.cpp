@@ -71,6 +71,25 @@ bp::solution run_one(const std::string& name, const bp::problem& p, const bp::so
   return s;
 }
 
+// --dot (of `map`, when there is one) and --results, with the summary; 0, or the exit code of a
+// file that cannot be written.
+int write_dot_and_results(const options& o, const bp::problem& p, const bp::mapping* map, nlohmann::json& summary) {
+  if (map && !o.dot.empty()) {
+    std::ofstream f(o.dot);
+    if (!f) return fail(o.dot + ": cannot open for writing");
+    bp::write_dot(f, p, *map, 2000, {.traffic = o.unit, .load = o.load == "messages" ? "messages" : "cpu s"});
+    f.close();
+    summary["dot"] = o.dot;
+    if (const std::string svg = render_svg(o.dot); !svg.empty()) summary["svg"] = svg;
+  }
+  if (!o.results.empty()) {
+    std::ofstream f(o.results);
+    if (!f) return fail(o.results + ": cannot open for writing");
+    f << summary.dump(2) << "\n";
+  }
+  return 0;
+}
+
 // The current deployment's mapping in the cluster's node numbering: every assigned node must be a
 // node of the cluster (by name), every path a component of the profile.
 bp::result<bp::mapping> current_mapping(const bp::problem& p, const bp::deployment& d, const std::string& cluster_name) {
@@ -119,19 +138,7 @@ int report_migration(const options& o, const bp::problem& p, const std::string& 
     bp::write_deployment(f, p, plan.map, {"written by banyan partition from " + o.profile + " and " + cluster_name, head.str()});
     summary["deployment"] = o.out;
   }
-  if (!o.dot.empty()) {
-    std::ofstream f(o.dot);
-    if (!f) return fail(o.dot + ": cannot open for writing");
-    bp::write_dot(f, p, plan.map, 2000, {.traffic = o.unit, .load = o.load == "messages" ? "messages" : "cpu s"});
-    f.close();
-    summary["dot"] = o.dot;
-    if (const std::string svg = render_svg(o.dot); !svg.empty()) summary["svg"] = svg;
-  }
-  if (!o.results.empty()) {
-    std::ofstream f(o.results);
-    if (!f) return fail(o.results + ": cannot open for writing");
-    f << summary.dump(2) << "\n";
-  }
+  if (int code = write_dot_and_results(o, p, &plan.map, summary)) return code;
   if (o.json) {
     std::cout << summary.dump(2) << "\n";
     return 0;
@@ -291,19 +298,7 @@ int run(const options& o) {
                                            "algorithm " + best->algorithm + " (" + bp::to_string(best->status) + "), cross-node cost " + cost.str()});
     summary["deployment"] = o.out;
   }
-  if (best && !o.dot.empty()) {
-    std::ofstream f(o.dot);
-    if (!f) return fail(o.dot + ": cannot open for writing");
-    bp::write_dot(f, p, best->map, 2000, {.traffic = o.unit, .load = o.load == "messages" ? "messages" : "cpu s"});
-    f.close();
-    summary["dot"] = o.dot;
-    if (const std::string svg = render_svg(o.dot); !svg.empty()) summary["svg"] = svg;
-  }
-  if (!o.results.empty()) {
-    std::ofstream f(o.results);
-    if (!f) return fail(o.results + ": cannot open for writing");
-    f << summary.dump(2) << "\n";
-  }
+  if (int code = write_dot_and_results(o, p, best ? &best->map : nullptr, summary)) return code;
 
   if (o.json) {
     std::cout << summary.dump(2) << "\n";
