@@ -193,6 +193,48 @@ result<void> profile::merge(const profile& other) {
   return {};
 }
 
+result<profile> profile::since(const profile& earlier) const {
+  if (earlier.tree->size() != tree->size())
+    return error{broker::errc::invalid_profile, "profiles of different trees have no window between them"};
+  // Counters only grow, but two snapshots read them at slightly different moments per node: clamp
+  // rather than wrap if a reading ever came out behind.
+  auto minus = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; };
+  profile out = *this;
+  for (vertex_id v = 0; v < tree->size(); ++v) {
+    auto w = earlier.tree->find(tree->path(v));
+    if (!w) return error{broker::errc::invalid_profile, "profiles differ: " + w.error().message};
+    out.loads[v].messages = minus(loads[v].messages, earlier.loads[*w].messages);
+    out.loads[v].cpu_seconds = std::max(0.0, loads[v].cpu_seconds - earlier.loads[*w].cpu_seconds);
+    out.edges[v].messages = minus(edges[v].messages, earlier.edges[*w].messages);
+    out.edges[v].bytes = minus(edges[v].bytes, earlier.edges[*w].bytes);
+  }
+  std::map<std::pair<std::string, std::vector<std::string>>, const flow*> before;
+  auto key_of = [](const profile& p, const flow& f) {
+    std::vector<std::string> targets;
+    for (auto t : f.targets) targets.push_back(p.tree->path(t));
+    return std::pair{p.tree->path(f.publisher), std::move(targets)};
+  };
+  for (const auto& f : earlier.flows) before[key_of(earlier, f)] = &f;
+  out.flows.clear();
+  for (const auto& f : flows) {
+    flow g = f;
+    if (auto it = before.find(key_of(*this, f)); it != before.end()) {
+      g.messages = minus(f.messages, it->second->messages);
+      g.bytes = minus(f.bytes, it->second->bytes);
+    }
+    if (g.messages) out.flows.push_back(std::move(g));
+  }
+  for (auto& l : out.links) {
+    for (const auto& e : earlier.links) {
+      if (e.from != l.from || e.to != l.to) continue;
+      l.messages = minus(l.messages, e.messages);
+      l.bytes = minus(l.bytes, e.bytes);
+    }
+  }
+  out.duration_s = std::max(0.0, duration_s - earlier.duration_s);
+  return out;
+}
+
 result<void> profile::write(const std::string& path) const {
   std::ofstream out(path);
   if (!out) return error{broker::errc::io, "profile `" + path + "`: cannot open for writing"};

@@ -12,6 +12,9 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -80,6 +83,50 @@ class signal_guard {
   std::thread watcher_;
 };
 
+// The profile of the run so far. Safe while the actors run: the loads are relaxed atomics, the
+// routing table's and the request counters' reads are documented safe from any thread.
+profile traffic_so_far(detail::run_state& state, const run_options& options, std::chrono::steady_clock::time_point started) {
+  profile p;
+  p.tree = state.shared_tree();
+  p.mode = options.mode;
+  p.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  p.loads = state.loads().snapshot();
+  p.edges = state.routing().traffic();
+  state.requests().add_to(p.edges);  // request/reply traffic on the edges of its paths
+  p.flows = state.routing().flows();
+  p.composite.resize(state.tree().size());
+  for (vertex_id v = 0; v < state.tree().size(); ++v) p.composite[v] = state.spec_of(v).is_composite();
+  return p;
+}
+
+// Live profiles (docs/runtime.md, "Live profile"): under `banyan launch`, BANYAN_LIVE_PROFILE names a
+// prefix P. While the run loop runs, a file P.req asks for the profile so far: the node removes it
+// (so a new request made after that is never lost) and writes P.json through a rename, so the
+// launcher never reads half a file. A file rather than a signal: a signal that came before its
+// handler was installed would kill the node, and a file waits for the node to look.
+class live_profile {
+ public:
+  live_profile() {
+    if (const char* prefix = std::getenv("BANYAN_LIVE_PROFILE"); prefix && *prefix) prefix_ = prefix;
+  }
+  void serve(detail::run_state& state, const run_options& options, std::chrono::steady_clock::time_point started,
+             const detail::node_runtime* node) {
+    if (prefix_.empty() || ::unlink((prefix_ + ".req").c_str()) != 0) return;
+    auto p = traffic_so_far(state, options, started);
+    if (node) p.links = node->data_links();  // relaxed atomic counters
+    const std::string tmp = prefix_ + ".json.tmp";
+    if (auto w = p.write(tmp); !w) {
+      std::cerr << "banyan: live profile: " << w.error().what() << "\n";
+      return;
+    }
+    if (std::rename(tmp.c_str(), (prefix_ + ".json").c_str()) != 0)
+      std::cerr << "banyan: live profile: cannot rename " << tmp << ": " << std::strerror(errno) << "\n";
+  }
+
+ private:
+  std::string prefix_;
+};
+
 }  // namespace
 
 run_result run(app& application, const run_options& options) {
@@ -139,8 +186,10 @@ run_result run(app& application, const run_options& options) {
     }
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (options.max_runtime.count() > 0) deadline = started + options.max_runtime;
+    live_profile live;
     while (true) {
       auto w = done.wait(deadline, std::chrono::milliseconds(200));
+      live.serve(*state, options, started, node.get());
       if (w == detail::completion::wake::idle) continue;
       if (node) {
         node->broadcast_quit(done.exit_code(), done.urgent());  // one node's quit ends the whole app
@@ -170,15 +219,9 @@ run_result run(app& application, const run_options& options) {
     return out;
   }
   out.exit_code = state->done().exit_code();
-  out.traffic.tree = state->shared_tree();
-  out.traffic.mode = options.mode;
-  out.traffic.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  out.traffic.loads = state->loads().snapshot();
-  out.traffic.edges = state->routing().traffic();
-  state->requests().add_to(out.traffic.edges);  // request/reply traffic on the edges of its paths
-  out.traffic.flows = state->routing().flows();
-  out.traffic.composite.resize(state->tree().size());
-  for (vertex_id v = 0; v < state->tree().size(); ++v) out.traffic.composite[v] = state->spec_of(v).is_composite();
+  auto links = std::move(out.traffic.links);
+  out.traffic = traffic_so_far(*state, options, started);
+  out.traffic.links = std::move(links);
   return out;
 }
 

@@ -40,6 +40,34 @@ TEST(Profile, MergeSumsEverything) {
   EXPECT_EQ(p.links[0].bytes, 100u);
 }
 
+// A live profile's window: the difference of two totals of the same run.
+TEST(Profile, SinceIsTheDifferenceOfTwoTotals) {
+  auto earlier = sample_profile();
+  auto later = sample_profile();
+  ASSERT_TRUE(later.merge(sample_profile()).has_value());  // every count doubled
+  later.duration_s = 4;
+  later.loads[2].memory = 1024;
+  later.flows.push_back({2, {1}, 3, 30});  // a flow that started after `earlier`
+  auto w = later.since(earlier);
+  ASSERT_TRUE(w.has_value()) << w.error().what();
+  EXPECT_DOUBLE_EQ(w->duration_s, 2.5);
+  EXPECT_EQ(w->edges[2].messages, 20u);
+  EXPECT_EQ(w->edges[1].bytes, 100u);
+  EXPECT_EQ(w->loads[0].messages, 1u);
+  EXPECT_DOUBLE_EQ(w->loads[1].cpu_seconds, 0.25);
+  EXPECT_EQ(w->loads[2].memory, 1024u);  // a level, not a count: the latest
+  ASSERT_EQ(w->flows.size(), 2u);
+  EXPECT_EQ(w->flows[0].messages, 7u);
+  EXPECT_EQ(w->flows[1].messages, 3u);
+  ASSERT_EQ(w->links.size(), 1u);
+  EXPECT_EQ(w->links[0].messages, 5u);
+  // A window reads back as an ordinary profile.
+  EXPECT_TRUE(profile::from_json_text(w->to_json_text(), "w.json").has_value());
+  profile other;
+  other.tree = std::make_shared<component_tree>("chip");
+  EXPECT_FALSE(later.since(other).has_value());
+}
+
 TEST(Profile, BadInputNamesTheFileAndPlace) {
   auto r = profile::from_json_text(R"({"components": [{"path": "/a/b", "parent": "/a"}]})", "bad.json");
   ASSERT_FALSE(r.has_value());

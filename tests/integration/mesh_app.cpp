@@ -1,7 +1,7 @@
 // mesh_app: the app the multi-node integration tests run, single-process or as several nodes.
 //
 // /mesh { zone0 { pub, sub, slow { sub } }, zone1 { ... }, zone2 { ... }, checker }
-// When the root says `ctl/go`, each pub publishes --messages messages on `data/<zone>` to the whole mesh and every tenth one on
+// When the root says `ctl/go`, each pub publishes --messages messages (paced with --pace-ms) on `data/<zone>` to the whole mesh and every tenth one on
 // `local/<zone>` to its own zone. Every sub checks that each publisher's sequence numbers arrive in
 // increasing order, counts what it got, and when it has everything says so on `done/...`; the
 // checker ends the run when every sub is done (exit 0) or when one reports a fault (exit 1).
@@ -23,6 +23,7 @@ struct config {
   std::uint64_t messages = 1000;
   std::size_t payload_bytes = 16;
   std::uint64_t slow_us = 0;  // extra work per message in the `slow` subs
+  std::uint64_t pace_ms = 0;  // 0: publish as fast as possible; else 100 messages per this many ms
   bool requests = false;
   bool request_lost = false;  // the checker asks zone2's sub for `stall-long` (60 s), to be cut short
 };
@@ -66,13 +67,16 @@ class publisher : public banyan::leaf {
  private:
   void burst(banyan::context& ctx) {
     // Publish in slices so the actor stays responsive.
-    for (int k = 0; k < 1000 && sent_ < c_.messages; ++k, ++sent_) {
+    if (sent_ == 0 && c_.pace_ms) ctx.log("publishing, paced");
+    const int slice = c_.pace_ms ? 100 : 1000;
+    for (int k = 0; k < slice && sent_ < c_.messages; ++k, ++sent_) {
       std::string body(c_.payload_bytes, static_cast<char>('a' + sent_ % 26));
       auto r = ctx.publish("data/z" + std::to_string(zone_), std::string_view(body), banyan::scope::root());
       if (!r && failed_++ == 0) ctx.log(r.error().what());  // the first; the total at the end
       if (sent_ % 10 == 0) (void)ctx.publish("local/z" + std::to_string(zone_), std::string_view(body), banyan::scope::up(1));
     }
-    if (sent_ < c_.messages) ctx.post([this, &ctx] { burst(ctx); });
+    if (sent_ < c_.messages && c_.pace_ms) ctx.after(std::chrono::milliseconds(c_.pace_ms), [this, &ctx] { burst(ctx); });
+    else if (sent_ < c_.messages) ctx.post([this, &ctx] { burst(ctx); });
   }
   // Every message is delivered once or reported: refused by publish() (failed_) or handed back by a
   // node that was lost with it pending (undelivered_).
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
   options.add("--messages", c.messages, "Messages per publisher");
   options.add("--payload", c.payload_bytes, "Payload bytes");
   options.add("--slow-us", c.slow_us, "Extra microseconds per message in the slow subscribers");
+  options.add("--pace-ms", c.pace_ms, "Publish 100 messages per this many milliseconds (0: as fast as possible)");
   options.add("--requests", c.requests, "The checker also makes four requests to other components");
   options.add("--request-lost", c.request_lost, "The checker asks zone2's sub for a 60 s stall");
   // The options shape the tree, so they are read before it is built (run() parses again).

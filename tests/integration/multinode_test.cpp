@@ -468,5 +468,80 @@ TEST(Launchers, TheNodeComesFromTheLaunchersRankOrAClearError) {
   EXPECT_NE(as_n2.output.find("node `n2`: peers not up"), std::string::npos) << as_n2.output;
 }
 
+// Live profile (issue #18): `banyan profile --from DEPLOYMENT` asks a running launch for its merged
+// profile twice while the publishers keep publishing; the run then ends as usual with its final profile.
+TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  const std::string cli = BANYAN_CLI;
+  auto nothing = run_argv({cli, "profile", "--from", d.string()}, 60s);
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.output;
+  EXPECT_NE(nothing.output.find("no launch of " + d.string() + " is running"), std::string::npos) << nothing.output;
+
+  const fs::path final_profile = dir.path / "final.json";
+  // 3 publishers x 100 messages per 20 ms: about 10 s of publishing, long enough for two requests.
+  auto launch_proc = process::spawn({cli, "launch", d.string(), "--run-for", "240s", "--profile", final_profile.string(),
+                                     "--", MESH_APP, "--messages", "50000", "--pace-ms", "20"},
+                                    {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+  ASSERT_TRUE(launch_proc) << launch_proc.error().what();
+  std::string log;
+  auto read_until = [&](const std::string& text, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    std::vector<process*> all{&*launch_proc};
+    while (log.find(text) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || (launch_proc->closed() && launch_proc->status())) return log.find(text) != std::string::npos;
+      process::wait_any(all, left);
+      for (auto& l : launch_proc->take_lines()) log += l + "\n";
+    }
+    return true;
+  };
+  ASSERT_TRUE(read_until("[n1] [/mesh/zone1/pub] publishing, paced", 120s)) << log;
+
+  // The launch keeps running while the requests wait on it; its output is read after both.
+  auto ask = [&](const std::string& name) {
+    auto window = dir.path / (name + "-window.json"), totals = dir.path / (name + "-totals.json");
+    auto r = run_argv({cli, "profile", "--from", d.string(), "-o", window.string(), "--totals", totals.string(), "--json"}, 120s);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return std::tuple{r, profile::load(window.string()), profile::load(totals.string())};
+  };
+  auto [r1, window1, totals1] = ask("first");
+  auto [r2, window2, totals2] = ask("second");
+  ASSERT_TRUE(read_until("every node succeeded", 240s)) << log;
+  auto st = launch_proc->wait(60s);
+  ASSERT_TRUE(st) << log;
+  EXPECT_EQ(st->code, 0) << log;
+
+  for (const auto* p : {&window1, &totals1, &window2, &totals2}) ASSERT_TRUE(*p) << p->error().what() << "\n" << r1.output << r2.output;
+  auto final_p = profile::load(final_profile.string());
+  ASSERT_TRUE(final_p) << final_p.error().what() << "\n" << log;
+  // The whole tree, as in the final profile: every node's part merged.
+  const auto pub = final_p->tree->find("/mesh/zone1/pub");
+  ASSERT_TRUE(pub);
+  for (const auto* p : {&*window1, &*totals1, &*window2, &*totals2}) {
+    EXPECT_EQ(p->tree->size(), final_p->tree->size());
+    EXPECT_EQ(p->links.size(), 6u);  // three nodes, each link both ways
+  }
+  for (vertex_id v = 1; v < final_p->tree->size(); ++v) {
+    EXPECT_GE(totals2->edges[v].messages, totals1->edges[v].messages) << final_p->tree->path(v);
+    EXPECT_GE(final_p->edges[v].messages, totals2->edges[v].messages) << final_p->tree->path(v);
+    // The second window is what was counted between the two requests.
+    EXPECT_EQ(window2->edges[v].messages, totals2->edges[v].messages - totals1->edges[v].messages) << final_p->tree->path(v);
+  }
+  EXPECT_GT(window2->edges[*pub].messages, 0u) << "the publisher kept publishing between the requests";
+  EXPECT_GT(window2->duration_s, 0);
+  EXPECT_LT(window2->duration_s, totals2->duration_s);
+  auto s2 = nlohmann::json::parse(r2.output, nullptr, false);
+  ASSERT_TRUE(s2.is_object()) << r2.output;
+  EXPECT_EQ(s2["nodes"].size(), 3u);
+  EXPECT_GT(s2["window_edge_messages"].get<std::uint64_t>(), 0u);
+  // The requests took nothing from the run: every subscriber still got every message.
+  EXPECT_NE(log.find("every subscriber got everything"), std::string::npos) << log;
+
+  auto after = run_argv({cli, "profile", "--from", d.string()}, 60s);
+  EXPECT_EQ(after.exit_code, 2) << after.output;
+  EXPECT_NE(after.output.find("is running"), std::string::npos) << after.output;
+}
+
 }  // namespace
 }  // namespace banyan

@@ -2,12 +2,14 @@
 // node of the deployment on this machine (nodes with `join: later` excepted; --join NODE starts just
 // that node, which joins the running deployment) (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges their
 // output, forwards SIGINT/SIGTERM, and exits non-zero if any node fails. With --profile it merges the
-// nodes' profiles into one (per-edge traffic, loads, flows and per-link cross-node totals).
+// nodes' profiles into one (per-edge traffic, loads, flows and per-link cross-node totals). While it
+// runs it serves the merged live profile on a control socket (control.hpp; `banyan profile --from`).
 // `--via mpirun|srun` hands the start to that launcher instead: it prints and runs
 // `mpirun -np K ... APP ARGS --deployment DEPLOYMENT` (or `srun --ntasks K ...`), and each process
 // takes its node from its rank (docs/runtime.md, "Launchers").
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
+#include "banyan/control.hpp"
 
 #include "banyan/base/duration.hpp"
 #include "banyan/base/log.hpp"
@@ -16,11 +18,13 @@
 #include "banyan/partitioner/io.hpp"
 
 #include <nlohmann/json.hpp>
+#include <zmq.hpp>
 
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -120,6 +124,64 @@ bool merge_profiles(const options& o, const std::filesystem::path& scratch, cons
   return ok;
 }
 
+// Answers one `profile` request on the control socket (control.hpp): asks every node for its
+// profile so far (scratch/<node>.live.req, answered with scratch/<node>.live.json, see the SDK's
+// live_profile), merges them and replies with the totals and the window since `previous`. Keeps
+// forwarding the nodes' output while it waits, so a chatty node cannot block on a full pipe.
+void answer_profile(zmq::socket_t& control, std::vector<child>& children, const std::filesystem::path& scratch,
+                    std::optional<profile>& previous, bool quiet) {
+  namespace fs = std::filesystem;
+  auto reply = [&](const nlohmann::json& status, const std::string& total, const std::string& window) {
+    control.send(zmq::buffer(status.dump()), zmq::send_flags::sndmore);
+    control.send(zmq::buffer(total), zmq::send_flags::sndmore);
+    control.send(zmq::buffer(window), zmq::send_flags::none);
+  };
+  auto refuse = [&](const std::string& why) {
+    if (!quiet) banyan::log::warning(tool, "live profile: " + why);
+    reply({{"error", why}}, "", "");
+  };
+  std::string ended;
+  for (auto& c : children) {
+    if (c.done || c.p.status()) ended += (ended.empty() ? "" : ", ") + c.node;
+    fs::remove(scratch / (c.node + ".live.json"));  // before the request: what appears is an answer to it
+    std::ofstream(scratch / (c.node + ".live.req")).flush();
+  }
+  if (!ended.empty()) return refuse("node " + ended + " has ended; the live profile needs every node");
+  // A node looks for requests every 200 ms; a node busy starting or stopping may take longer.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::vector<banyan::process*> all;
+  for (auto& c : children) all.push_back(&c.p);
+  auto missing = [&] {
+    std::string out;
+    for (const auto& c : children)
+      if (!fs::exists(scratch / (c.node + ".live.json"))) out += (out.empty() ? "" : ", ") + c.node;
+    return out;
+  };
+  while (!missing().empty() && std::chrono::steady_clock::now() < until) {
+    banyan::process::wait_any(all, std::chrono::milliseconds(20));
+    for (auto& c : children) forward_lines(c);
+  }
+  if (auto late = missing(); !late.empty()) return refuse("node " + late + " did not answer within 10 s");
+  std::optional<profile> total;
+  for (const auto& c : children) {
+    auto p = profile::load((scratch / (c.node + ".live.json")).string());
+    if (!p) return refuse(p.error().what());
+    if (!total) total = std::move(*p);
+    else if (auto r = total->merge(*p); !r) return refuse(r.error().what());
+  }
+  auto window = previous ? total->since(*previous) : result<profile>(*total);
+  if (!window) return refuse(window.error().what());
+  nlohmann::json status = {{"nodes", nlohmann::json::array()}, {"total_s", total->duration_s}, {"window_s", window->duration_s}};
+  for (const auto& c : children) status["nodes"].push_back(c.node);
+  reply(status, total->to_json_text(), window->to_json_text());
+  if (!quiet) {
+    char line[128];
+    std::snprintf(line, sizeof line, "live profile served (window %.2f s of %.2f s)", window->duration_s, total->duration_s);
+    banyan::log::info(tool, line);
+  }
+  previous = std::move(total);
+}
+
 // A fresh folder for the nodes' profiles; empty (and an error logged) when it cannot be made.
 std::filesystem::path profile_scratch() {
   char tmpl[] = "/tmp/banyan-launch-XXXXXX";
@@ -215,26 +277,40 @@ int run(const options& o) {
                             " has nodes with `join: later`", exit_bad_arguments);
     return run_via(o, start);
   }
-  std::filesystem::path scratch;
-  if (!o.profile.empty()) {
-    scratch = profile_scratch();
-    if (scratch.empty()) return 1;
-  }
+  // The nodes' profiles, final (--profile) and live, go through this folder.
+  const std::filesystem::path scratch = profile_scratch();
+  if (scratch.empty()) return 1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
+  // `banyan profile --from DEPLOYMENT` finds this launch here. A --join launch adds nodes to a
+  // deployment another launch serves, so it leaves the socket to that one.
+  zmq::context_t zmq_context;
+  std::optional<zmq::socket_t> control;
+  if (o.join.empty()) {
+    try {
+      control.emplace(zmq_context, zmq::socket_type::rep);
+      control->set(zmq::sockopt::linger, 0);
+      control->bind(control_endpoint(o.deployment));
+    } catch (const zmq::error_t& e) {
+      banyan::log::warning(tool, "no live profile: cannot bind " + control_endpoint(o.deployment) + ": " + e.what());
+      control.reset();
+    }
+  }
+  std::optional<profile> previous_live;
 
   std::vector<child> children;
   for (const auto& name : start) {
     std::vector<std::string> args = o.command;
     args.insert(args.end(), {"--deployment", o.deployment, "--node", name});
     if (!o.join.empty()) args.push_back("--join");
-    if (!scratch.empty()) args.insert(args.end(), {"--profile", (scratch / (name + ".json")).string()});
+    if (!o.profile.empty()) args.insert(args.end(), {"--profile", (scratch / (name + ".json")).string()});
     spawn_options how{.out = output_mode::capture, .err = output_mode::capture};
+    how.env.emplace_back("BANYAN_LIVE_PROFILE", (scratch / (name + ".live")).string());
     if (!o.hosts.empty()) how.env.emplace_back("BANYAN_HOSTS", o.hosts);  // for endpoints with `{host}`
     auto p = banyan::process::spawn(args, how);
     if (!p) {
-      if (!scratch.empty()) std::filesystem::remove_all(scratch);
+      std::filesystem::remove_all(scratch);
       return fail(tool, "node " + name + ": " + p.error().message, exit_bad_arguments);  // started ones are killed
     }
     if (!o.json) banyan::log::info(tool, "node " + name + (o.join.empty() ? "" : " joining") + " started (pid " + std::to_string(p->pid()) + ")");
@@ -269,6 +345,11 @@ int run(const options& o) {
     }
     // Wakes on output, an exit or a signal; at least every 100 ms to check the deadline.
     banyan::process::wait_any(all, std::chrono::milliseconds(100));
+    zmq::message_t request;
+    if (control && control->recv(request, zmq::recv_flags::dontwait)) {
+      while (request.more()) (void)control->recv(request);  // one frame is the protocol; drop any rest
+      answer_profile(*control, children, scratch, previous_live, o.json);
+    }
     for (auto& c : children) {
       forward_lines(c);
       if (c.done || !c.p.status()) continue;
@@ -300,11 +381,18 @@ int run(const options& o) {
   for (const auto& c : children) if (c.status != 0) code = 1;
   nlohmann::json summary = {{"deployment", o.deployment}, {"exit_code", code}, {"nodes", nlohmann::json::array()}};
   for (const auto& c : children) summary["nodes"].push_back({{"node", c.node}, {"exit_code", c.status}});
-  if (!scratch.empty()) {
+  if (control) {
+    // ZeroMQ leaves an ipc socket's file behind: without it a later `banyan profile --from` knows at
+    // once that no launch runs.
+    control.reset();
+    std::filesystem::remove(control_socket_path(o.deployment));
+  }
+  if (!o.profile.empty()) {
     std::vector<std::string> names;
     for (const auto& c : children) names.push_back(c.node);
     if (!merge_profiles(o, scratch, names, summary)) code = 1;
   }
+  std::filesystem::remove_all(scratch);
   summary["exit_code"] = code;
   if (o.json) std::printf("%s\n", summary.dump(1).c_str());
   else std::fprintf(stderr, "banyan launch: %s\n", code == 0 ? "every node succeeded" : "some node failed");

@@ -20,6 +20,7 @@ const std::vector<banyan::cli::command>& commands() {
 #endif
 #ifdef BANYAN_CLI_LAUNCH
       {"launch", "Run an app as every node of a deployment on this machine", banyan::cli::setup_launch},
+      {"profile", "Ask a running launch of a deployment for its merged live profile", banyan::cli::setup_profile},
 #endif
 #ifdef BANYAN_CLI_PARTITIONER
       {"partition", "Map a traffic profile onto a cluster and write a deployment", banyan::cli::setup_partition},
@@ -35,7 +36,7 @@ const std::vector<banyan::cli::command>& commands() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"banyan: actor-model middleware SDK tools (partition, launch, gen-tree, keygen, pipeline, ...)",
+  CLI::App app{"banyan: actor-model middleware SDK tools (partition, launch, profile, gen-tree, keygen, pipeline, ...)",
                "banyan"};
   app.require_subcommand(1);
   std::map<CLI::App*, banyan::cli::action> actions;

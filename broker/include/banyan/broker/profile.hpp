@@ -73,6 +73,11 @@ struct profile {
   // are summed; the duration is the longest. Profiles of different trees fail with
   // broker::errc::invalid_profile.
   result<void> merge(const profile& other);
+  // The traffic of the window between `earlier` and this profile, two totals of the same run (a live
+  // profile's snapshots, docs/formats.md): counts (loads' messages and CPU, edges, flows, links) are
+  // this minus `earlier`, memory is this one's, and duration_s is the difference of the durations.
+  // A profile of another tree fails with broker::errc::invalid_profile.
+  result<profile> since(const profile& earlier) const;
   // A human-readable table of the edges that carried traffic, heaviest first.
   std::string traffic_table(std::size_t max_rows = 20) const;
 };
