@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -113,13 +114,62 @@ class live_profile {
              const detail::node_runtime* node) {
     if (prefix_.empty() || ::unlink((prefix_ + ".req").c_str()) != 0) return;
     auto p = traffic_so_far(state, options, started);
-    if (node) p.links = node->data_links();  // relaxed atomic counters
+    if (node) {
+      p.links = node->data_links();  // relaxed atomic counters
+      // Before the profile's rename: whoever sees P.json finds P.health.json of the same request.
+      write_health(*node);
+    }
     const std::string tmp = prefix_ + ".json.tmp";
     if (auto w = p.write(tmp); !w) {
       std::cerr << "banyan: live profile: " << w.error().what() << "\n";
       return;
     }
     if (std::rename(tmp.c_str(), (prefix_ + ".json").c_str()) != 0)
+      std::cerr << "banyan: live profile: cannot rename " << tmp << ": " << std::strerror(errno) << "\n";
+  }
+
+ private:
+  // P.health.json: per link, what the transport says of it now (up, stalled, gone: the dashboard's
+  // up / stalled / lost), whether a send would wait for credit (publishers pause), and its counters;
+  // and how often this node's publishers paused. JSON written by hand: the SDK has no JSON library.
+  void write_health(const detail::node_runtime& node) const {
+    auto quoted = [](const std::string& s) {
+      std::string out = "\"";
+      for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (static_cast<unsigned char>(c) >= 0x20) out += c;
+      }
+      return out + "\"";
+    };
+    const auto& names = node.deployment().names;
+    std::string text = "{\"node\": " + quoted(node.self_name()) +
+                       ", \"publisher_pauses\": " + std::to_string(node.publisher_pauses()) + ", \"links\": [";
+    bool first = true;
+    for (std::size_t n = 0; n < names.size(); ++n) {
+      if (n == node.deployment().self) continue;
+      const auto s = node.link_health(static_cast<node_id>(n));
+      const char* health = s.stalled ? "stalled" : s.up ? "up" : s.sessions > 0 ? "lost" : "connecting";
+      auto field = [&](const char* name, std::uint64_t v) { return std::string(", \"") + name + "\": " + std::to_string(v); };
+      text += std::string(first ? "" : ", ") + "{\"to\": " + quoted(names[n]) + ", \"health\": \"" + health + "\"" +
+              ", \"credit_full\": " + (node.link_full(static_cast<node_id>(n)) ? "true" : "false") +
+              field("credit_waits", s.credit_waits) + field("outstanding", s.outstanding) +
+              field("outstanding_bytes", s.outstanding_bytes) + field("messages_received", s.messages_received) +
+              field("bytes_received", s.bytes_received) + field("stalls", s.stalls) + field("sessions", s.sessions) +
+              field("resent", s.resent) + field("send_failures", s.send_failures) +
+              field("lost_on_down", s.lost_on_down) + "}";
+      first = false;
+    }
+    text += "]}\n";
+    const std::string tmp = prefix_ + ".health.json.tmp";
+    {
+      std::ofstream out(tmp);
+      out << text;
+      if (!out.flush()) {
+        std::cerr << "banyan: live profile: cannot write " << tmp << "\n";
+        return;
+      }
+    }
+    if (std::rename(tmp.c_str(), (prefix_ + ".health.json").c_str()) != 0)
       std::cerr << "banyan: live profile: cannot rename " << tmp << ": " << std::strerror(errno) << "\n";
   }
 

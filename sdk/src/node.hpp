@@ -134,6 +134,13 @@ class node_runtime {
 
   // Data envelopes sent to each node (index = node), for the profile's `links`.
   std::vector<link_traffic> data_links() const;
+  // Read-only, for the live profile's link health (banyan launch --dashboard): the transport's
+  // counters of the link to node `n` (zeros for this node and before start()), and how many times a
+  // publisher paused for credit so far, on any link. Safe from any thread.
+  runtime::link_stats link_health(node_id n) const {
+    return n == deployment_.self || !transport_ ? runtime::link_stats{} : transport_->stats(deployment_.names[n]);
+  }
+  std::uint64_t publisher_pauses() const { return pauses_.load(std::memory_order_relaxed); }
   // The index of node `peer` (this node's own for an unknown name).
   node_id index_of(const std::string& peer) const;
 

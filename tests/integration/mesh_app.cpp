@@ -12,6 +12,7 @@
 #include <banyan/sdk/sdk.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -26,6 +27,7 @@ struct config {
   std::uint64_t pace_ms = 0;  // 0: publish as fast as possible; else 100 messages per this many ms
   bool requests = false;
   bool request_lost = false;  // the checker asks zone2's sub for `stall-long` (60 s), to be cut short
+  std::string hold_until;     // when everything arrived, end the run only once this file exists
 };
 
 void spin_for(std::chrono::microseconds d) {
@@ -150,7 +152,8 @@ class mesh : public banyan::composite {
 
 class checker : public banyan::leaf {
  public:
-  checker(int subs, const config& c) : subs_(subs), requests_(c.requests ? 4 : 0), request_lost_(c.request_lost) {}
+  checker(int subs, const config& c)
+      : subs_(subs), requests_(c.requests ? 4 : 0), request_lost_(c.request_lost), hold_until_(c.hold_until) {}
   void on_start(banyan::context& ctx) override {
     (void)ctx.subscribe("done/#", [this, &ctx](const banyan::delivery&) {
       if (++done_ == subs_) ctx.log("every subscriber got everything");
@@ -183,10 +186,14 @@ class checker : public banyan::leaf {
     });
   }
   void maybe_quit(banyan::context& ctx) {
-    if (done_ == subs_ && answered_ == requests_) ctx.quit(0);
+    if (done_ != subs_ || answered_ != requests_) return;
+    if (hold_until_.empty() || std::filesystem::exists(hold_until_)) return ctx.quit(0);
+    // Held: the traffic is over and its counters stay as they are until the test says so.
+    ctx.after(std::chrono::milliseconds(50), [this, &ctx] { maybe_quit(ctx); });
   }
   int subs_, requests_;
   bool request_lost_;
+  std::string hold_until_;
   int done_ = 0, answered_ = 0;
 };
 
@@ -202,6 +209,7 @@ int main(int argc, char** argv) {
   options.add("--pace-ms", c.pace_ms, "Publish 100 messages per this many milliseconds (0: as fast as possible)");
   options.add("--requests", c.requests, "The checker also makes four requests to other components");
   options.add("--request-lost", c.request_lost, "The checker asks zone2's sub for a 60 s stall");
+  options.add("--hold-until", c.hold_until, "When everything arrived, end the run only once this file exists");
   // The options shape the tree, so they are read before it is built (run() parses again).
   if (auto exit_code = options.parse(argc, argv)) return *exit_code;
   app.root().add_leaf<checker>("checker", zones * 2, c);

@@ -3,13 +3,17 @@
 // that node, which joins the running deployment) (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges their
 // output, forwards SIGINT/SIGTERM, and exits non-zero if any node fails. With --profile it merges the
 // nodes' profiles into one (per-edge traffic, loads, flows and per-link cross-node totals). While it
-// runs it serves the merged live profile on a control socket (control.hpp; `banyan profile --from`).
+// runs it serves the merged live profile on a control socket (control.hpp; `banyan profile --from`),
+// and with --dashboard ADDR:PORT a live web page of the run (dashboard.hpp).
 // `--via mpirun|srun` hands the start to that launcher instead: it prints and runs
 // `mpirun -np K ... APP ARGS --deployment DEPLOYMENT` (or `srun --ntasks K ...`), and each process
 // takes its node from its rank (docs/runtime.md, "Launchers").
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
 #include "banyan/control.hpp"
+#ifdef BANYAN_LAUNCH_DASHBOARD
+#include "banyan/dashboard.hpp"
+#endif
 
 #include "banyan/base/duration.hpp"
 #include "banyan/base/log.hpp"
@@ -43,6 +47,8 @@ struct options {
   std::string via;  // empty: our own processes; mpirun or srun
   std::string hosts;  // the launcher's host list (Open MPI's --host syntax), also BANYAN_HOSTS for `{host}`
   std::vector<std::string> join;  // start only these nodes, into a running deployment
+  std::string dashboard;          // ADDR:PORT to serve the dashboard on (dashboard.hpp); empty: none
+  bool dashboard_remote = false;  // allow a non-loopback --dashboard address
   std::vector<std::string> command;
 };
 
@@ -124,13 +130,71 @@ bool merge_profiles(const options& o, const std::filesystem::path& scratch, cons
   return ok;
 }
 
-// Answers one `profile` request on the control socket (control.hpp): asks every node for its
-// profile so far (scratch/<node>.live.req, answered with scratch/<node>.live.json, see the SDK's
-// live_profile), merges them and replies with the totals and the window since `previous`. Keeps
+// One merged reading of every node (the live profile): asks each for its profile so far
+// (scratch/<node>.live.req, answered with scratch/<node>.live.json and, from a node of several, its
+// link health scratch/<node>.live.health.json, see the SDK's live_profile) and merges them. Keeps
 // forwarding the nodes' output while it waits, so a chatty node cannot block on a full pipe.
+struct live_reading {
+  std::optional<profile> total;     // empty when `error` says why
+  std::string error;
+  std::vector<std::string> health;  // the health files' text, per node that wrote one
+};
+
+live_reading take_reading(std::vector<child>& children, const std::filesystem::path& scratch) {
+  namespace fs = std::filesystem;
+  live_reading out;
+  std::string ended;
+  for (auto& c : children) {
+    if (c.done || c.p.status()) ended += (ended.empty() ? "" : ", ") + c.node;
+    fs::remove(scratch / (c.node + ".live.json"));  // before the request: what appears is an answer to it
+    fs::remove(scratch / (c.node + ".live.health.json"));
+    std::ofstream(scratch / (c.node + ".live.req")).flush();
+  }
+  if (!ended.empty()) {
+    out.error = "node " + ended + " has ended; the live profile needs every node";
+    return out;
+  }
+  // A node looks for requests every 200 ms; a node busy starting or stopping may take longer.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::vector<banyan::process*> all;
+  for (auto& c : children) all.push_back(&c.p);
+  auto missing = [&] {
+    std::string list;
+    for (const auto& c : children)
+      if (!fs::exists(scratch / (c.node + ".live.json"))) list += (list.empty() ? "" : ", ") + c.node;
+    return list;
+  };
+  while (!missing().empty() && std::chrono::steady_clock::now() < until) {
+    banyan::process::wait_any(all, std::chrono::milliseconds(20));
+    for (auto& c : children) forward_lines(c);
+  }
+  if (auto late = missing(); !late.empty()) {
+    out.error = "node " + late + " did not answer within 10 s";
+    return out;
+  }
+  for (const auto& c : children) {
+    auto p = profile::load((scratch / (c.node + ".live.json")).string());
+    if (!p) {
+      out.error = p.error().what();
+      out.total.reset();
+      return out;
+    }
+    if (!out.total) out.total = std::move(*p);
+    else if (auto r = out.total->merge(*p); !r) {
+      out.error = r.error().what();
+      out.total.reset();
+      return out;
+    }
+    std::ifstream health(scratch / (c.node + ".live.health.json"));
+    if (std::stringstream text; health && text << health.rdbuf()) out.health.push_back(text.str());
+  }
+  return out;
+}
+
+// Answers one `profile` request on the control socket (control.hpp) with a reading: the totals and
+// the window since `previous`.
 void answer_profile(zmq::socket_t& control, std::vector<child>& children, const std::filesystem::path& scratch,
                     std::optional<profile>& previous, bool quiet) {
-  namespace fs = std::filesystem;
   auto reply = [&](const nlohmann::json& status, const std::string& total, const std::string& window) {
     control.send(zmq::buffer(status.dump()), zmq::send_flags::sndmore);
     control.send(zmq::buffer(total), zmq::send_flags::sndmore);
@@ -140,35 +204,9 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
     if (!quiet) banyan::log::warning(tool, "live profile: " + why);
     reply({{"error", why}}, "", "");
   };
-  std::string ended;
-  for (auto& c : children) {
-    if (c.done || c.p.status()) ended += (ended.empty() ? "" : ", ") + c.node;
-    fs::remove(scratch / (c.node + ".live.json"));  // before the request: what appears is an answer to it
-    std::ofstream(scratch / (c.node + ".live.req")).flush();
-  }
-  if (!ended.empty()) return refuse("node " + ended + " has ended; the live profile needs every node");
-  // A node looks for requests every 200 ms; a node busy starting or stopping may take longer.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::vector<banyan::process*> all;
-  for (auto& c : children) all.push_back(&c.p);
-  auto missing = [&] {
-    std::string out;
-    for (const auto& c : children)
-      if (!fs::exists(scratch / (c.node + ".live.json"))) out += (out.empty() ? "" : ", ") + c.node;
-    return out;
-  };
-  while (!missing().empty() && std::chrono::steady_clock::now() < until) {
-    banyan::process::wait_any(all, std::chrono::milliseconds(20));
-    for (auto& c : children) forward_lines(c);
-  }
-  if (auto late = missing(); !late.empty()) return refuse("node " + late + " did not answer within 10 s");
-  std::optional<profile> total;
-  for (const auto& c : children) {
-    auto p = profile::load((scratch / (c.node + ".live.json")).string());
-    if (!p) return refuse(p.error().what());
-    if (!total) total = std::move(*p);
-    else if (auto r = total->merge(*p); !r) return refuse(r.error().what());
-  }
+  auto reading = take_reading(children, scratch);
+  if (!reading.total) return refuse(reading.error);
+  auto& total = reading.total;
   auto window = previous ? total->since(*previous) : result<profile>(*total);
   if (!window) return refuse(window.error().what());
   nlohmann::json status = {{"nodes", nlohmann::json::array()}, {"total_s", total->duration_s}, {"window_s", window->duration_s}};
@@ -181,6 +219,27 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
   }
   previous = std::move(total);
 }
+
+#ifdef BANYAN_LAUNCH_DASHBOARD
+// A reading for the dashboard, with what the launch sees of each node's process.
+void answer_dashboard(dashboard& dash, std::vector<child>& children, const std::filesystem::path& scratch,
+                      const partitioner::deployment& d) {
+  const auto asked = std::chrono::steady_clock::now();
+  auto reading = take_reading(children, scratch);
+  dashboard_reading r{.total = std::move(reading.total), .error = std::move(reading.error), .health = std::move(reading.health)};
+  r.taken = asked;
+  for (const auto& n : d.c.nodes) {
+    std::string what = "not started";
+    for (auto& c : children) {
+      if (c.node != n.name) continue;
+      if (auto st = c.p.status()) what = st->signal ? "killed by signal " + std::to_string(st->signal) : "exited " + std::to_string(st->code);
+      else what = "running";
+    }
+    r.processes.emplace_back(n.name, what);
+  }
+  dash.deliver(std::move(r));
+}
+#endif
 
 // A fresh folder for the nodes' profiles; empty (and an error logged) when it cannot be made.
 std::filesystem::path profile_scratch() {
@@ -270,6 +329,30 @@ int run(const options& o) {
     }
     start.push_back(name);
   }
+  if (!o.dashboard.empty() && !o.via.empty())
+    return fail(tool, "--dashboard needs the nodes' live profiles, which only a launch of its own processes serves (not --via)", exit_bad_arguments);
+  if (!o.dashboard.empty() && !o.join.empty())
+    return fail(tool, "--dashboard with --join: the launch that started the deployment serves it (give --dashboard to that one)", exit_bad_arguments);
+#ifdef BANYAN_LAUNCH_DASHBOARD
+  // Before any node starts, so a bad address costs nothing, and the page is there from the first reading.
+  std::unique_ptr<dashboard> dash;
+  if (!o.dashboard.empty()) {
+    std::string why;
+    auto where = parse_dashboard_address(o.dashboard, o.dashboard_remote, why);
+    if (!where) return fail(tool, why, exit_bad_arguments);
+    dash = dashboard::start({.address = where->host, .port = where->port, .remote = o.dashboard_remote,
+                             .deployment_file = o.deployment, .deployment = *d},
+                            why);
+    if (!dash) return fail(tool, why, exit_bad_arguments);
+    // Printed whatever the log level and with --json: the user needs it, and port 0 is known only now.
+    std::fprintf(stderr, "banyan launch: dashboard at %s\n", dash->url().c_str());
+    std::fflush(stderr);
+  }
+#else
+  if (!o.dashboard.empty())
+    return fail(tool, "this banyan was built without the dashboard: cpp-httplib was not found when it was configured "
+                      "(Debian: libcpp-httplib-dev; tools/setup installs it), so reconfigure and rebuild", exit_bad_arguments);
+#endif
   if (!o.via.empty()) {
     if (!o.join.empty()) return fail(tool, "--join is not supported with --via (start the joining node with the launcher's own command)", exit_bad_arguments);
     if (start.size() != d->c.nodes.size())
@@ -350,6 +433,9 @@ int run(const options& o) {
       while (request.more()) (void)control->recv(request);  // one frame is the protocol; drop any rest
       answer_profile(*control, children, scratch, previous_live, o.json);
     }
+#ifdef BANYAN_LAUNCH_DASHBOARD
+    if (dash && dash->wanted()) answer_dashboard(*dash, children, scratch, *d);
+#endif
     for (auto& c : children) {
       forward_lines(c);
       if (c.done || !c.p.status()) continue;
@@ -381,6 +467,9 @@ int run(const options& o) {
   for (const auto& c : children) if (c.status != 0) code = 1;
   nlohmann::json summary = {{"deployment", o.deployment}, {"exit_code", code}, {"nodes", nlohmann::json::array()}};
   for (const auto& c : children) summary["nodes"].push_back({{"node", c.node}, {"exit_code", c.status}});
+#ifdef BANYAN_LAUNCH_DASHBOARD
+  if (dash) summary["dashboard"] = dash->url();
+#endif
   if (control) {
     // ZeroMQ leaves an ipc socket's file behind: without it a later `banyan profile --from` knows at
     // once that no launch runs.
@@ -417,6 +506,12 @@ action setup_launch(CLI::App& sub) {
       ->type_name("NODE")
       ->allow_extra_args(false);  // one node per --join: what follows is not another node
   sub.add_option("command", o->command, "-- APP ARGS...: the app binary and its arguments")->required();
+  sub.add_option("--dashboard", o->dashboard,
+                 "Serve a live web page of the run on ADDR:PORT (loopback only; port 0: any free one, the URL is printed): "
+                 "the tree coloured by node, per-edge and per-link traffic, link health, and a re-partitioning plan")
+      ->type_name("ADDR:PORT");
+  sub.add_flag("--dashboard-remote", o->dashboard_remote,
+               "Allow a --dashboard address other than loopback (the page has no authentication: anyone who reaches it sees the run)");
   add_deprecated_alias(sub, run_for, "--timeout", tool);
   return [o] { return run(*o); };
 }
