@@ -337,12 +337,13 @@ struct dashboard::impl {
         return;
       }
       res.set_header("Cache-Control", "no-store");
-      res.set_content(state().dump(), "application/json");
+      // Paths are the app's own names: bytes that are not UTF-8 must not make the reply fail.
+      res.set_content(state().dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     });
     server.Post("/api/propose", [this](const httplib::Request& req, httplib::Response& res) {
       auto [status, body] = propose(req.body);
       res.status = status;
-      res.set_content(body.dump(), "application/json");
+      res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
     });
   }
 };
