@@ -387,6 +387,9 @@ bool dashboard::wanted() const { return impl_->wanted.load(); }
 void dashboard::deliver(dashboard_reading r) {
   {
     std::lock_guard lock(impl_->m);
+    // A failed reading has no health of its own: the links keep their last known one (and state()
+    // marks those of a node whose process is gone).
+    if (!r.total && impl_->latest) r.health = impl_->latest->health;
     if (r.total) {
       impl_->compute_mapping(*r.total);
       impl_->history.emplace_back(r.taken, *r.total);
