@@ -95,6 +95,7 @@ std::unique_ptr<algorithm> make_mip();
 std::unique_ptr<algorithm> make_metis();
 std::unique_ptr<algorithm> make_greedy();
 std::unique_ptr<algorithm> make_round_robin();
+std::unique_ptr<algorithm> make_round_robin_leaves();
 std::unique_ptr<algorithm> make_hash();
 std::unique_ptr<algorithm> make_random();
 

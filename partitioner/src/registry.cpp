@@ -16,7 +16,7 @@ const char* to_string(solve_status s) {
 }
 
 std::vector<std::string> algorithm_names() {
-  return {"bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "hash", "random"};
+  return {"bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "round-robin-leaves", "hash", "random"};
 }
 
 result<std::unique_ptr<algorithm>> make_algorithm(std::string_view name) {
@@ -27,6 +27,7 @@ result<std::unique_ptr<algorithm>> make_algorithm(std::string_view name) {
   if (name == "metis") return make_metis();
   if (name == "greedy") return make_greedy();
   if (name == "round-robin") return make_round_robin();
+  if (name == "round-robin-leaves") return make_round_robin_leaves();
   if (name == "hash") return make_hash();
   if (name == "random") return make_random();
   std::string known;

@@ -63,6 +63,37 @@ TEST(Algorithms, BottomUpIsFeasibleOnGeneratedTreesWithRacks) {
   }
 }
 
+// round-robin-leaves deals out whole subtrees: the leaves go to nodes 0, 1, 2, 0, ... in top-down
+// order and each composite stays on its parent's node, so every leaf is a subtree alone on its node
+// (what a live move moves). When the node in turn is full the leaf probes the next one.
+TEST(Algorithms, RoundRobinLeavesDealsOutLeavesAndKeepsCompositesWithTheirParent) {
+  // 0 root; 1, 2 composites under it; leaves 3, 4 under 1, 5, 6, 7 under 2, 8 under the root.
+  tree t;
+  t.parent = {no_vertex, 0, 0, 1, 1, 2, 2, 2, 0};
+  t.cpu = {0, 0, 0, 1, 1, 1, 1, 1, 1};
+  t.weight = {0, 5, 5, 3, 3, 3, 3, 3, 3};
+  cluster c;
+  for (const char* n : {"n0", "n1", "n2"}) c.nodes.push_back({.name = n, .cpu = {.amount = 2}});
+  auto p = make_problem(t, c);
+  ASSERT_TRUE(p) << p.error().message;
+  auto s = solve("round-robin-leaves", *p);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->status, solve_status::feasible) << s->message;
+  EXPECT_EQ(s->map, (mapping{0, 0, 0, 0, 1, 2, 0, 1, 2}));
+  EXPECT_DOUBLE_EQ(s->cost, 4 * 3.0);  // leaves 4, 5, 7, 8 are cut from their composite
+
+  // Node 0 full (capacity 1): its turns probe on to n1, then n2; composites still follow parents.
+  c.nodes[0].cpu.amount = 1;
+  c.nodes[1].cpu.amount = 3;
+  c.nodes[2].cpu.amount = 3;
+  auto q = make_problem(t, c);
+  ASSERT_TRUE(q) << q.error().message;
+  auto f = solve("round-robin-leaves", *q);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, solve_status::feasible) << f->message;
+  EXPECT_EQ(f->map, (mapping{0, 0, 0, 0, 1, 2, 1, 1, 2}));
+}
+
 TEST(Algorithms, UnknownNameIsAnError) {
   auto a = make_algorithm("simulated-annealing");
   ASSERT_FALSE(a);

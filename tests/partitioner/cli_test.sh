@@ -19,7 +19,7 @@ out = json.load(open("out.json"))
 rep = json.load(open("r.json"))
 assert out == rep, "report differs from --json output"
 names = [r["algorithm"] for r in out["results"]]
-assert sorted(names) == sorted(["bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "hash", "random"]), names
+assert sorted(names) == sorted(["bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "round-robin-leaves", "hash", "random"]), names
 best = min(r["cost"] for r in out["results"] if r["status"] in ("optimal", "feasible"))
 assert out["cost"] == best, (out["cost"], best)
 for r in out["results"]:

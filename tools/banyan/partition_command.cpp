@@ -306,17 +306,17 @@ int run(const options& o) {
     std::printf("%s: %zu components on %zu nodes; loads in %s (cpu confidence %s); best lower bound %s\n",
                 o.profile.c_str(), p.t.size(), p.k(), o.load == "messages" ? "messages" : "cpu s", confidence.level(),
                 bound > 0 ? std::to_string(bound).c_str() : "none proven");
-    std::printf("%-12s %14s %9s %8s %9s %9s  %s\n", "algorithm", "cost", "vs.bound", "max.util", "cut.edges", "time.s", "status");
+    std::printf("%-18s %14s %9s %8s %9s %9s  %s\n", "algorithm", "cost", "vs.bound", "max.util", "cut.edges", "time.s", "status");
     for (const auto& s : sols) {
       if (s.map.empty()) {
-        std::printf("%-12s %14s %9s %8s %9s %9.3f  %s%s%s\n", s.algorithm.c_str(), "-", "-", "-", "-", s.seconds,
+        std::printf("%-18s %14s %9s %8s %9s %9.3f  %s%s%s\n", s.algorithm.c_str(), "-", "-", "-", "-", s.seconds,
                     bp::to_string(s.status), s.message.empty() ? "" : ": ", s.message.c_str());
         continue;
       }
       const auto e = bp::evaluate(p, s.map);
       char ratio[32] = "-";
       if (bound > 0) std::snprintf(ratio, sizeof ratio, "%.4f", e.cost / bound);
-      std::printf("%-12s %14.6g %9s %8.3f %9zu %9.3f  %s%s%s\n", s.algorithm.c_str(), e.cost, ratio, e.max_utilisation,
+      std::printf("%-18s %14.6g %9s %8.3f %9zu %9.3f  %s%s%s\n", s.algorithm.c_str(), e.cost, ratio, e.max_utilisation,
                   e.cut_edges, s.seconds, bp::to_string(s.status),
                   s.status == bp::solve_status::optimal || s.message.empty() ? "" : ": ", s.status == bp::solve_status::optimal ? "" : s.message.c_str());
     }
@@ -336,7 +336,7 @@ action setup_partition(CLI::App& sub) {
   auto o = std::make_shared<options>();
   sub.add_option("profile", o->profile, "profile JSON (docs/formats.md)")->required();
   sub.add_option("--cluster", o->cluster, "cluster or deployment YAML (docs/formats.md); optional with --current");
-  auto* algorithm = sub.add_option("--algorithm", o->algo, "bottom-up | smt | mip | metis | greedy | round-robin | hash | random | all, or a comma list")->capture_default_str();
+  auto* algorithm = sub.add_option("--algorithm", o->algo, "bottom-up | smt | mip | metis | greedy | round-robin | round-robin-leaves | hash | random | all, or a comma list")->capture_default_str();
   auto* time_limit = add_duration_option(sub, "--time-limit", o->time_limit, "time for each exact solver (smt, mip)");
   sub.add_option("--out,-o", o->out, "write the cheapest feasible mapping as a deployment YAML");
   auto* results = sub.add_option("--results", o->results, "write every algorithm's result as JSON");

@@ -56,7 +56,7 @@ class algorithm {
   virtual solution solve(const problem& p, const solve_options& o) = 0;
 };
 
-// "bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "hash", "random".
+// "bottom-up", "smt", "mip", "metis", "greedy", "round-robin", "round-robin-leaves", "hash", "random".
 std::vector<std::string> algorithm_names();
 result<std::unique_ptr<algorithm>> make_algorithm(std::string_view name);
 
