@@ -244,9 +244,11 @@ struct dashboard::impl {
     const double window_s = in.value("window_s", 30.0);
     const double alpha = in.value("migration_cost", 0.0);
     const std::string weight = in.value("weight", "messages");
+    const std::string load = in.value("load", "cpu");
     if (!std::isfinite(alpha) || alpha < 0) return {400, {{"error", "migration_cost must be a non-negative number (cost per byte of state)"}}};
     if (!std::isfinite(window_s) || window_s < 0) return {400, {{"error", "window_s must be a non-negative number of seconds"}}};
     if (weight != "messages" && weight != "bytes") return {400, {{"error", "weight must be `messages` or `bytes`"}}};
+    if (load != "cpu" && load != "cores") return {400, {{"error", "load must be `cpu` (CPU seconds of the window) or `cores` (per second)"}}};
     std::lock_guard one(propose_mutex);
     profile window;
     double window_taken_s = 0;
@@ -269,6 +271,10 @@ struct dashboard::impl {
     if (weight == "bytes") po.unit = bp::traffic_unit::bytes;
     auto t = bp::parse_profile(window.to_json_text(), "the live profile", po);
     if (!t) return {422, {{"error", t.error().message}}};
+    // Capacities written in cores (cpu: 2 for a node of two cores) fit CPU seconds per second of
+    // the window; "cpu" keeps the window's CPU seconds, as `banyan partition` reads a window file.
+    if (load == "cores" && window_taken_s > 0)
+      for (auto& c : t->cpu) c /= window_taken_s;
     auto pr = bp::make_problem(std::move(*t), o.deployment.c);
     if (!pr) return {422, {{"error", "the live profile on " + o.deployment_file + "'s nodes: " + pr.error().message}}};
     const bp::problem& p = *pr;
@@ -292,7 +298,7 @@ struct dashboard::impl {
          << " bytes of state moved";
     bp::write_deployment(yaml, p, plan->map, {"proposed by banyan launch --dashboard from the live profile", head.str()});
     const double saving = plan->cost_before - plan->cost_after;
-    json out{{"window_s", window_taken_s}, {"weight", weight}, {"migration_cost", alpha},
+    json out{{"window_s", window_taken_s}, {"weight", weight}, {"load", load}, {"migration_cost", alpha},
              {"cost_before", plan->cost_before}, {"cost_after", plan->cost_after}, {"saving", saving},
              {"saving_share", plan->cost_before > 0 ? json(saving / plan->cost_before) : json(nullptr)},
              {"saving_per_s", window_taken_s > 0 ? json(saving / window_taken_s) : json(nullptr)},

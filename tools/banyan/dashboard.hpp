@@ -11,7 +11,8 @@
 // HTTP: GET / (the page: HTML, CSS and JS in the binary; no other origin is ever contacted),
 // GET /api/state (JSON: nodes, components with their node, edges and links with totals and rates,
 // link health, the latest reading's error if any), POST /api/propose (JSON body
-// {"window_s": S (0: since the start), "migration_cost": ALPHA, "weight": "messages"|"bytes"}; the
+// {"window_s": S (0: since the start), "migration_cost": ALPHA, "weight": "messages"|"bytes",
+// "load": "cpu" (the window's CPU seconds) | "cores" (CPU seconds per second of the window)}; the
 // partitioner's migration plan from the current deployment, computed in-process). Requests whose Host
 // header names neither the bound address nor localhost are refused (403), so another site cannot
 // read the page through DNS rebinding; with `remote` that check is off.
