@@ -6,6 +6,8 @@
 // routed_message (route_front.hpp).
 #pragma once
 
+#include "move_state.hpp"
+
 #include "banyan/sdk/payload.hpp"
 
 #include <caf/all.hpp>
@@ -31,6 +33,12 @@ using joined_atom = caf::atom_constant<caf::atom("joined")>;      // node index:
 using nodelost_atom = caf::atom_constant<caf::atom("nodelost")>;  // node index, reason: remote monitors of its components fire
 using mondown_atom = caf::atom_constant<caf::atom("mondown")>;    // monitor id, path, reason: a monitored component ended
 using undeliv_atom = caf::atom_constant<caf::atom("undeliv")>;    // node, count, reason: our publishes a gone node will not deliver
+// Live moves (gateway_move.cpp, docs/runtime.md "Moving subtrees live"):
+using sync_atom = caf::atom_constant<caf::atom("sync")>;          // -> (nothing): a barrier; answered between two messages
+using moveout_atom = caf::atom_constant<caf::atom("moveout")>;    // -> shared vertex_state: hand over the state, go idle
+using movequit_atom = caf::atom_constant<caf::atom("movequit")>;  // end this incarnation quietly: it moved
+using childmove_atom = caf::atom_constant<caf::atom("childmove")>;  // child vertex, node, generation: a child moved
+using arrived_atom = caf::atom_constant<caf::atom("arrived")>;    // vertex: a moved subtree has started here (to the gateway)
 // Supervision across nodes (node_wire.hpp's child_* envelopes, turned into messages by the gateway):
 using rstarted_atom = caf::atom_constant<caf::atom("rstarted")>;  // child vertex, generation: a remote child's subtree started
 using rfailed_atom = caf::atom_constant<caf::atom("rfailed")>;    // child vertex, generation, reason: a remote child failed
@@ -54,3 +62,4 @@ struct task {
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::detail::task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::payload)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<banyan::detail::vertex_state>)

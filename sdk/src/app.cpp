@@ -173,6 +173,21 @@ class live_profile {
       std::cerr << "banyan: live profile: cannot rename " << tmp << ": " << std::strerror(errno) << "\n";
   }
 
+  // Live moves (docs/runtime.md, "Moving subtrees live"): P.move.req (written through a rename by
+  // `banyan launch`) holds `PATH NODE`; the node's gateway moves that subtree and answers in
+  // P.move.json, also through a rename.
+ public:
+  void serve_moves(detail::node_runtime* node) const {
+    if (prefix_.empty() || !node) return;
+    const std::string request = prefix_ + ".move.req";
+    std::ifstream in(request);
+    if (!in) return;
+    std::string path, to;
+    in >> path >> to;
+    ::unlink(request.c_str());
+    node->request_move(std::move(path), std::move(to), prefix_ + ".move.json");
+  }
+
  private:
   std::string prefix_;
 };
@@ -240,6 +255,7 @@ run_result run(app& application, const run_options& options) {
     while (true) {
       auto w = done.wait(deadline, std::chrono::milliseconds(200));
       live.serve(*state, options, started, node.get());
+      live.serve_moves(node.get());
       if (w == detail::completion::wake::idle) continue;
       if (node) {
         node->broadcast_quit(done.exit_code(), done.urgent());  // one node's quit ends the whole app

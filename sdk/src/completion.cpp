@@ -31,6 +31,17 @@ void completion::root_down(bool failed) {
   cv_.notify_all();
 }
 
+void completion::root_arrived() {
+  std::lock_guard lock(mutex_);
+  ++roots_alive_;
+}
+
+void completion::root_left() {
+  std::lock_guard lock(mutex_);
+  if (roots_alive_) --roots_alive_;
+  cv_.notify_all();
+}
+
 completion::wake completion::wait(std::optional<std::chrono::steady_clock::time_point> deadline,
                                   std::chrono::milliseconds slice) {
   std::unique_lock lock(mutex_);

@@ -28,6 +28,9 @@ class completion {
   bool urgent() const;
   void set_roots_alive(std::size_t n);
   void root_down(bool failed);
+  // A live move brought a root to this node, or took one away (not an end: the run goes on).
+  void root_arrived();
+  void root_left();
   // Waits at most `slice` for quit, the roots' end or `deadline` (if set); `idle` means none came.
   enum class wake { quit, root_down, deadline, idle };
   wake wait(std::optional<std::chrono::steady_clock::time_point> deadline, std::chrono::milliseconds slice);

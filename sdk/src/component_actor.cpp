@@ -130,8 +130,9 @@ caf::behavior component_actor::make_behavior() {
   set_down_handler([this](caf::down_msg& msg) { on_child_gone(msg.source, msg.reason); });
   // The supervisor registered us in the directory when it spawned us (before any later sibling
   // starts); unregister when this incarnation ends, unless a new one replaced it already.
-  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this)](const caf::error& reason) {
+  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this), moved = moved_](const caf::error& reason) {
     if (state->actors().get(v).address() == self) state->set_actor(v, caf::actor{});
+    if (moved->load()) return;  // it moved to another node: not an end (its monitors go on there)
     const bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
     const std::string why = failed ? reason_text(reason) : std::string("stopped");
     for (const auto& [watcher, id] : state->watching().of(v)) {
@@ -149,6 +150,11 @@ caf::behavior component_actor::make_behavior() {
         deliver(*m->info, m->data, m->sequence, index, true);
       },
       [](resume_atom) {},  // a late wake-up (the pause already ended)
+      [](sync_atom) {},    // a live move's barrier: every message before it has been handled
+      [this](moveout_atom) { return move_out(); },
+      [this](childmove_atom, vertex_id child_vertex, node_id to, std::uint64_t generation) {
+        child_moved(child_vertex, to, generation);
+      },
       [this](post_atom, const task& t) { counted(t.fn); },
       [this](request_atom, const std::string& method, const payload& data, vertex_id requester) -> caf::result<std::string, payload> {
         std::string err;
@@ -187,7 +193,7 @@ caf::behavior component_actor::make_behavior() {
         // nothing more, so each monitor of one fires once, here, and is gone.
         std::vector<std::pair<std::uint64_t, vertex_id>> fired;
         for (auto it = remote_watched_.begin(); it != remote_watched_.end();) {
-          if (state_->node()->deployment().node_of[it->second] == lost) {
+          if (state_->where().node_of(it->second) == lost) {
             fired.emplace_back(*it);
             it = remote_watched_.erase(it);
           } else {
@@ -212,12 +218,14 @@ caf::behavior component_actor::make_behavior() {
       },
       [this](rstopped_atom, vertex_id child_vertex, std::uint64_t generation) { on_remote_stopped(child_vertex, generation); },
       [this](ready_atom) {
+        resume();  // paused by a live move's freeze (a full link pauses it again at its next publish)
         // Monitors first: a watched component's end caused by a held request is then reported.
         for (const auto& [watched, id] : std::exchange(held_monitors_, {})) state_->node()->send_monitor(vertex_, watched, id);
         // Then held dynamic starts: their node starts them before it serves our held requests.
         release_held_dynamic();
         flush_held();
         flush_held_requests();
+        for (auto& again : std::exchange(frozen_requests_, {})) again();
       },
       [this](joined_atom, node_id) { release_held_dynamic(); },
       [this](lost_atom, const std::string& child_path, const std::string& reason) {
@@ -313,6 +321,9 @@ void component_actor::on_exit() {
   remote_requests_.clear();
   held_.clear();
   held_requests_.clear();
+  frozen_requests_.clear();
+  filters_.clear();
+  adopt_.clear();
   children_.clear();
   ctx_.reset();
   user_.reset();
@@ -322,7 +333,15 @@ void component_actor::start() {
   const spec& s = state_->spec_of(vertex_);
   user_ = s.make()();
   ctx_ = std::make_unique<actor_context>(*this);
-  if (s.keeps_state()) {
+  auto arrival = state_->node() ? state_->arrivals().take(vertex_) : std::nullopt;
+  if (arrival) {
+    // Arrived by a live move: the incarnation that left goes on here (move_out).
+    arrived_ = true;
+    if (arrival->snapshot) counted([&] { user_->restore(*ctx_, payload::copy_of(*arrival->snapshot)); });
+    sequence_ = arrival->sequence;
+    adopt_ = std::move(arrival->subscriptions);
+    for (auto& h : arrival->held) held_.push_back({std::move(h.topic), h.scope, payload::copy_of(h.data)});
+  } else if (s.keeps_state()) {
     if (auto kept = state_->kept().get(vertex_)) counted([&] { user_->restore(*ctx_, *kept); });
   }
   const auto& kids = state_->tree().children(vertex_);
@@ -336,6 +355,11 @@ void component_actor::start() {
   in_on_start_ = true;
   counted([&] { user_->on_start(*ctx_); });
   in_on_start_ = false;
+  // Subscriptions of the incarnation that left that this one did not make again end with it.
+  for (const auto& [id, filter] : std::exchange(adopt_, {})) {
+    state_->routing().unsubscribe(id);
+    state_->node()->broadcast_unsubscribe(id);
+  }
   for (std::size_t i = 0; i < children_.size(); ++i) {
     const bool held = std::find(held_dynamic_.begin(), held_dynamic_.end(), i) != held_dynamic_.end();
     if (children_[i].active && !held) pending_.push_back(i);  // a held one starts when every node is ready
@@ -380,7 +404,7 @@ result<void> component_actor::start_dynamic(std::string_view name) {
   if (c.active) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: it is running already"};
   if (shutting_down_) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: `" + state_->tree().path(vertex_) + "` is stopping"};
   c.active = true;
-  if (c.remote && (!state_->cluster_ready() || !state_->node()->node_ready(state_->node()->deployment().node_of[c.vertex]))) {
+  if (c.remote && (!state_->cluster_ready() || !state_->node()->node_ready(state_->where().node_of(c.vertex)))) {
     // Its node is not linked yet (the start), has not joined yet (`join: later`) or is lost: asked
     // when it is ready (ready_atom, joined_atom).
     held_dynamic_.push_back(i);
@@ -400,7 +424,7 @@ void component_actor::release_held_dynamic() {
   auto* node = state_->node();
   std::erase_if(held_dynamic_, [&](std::size_t i) {
     if (!children_[i].active) return true;
-    if (!node->node_ready(node->deployment().node_of[children_[i].vertex])) return false;  // still waiting for it
+    if (!node->node_ready(state_->where().node_of(children_[i].vertex))) return false;  // still waiting for it
     state_->forget_subtree(children_[i].vertex);
     pending_.push_back(i);
     return true;
@@ -442,6 +466,7 @@ void component_actor::spawn_next() {
   if (!children_.empty()) counted([&] { user_->on_children_started(*ctx_); });
   if (!reported_started_) {
     reported_started_ = true;
+    if (arrived_) state_->node()->arrived(vertex_);  // the move's end waits for its subtree
     if (auto parent = caf::actor_cast<caf::actor>(parent_)) send(parent, started_atom::value, vertex_);
     else state_->done().root_started();
   }
@@ -592,7 +617,8 @@ void component_actor::supervise(std::size_t i, const std::string& reason, bool f
     case restart_strategy::rest_for_one: last = children_.size(); break;
   }
   log::warning(tree.path(vertex_), "restarting `" + child_path + "`" +
-                                      (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : ""));
+                                      (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : "") +
+                                      " (" + reason + ")");
   // Stop the others in reverse start order, forget everything the old incarnations subscribed, then
   // start the new incarnations in order.
   for (std::size_t j = last; j-- > first;)
@@ -635,15 +661,26 @@ void component_actor::shutdown_next() {
 }
 
 result<subscription_id> component_actor::subscribe(std::string_view filter, banyan::context::handler on_message) {
+  for (auto it = adopt_.begin(); it != adopt_.end(); ++it) {
+    if (it->second != filter) continue;
+    // Taken over from the incarnation that left: every node's replica has it already.
+    const subscription_id id = it->first;
+    adopt_.erase(it);
+    handlers_.emplace(id, std::move(on_message));
+    filters_.emplace(id, std::string(filter));
+    return id;
+  }
   auto id = state_->routing().subscribe(vertex_, filter);
   if (!id) return id;
   handlers_.emplace(*id, std::move(on_message));
+  filters_.emplace(*id, std::string(filter));
   if (state_->node()) state_->node()->broadcast_subscribe(*id, vertex_, std::string(filter));
   return id;
 }
 
 bool component_actor::unsubscribe(subscription_id id) {
   if (handlers_.erase(id) == 0) return false;
+  filters_.erase(id);
   state_->routing().unsubscribe(id);
   if (state_->node()) state_->node()->broadcast_unsubscribe(id);
   return true;
@@ -663,6 +700,9 @@ result<void> component_actor::publish(std::string_view topic_text, const payload
     auto t = topic::parse(topic_text);
     if (!t) return t.error();
     held_.push_back({t->str(), *scope_vertex, data});
+    // A live move's freeze: stop originating work until the thaw (as for a full link), so a
+    // publisher's loop does not pile up held messages while the deployment waits.
+    if (state_->frozen()) pause();
     return {};
   }
   if (!held_.empty()) flush_held();
@@ -736,6 +776,15 @@ void component_actor::send_request(std::string_view path, std::string method, co
   };
   auto v = state_->tree().find(path);
   if (!v) return fail(v.error());
+  if (state_->frozen() && state_->is_local(*v)) {
+    // A live move froze the deployment: the target may be leaving. Made again when it thaws, where
+    // the target runs then (as a remote request made meanwhile is held and sent then).
+    frozen_requests_.push_back([this, p = std::string(path), method = std::move(method), data, timeout,
+                                on_reply = std::move(on_reply)]() mutable {
+      send_request(p, std::move(method), data, timeout, std::move(on_reply));
+    });
+    return;
+  }
   if (!state_->is_local(*v)) return send_remote_request(*v, std::move(method), data, timeout, std::move(on_reply));
   auto target = state_->actors().get(*v);
   if (!target) return fail(error{sdk::errc::request_failed, "`" + std::string(path) + "` is not running"});
@@ -808,6 +857,59 @@ void component_actor::finish_remote_request(std::uint64_t id, result<payload> ou
   remote_requests_.erase(it);
   if (!outcome) outcome = error{outcome.error().code, r.what + ": " + outcome.error().message};
   counted([&] { r.on_reply(std::move(outcome)); });
+}
+
+std::shared_ptr<vertex_state> component_actor::move_out() {
+  auto out = std::make_shared<vertex_state>();
+  out->vertex = vertex_;
+  const std::string& path = state_->tree().path(vertex_);
+  try {
+    std::optional<payload> snapshot;
+    counted([&] { snapshot = user_->snapshot(*ctx_); });
+    if (snapshot) out->snapshot.emplace(reinterpret_cast<const char*>(snapshot->bytes().data()), snapshot->size());
+  } catch (const std::exception& e) {
+    log::error(path, std::string("snapshot for a move failed: ") + e.what() + "; it starts afresh on its new node");
+  }
+  out->sequence = sequence_;
+  for (const auto& [id, filter] : filters_) out->subscriptions.emplace_back(id, filter);
+  std::sort(out->subscriptions.begin(), out->subscriptions.end());  // in the order they were made
+  for (auto& h : held_) {
+    out->held.push_back({std::move(h.topic), h.scope,
+                         std::string(reinterpret_cast<const char*>(h.data.bytes().data()), h.data.size())});
+  }
+  held_.clear();
+  if (const auto n = held_requests_.size() + frozen_requests_.size())
+    log::warning(path, std::to_string(n) + " request(s) made while the deployment was frozen end with this incarnation");
+  moved_->store(true);
+  // Idle until its supervisor (or the gateway) ends it: nothing reaches it while the deployment is
+  // frozen, and nothing it still had queued (timers, posted work) runs.
+  become(caf::message_handler{[this](movequit_atom) { quit(caf::exit_reason::user_shutdown); }});
+  // Dropped without an error (caf::drop's error would end the actor as a failure).
+  set_default_handler([](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> { return caf::message{}; });
+  return out;
+}
+
+void component_actor::child_moved(vertex_id child_vertex, node_id to, std::uint64_t generation) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.vertex == child_vertex; });
+  if (it == children_.end()) return;
+  if (to == state_->where().self()) {
+    // It arrived here: a local child from now on, started from the state it brought.
+    it->remote = false;
+    it->remote_up = false;
+    it->stopping = false;
+    auto a = spawn_component(*this, state_, it->vertex, address(), false);
+    state_->set_actor(it->vertex, a);
+    link_to(a);
+    monitor(a);
+    it->actor = a;
+    return;
+  }
+  // It left: its incarnation here ends quietly; its new node hosts it under `generation`.
+  if (it->actor) send(it->actor, movequit_atom::value);
+  it->actor = caf::actor{};
+  it->remote = true;
+  it->remote_up = true;
+  it->generation = generation;
 }
 
 void component_actor::post_task(std::function<void()> fn) {

@@ -105,6 +105,10 @@ class component_actor final : public caf::event_based_actor {
   void transmit_request(const held_request& r);
   void flush_held_requests();
   void begin_shutdown(bool urgent);
+  // Live moves (gateway_move.cpp): this incarnation hands its state over and goes idle; a parent
+  // takes note that its child now runs on `to` (a local spawn when that is this node).
+  std::shared_ptr<vertex_state> move_out();
+  void child_moved(vertex_id child_vertex, node_id to, std::uint64_t generation);
   bool pause();  // false if it cannot pause now (already paused, starting or shutting down)
   void resume();
 
@@ -141,6 +145,13 @@ class component_actor final : public caf::event_based_actor {
   };
   std::unordered_map<std::uint64_t, remote_request> remote_requests_;
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
+  std::unordered_map<subscription_id, std::string> filters_;  // what a live move carries
+  // Arrived by a live move: the subscriptions of the incarnation that left, taken over by filter
+  // by this one's subscribe calls (in restore and on_start); the rest are dropped after on_start.
+  std::vector<std::pair<subscription_id, std::string>> adopt_;
+  bool arrived_ = false;
+  std::shared_ptr<std::atomic<bool>> moved_ = std::make_shared<std::atomic<bool>>(false);  // left by a live move
+  std::deque<std::function<void()>> frozen_requests_;  // local requests made while a move froze the deployment
   std::unordered_map<std::string, banyan::context::service> services_;
   std::unordered_map<std::uint64_t, banyan::context::down_handler> monitors_;  // by id (watchers.hpp)
   // Monitors of components on other nodes made before every node was ready: (watched, id).

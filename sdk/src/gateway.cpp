@@ -46,6 +46,16 @@ caf::behavior gateway_actor::make_behavior() {
       [this](started_atom, vertex_id v) { on_hosted_started(v); },
       [this](shutdown_atom, bool urgent) { shutdown_hosted(urgent); },
       [this](tell_atom) { tell_unforwarded(); },
+      [this](move_atom, const std::string& path, const std::string& to, const std::string& answer_file) {
+        start_move(path, to, answer_file);
+      },
+      [this](arrived_atom, vertex_id v) {
+        if (move_ && move_->arriving && v == move_->root) {
+          move_->arrived = true;
+          announce_moved();
+        }
+      },
+      [this](peerlost_atom, node_id n) { on_peer_lost(n); },
   };
 }
 
@@ -64,7 +74,7 @@ void gateway_actor::start_hosted(hosted& h, std::uint64_t generation, bool initi
     return;
   }
   h.start_pending = false;
-  state_->forget_subtree(h.vertex);  // what the old incarnation subscribed
+  if (!h.arrived) state_->forget_subtree(h.vertex);  // what the old incarnation subscribed (a moved one keeps them)
   h.actor = spawn_component(*this, state_->shared_from_this(), h.vertex, address(), initial);
   state_->set_actor(h.vertex, h.actor);
   link_to(h.actor);
@@ -87,7 +97,8 @@ void gateway_actor::on_hosted_started(vertex_id v) {
     h->counted_started = true;
     state_->done().root_started();
   }
-  if (h->generation > 1) report(wire_kind::child_started, v, h->generation);
+  const bool arrival = std::exchange(h->arrived, false);  // its supervisor did not ask for this start
+  if (h->generation > 1 && !arrival) report(wire_kind::child_started, v, h->generation);
 }
 
 void gateway_actor::on_hosted_gone(const caf::actor_addr& source, const caf::error& reason) {
@@ -132,7 +143,7 @@ void gateway_actor::on_child_command(const std::string& peer, runtime::envelope&
   auto* h = hosted_of(v);
   if (!h) return log_dropped(peer, "supervision of `" + e.target + "`: not a hosted root of node `" + node_->self_name() + "`");
   // Only the node of its supervisor may ask (another peer could otherwise stop any of our roots).
-  if (node_->deployment().node_of[state_->tree().parent(v)] != node_->index_of(peer))
+  if (state_->where().node_of(state_->tree().parent(v)) != node_->index_of(peer))
     return log_dropped(peer, "supervision of `" + e.target + "`: its supervisor is not on node `" + peer + "`");
   if (shutting_down_ || e.id < h->generation) return;  // stale: a later incarnation was asked for already
   if (static_cast<wire_kind>(e.kind) == wire_kind::child_stop) return stop_hosted(*h);
@@ -146,7 +157,7 @@ void gateway_actor::on_child_report(const std::string& peer, runtime::envelope& 
   const vertex_id parent = state_->tree().parent(v);
   if (!state_->is_local(parent)) return log_dropped(peer, "supervision report for `" + e.target + "`: its parent is not on this node");
   // Only the node that hosts the child may report on it (a forged report would restart a child).
-  if (node_->deployment().node_of[v] != node_->index_of(peer))
+  if (state_->where().node_of(v) != node_->index_of(peer))
     return log_dropped(peer, "supervision report for `" + e.target + "`: it is not hosted by node `" + peer + "`");
   auto supervisor = state_->actors().get(parent);
   if (!supervisor) return;  // between incarnations: the next one starts its children afresh
@@ -162,7 +173,7 @@ void gateway_actor::on_monitor(const std::string& peer, runtime::envelope& e) {
   const vertex_id watched = *state_->tree().find(e.target);  // check() found both
   const vertex_id watcher = *state_->tree().find(e.sender);
   if (!state_->is_local(watched)) return log_dropped(peer, "monitor of `" + e.target + "`: not on this node");
-  if (node_->deployment().node_of[watcher] != node_->index_of(peer))
+  if (state_->where().node_of(watcher) != node_->index_of(peer))
     return log_dropped(peer, "monitor by `" + e.sender + "`: it is not on node `" + peer + "`");
   state_->watching().add_remote(watched, {node_->index_of(peer), watcher, e.id});
 }
@@ -172,7 +183,7 @@ void gateway_actor::on_down(const std::string& peer, runtime::envelope& e) {
   const vertex_id watcher = *state_->tree().find(e.target);  // check() found both
   const vertex_id watched = *state_->tree().find(e.sender);
   if (!state_->is_local(watcher)) return log_dropped(peer, "down for `" + e.target + "`: not on this node");
-  if (node_->deployment().node_of[watched] != node_->index_of(peer))
+  if (state_->where().node_of(watched) != node_->index_of(peer))
     return log_dropped(peer, "down of `" + e.sender + "`: it is not hosted by node `" + peer + "`");
   if (auto a = state_->actors().get(watcher)) anon_send(a, mondown_atom::value, e.id, e.sender, std::move(e.text));
 }
@@ -202,7 +213,17 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
     case wire_kind::unsubscribe: return on_subscription(peer, e);
     case wire_kind::data:
       if (!state_->cluster_ready()) {
-        // Our replica of every node's subscriptions is not complete yet: route it later.
+        // Our replica of every node's subscriptions is not complete yet: route it later. Held by
+        // a live move's freeze, its credit goes back at once: a publisher blocked on a full link
+        // must finish its handler for the freeze's barrier (only data sent before it is in flight).
+        if (state_->frozen()) e.receipt.reset();
+        if (move_ && move_->arriving && !move_->handed_marker && node_->index_of(peer) == move_->from &&
+            e.entry < state_->tree().size() && state_->tree().contains(move_->root, e.entry)) {
+          // Held for a subtree moving here by its old node: older than anything this node holds
+          // for it (that came here after this node froze; the old node's came through here before).
+          early_data_.emplace(early_data_.begin() + static_cast<std::ptrdiff_t>(move_->handed_data++), peer, std::move(e));
+          return;
+        }
         early_data_.emplace_back(peer, std::move(e));
         return;
       }
@@ -217,6 +238,7 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
     case wire_kind::child_stopped: return on_child_report(peer, e);
     case wire_kind::monitor: return on_monitor(peer, e);
     case wire_kind::down: return on_down(peer, e);
+    case wire_kind::move: return on_move(peer, e);
   }
 }
 
@@ -240,6 +262,10 @@ void gateway_actor::refuse(const std::string& peer, const std::string& why) {
 
 void gateway_actor::on_ready(const std::string& peer) {
   node_->peer_ready(peer);
+  release_held();
+}
+
+void gateway_actor::release_held() {
   if (!state_->cluster_ready()) return;
   for (auto& r : std::exchange(held_reports_, {})) node_->send_child(r.kind, r.vertex, r.generation, std::move(r.text));
   auto waiting = std::move(early_data_);
@@ -263,7 +289,16 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
   const auto scope_vertex = tree.find(e.scope);
   const vertex_id entry = e.entry;
   const vertex_id from = e.from == runtime::no_vertex_field ? no_vertex : e.from;
-  if (!state_->is_local(entry)) return log_dropped(peer, "data for a component not on this node");
+  if (!state_->is_local(entry)) {
+    // Sent before the deployment learnt that the entry moved (a live move): on to where it runs now.
+    const node_id now = state_->where().node_of(entry);
+    if (now == node_->index_of(peer)) return log_dropped(peer, "data for a component not on this node");
+    auto sent = node_->forward({now, entry, from}, e.topic, *who, *scope_vertex, e.origin_sequence,
+                               payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), e.receipt,
+                               runtime::never_block);
+    if (!sent) unforwarded(*who, now, sent.error().message);
+    return;
+  }
   auto found = routes_.get(e.topic, *who, *scope_vertex, entry, from);
   if (!found) return log_dropped(peer, "data: " + found.error().what());
   const std::shared_ptr<const route_info>& route = **found;
@@ -310,16 +345,24 @@ void gateway_actor::on_undelivered(const std::string& peer, runtime::envelope& e
 // The target's gateway asks the target actor as a local requester would and sends a `reply`
 // envelope back (node_wire.hpp).
 void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e) {
-  auto reply = [node = node_, peer, id = e.id](reply_code code, std::string text, const payload& data) {
-    node->send_reply(peer, id, code, std::move(text), data);
+  // The reply goes to the requester's node, which is `peer` unless this request was passed on to
+  // a component's new node after a live move (below).
+  const vertex_id requester = *state_->tree().find(e.sender);  // check() found it
+  const node_id home = state_->where().node_of(requester);
+  const std::string to = home == state_->where().self() ? peer : node_->name_of(home);
+  auto reply = [node = node_, to, id = e.id](reply_code code, std::string text, const payload& data) {
+    node->send_reply(to, id, code, std::move(text), data);
   };
   const std::string& path = e.target;
   const vertex_id target = *state_->tree().find(path);  // check() found it
-  if (!state_->is_local(target)) return reply(reply_code::failed, "`" + path + "` is not on node `" + node_->self_name() + "`", {});
+  if (!state_->is_local(target)) {
+    const node_id now = state_->where().node_of(target);
+    if (now == node_->index_of(peer)) return reply(reply_code::failed, "`" + path + "` is not on node `" + node_->self_name() + "`", {});
+    return node_->send_control(now, std::move(e));  // it moved (a live move): answered there
+  }
   auto actor = state_->actors().get(target);
   if (!actor) return reply(reply_code::failed, "`" + path + "` is not running", {});
   const std::chrono::milliseconds timeout{e.timeout_ms};
-  const vertex_id requester = *state_->tree().find(e.sender);  // check() found it
   request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()),
           requester)
       .then([reply](std::string& err, payload& data) { err.empty() ? reply(reply_code::ok, "", data) : reply(reply_code::failed, err, {}); },

@@ -19,6 +19,7 @@
 // node_runtime's transport callback (the I/O thread) only enqueues envelopes to it (remote_atom).
 #pragma once
 
+#include "move_state.hpp"
 #include "node_wire.hpp"
 #include "route_front.hpp"
 
@@ -26,8 +27,10 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +42,8 @@ class run_state;
 
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
 using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
+using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer file: move a local subtree there
+using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;  // node index: a peer is gone
 
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
 // argument tuple, which UBSan reports.
@@ -69,6 +74,7 @@ class gateway_actor final : public caf::event_based_actor {
     caf::actor exiting;           // an incarnation stopped on purpose whose exit has not come yet
     bool start_pending = false;   // start a new incarnation when `exiting` has gone
     bool counted_started = false;  // reported to completion's start latch
+    bool arrived = false;          // brought by a live move: its start is no supervisor's
   };
   hosted* hosted_of(vertex_id v);
   void start_hosted(hosted& h, std::uint64_t generation, bool initial);
@@ -81,6 +87,49 @@ class gateway_actor final : public caf::event_based_actor {
   void on_down(const std::string& peer, runtime::envelope& e);
   void report(wire_kind kind, vertex_id v, std::uint64_t generation, std::string text = {});
   void shutdown_hosted(bool urgent);
+  void release_held();  // the cluster is ready (again): held reports and early data go on
+
+  // Live moves (gateway_move.cpp). The source node coordinates: freeze, quiet, move out, hand over,
+  // moved, thaw. Every node takes part in the freeze and learns the new place.
+  void on_move(const std::string& peer, runtime::envelope& e);
+  void start_move(const std::string& path, const std::string& to, const std::string& answer_file);
+  void freeze(std::uint64_t epoch, node_id coordinator);
+  void check_quiet();
+  void move_out();
+  void hand_over(std::vector<std::shared_ptr<vertex_state>> states);
+  void revert();  // the new node was lost after the hand-over: the subtree starts here again
+  void take_over(vertex_id root, node_id from, std::uint64_t generation, std::string_view bytes);
+  void announce_moved();
+  void settle(vertex_id root, node_id to);
+  void maybe_thaw();
+  void thaw_here();
+  void end_move(const std::string& error);
+  void on_peer_lost(node_id n);
+  void send_move(node_id to, std::uint16_t step, std::string target = {}, std::string text = {},
+                 std::uint64_t generation = 0, std::string payload = {});
+  struct move_run {
+    std::uint64_t epoch = 0;
+    node_id coordinator = 0;
+    bool barrier_done = false;
+    std::vector<bool> frozen_from, quiet_from, acked_from;  // per node
+    bool quiet_sent = false;
+    // The coordinator's part:
+    vertex_id root = 0;
+    node_id from = 0, to = 0;
+    std::string answer_file;
+    std::chrono::steady_clock::time_point began;
+    std::uint64_t state_bytes = 0;
+    std::size_t components = 0;
+    bool handed = false, moved_out = false;
+    std::string shipped;  // the encoded states, until the destination has them running
+    std::uint64_t generation = 0;
+    std::string aborted;  // why the subtree stayed (the move's error)
+    // The destination's part:
+    bool arriving = false, arrived = false, handed_marker = false, announced = false;
+    std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
+  };
+  std::optional<move_run> move_;
+  std::uint64_t next_epoch_ = 1;
 
   run_state* state_;
   node_runtime* node_;

@@ -4,12 +4,21 @@
 // it (deployment.hpp); its roots are the components whose parent runs elsewhere (or the tree's
 // root), and each is started and supervised here.
 //
-// Thread-safety: a value, set before any actor starts and read-only afterwards (any thread).
+// A live move (docs/runtime.md, "Moving subtrees live") reassigns a subtree while the run goes on:
+// move() publishes a new assignment, which every reader sees whole (an immutable snapshot behind one
+// atomic pointer, kept for the run so a reader's reference never dangles) and version() moves, so a
+// route built on the old one is stale (route_front.hpp).
+//
+// Thread-safety: every member may be called from any thread; move() is called while the deployment
+// is frozen for a move (no data in flight), by the node's gateway only.
 #pragma once
 
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/tree.hpp"
 
+#include <atomic>
+#include <deque>
+#include <memory>
 #include <vector>
 
 namespace banyan::detail {
@@ -17,18 +26,28 @@ namespace banyan::detail {
 class locality {
  public:
   locality() = default;  // everything here
-  locality(std::vector<node_id> node_of, node_id self) : node_of_(std::move(node_of)), self_(self) {}
+  locality(std::vector<node_id> node_of, node_id self);
+  locality(locality&& other) noexcept { *this = std::move(other); }
+  locality& operator=(locality&& other) noexcept;
 
-  bool multi_node() const { return !node_of_.empty(); }
-  bool is_local(vertex_id v) const { return node_of_.empty() || node_of_[v] == self_; }
-  const std::vector<node_id>& node_of() const { return node_of_; }  // empty in a single process
+  bool multi_node() const { return multi_; }
+  bool is_local(vertex_id v) const { return !multi_ || node_of()[v] == self_; }
+  // The assignment now (empty in a single process). The reference stays valid for the run.
+  const std::vector<node_id>& node_of() const { return *current_.load(std::memory_order_acquire); }
+  node_id node_of(vertex_id v) const { return node_of()[v]; }
   node_id self() const { return self_; }
+  std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
   // The components this process starts itself, ascending.
   std::vector<vertex_id> roots(const component_tree& tree) const;
+  // Assigns v's whole subtree to `to`.
+  void move(const component_tree& tree, vertex_id v, node_id to);
 
  private:
-  std::vector<node_id> node_of_;  // per vertex
+  std::deque<std::vector<node_id>> snapshots_{std::vector<node_id>{}};  // every assignment so far
+  std::atomic<const std::vector<node_id>*> current_{&snapshots_.front()};
+  std::atomic<std::uint64_t> version_{1};
   node_id self_ = 0;
+  bool multi_ = false;
 };
 
 }  // namespace banyan::detail

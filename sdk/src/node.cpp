@@ -25,6 +25,8 @@ node_runtime::node_runtime(run_state& state, resolved_deployment d)
 
 node_runtime::~node_runtime() { stop(); }
 
+bool node_runtime::is_local(vertex_id v) const { return state_.is_local(v); }
+
 std::uint64_t node_runtime::digest_of(const resolved_deployment& d, const component_tree& tree, routing_mode mode) {
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over every field, each ended by a 0xff byte
   auto add = [&](std::string_view text) {
@@ -219,6 +221,20 @@ void node_runtime::broadcast_quit(int exit_code, bool urgent) {
 
 void node_runtime::host_roots() { caf::anon_send(gateway_, host_atom::value); }
 
+void node_runtime::arrived(vertex_id v) { caf::anon_send(gateway_, arrived_atom::value, v); }
+
+void node_runtime::request_move(std::string path, std::string to, std::string answer_file) {
+  caf::anon_send(gateway_, move_atom::value, std::move(path), std::move(to), std::move(answer_file));
+}
+
+void node_runtime::send_control(node_id to, runtime::envelope e) {
+  if (to == deployment_.self || !transport_) return;
+  if (auto r = transport_->send(deployment_.names[to], std::move(e), runtime::never_block); !r)
+    log::warning(self_name(), "move: " + r.error().what());
+}
+
+routing_mode node_runtime::mode() const { return state_.options().mode; }
+
 void node_runtime::shutdown_hosted(bool urgent) {
   if (urgent) caf::anon_send<caf::message_priority::high>(gateway_, shutdown_atom::value, true);
   else caf::anon_send(gateway_, shutdown_atom::value, false);
@@ -227,7 +243,7 @@ void node_runtime::shutdown_hosted(bool urgent) {
 void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t generation, std::string text) {
   const auto& tree = state_.tree();
   const bool to_child = kind == wire_kind::child_start || kind == wire_kind::child_stop;
-  const node_id to = deployment_.node_of[to_child ? child : tree.parent(child)];
+  const node_id to = state_.where().node_of(to_child ? child : tree.parent(child));
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(kind);
   e.target = tree.path(child);
@@ -243,7 +259,7 @@ void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint6
   e.sender = state_.tree().path(watcher);
   e.target = state_.tree().path(watched);
   e.id = id;
-  auto r = transport_->send(deployment_.names[deployment_.node_of[watched]], std::move(e), runtime::never_block);
+  auto r = transport_->send(deployment_.names[state_.where().node_of(watched)], std::move(e), runtime::never_block);
   if (!r) log::warning(self_name(), "monitor of `" + state_.tree().path(watched) + "`: " + r.error().what());
 }
 
@@ -387,7 +403,7 @@ result<void> node_runtime::send_request(vertex_id requester, vertex_id target, c
                                         const payload& data, std::chrono::milliseconds timeout, std::uint64_t id,
                                         caf::actor reply_to, std::size_t block_at) {
   const auto& tree = state_.tree();
-  const node_id node = deployment_.node_of[target];
+  const node_id node = state_.where().node_of(target);
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::request);
   e.sender = tree.path(requester);
@@ -488,7 +504,7 @@ void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, 
       caf::anon_send<caf::message_priority::high>(a, undeliv_atom::value, lost, count, reason);
     return;
   }
-  const std::string& home = deployment_.names[deployment_.node_of[publisher]];
+  const std::string& home = deployment_.names[state_.where().node_of(publisher)];
   if (home == lost) return;  // gone with its publisher
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::undelivered);
@@ -511,6 +527,7 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
     lost_[index_of(peer)] = true;
   }
   fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
+  caf::anon_send(gateway_, peerlost_atom::value, index_of(peer));  // a move it took part in ends
   waiters_.release(index_of(peer));  // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.
   node_id lost = 0;
@@ -518,7 +535,7 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
     if (deployment_.names[i] == peer) lost = static_cast<node_id>(i);
   const auto& tree = state_.tree();
   for (vertex_id v = 1; v < tree.size(); ++v) {
-    if (deployment_.node_of[v] != lost || !is_local(tree.parent(v))) continue;
+    if (state_.where().node_of(v) != lost || !is_local(tree.parent(v))) continue;
     if (auto a = state_.actors().get(tree.parent(v)))
       caf::anon_send(a, lost_atom::value, tree.path(v), "node `" + peer + "` lost: " + reason);
   }

@@ -58,7 +58,8 @@ class node_runtime {
 
   const resolved_deployment& deployment() const { return deployment_; }
   const std::string& self_name() const { return deployment_.names[deployment_.self]; }
-  bool is_local(vertex_id v) const { return deployment_.node_of[v] == deployment_.self; }
+  // Where components run now: the deployment's assignment, changed by live moves (locality.hpp).
+  bool is_local(vertex_id v) const;
 
   // Sends a data envelope for a hop of a route (from the publisher's or the gateway's actor).
   // `receipt` is the delivery receipt of the message being forwarded (kept until `h.node` has
@@ -119,6 +120,16 @@ class node_runtime {
   // The node's roots other than the tree's (parents on other nodes) are the gateway's: it starts
   // them (once, after start()) and stops them at the run's end, reporting each one's end to the
   // run's completion latch as a root's (gateway.hpp).
+  // Live moves: a moved subtree has started here (its root's actor); a request file asks this node
+  // to move one of its subtrees (docs/runtime.md "Moving subtrees live"; the gateway runs the move).
+  void arrived(vertex_id v);
+  void request_move(std::string path, std::string to, std::string answer_file);
+  // Control envelopes to one peer or all (never wait for credit); a send to a gone peer is dropped.
+  void send_control(node_id to, runtime::envelope e);
+  void send_control_to_all(const runtime::envelope& e) { send_to_all(e); }
+  routing_mode mode() const;
+  const std::vector<bool>& required() const { return required_; }
+
   void host_roots();
   void shutdown_hosted(bool urgent);
 

@@ -117,6 +117,10 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       allowed = f_target | f_id | f_text;
       name = "child_failed";
       break;
+    case wire_kind::move:
+      allowed = f_target | f_text | f_id | f_code | f_origin | f_payload;
+      name = "move";
+      break;
     default: return "unknown kind " + std::to_string(e.kind);
   }
   const std::string kind = std::string(name) + " envelope: ";
@@ -145,12 +149,24 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
     case wire_kind::subscribe:
       if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (auto t = topic_filter::parse(e.topic); !t) return kind + "filter: " + clip(t.error().message);
-      [[fallthrough]];
-    case wire_kind::unsubscribe:
       if (auto f = id_fault(); !f.empty()) return f;
       if ((e.id >> 40) != from_node) {
         return kind + "subscription id " + std::to_string(e.id) + " was not made by the sending node";
       }
+      return "";
+    case wire_kind::unsubscribe:
+      // Any node may end a subscription: a component that moved live keeps the ids its first node made.
+      if (auto f = id_fault(); !f.empty()) return f;
+      return "";
+    case wire_kind::move:
+      if (auto f = id_fault(); !f.empty()) return f;
+      if (e.code < static_cast<std::int32_t>(move_step::freeze) || e.code > static_cast<std::int32_t>(move_step::thaw))
+        return kind + "step (code) " + std::to_string(e.code) + " is not a move step";
+      if (!e.target.empty()) {
+        if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
+        if (*tree.find(e.target) == 0) return kind + "the root does not move";
+      }
+      if (e.text.size() > max_node_name_bytes) return kind + "node name (text) of " + std::to_string(e.text.size()) + " bytes";
       return "";
     case wire_kind::ready: return "";
     case wire_kind::quit:

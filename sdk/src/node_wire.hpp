@@ -14,6 +14,7 @@
 //   child_started -              -            -        child path   -           id (generation)                      -
 //   child_failed -               -            -        child path   reason      id (generation)                      -
 //   undelivered  publisher path  -            -        lost node    reason      id (= count of messages)             -
+//   move         -               -            -        subtree root node name   id (epoch), code (step), origin (gen) states
 //
 // The child_* kinds carry supervision across nodes (docs/sdk.md "Supervision across nodes"): a
 // supervisor asks the node of a remote child to start or stop an incarnation (numbered by its
@@ -24,6 +25,11 @@
 // incarnation of it ends; `down` is that news, with the reason (`stopped` for an orderly end).
 // `undelivered` goes back to a publisher's node from a node that was forwarding the publisher's
 // messages to a node that is gone (or could not send them on): how many copies will not arrive.
+//
+// `move` carries a live move's steps (docs/runtime.md "Moving subtrees live"): freeze, frozen,
+// quiet, thaw (the deployment's pause), state (the subtree's states, to its new node, with the
+// generation it runs under there), handed (the data held for it follows no more), moved (it runs
+// on node `text` now) and ack; all of one move share its epoch.
 //
 // Every cell is a typed field of the wire schema (runtime/schema/envelope.capnp): numbers and codes
 // travel as numbers, never as decimal text. A field a kind does not use must keep its default.
@@ -40,8 +46,11 @@ namespace banyan::detail {
 enum class wire_kind : std::uint16_t {
   data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
   child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12,
-  child_stopped = 13, monitor = 14, down = 15
+  child_stopped = 13, monitor = 14, down = 15, move = 16
 };
+
+// The steps of a live move (`code` of a move envelope; gateway_move.cpp).
+enum class move_step : std::int32_t { freeze = 1, frozen = 2, quiet = 3, state = 4, handed = 5, moved = 6, ack = 7, thaw = 8 };
 
 // A reply's outcome (`code` of a reply envelope).
 enum class reply_code : std::int32_t { ok = 0, timeout = 1, failed = 2 };

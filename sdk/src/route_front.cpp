@@ -13,6 +13,7 @@ std::shared_ptr<const route_info> route_front::make(const topic& t, vertex_id pu
   // The versions are read first: a change while this route is built makes it stale at once.
   info->routing_version = routing_.version();
   info->directory_version = actors_.version();
+  info->locality_version = where_.version();
   info->topic = t.str();
   info->publisher = publisher;
   info->scope = scope;

@@ -4,7 +4,7 @@
 //
 // A route_info is immutable once built and shared by every delivery of the messages that use it.
 // It snapshots the routing table's plan and the directory's actors, and records both versions:
-// a route is current while neither moved (route_front::current), so a subscribe, an unsubscribe or
+// a route is current while none of them (nor the locality: a live move) moved (route_front::current), so a subscribe, an unsubscribe or
 // a component (re)start applies to every message routed after it returns.
 //
 // Where a message enters this process: a local publish enters at its publisher; a message from
@@ -45,6 +45,7 @@ struct route_info {
   std::vector<hop> hops;             // copies for other nodes (multi-node runs only)
   std::uint64_t routing_version;
   std::uint64_t directory_version;
+  std::uint64_t locality_version;  // a live move changes where components run (locality.hpp)
 };
 
 // One delivery of a local publish, besides its payload. The route is held by address, without a
@@ -79,7 +80,8 @@ class route_front {
   std::shared_ptr<const route_info> make(const topic& t, vertex_id publisher, vertex_id scope, vertex_id entry,
                                          vertex_id from) const;
   bool current(const route_info& r) const {
-    return r.routing_version == routing_.version() && r.directory_version == actors_.version();
+    return r.routing_version == routing_.version() && r.directory_version == actors_.version() &&
+           r.locality_version == where_.version();
   }
 
  private:

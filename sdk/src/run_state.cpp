@@ -71,9 +71,20 @@ void run_state::set_node(node_runtime* node, locality where) {
 }
 
 void run_state::set_cluster_ready() {
+  if (frozen()) return;  // thaw() releases it
   if (cluster_ready_.exchange(true, std::memory_order_acq_rel)) return;
-  log::info(tree_->path(0), "every node is ready");
+  if (!said_ready_.exchange(true)) log::info(tree_->path(0), "every node is ready");
   for (const auto& a : actors_.running()) caf::anon_send(a, ready_atom::value);
+}
+
+void run_state::freeze() {
+  frozen_.store(true, std::memory_order_release);
+  cluster_ready_.store(false, std::memory_order_release);
+}
+
+void run_state::thaw() {
+  frozen_.store(false, std::memory_order_release);
+  set_cluster_ready();
 }
 
 }  // namespace banyan::detail

@@ -6,12 +6,13 @@
 //   routing, loads            broker/routing.hpp   thread-safe (the broker's own locks)
 //   actors                    directory.hpp        thread-safe: component -> actor, versioned
 //   flow                      local_flow.hpp       thread-safe: in-process backlogs and pauses
-//   where                     locality.hpp         set before any actor starts, read-only after
+//   where                     locality.hpp         any thread; changed by a live move only
 //   front                     route_front.hpp      any thread; each actor keeps its own route_cache
 //   done                      completion.hpp       thread-safe: start and exit latch
 //   kept                      state_store.hpp      thread-safe: states kept across restarts
 //   watching                  watchers.hpp         thread-safe: monitors of components' ends
 //   requests                  request_traffic.hpp  thread-safe: request/reply traffic per tree edge
+//   arrivals                  move_state.hpp       thread-safe: incarnations a live move brings here
 //   node                      node.hpp, gateway.hpp multi-node runs only (null otherwise)
 //
 // Only operations that span parts live here (set_actor, forget_subtree, set_node, set_cluster_ready); everything
@@ -25,6 +26,7 @@
 #include "local_flow.hpp"
 #include "request_traffic.hpp"
 #include "locality.hpp"
+#include "move_state.hpp"
 #include "route_front.hpp"
 #include "state_store.hpp"
 #include "watchers.hpp"
@@ -64,12 +66,14 @@ class run_state : public std::enable_shared_from_this<run_state> {
   directory& actors() { return actors_; }
   local_flow& flow() { return flow_; }
   const locality& where() const { return where_; }
+  locality& where() { return where_; }
   bool is_local(vertex_id v) const { return where_.is_local(v); }
   const route_front& front() const { return front_; }
   completion& done() { return done_; }
   state_store& kept() { return kept_; }
   watchers& watching() { return watching_; }
   request_traffic& requests() { return requests_; }
+  move_arrivals& arrivals() { return arrivals_; }
   node_runtime* node() const { return node_; }
 
   // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh.
@@ -88,6 +92,12 @@ class run_state : public std::enable_shared_from_this<run_state> {
   bool cluster_ready() const { return cluster_ready_.load(std::memory_order_acquire); }
   // Every node is ready: logs it once and tells every running actor to flush what it held.
   void set_cluster_ready();
+  // A live move freezes the deployment (docs/runtime.md, "Moving subtrees live"): publishes and
+  // requests wait as during the start (held in order by each component actor), data from other
+  // nodes waits in the gateway; thaw() releases them all, as the start's end does.
+  void freeze();
+  void thaw();
+  bool frozen() const { return frozen_.load(std::memory_order_acquire); }
 
  private:
   std::shared_ptr<component_tree> tree_;
@@ -103,8 +113,11 @@ class run_state : public std::enable_shared_from_this<run_state> {
   state_store kept_{tree_->size()};
   watchers watching_{tree_->size()};
   request_traffic requests_{tree_};
+  move_arrivals arrivals_;
   node_runtime* node_ = nullptr;
   std::atomic<bool> cluster_ready_{true};
+  std::atomic<bool> frozen_{false};
+  std::atomic<bool> said_ready_{false};
 };
 
 }  // namespace banyan::detail

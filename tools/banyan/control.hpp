@@ -7,6 +7,9 @@
 // "window_s": S}), then the merged profile since the run started and the merged profile of the
 // window since the previous request to this launch (since the start for the first), both as JSON
 // profile text (docs/formats.md); on failure the two profile frames are empty.
+// `reconfigure` (`banyan reconfigure`) is two frames, `reconfigure` and the new deployment's
+// absolute path; the reply is one JSON frame: {"moves": [each move's figures], "deployment": PATH}
+// plus "error" (and "refused": true when nothing was tried) on failure.
 #pragma once
 
 #include <string>

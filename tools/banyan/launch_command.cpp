@@ -11,6 +11,7 @@
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
 #include "banyan/control.hpp"
+#include "banyan/reconfigure.hpp"
 #ifdef BANYAN_LAUNCH_DASHBOARD
 #include "banyan/dashboard.hpp"
 #endif
@@ -218,6 +219,49 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
     banyan::log::info(tool, line);
   }
   previous = std::move(total);
+}
+
+// Answers one `reconfigure NEW` request on the control socket (control.hpp): moves every subtree
+// whose node differs between `running` and NEW, one after the other (reconfigure.hpp), and then runs
+// NEW. The reply is one JSON frame: each move's figures, and `error` when one failed (the moves
+// before it stay done: `running` follows them).
+void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& frames, std::vector<child>& children,
+                        const std::filesystem::path& scratch, partitioner::deployment& running, bool quiet) {
+  auto reply = [&](const nlohmann::json& answer) { control.send(zmq::buffer(answer.dump()), zmq::send_flags::none); };
+  auto refuse = [&](const std::string& why) {
+    if (!quiet) banyan::log::warning(tool, "reconfigure: " + why);
+    reply({{"error", why}, {"refused", true}, {"moves", nlohmann::json::array()}});
+  };
+  if (frames.size() != 2) return refuse("a reconfigure request is two frames: `reconfigure` and the new deployment's path");
+  auto next = partitioner::load_deployment(frames[1]);
+  if (!next) return refuse(next.error().message);
+  auto moves = moves_between(running, *next);
+  if (!moves) return refuse(moves.error().message);
+  for (const auto& c : children)
+    if (c.done || c.p.status()) return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
+  std::vector<banyan::process*> all;
+  for (auto& c : children) all.push_back(&c.p);
+  auto wait = [&](std::chrono::milliseconds slice) -> std::string {
+    banyan::process::wait_any(all, slice);
+    for (auto& c : children) forward_lines(c);
+    for (auto& c : children)
+      if (c.p.status()) return "node " + c.node + " ended meanwhile";
+    return {};
+  };
+  if (!quiet) banyan::log::info(tool, "reconfigure to " + frames[1] + ": " + std::to_string(moves->size()) + " move(s)");
+  auto answer = run_moves(*moves, scratch, wait);
+  // Every move that was made: the launch runs that assignment now.
+  std::size_t made = 0;  // the moves run in order and stop at the first that fails
+  for (const auto& m : answer["moves"]) made += m.contains("error") ? 0 : 1;
+  if (made == moves->size()) {
+    running.assignments = next->assignments;
+  } else {
+    for (std::size_t i = 0; i < made; ++i) running.assignments.push_back({(*moves)[i].path, running.c.find((*moves)[i].to), 0});
+  }
+  answer["deployment"] = frames[1];
+  if (!quiet) banyan::log::info(tool, answer.contains("error") ? "reconfigure failed: " + answer["error"].get<std::string>()
+                                                                 : "reconfigured to " + frames[1]);
+  reply(answer);
 }
 
 #ifdef BANYAN_LAUNCH_DASHBOARD
@@ -430,8 +474,11 @@ int run(const options& o) {
     banyan::process::wait_any(all, std::chrono::milliseconds(100));
     zmq::message_t request;
     if (control && control->recv(request, zmq::recv_flags::dontwait)) {
-      while (request.more()) (void)control->recv(request);  // one frame is the protocol; drop any rest
-      answer_profile(*control, children, scratch, previous_live, o.json);
+      std::vector<std::string> frames{request.to_string()};
+      while (request.more() && frames.size() < 8 && control->recv(request)) frames.push_back(request.to_string());
+      while (request.more()) (void)control->recv(request);  // past what any request has: dropped
+      if (frames.front() == "reconfigure") answer_reconfigure(*control, frames, children, scratch, *d, o.json);
+      else answer_profile(*control, children, scratch, previous_live, o.json);
     }
 #ifdef BANYAN_LAUNCH_DASHBOARD
     if (dash && dash->wanted()) answer_dashboard(*dash, children, scratch, *d);

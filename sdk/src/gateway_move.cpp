@@ -1,0 +1,383 @@
+// Live moves (docs/runtime.md, "Moving subtrees live"): the gateway's part. The node that hosts the
+// subtree coordinates its move; every node takes part in the pause.
+//
+//   1. freeze   the coordinator tells every node to freeze; each holds its components' publishes
+//               and requests (as during the start) and the data that arrives, waits until every
+//               local actor has finished the message it was handling (a barrier), then sends
+//               `frozen` to every peer: nothing it sends after that is data.
+//   2. quiet    a node that has every live peer's `frozen` has received all the data that was in
+//               flight to it; it tells the coordinator.
+//   3. move out with every node quiet, no message is on its way to the subtree: each of its
+//               actors has handled everything sent to it before the freeze (mailboxes are FIFO).
+//               Each hands over its state (move_state.hpp) and goes idle; its supervisor (or this
+//               gateway, for a hosted root) ends it quietly.
+//   4. state    the states go to the new node with the supervisor's generation; the data this node
+//               held for the subtree follows, then `handed`. The new node starts the subtree from
+//               the states (restore, subscriptions by filter, sequence numbers, held publishes).
+//   5. moved    once started and handed, the new node tells every node where the subtree runs;
+//               each acknowledges to the coordinator.
+//   6. thaw     with every acknowledgement the coordinator thaws every node: held publishes,
+//               requests and data go on, routed to the new place.
+// Per-publisher order holds: everything sent before the freeze reached the subtree on its old node
+// (handled there, or held and handed over ahead of anything newer), and nothing newer is sent before
+// the thaw. A request in flight to the subtree was answered there or is held by its requester.
+#include "actor_protocol.hpp"
+#include "gateway.hpp"
+#include "node.hpp"
+#include "run_state.hpp"
+
+#include "banyan/base/log.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+namespace banyan::detail {
+namespace {
+
+std::string json_text(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v) {
+  std::vector<vertex_id> out{v};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (auto c : tree.children(out[i])) out.push_back(c);
+  return out;
+}
+
+}  // namespace
+
+void gateway_actor::send_move(node_id to, std::uint16_t step, std::string target, std::string text,
+                              std::uint64_t generation, std::string payload) {
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::move);
+  e.code = step;
+  e.id = move_->epoch;
+  e.target = std::move(target);
+  e.text = std::move(text);
+  e.origin_sequence = generation;
+  if (!payload.empty()) {
+    auto owner = std::make_shared<std::string>(std::move(payload));
+    e.payload = runtime::shared_bytes(owner, reinterpret_cast<const std::byte*>(owner->data()), owner->size());
+  }
+  node_->send_control(to, std::move(e));
+}
+
+void gateway_actor::start_move(const std::string& path, const std::string& to_name, const std::string& answer_file) {
+  const auto& tree = state_->tree();
+  const node_id self = state_->where().self();
+  auto refuse = [&](const std::string& why) {
+    log::error(node_->self_name(), "move of `" + path + "` refused: " + why);
+    std::ofstream(answer_file + ".tmp") << "{\"path\": " << json_text(path) << ", \"error\": " << json_text(why) << "}\n";
+    std::rename((answer_file + ".tmp").c_str(), answer_file.c_str());
+  };
+  if (move_) return refuse("another move is in progress");
+  if (node_->mode() != routing_mode::hier) return refuse("live moves need hier routing");
+  auto v = tree.find(path);
+  if (!v) return refuse(v.error().what());
+  if (*v == 0) return refuse("the tree's root does not move");
+  const auto& names = node_->deployment().names;
+  auto found = std::find(names.begin(), names.end(), to_name);
+  if (found == names.end()) return refuse("no node `" + to_name + "` in the deployment");
+  const auto to = static_cast<node_id>(found - names.begin());
+  if (to == self) return refuse("it runs on `" + to_name + "` already");
+  for (auto u : subtree_of(tree, *v)) {
+    if (!state_->is_local(u))
+      return refuse("`" + path + "` is not wholly on node `" + node_->self_name() + "`: `" + tree.path(u) + "` runs on `" +
+                    names[state_->where().node_of(u)] + "` (a move takes a whole subtree from one node)");
+  }
+  if (!state_->actors().get(*v)) return refuse("`" + path + "` is not running");
+  if (!state_->cluster_ready()) return refuse("the deployment is not ready (still starting)");
+  if (!node_->node_ready(to)) return refuse("node `" + to_name + "` is not ready");
+  move_.emplace();
+  move_->epoch = (std::uint64_t(self) << 48) | next_epoch_++;
+  move_->root = *v;
+  move_->from = self;
+  move_->to = to;
+  move_->answer_file = answer_file;
+  move_->began = std::chrono::steady_clock::now();
+  log::info(node_->self_name(), "moving `" + path + "` to node `" + to_name + "`: freezing the deployment");
+  for (node_id n = 0; n < names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  freeze(move_->epoch, self);
+}
+
+void gateway_actor::freeze(std::uint64_t epoch, node_id coordinator) {
+  const std::size_t nodes = node_->deployment().names.size();
+  if (!move_) move_.emplace();
+  move_->epoch = epoch;
+  move_->coordinator = coordinator;
+  for (auto* v : {&move_->frozen_from, &move_->quiet_from, &move_->acked_from}) v->resize(nodes, false);
+  state_->freeze();
+  // The barrier: every local actor answers between two messages, so whatever a handler running now
+  // sends is sent before this node's `frozen`.
+  auto actors = state_->actors().running();
+  auto pending = std::make_shared<std::size_t>(actors.size() + 1);
+  auto one_done = [this, pending, epoch] {
+    if (--*pending != 0 || !move_ || move_->epoch != epoch) return;
+    move_->barrier_done = true;
+    for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::frozen));
+    check_quiet();
+  };
+  for (auto& a : actors) request(a, caf::infinite, sync_atom::value).then([one_done] { one_done(); }, [one_done](caf::error&) { one_done(); });
+  one_done();
+}
+
+void gateway_actor::check_quiet() {
+  if (!move_ || !move_->barrier_done || move_->quiet_sent) return;
+  const node_id self = state_->where().self();
+  for (node_id n = 0; n < move_->frozen_from.size(); ++n)
+    if (n != self && !move_->frozen_from[n] && node_->node_ready(n)) return;
+  move_->quiet_sent = true;
+  if (move_->coordinator != self) return send_move(move_->coordinator, static_cast<std::uint16_t>(move_step::quiet));
+  move_->quiet_from[self] = true;
+  maybe_thaw();
+}
+
+// The coordinator's next step once every live node said what it waits for (quiet, then ack).
+void gateway_actor::maybe_thaw() {
+  if (!move_ || move_->coordinator != state_->where().self()) return;
+  auto all = [&](const std::vector<bool>& said) {
+    for (node_id n = 0; n < said.size(); ++n)
+      if (!said[n] && (n == state_->where().self() || node_->node_ready(n))) return false;
+    return true;
+  };
+  if (!move_->moved_out) {
+    if (all(move_->quiet_from)) move_out();
+    return;
+  }
+  if (!all(move_->acked_from)) return;
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::thaw));
+  end_move(move_->aborted);
+}
+
+void gateway_actor::move_out() {
+  move_->moved_out = true;
+  std::vector<caf::actor> actors;
+  for (auto u : subtree_of(state_->tree(), move_->root))
+    if (auto a = state_->actors().get(u)) actors.push_back(std::move(a));
+  auto states = std::make_shared<std::vector<std::shared_ptr<vertex_state>>>();
+  auto pending = std::make_shared<std::size_t>(actors.size());
+  const auto epoch = move_->epoch;
+  auto one_done = [this, states, pending, epoch] {
+    if (--*pending == 0 && move_ && move_->epoch == epoch) hand_over(std::move(*states));
+  };
+  for (auto& a : actors) {
+    request(a, caf::infinite, moveout_atom::value)
+        .then([states, one_done](std::shared_ptr<vertex_state>& s) {
+                states->push_back(std::move(s));
+                one_done();
+              },
+              [one_done](caf::error&) { one_done(); });  // it ended meanwhile: nothing to carry
+  }
+}
+
+void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states) {
+  const auto& tree = state_->tree();
+  const vertex_id root = move_->root;
+  std::sort(states.begin(), states.end(), [](const auto& a, const auto& b) { return a->vertex < b->vertex; });
+  std::vector<vertex_state> plain;
+  for (auto& s : states) plain.push_back(std::move(*s));
+  move_->shipped = encode(plain);
+  move_->state_bytes = move_->shipped.size();
+  move_->components = plain.size();
+  // Its supervisor lets it go: a local parent ends the old incarnation quietly and from now on
+  // supervises it on its new node; for a hosted root, this gateway does.
+  const vertex_id parent = tree.parent(root);
+  if (state_->is_local(parent)) {
+    move_->generation = node_->next_generation(root);
+    if (auto p = state_->actors().get(parent)) anon_send(p, childmove_atom::value, root, move_->to, move_->generation);
+  } else if (auto* h = hosted_of(root)) {
+    move_->generation = h->generation;
+    if (h->actor) anon_send(h->actor, movequit_atom::value);
+    std::erase_if(hosted_, [&](const hosted& x) { return x.vertex == root; });
+    state_->done().root_left();
+  }
+  state_->where().move(tree, root, move_->to);
+  send_move(move_->to, static_cast<std::uint16_t>(move_step::state), tree.path(root), {}, move_->generation, move_->shipped);
+  // Data that arrived here for the subtree before the freeze follows its state, in arrival order.
+  std::erase_if(early_data_, [&](auto& held) {
+    auto& e = held.second;
+    if (static_cast<wire_kind>(e.kind) != wire_kind::data || !tree.contains(root, e.entry)) return false;
+    const vertex_id from = e.from == runtime::no_vertex_field ? no_vertex : e.from;
+    auto who = tree.find(e.sender);
+    auto scope = tree.find(e.scope);
+    auto sent = node_->forward({move_->to, e.entry, from}, e.topic, *who, *scope, e.origin_sequence,
+                               payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), e.receipt,
+                               runtime::never_block);
+    if (!sent) unforwarded(*who, move_->to, sent.error().message);
+    return true;
+  });
+  send_move(move_->to, static_cast<std::uint16_t>(move_step::handed));
+  move_->handed = true;
+  if (!node_->node_ready(move_->to)) revert();  // lost meanwhile
+}
+
+void gateway_actor::revert() {
+  const std::string name = node_->name_of(move_->to);
+  const std::string path = state_->tree().path(move_->root);
+  log::error(node_->self_name(), "move: node `" + name + "` was lost after the hand-over; starting `" + path +
+                                     "` here again from the states it was handed");
+  move_->aborted = "node `" + name + "` was lost during the move; `" + path + "` runs on `" + node_->self_name() +
+                   "` again (what was handed to `" + name + "` went with it)";
+  move_->to = state_->where().self();
+  move_->handed_marker = true;
+  move_->acked_from.assign(move_->acked_from.size(), false);
+  take_over(move_->root, move_->to, move_->generation, move_->shipped);
+  // announce_moved runs when it has started here (arrived_atom), then the acks, then the thaw.
+}
+
+void gateway_actor::take_over(vertex_id root, node_id from, std::uint64_t generation, std::string_view bytes) {
+  const auto& tree = state_->tree();
+  auto states = decode(bytes, tree, root);
+  if (!states) {
+    log::error(node_->self_name(), std::string("move refused: ") + states.error().what());
+    return;
+  }
+  const node_id self = state_->where().self();
+  move_->arriving = true;
+  move_->root = root;
+  move_->from = from;
+  move_->to = self;
+  move_->generation = generation;
+  state_->where().move(tree, root, self);
+  state_->arrivals().put(std::move(*states));
+  const vertex_id parent = tree.parent(root);
+  if (state_->is_local(parent)) {
+    if (auto p = state_->actors().get(parent)) return anon_send(p, childmove_atom::value, root, self, generation);
+    log::error(node_->self_name(), "move of `" + tree.path(root) + "`: its supervisor is not running here");
+    return;
+  }
+  hosted_.push_back({root, caf::actor{}});
+  auto& h = hosted_.back();
+  h.arrived = true;
+  h.counted_started = true;
+  state_->done().root_arrived();
+  start_hosted(h, generation, /*initial=*/false);
+}
+
+void gateway_actor::announce_moved() {
+  if (!move_ || !move_->arriving || !move_->arrived || !move_->handed_marker || move_->announced) return;
+  move_->announced = true;
+  const std::string path = state_->tree().path(move_->root);
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+    send_move(n, static_cast<std::uint16_t>(move_step::moved), path, node_->self_name());
+  settle(move_->root, state_->where().self());
+}
+
+// Node `to` runs the subtree now: this node routes there from the thaw on.
+void gateway_actor::settle(vertex_id root, node_id to) {
+  if (state_->where().node_of(root) != to) state_->where().move(state_->tree(), root, to);
+  if (move_->coordinator == state_->where().self()) {
+    move_->acked_from[state_->where().self()] = true;
+    return maybe_thaw();
+  }
+  send_move(move_->coordinator, static_cast<std::uint16_t>(move_step::ack));
+}
+
+void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
+  const node_id from = node_->index_of(peer);
+  const auto step = static_cast<move_step>(e.code);
+  if (step == move_step::freeze) return freeze(e.id, from);
+  if (!move_) {
+    if (step != move_step::frozen) return log_dropped(peer, "move step " + std::to_string(e.code) + " of no move in progress");
+    move_.emplace();  // a peer froze before the coordinator's freeze reached us
+    move_->epoch = e.id;
+    for (auto* v : {&move_->frozen_from, &move_->quiet_from, &move_->acked_from}) v->resize(node_->deployment().names.size(), false);
+  }
+  if (e.id != move_->epoch) return log_dropped(peer, "move step of another move (epoch " + std::to_string(e.id) + ")");
+  switch (step) {
+    case move_step::frozen:
+      move_->frozen_from[from] = true;
+      return check_quiet();
+    case move_step::quiet:
+      move_->quiet_from[from] = true;
+      return maybe_thaw();
+    case move_step::state: {
+      auto root = state_->tree().find(e.target);
+      if (!root) return log_dropped(peer, "move state without a subtree");
+      return take_over(*root, from, e.origin_sequence,
+                       std::string_view(reinterpret_cast<const char*>(e.payload.data()), e.payload.size()));
+    }
+    case move_step::handed:
+      move_->handed_marker = true;
+      return announce_moved();
+    case move_step::moved: {
+      auto root = state_->tree().find(e.target);
+      if (!root) return log_dropped(peer, "move without a subtree");
+      return settle(*root, from);
+    }
+    case move_step::ack:
+      move_->acked_from[from] = true;
+      return maybe_thaw();
+    case move_step::thaw: return thaw_here();
+    case move_step::freeze: return;
+  }
+}
+
+void gateway_actor::thaw_here() {
+  move_.reset();
+  // The data held here goes first: routed now, its local deliveries are queued ahead of anything
+  // the local publishers send when they hear of the thaw (their held publishes are newer).
+  auto waiting = std::move(early_data_);
+  early_data_.clear();
+  for (auto& [from_peer, envelope] : waiting) on_data(from_peer, envelope);
+  state_->thaw();
+  release_held();
+}
+
+void gateway_actor::end_move(const std::string& error) {
+  const auto& tree = state_->tree();
+  const auto& names = node_->deployment().names;
+  const double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - move_->began).count();
+  const std::string path = tree.path(move_->root), from = names[move_->from], to = names[move_->to];
+  const std::string answer = move_->answer_file;
+  char numbers[160];
+  std::snprintf(numbers, sizeof numbers, ", \"components\": %zu, \"state_bytes\": %llu, \"pause_ms\": %.3f", move_->components,
+                static_cast<unsigned long long>(move_->state_bytes), pause_ms);
+  if (error.empty()) {
+    char line[200];
+    std::snprintf(line, sizeof line, ": %zu component(s), %llu bytes of state; the deployment paused %.1f ms", move_->components,
+                  static_cast<unsigned long long>(move_->state_bytes), pause_ms);
+    log::info(node_->self_name(), "moved `" + path + "` from `" + from + "` to `" + to + "`" + line);
+  } else {
+    log::error(node_->self_name(), "move of `" + path + "` to `" + to + "`: " + error);
+  }
+  thaw_here();
+  if (answer.empty()) return;
+  std::ofstream(answer + ".tmp") << "{\"path\": " << json_text(path) << ", \"from\": " << json_text(from) << ", \"to\": "
+                                 << json_text(to) << numbers << (error.empty() ? "" : ", \"error\": " + json_text(error))
+                                 << "}\n";
+  std::rename((answer + ".tmp").c_str(), answer.c_str());
+}
+
+// A node lost during a move. The coordinator lost: this node thaws on its own (the move ends there,
+// whichever step it reached). For the coordinator: a node it waits for no longer counts; the new
+// node lost after the hand-over: the subtree starts again here from the states it handed over, and
+// the move ends as aborted.
+void gateway_actor::on_peer_lost(node_id n) {
+  if (!move_) return;
+  const node_id self = state_->where().self();
+  const std::string& name = node_->name_of(n);
+  if (move_->coordinator != self) {
+    if (n != move_->coordinator) return check_quiet();
+    log::error(node_->self_name(), "move: its coordinator `" + name + "` was lost; thawing");
+    return thaw_here();
+  }
+  if (n != move_->to) {
+    check_quiet();
+    return maybe_thaw();
+  }
+  if (!move_->moved_out) {
+    for (node_id m = 0; m < node_->deployment().names.size(); ++m) send_move(m, static_cast<std::uint16_t>(move_step::thaw));
+    return end_move("node `" + name + "` was lost before the move began; nothing moved");
+  }
+  if (move_->handed && !move_->arriving) revert();  // else hand_over notices it
+}
+
+}  // namespace banyan::detail

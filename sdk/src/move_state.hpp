@@ -1,0 +1,56 @@
+// What a component incarnation carries from one node to another in a live move (docs/runtime.md,
+// "Moving subtrees live"), and the moves this node takes part in. Private to the SDK.
+//
+// A moved incarnation leaves its node with: its user state (component::snapshot, taken whether or
+// not the spec keeps state across restarts), its publish sequence number (so its subscribers go on
+// seeing one sequence per publisher), its subscriptions (id and filter: the ids, replicated on every
+// node, stay; the new incarnation's subscribe calls in restore/on_start take them over by filter),
+// and the publishes it made while the deployment was frozen (sent, in order, when it thaws).
+// Encoded as length-prefixed little-endian fields; decode() checks every length and vertex.
+//
+// Thread-safety: move_arrivals may be used from any thread (one mutex).
+#pragma once
+
+#include "banyan/broker/error.hpp"
+#include "banyan/broker/tree.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace banyan::detail {
+
+struct moved_publish {
+  std::string topic;
+  vertex_id scope;
+  std::string data;
+};
+
+struct vertex_state {
+  vertex_id vertex = 0;
+  std::optional<std::string> snapshot;  // component::snapshot's bytes
+  std::uint64_t sequence = 0;           // the last publish's sequence number
+  std::vector<std::pair<std::uint64_t, std::string>> subscriptions;  // id, filter
+  std::vector<moved_publish> held;      // publishes made while frozen, in order
+};
+
+std::string encode(const std::vector<vertex_state>& states);
+// Checks that every vertex is in `subtree_of`'s subtree and appears once; an error names the field.
+result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id subtree_of);
+
+// Incarnations arriving here: component_actor::start takes its vertex's state, once.
+class move_arrivals {
+ public:
+  void put(std::vector<vertex_state> states);
+  std::optional<vertex_state> take(vertex_id v);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<vertex_id, vertex_state> states_;
+};
+
+}  // namespace banyan::detail

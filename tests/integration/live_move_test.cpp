@@ -1,0 +1,157 @@
+// Live moves (issue #18 items 3 and 4; docs/runtime.md "Moving subtrees live"): move_app on 3
+// loopback nodes under banyan launch, its subtrees moved back and forth by banyan reconfigure while
+// every publisher publishes at full rate; what every subscriber got, and every request's answer,
+// against the same app in one process without moves.
+#include "node_runs.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+namespace banyan {
+namespace {
+
+using namespace std::chrono_literals;
+using test::outcome;
+using test::run_argv;
+using test::scratch_dir;
+namespace fs = std::filesystem;
+
+// A deployment of n0..n2 on ipc:// endpoints in `dir`, written to dir/name.
+fs::path deployment(const fs::path& dir, const std::string& name, const std::vector<std::pair<std::string, std::string>>& assignments) {
+  fs::path d = dir / name;
+  std::ofstream out(d);
+  out << "version: 1\nnodes:\n";
+  for (int i = 0; i < 3; ++i)
+    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string() << "\", capacity: {cpu: 1}}\n";
+  out << "assignments:\n";
+  for (const auto& [path, node] : assignments) out << "  " << path << ": " << node << "\n";
+  return d;
+}
+
+// `DIGEST <path> <count> <digest> <faults>` lines, by path (node prefixes stripped).
+std::map<std::string, std::string> digests(const std::string& output) {
+  std::map<std::string, std::string> out;
+  static const std::regex line(R"(DIGEST (\S+) (.*))");
+  std::istringstream in(output);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) out[m[1]] = m[2];
+  }
+  return out;
+}
+
+// A banyan launch in the background, its output read as it comes.
+struct running_launch {
+  std::optional<process> p;
+  std::string log;
+  bool read_until(const std::string& text, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    std::vector<process*> all{&*p};
+    while (log.find(text) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || (p->closed() && p->status())) return log.find(text) != std::string::npos;
+      process::wait_any(all, left);
+      for (auto& l : p->take_lines()) log += l + "\n";
+    }
+    return true;
+  }
+  void drain() {
+    for (auto& l : p->take_lines()) log += l + "\n";
+  }
+};
+
+running_launch launch(const fs::path& d, std::uint64_t messages) {
+  running_launch l;
+  auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--run-for", "300s", "--", MOVE_APP, "--messages",
+                           std::to_string(messages)},
+                          {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+  if (p) l.p.emplace(std::move(*p));
+  return l;
+}
+
+TEST(LiveMove, TwentyMovesWhileThreeNodesPublishLoseNothing) {
+  scratch_dir dir;
+  // s {sub, pub, srv} between n1 and n2 (its supervisor, the root, on n0: a hosted root on each);
+  // u {sub, pub} between n0 and n1 (from a local child of the root to a hosted root and back).
+  const std::vector<std::pair<std::string, std::string>> common = {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}};
+  auto with = [&](std::string s, std::string u) {
+    auto a = common;
+    a.emplace_back("/mv/s", s);
+    a.emplace_back("/mv/u", u);
+    return a;
+  };
+  const fs::path d1 = deployment(dir.path, "d1.yaml", with("n1", "n0"));
+  const fs::path d2 = deployment(dir.path, "d2.yaml", with("n2", "n1"));
+  const std::uint64_t messages = 400000;
+
+  auto alone = run_argv({MOVE_APP, "--messages", std::to_string(messages)}, 240s);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  const auto expected = digests(alone.output);
+  ASSERT_EQ(expected.size(), 3u) << alone.output;
+
+  auto l = launch(d1, messages);
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(l.read_until("every node is ready", 120s)) << l.log;
+  std::vector<double> pauses;
+  int moves_while_publishing = 0;
+  for (int i = 0; i < 20; ++i) {
+    const fs::path& next = i % 2 == 0 ? d2 : d1;
+    auto r = run_argv({BANYAN_CLI, "reconfigure", next.string(), "--from", d1.string(), "--json"}, 120s);
+    l.drain();
+    ASSERT_EQ(r.exit_code, 0) << "reconfigure " << i << ":\n" << r.output << "\n" << l.log;
+    auto answer = nlohmann::json::parse(r.output, nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << r.output;
+    ASSERT_EQ(answer["moves"].size(), 2u) << r.output;
+    for (const auto& m : answer["moves"]) {
+      EXPECT_FALSE(m.contains("error")) << m.dump();
+      pauses.push_back(m.value("pause_ms", -1.0));
+    }
+    if (l.log.find("published all") == std::string::npos) ++moves_while_publishing;
+  }
+  // Most of the moves happened while every publisher was still publishing (else raise --messages).
+  EXPECT_GE(moves_while_publishing, 15) << l.log;
+  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  l.drain();
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
+  // Every subscriber got every message exactly once, in per-publisher order, as in one process.
+  EXPECT_EQ(digests(l.log), expected) << l.log;
+  static const std::regex requests(R"(REQUESTS answered (\d+) failed (\d+) out-of-order (\d+))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(l.log, m, requests)) << l.log;
+  EXPECT_GT(std::stoull(m[1]), 0u);
+  EXPECT_EQ(m[2], "0") << "a request to the moving server failed:\n" << l.log;
+  EXPECT_EQ(m[3], "0") << "the server's count did not move with it:\n" << l.log;
+  for (double p : pauses) EXPECT_GT(p, 0.0);
+  std::sort(pauses.begin(), pauses.end());
+  std::printf("40 moves: pause median %.1f ms, max %.1f ms\n", pauses[pauses.size() / 2], pauses.back());
+}
+
+TEST(LiveMove, ABadNewDeploymentIsRefusedAndTheRunGoesOn) {
+  scratch_dir dir;
+  const fs::path d1 = deployment(dir.path, "d1.yaml", {{"/mv", "n0"}, {"/mv/s", "n1"}, {"/mv/q", "n2"}});
+  auto l = launch(d1, 400000);
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(l.read_until("every node is ready", 120s)) << l.log;
+  // Other nodes than the running ones.
+  const fs::path other = dir.path / "other.yaml";
+  std::ofstream(other) << "version: 1\nnodes:\n  - {name: x0, endpoint: \"ipc:///tmp/x0\", capacity: {cpu: 1}}\n"
+                          "assignments:\n  /mv: x0\n";
+  auto r = run_argv({BANYAN_CLI, "reconfigure", other.string(), "--from", d1.string()}, 60s);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("other nodes than the running deployment"), std::string::npos) << r.output;
+  // No launch of that deployment.
+  auto none = run_argv({BANYAN_CLI, "reconfigure", d1.string(), "--from", other.string()}, 60s);
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("no launch of"), std::string::npos) << none.output;
+  ASSERT_TRUE(l.read_until("every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
+}
+
+}  // namespace
+}  // namespace banyan
