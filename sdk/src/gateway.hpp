@@ -103,7 +103,7 @@ class gateway_actor final : public caf::event_based_actor {
   void settle(vertex_id root, node_id to);
   void maybe_thaw();
   void thaw_here();
-  void end_move(const std::string& error);
+  void end_move(std::string error);
   void on_peer_lost(node_id n);
   void send_move(node_id to, std::uint16_t step, std::string target = {}, std::string text = {},
                  std::uint64_t generation = 0, std::string payload = {});

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace banyan::detail {
@@ -264,6 +265,12 @@ void gateway_actor::take_over(vertex_id root, node_id from, std::uint64_t genera
 void gateway_actor::announce_moved() {
   if (!move_ || !move_->arriving || !move_->arrived || !move_->handed_marker || move_->announced) return;
   move_->announced = true;
+  // Tests of a node lost mid-move: the new node stops here (the subtree started, not announced) and
+  // says so in the file this names, so a test can kill it at that point without waiting on time.
+  if (const char* stall = std::getenv("BANYAN_TEST_STALL_MOVE"); stall && *stall && move_->from != state_->where().self()) {
+    std::ofstream(stall) << state_->tree().path(move_->root) << "\n";
+    return;
+  }
   const std::string path = state_->tree().path(move_->root);
   for (node_id n = 0; n < node_->deployment().names.size(); ++n)
     send_move(n, static_cast<std::uint16_t>(move_step::moved), path, node_->self_name());
@@ -331,7 +338,7 @@ void gateway_actor::thaw_here() {
   release_held();
 }
 
-void gateway_actor::end_move(const std::string& error) {
+void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends the move that may hold it
   const auto& tree = state_->tree();
   const auto& names = node_->deployment().names;
   const double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - move_->began).count();

@@ -124,11 +124,9 @@ class node_runtime {
   // to move one of its subtrees (docs/runtime.md "Moving subtrees live"; the gateway runs the move).
   void arrived(vertex_id v);
   void request_move(std::string path, std::string to, std::string answer_file);
-  // Control envelopes to one peer or all (never wait for credit); a send to a gone peer is dropped.
+  // A control envelope to one peer (never waits for credit); a send to a gone peer is logged and dropped.
   void send_control(node_id to, runtime::envelope e);
-  void send_control_to_all(const runtime::envelope& e) { send_to_all(e); }
   routing_mode mode() const;
-  const std::vector<bool>& required() const { return required_; }
 
   void host_roots();
   void shutdown_hosted(bool urgent);

@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 // The SDK's kinds and reply codes (sdk/src/node_wire.hpp; the test speaks the protocol from outside).
 enum kind : std::uint16_t { data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
                             child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12 };
-// Kinds 13..15 (child_stopped, monitor, down) are valid but not fuzzed here yet; unknown ones start at 16.
-constexpr std::uint16_t first_unknown_kind = 16;
+// Kinds 13..16 (child_stopped, monitor, down, move) are valid but not fuzzed here yet; unknown ones start at 17.
+constexpr std::uint16_t first_unknown_kind = 17;
 
 envelope well_formed(kind k) {
   envelope e;

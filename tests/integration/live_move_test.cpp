@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <csignal>
 #include <regex>
 
 namespace banyan {
@@ -62,11 +63,15 @@ struct running_launch {
   }
 };
 
-running_launch launch(const fs::path& d, std::uint64_t messages) {
+running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {}) {
   running_launch l;
   auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--run-for", "300s", "--", MOVE_APP, "--messages",
                            std::to_string(messages)},
-                          {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+                          [&] {
+                            spawn_options how{.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true};
+                            how.env = std::move(env);
+                            return how;
+                          }());
   if (p) l.p.emplace(std::move(*p));
   return l;
 }
@@ -151,6 +156,50 @@ TEST(LiveMove, ABadNewDeploymentIsRefusedAndTheRunGoesOn) {
   auto st = l.p->wait(60s);
   ASSERT_TRUE(st) << l.log;
   EXPECT_EQ(st->code, 0) << l.log;
+}
+
+// A node lost in the middle of a move: the move ends as aborted, the subtree runs where it was, and
+// every live node agrees (the coordinator's answer needs all of them to acknowledge the place).
+TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
+  scratch_dir dir;
+  const std::vector<std::pair<std::string, std::string>> common = {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}};
+  auto with = [&](std::string s) {
+    auto a = common;
+    a.emplace_back("/mv/s", s);
+    return a;
+  };
+  const fs::path d1 = deployment(dir.path, "d1.yaml", with("n1"));
+  const fs::path d2 = deployment(dir.path, "d2.yaml", with("n2"));
+  const fs::path stalled = dir.path / "stalled";
+  // n2, the new node, starts the subtree and then stops short of announcing it (the test hook).
+  auto l = launch(d1, 2000000, {{"BANYAN_TEST_STALL_MOVE", stalled.string()}});
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(l.read_until("every node is ready", 120s)) << l.log;
+  auto r = process::spawn({BANYAN_CLI, "reconfigure", d2.string(), "--from", d1.string(), "--json"},
+                          {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(r);
+  std::vector<process*> both{&*l.p, &*r};
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (!fs::exists(stalled) && std::chrono::steady_clock::now() < until && !r->status()) {
+    process::wait_any(both, 50ms);
+    l.drain();
+  }
+  ASSERT_TRUE(fs::exists(stalled)) << l.log << r->output();
+  static const std::regex started(R"(node n2 started \(pid (\d+)\))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(l.log, m, started)) << l.log;
+  ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
+  auto st = r->wait(120s);
+  ASSERT_TRUE(st) << r->output();
+  EXPECT_EQ(st->code, 1) << r->output();
+  const std::string out = r->output();
+  auto answer = nlohmann::json::parse(out.substr(out.find('{'), out.rfind('}') + 1 - out.find('{')), nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << r->output();
+  ASSERT_EQ(answer["moves"].size(), 1u) << r->output();
+  const std::string error = answer["moves"][0].value("error", "");
+  EXPECT_NE(error.find("node `n2` was lost during the move; `/mv/s` runs on `n1` again"), std::string::npos) << r->output();
+  ASSERT_TRUE(l.read_until("starting `/mv/s` here again from the states it was handed", 60s)) << l.log;
+  l.p->kill();
 }
 
 }  // namespace

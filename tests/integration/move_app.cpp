@@ -24,6 +24,7 @@ namespace {
 
 struct config {
   std::uint64_t messages = 20000;
+  std::uint64_t ballast = 0;  // bytes each subscriber adds to its state (a move's figure: pause vs state size)
 };
 
 struct pub_message {
@@ -108,6 +109,8 @@ class subscriber : public banyan::leaf {
   std::optional<banyan::payload> snapshot(banyan::context&) override {
     std::string out;
     auto put = [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(c_.ballast);
+    out.append(c_.ballast, '\0');
     put(state_.faults);
     put(static_cast<std::uint8_t>(done_));
     for (const auto& [id, p] : state_.per) {
@@ -126,6 +129,9 @@ class subscriber : public banyan::leaf {
       return true;
     };
     std::uint8_t done = 0;
+    std::uint64_t ballast = 0;
+    if (!get(ballast) || n - at < ballast) return;
+    at += ballast;
     if (!get(state_.faults) || !get(done)) return;
     done_ = done != 0;
     std::uint32_t id;
@@ -214,6 +220,7 @@ int main(int argc, char** argv) {
   config c;
   banyan::app app{"mv", {}, std::in_place_type<root>};
   app.options().add("--messages", c.messages, "Messages per publisher").positive();
+  app.options().add("--ballast", c.ballast, "Bytes each subscriber adds to its state (moved with it)");
   for (std::uint32_t i = 0; i < 3; ++i)
     app.root().add_leaf<publisher>("p" + std::to_string(i), c, i, "data/p" + std::to_string(i));
   auto& s = app.root().add_composite("s");

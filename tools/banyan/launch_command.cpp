@@ -227,7 +227,10 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
 // before it stay done: `running` follows them).
 void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& frames, std::vector<child>& children,
                         const std::filesystem::path& scratch, partitioner::deployment& running, bool quiet) {
-  auto reply = [&](const nlohmann::json& answer) { control.send(zmq::buffer(answer.dump()), zmq::send_flags::none); };
+  auto reply = [&](const nlohmann::json& answer) {
+    // The nodes' answers are passed on as they came: bytes that are not UTF-8 are replaced, not fatal.
+    control.send(zmq::buffer(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), zmq::send_flags::none);
+  };
   auto refuse = [&](const std::string& why) {
     if (!quiet) banyan::log::warning(tool, "reconfigure: " + why);
     reply({{"error", why}, {"refused", true}, {"moves", nlohmann::json::array()}});
@@ -241,15 +244,19 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
     if (c.done || c.p.status()) return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
   std::vector<banyan::process*> all;
   for (auto& c : children) all.push_back(&c.p);
-  auto wait = [&](std::chrono::milliseconds slice) -> std::string {
+  auto wait = [&](std::chrono::milliseconds slice) {
     banyan::process::wait_any(all, slice);
     for (auto& c : children) forward_lines(c);
+  };
+  // The coordinator (a move's old node) answers even when another node is lost during its move;
+  // only its own end leaves nobody to answer.
+  auto ended = [&](const std::string& node) -> std::string {
     for (auto& c : children)
-      if (c.p.status()) return "node " + c.node + " ended meanwhile";
+      if (c.node == node && c.p.status()) return "node " + c.node + " ended during the move";
     return {};
   };
   if (!quiet) banyan::log::info(tool, "reconfigure to " + frames[1] + ": " + std::to_string(moves->size()) + " move(s)");
-  auto answer = run_moves(*moves, scratch, wait);
+  auto answer = run_moves(*moves, scratch, wait, ended);
   // Every move that was made: the launch runs that assignment now.
   std::size_t made = 0;  // the moves run in order and stop at the first that fails
   for (const auto& m : answer["moves"]) made += m.contains("error") ? 0 : 1;

@@ -57,7 +57,8 @@ result<std::vector<planned_move>> moves_between(const partitioner::deployment& n
 }
 
 nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::filesystem::path& scratch,
-                         const std::function<std::string(std::chrono::milliseconds)>& wait, std::chrono::milliseconds limit) {
+                         const std::function<void(std::chrono::milliseconds)>& wait,
+                         const std::function<std::string(const std::string& node)>& ended, std::chrono::milliseconds limit) {
   namespace fs = std::filesystem;
   nlohmann::json out = {{"moves", nlohmann::json::array()}};
   for (const auto& m : moves) {
@@ -70,7 +71,8 @@ nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::file
     fs::rename(request.string() + ".tmp", request);  // the node never reads half a request
     const auto until = std::chrono::steady_clock::now() + limit;
     while (!fs::exists(answer) && std::chrono::steady_clock::now() < until) {
-      if (auto why = wait(std::chrono::milliseconds(10)); !why.empty()) {
+      wait(std::chrono::milliseconds(10));
+      if (auto why = ended(m.from); !why.empty()) {
         out["error"] = "move of `" + m.path + "` from `" + m.from + "` to `" + m.to + "`: " + why;
         return out;
       }
@@ -85,7 +87,8 @@ nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::file
     text << in.rdbuf();
     auto a = nlohmann::json::parse(text.str(), nullptr, false);
     if (!a.is_object()) {
-      out["error"] = "node `" + m.from + "` answered the move of `" + m.path + "` with something that is not JSON";
+      out["error"] = "node `" + m.from + "` answered the move of `" + m.path + "` with something that is not JSON: " +
+                     text.str().substr(0, 200);
       return out;
     }
     out["moves"].push_back(a);

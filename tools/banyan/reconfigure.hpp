@@ -29,11 +29,12 @@ result<std::vector<planned_move>> moves_between(const partitioner::deployment& n
 
 // Runs `moves` in order on the nodes of a launch: node N's request goes to scratch/N.live.move.req,
 // its answer comes in scratch/N.live.move.json (the SDK's live_profile). `wait(ms)` lets the launch
-// go on with its own work (the nodes' output) meanwhile, and says why it cannot wait on (a node
-// ended) or nothing. Stops at the first move that fails, or that takes longer than `limit`.
+// go on with its own work (the nodes' output) meanwhile; `ended(node)` says why that node will not
+// answer (it ended), or nothing. Stops at the first move that fails, or that takes longer than `limit`.
 // Returns {"moves": [each node's answer], "error": ... on failure}.
 nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::filesystem::path& scratch,
-                         const std::function<std::string(std::chrono::milliseconds)>& wait,
+                         const std::function<void(std::chrono::milliseconds)>& wait,
+                         const std::function<std::string(const std::string& node)>& ended,
                          std::chrono::milliseconds limit = std::chrono::seconds(30));
 
 }  // namespace banyan::cli
