@@ -396,6 +396,13 @@ void dashboard::deliver(dashboard_reading r) {
     // A failed reading has no health of its own: the links keep their last known one (and state()
     // marks those of a node whose process is gone).
     if (!r.total && impl_->latest) r.health = impl_->latest->health;
+    auto same = [](const bp::assignment& a, const bp::assignment& b) { return a.path == b.path && a.node == b.node; };
+    if (!std::equal(r.assignments.begin(), r.assignments.end(), impl_->o.deployment.assignments.begin(),
+                    impl_->o.deployment.assignments.end(), same)) {
+      impl_->o.deployment.assignments = r.assignments;  // a reconfiguration moved components: colour anew
+      impl_->node_of.clear();
+      impl_->mapping_error.clear();
+    }
     if (r.total) {
       impl_->compute_mapping(*r.total);
       impl_->history.emplace_back(r.taken, *r.total);

@@ -48,6 +48,8 @@ struct dashboard_reading {
   // Per node of the deployment, what the launch sees of its process: "running", "exited 0",
   // "killed by signal 9", "not started" (join: later).
   std::vector<std::pair<std::string, std::string>> processes;
+  // The assignments the launch runs now (they change with `banyan reconfigure`).
+  std::vector<partitioner::assignment> assignments;
   // When the launch asked the nodes: every count up to then is in it.
   std::chrono::steady_clock::time_point taken = std::chrono::steady_clock::now();
 };

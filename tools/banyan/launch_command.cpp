@@ -279,6 +279,7 @@ void answer_dashboard(dashboard& dash, std::vector<child>& children, const std::
   auto reading = take_reading(children, scratch);
   dashboard_reading r{.total = std::move(reading.total), .error = std::move(reading.error), .health = std::move(reading.health)};
   r.taken = asked;
+  r.assignments = d.assignments;
   for (const auto& n : d.c.nodes) {
     std::string what = "not started";
     for (auto& c : children) {
