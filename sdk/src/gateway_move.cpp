@@ -162,6 +162,7 @@ void gateway_actor::move_out() {
   std::vector<caf::actor> actors;
   for (auto u : subtree_of(state_->tree(), move_->root))
     if (auto a = state_->actors().get(u)) actors.push_back(std::move(a));
+  if (actors.empty()) return hand_over({});  // it ended meanwhile: its new node starts it afresh
   auto states = std::make_shared<std::vector<std::shared_ptr<vertex_state>>>();
   auto pending = std::make_shared<std::size_t>(actors.size());
   const auto epoch = move_->epoch;
