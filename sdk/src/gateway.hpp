@@ -27,6 +27,7 @@
 
 #include <caf/all.hpp>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -129,6 +130,7 @@ class gateway_actor final : public caf::event_based_actor {
     std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
   };
   std::optional<move_run> move_;
+  std::vector<std::array<std::string, 3>> waiting_moves_;  // asked while a move was on: path, node, answer file
   std::uint64_t next_epoch_ = 1;
 
   run_state* state_;

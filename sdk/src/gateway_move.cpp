@@ -78,7 +78,11 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
     std::ofstream(answer_file + ".tmp") << "{\"path\": " << json_text(path) << ", \"error\": " << json_text(why) << "}\n";
     std::rename((answer_file + ".tmp").c_str(), answer_file.c_str());
   };
-  if (move_) return refuse("another move is in progress");
+  if (move_) {
+    // This node still takes part in the previous move (its thaw is on the way): started after it.
+    waiting_moves_.push_back({path, to_name, answer_file});
+    return;
+  }
   if (node_->mode() != routing_mode::hier) return refuse("live moves need hier routing");
   auto v = tree.find(path);
   if (!v) return refuse(v.error().what());
@@ -337,6 +341,11 @@ void gateway_actor::thaw_here() {
   for (auto& [from_peer, envelope] : waiting) on_data(from_peer, envelope);
   state_->thaw();
   release_held();
+  if (!waiting_moves_.empty()) {
+    auto next = std::move(waiting_moves_.front());
+    waiting_moves_.erase(waiting_moves_.begin());
+    start_move(next[0], next[1], next[2]);
+  }
 }
 
 void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends the move that may hold it
