@@ -112,6 +112,7 @@ class flaky : public banyan::leaf {
 int group_failures_seen = 0;  // by every incarnation of /sv/group, in this process
 
 bool pinged = false;  // the first group in this process asked last for `ping`
+bool ping_answered = false, quit_due = false;  // the run ends only once that ping is answered
 
 class group : public banyan::composite {
  public:
@@ -172,11 +173,19 @@ class group : public banyan::composite {
     if (!pinged) {
       // Made while the cluster may still be starting (n2 not ready yet): held until it is.
       pinged = true;
-      ctx.request("/sv/group/last", "ping", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload> r) {
+      ctx.request("/sv/group/last", "ping", {}, std::chrono::seconds(20), [&ctx](banyan::result<banyan::payload> r) {
         say("PING " + (r ? std::string(reinterpret_cast<const char*>(r->bytes().data()), r->size()) : r.error().what()));
+        ping_answered = true;
+        if (quit_due) ctx.quit(0);
       });
     }
-    if (group_failures_seen >= c_.failures) return ctx.quit(0);
+    // Not before the ping is answered: on several nodes it is held until the cluster is ready, and
+    // a restart may be over by then.
+    if (group_failures_seen >= c_.failures) {
+      if (ping_answered) return ctx.quit(0);
+      quit_due = true;
+      return;
+    }
     if (c_.fail_in == "handler")
       ctx.request("/sv/group/middle", "crash", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload>) {});
   }
