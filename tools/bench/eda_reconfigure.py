@@ -435,16 +435,18 @@ def measure(tools, args, work, live, launches):
              f"cross-node messages/cycle measured, {fig_after['predicted_per_cycle']:.2f} predicted")
 
     # Checks. A window's edges and links are read from the nodes up to 200 ms apart (docs/formats.md), so
-    # within a window measured and predicted agree only up to the messages in flight then (0.1-1.5% seen
-    # on a loaded 2-core machine; 5% allowed); a launch's final profile must agree exactly, and decides
+    # within a window measured and predicted agree only up to the messages of those 200 ms: up to 0.2 s
+    # over the window's length (0.1-5% seen on a loaded 2-core machine; 5% + 0.2 s / window allowed, 15%
+    # for the ctest's 2 s windows); a launch's final profile must agree exactly, and decides
     # before > after where there is one per deployment (the fresh-launch path).
     per_cycle = ({k: f["measured_per_cycle"] for k, f in finals.items()} if len(finals) == 2 else
                  {"before": fig_before["measured_per_cycle"], "after": fig_after["measured_per_cycle"]})
     checks = {
         "before_above_after": per_cycle["before"] > per_cycle["after"],
         "finals_measured_equal_predicted_exactly": all(f["exact"] for f in finals.values()) if finals else None,
-        "windows_measured_within_5pct_of_predicted": all(
-            abs(f["measured_per_cycle"] - f["predicted_per_cycle"]) <= 0.05 * max(1.0, f["predicted_per_cycle"])
+        "windows_measured_within_read_spread_of_predicted": all(
+            abs(f["measured_per_cycle"] - f["predicted_per_cycle"]) <=
+            (0.05 + 0.2 / args.window) * max(1.0, f["predicted_per_cycle"])
             for f in (fig_before, fig_after)),
         "simulation_correct": True,  # judge_run raised otherwise
     }
