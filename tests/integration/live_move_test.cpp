@@ -63,10 +63,11 @@ struct running_launch {
   }
 };
 
-running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {}) {
+running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {},
+                      std::string heartbeat_timeout = "1s") {
   running_launch l;
   auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--run-for", "300s", "--", MOVE_APP, "--messages",
-                           std::to_string(messages)},
+                           std::to_string(messages), "--heartbeat-timeout", heartbeat_timeout},
                           [&] {
                             spawn_options how{.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true};
                             how.env = std::move(env);
@@ -172,7 +173,8 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   const fs::path d2 = deployment(dir.path, "d2.yaml", with("n2"));
   const fs::path stalled = dir.path / "stalled";
   // n2, the new node, starts the subtree and then stops short of announcing it (the test hook).
-  auto l = launch(d1, 2000000, {{"BANYAN_TEST_STALL_MOVE", stalled.string()}});
+  // A loaded machine must not make a live node look lost (only the one killed is): 4 s heartbeats.
+  auto l = launch(d1, 2000000, {{"BANYAN_TEST_STALL_MOVE", stalled.string()}}, "4s");
   ASSERT_TRUE(l.p);
   ASSERT_TRUE(l.read_until("every node is ready", 120s)) << l.log;
   auto r = process::spawn({BANYAN_CLI, "reconfigure", d2.string(), "--from", d1.string(), "--json"},
@@ -190,7 +192,8 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   ASSERT_TRUE(std::regex_search(l.log, m, started)) << l.log;
   ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
   auto st = r->wait(120s);
-  ASSERT_TRUE(st) << r->output();
+  l.drain();
+  ASSERT_TRUE(st) << r->output() << "\n" << l.log;
   EXPECT_EQ(st->code, 1) << r->output();
   const std::string out = r->output();
   auto answer = nlohmann::json::parse(out.substr(out.find('{'), out.rfind('}') + 1 - out.find('{')), nullptr, false);
