@@ -26,9 +26,9 @@ using detail::within;
 
 class searcher {
  public:
-  searcher(const problem& p, const detail::children& ch, const mapping& current, double alpha,
+  searcher(const problem& p, const detail::children& ch, const mapping& current, double alpha, bool root_stays,
            const std::vector<vertex_id>& order, mapping start)
-      : p_(p), t_(p.t), ch_(ch), cur_(current), alpha_(alpha), order_(order), m_(std::move(start)) {
+      : p_(p), t_(p.t), ch_(ch), cur_(current), alpha_(alpha), root_stays_(root_stays), order_(order), m_(std::move(start)) {
     const std::size_t k = p.k();
     cpu_.assign(k, 0);
     mem_.assign(k, 0);
@@ -58,7 +58,7 @@ class searcher {
       double best_score = 0;
       for (vertex_id v : order_) {
         const node_id b = m_[v];
-        if (!over(b)) continue;
+        if (!over(b) || (v == 0 && root_stays_)) continue;
         const walk w = collect(v);
         const double relief = share(w.cpu, p_.cpu_capacity[b]) +
                               (has_mem_cap(b) ? share(w.mem, p_.memory_capacity[b]) : 0.0);
@@ -212,6 +212,7 @@ class searcher {
     move best;
     const std::size_t k = p_.k();
     for (vertex_id v : order_) {
+      if (v == 0 && root_stays_) continue;
       const node_id b = m_[v];
       for (std::size_t j = 0; j < k; ++j) {
         const auto to = static_cast<node_id>(j);
@@ -239,7 +240,7 @@ class searcher {
       const auto saved_mem = mem_;
       apply(mv.v, j);
       for (vertex_id v : order_) {
-        if (m_[v] != j) continue;
+        if (m_[v] != j || (v == 0 && root_stays_)) continue;
         const walk w = collect(v);
         if (!fits(b, cpu_[b] + w.cpu, mem_[b] + w.mem) || !fits(j, cpu_[j] - w.cpu, mem_[j] - w.mem)) continue;
         const double d = mv.delta + delta(w, j, b);
@@ -264,6 +265,7 @@ class searcher {
   const detail::children& ch_;
   const mapping& cur_;
   const double alpha_;
+  const bool root_stays_;  // no move of vertex 0 (S(u) of any other u never holds it)
   const std::vector<vertex_id>& order_;
   mapping m_;
   std::vector<double> cpu_, mem_;                // load per node under m_
@@ -284,10 +286,10 @@ double displaced_state(const tree& t, const mapping& current, const mapping& m) 
   return bytes;
 }
 
-// `cand` with its nodes renamed so that it keeps as much state as possible where it is now. Only
-// nodes of equal capacities are exchanged, and only when all links cost the same, so cost and
-// feasibility are those of `cand`.
-mapping relabelled(const problem& p, const mapping& current, const mapping& cand) {
+// `cand` with its nodes renamed so that it keeps as much state as possible where it is now (with
+// `root_first`, the root's node before anything else). Only nodes of equal capacities are
+// exchanged, and only when all links cost the same, so cost and feasibility are those of `cand`.
+mapping relabelled(const problem& p, const mapping& current, const mapping& cand, bool root_first) {
   const std::size_t k = p.k();
   if (!p.c.uniform_cost()) return cand;
   auto same_class = [&](std::size_t a, std::size_t b) {
@@ -307,6 +309,10 @@ mapping relabelled(const problem& p, const mapping& current, const mapping& cand
   });
   std::vector<node_id> to(k, no_node);
   std::vector<bool> used(k, false);
+  if (root_first && !cand.empty() && same_class(cand[0], current[0])) {
+    to[cand[0]] = current[0];
+    used[current[0]] = true;
+  }
   for (std::size_t pr : pairs) {
     const std::size_t a = pr / k, b = pr % k;
     if (count[pr] == 0) break;
@@ -369,6 +375,7 @@ result<migration_plan> plan_migration(const problem& p, const mapping& current, 
   double best_bytes = 0;
   // Keeps the lowest objective; between equal ones, fewer bytes moved, then the earlier start.
   auto consider = [&](const mapping& m, const std::string& start, int candidate, bool renamed, std::size_t moves) {
+    if (o.root_stays && m[0] != current[0]) return;
     const evaluation e = evaluate(p, m);
     if (!e.feasible) return;
     const double bytes = displaced_state(t, current, m);
@@ -386,7 +393,7 @@ result<migration_plan> plan_migration(const problem& p, const mapping& current, 
   };
 
   {
-    searcher s(p, ch, current, o.alpha, order, current);
+    searcher s(p, ch, current, o.alpha, o.root_stays, order, current);
     const bool fits = now.feasible || s.repair(max_moves);
     if (fits) {
       const std::size_t moves = s.improve(max_moves);
@@ -396,10 +403,10 @@ result<migration_plan> plan_migration(const problem& p, const mapping& current, 
   for (std::size_t i = 0; i < o.candidates.size(); ++i) {
     const mapping& cand = o.candidates[i];
     if (!evaluate(p, cand).feasible) continue;
-    const mapping renamed = relabelled(p, current, cand);
+    const mapping renamed = relabelled(p, current, cand, o.root_stays);
     for (const mapping* start : {&cand, &renamed}) {
       if (start == &renamed && renamed == cand) continue;
-      searcher s(p, ch, current, o.alpha, order, *start);
+      searcher s(p, ch, current, o.alpha, o.root_stays, order, *start);
       const std::size_t moves = s.improve(max_moves);
       consider(s.map(), "candidate " + std::to_string(i) + (start == &renamed ? " (relabelled)" : ""),
                static_cast<int>(i), start == &renamed, moves);

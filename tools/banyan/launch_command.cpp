@@ -255,7 +255,12 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
       if (c.node == node && c.p.status()) return "node " + c.node + " ended during the move";
     return {};
   };
-  if (!quiet) banyan::log::info(tool, "reconfigure to " + frames[1] + ": " + std::to_string(moves->size()) + " move(s)");
+  const auto gathering = std::count_if(moves->begin(), moves->end(), [](const planned_move& m) { return !m.gathers_for.empty(); });
+  if (!quiet)
+    banyan::log::info(tool, "reconfigure to " + frames[1] + ": " + std::to_string(moves->size()) + " move(s)" +
+                                (gathering ? " (" + std::to_string(gathering) + " of them gather parts of a subtree that runs on "
+                                                                               "several nodes before it moves)"
+                                           : std::string()));
   auto answer = run_moves(*moves, scratch, wait, ended);
   // Every move that was made: the launch runs that assignment now.
   std::size_t made = 0;  // the moves run in order and stop at the first that fails
@@ -263,7 +268,7 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
   if (made == moves->size()) {
     running.assignments = next->assignments;
   } else {
-    for (std::size_t i = 0; i < made; ++i) running.assignments.push_back({(*moves)[i].path, running.c.find((*moves)[i].to), 0});
+    running.assignments = after_moves(running, {moves->begin(), moves->begin() + static_cast<std::ptrdiff_t>(made)});
   }
   answer["deployment"] = frames[1];
   if (!quiet) banyan::log::info(tool, answer.contains("error") ? "reconfigure failed: " + answer["error"].get<std::string>()

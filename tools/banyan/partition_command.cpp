@@ -40,6 +40,7 @@ struct options {
   std::string profile, cluster, algo = "bottom-up", out, results, dot, unit = "messages", load = "cpu";
   std::string current;        // deployment running now: plan a migration from it
   double migration_cost = 0;  // objective units per byte of state moved
+  bool move_root = false;     // with --current: the plan may move the root (a fresh launch, not a live move)
   std::chrono::milliseconds time_limit{10000};
   std::uint64_t seed = 1;
   bool json = false;
@@ -284,7 +285,8 @@ int run(const options& o) {
         candidate_names.push_back(s.algorithm);
       }
     }
-    auto plan = bp::plan_migration(p, current_map, {.alpha = o.migration_cost, .candidates = std::move(candidates), .seed = o.seed});
+    auto plan = bp::plan_migration(p, current_map, {.alpha = o.migration_cost, .candidates = std::move(candidates), .seed = o.seed,
+                                                    .root_stays = !o.move_root});
     if (!plan) return fail(o.current + " on " + cluster_name + ": " + plan.error().message);
     return report_migration(o, p, cluster_name, *plan, candidate_names, summary);
   }
@@ -353,6 +355,9 @@ action setup_partition(CLI::App& sub) {
   sub.add_option("--migration-cost", o->migration_cost,
                  "with --current: cost units (traffic unit x link cost) per byte of state moved (load.memory)")
       ->capture_default_str();
+  sub.add_flag("--move-root", o->move_root,
+               "with --current: the plan may put the root on another node (only a fresh launch can; `banyan reconfigure` "
+               "moves everything but the root)");
   add_deprecated_alias(sub, algorithm, "--algo", tool);
   add_deprecated_alias(sub, time_limit, "--timeout", tool);
   add_deprecated_alias(sub, results, "--report", tool);

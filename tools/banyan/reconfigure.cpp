@@ -25,6 +25,46 @@ std::map<std::string, std::string> assignments(const partitioner::deployment& d)
   return out;
 }
 
+bool under(const std::string& q, const std::string& p) {
+  return q.size() > p.size() && q.compare(0, p.size(), p) == 0 && q[p.size()] == '/';
+}
+
+std::string parent_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+// What a move does to the assignments: the subtree goes whole, its assigned parts included.
+void apply_move(std::map<std::string, std::string>& assigned, const planned_move& m) {
+  for (auto& [q, n] : assigned)
+    if (under(q, m.path)) n = m.to;
+  assigned[m.path] = m.to;
+}
+
+// Plans whole-subtree moves on `current`, which follows them.
+struct planner {
+  std::map<std::string, std::string> current;
+  std::vector<planned_move> out;
+
+  void move(const std::string& p, const std::string& to, const std::string& gathers_for) {
+    const std::string from = node_of(current, p);
+    if (from == to) return;
+    gather(p, from, gathers_for.empty() ? p : gathers_for);
+    out.push_back({p, from, to, gathers_for});
+    apply_move(current, out.back());
+  }
+
+  // Makes p's subtree run wholly on `node`: each outermost part of it that runs elsewhere (its
+  // ancestors below p all run on `node`) moves there, whole, gathering its own parts first.
+  void gather(const std::string& p, const std::string& node, const std::string& why) {
+    std::vector<std::string> parts;
+    for (const auto& [q, n] : current) {
+      if (!under(q, p) || n == node) continue;
+      bool outermost = true;
+      for (std::string a = parent_of(q); a != p && outermost; a = parent_of(a)) outermost = node_of(current, a) == node;
+      if (outermost) parts.push_back(q);
+    }
+    for (const auto& q : parts) move(q, node, why);
+  }
+};
+
 }  // namespace
 
 result<std::vector<planned_move>> moves_between(const partitioner::deployment& now, const partitioner::deployment& next) {
@@ -37,22 +77,35 @@ result<std::vector<planned_move>> moves_between(const partitioner::deployment& n
       return refuse("node " + std::to_string(i) + " is `" + b.name + "` at " + b.endpoint + ", but the running deployment " +
                     now.name + " has `" + a.name + "` at " + a.endpoint + " (a reconfiguration moves components between the running nodes)");
   }
-  auto current = assignments(now);
+  planner plan{assignments(now), {}};
   const auto wanted = assignments(next);
   std::vector<std::string> paths;
   for (const auto& [p, n] : wanted) paths.push_back(p);
-  for (const auto& [p, n] : current)
+  for (const auto& [p, n] : plan.current)
     if (!wanted.count(p)) paths.push_back(p);
   auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
   std::stable_sort(paths.begin(), paths.end(), [&](const auto& a, const auto& b) { return depth(a) < depth(b); });
-  std::vector<planned_move> out;
   for (const auto& p : paths) {
-    const std::string from = node_of(current, p), to = node_of(wanted, p);
+    const std::string from = node_of(plan.current, p), to = node_of(wanted, p);
     if (to.empty()) return refuse("no assignment for `" + p + "` nor any ancestor of it (the root needs one)");
     if (from == to) continue;
-    out.push_back({p, from, to});
-    current[p] = to;  // what the move does: the subtree goes along, except parts assigned elsewhere
+    if (depth(p) == 1)
+      return refuse("it puts the root `" + p + "` on `" + to + "`, but it runs on `" + from +
+                    "` and the root does not move live (a fresh launch can start it there)");
+    plan.move(p, to, {});
   }
+  for (const auto& p : paths)  // the planner's own check: every path ends where NEW puts it
+    if (node_of(plan.current, p) != node_of(wanted, p))
+      return error{partitioner::errc::invalid, "internal: the planned moves leave `" + p + "` on `" + node_of(plan.current, p) +
+                                                   "`, not `" + node_of(wanted, p) + "`"};
+  return std::move(plan.out);
+}
+
+std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now, const std::vector<planned_move>& moves) {
+  auto assigned = assignments(now);
+  for (const auto& m : moves) apply_move(assigned, m);
+  std::vector<partitioner::assignment> out;
+  for (const auto& [p, n] : assigned) out.push_back({p, now.c.find(n), 0});
   return out;
 }
 
@@ -91,6 +144,7 @@ nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::file
                      text.str().substr(0, 200);
       return out;
     }
+    if (!m.gathers_for.empty()) a["gathers_for"] = m.gathers_for;
     out["moves"].push_back(a);
     if (a.contains("error")) {
       out["error"] = "move of `" + m.path + "` from `" + m.from + "` to `" + m.to + "`: " + a["error"].get<std::string>();

@@ -19,13 +19,22 @@ namespace banyan::cli {
 struct planned_move {
   std::string path;  // the subtree's root
   std::string from, to;
+  // Empty for a move the new deployment asks for. Otherwise the path whose move needs this one: a
+  // live move takes a whole subtree from one node (docs/runtime.md), so the parts of that subtree
+  // that run elsewhere are gathered onto its node first, and moved on to where they belong after.
+  std::string gathers_for;
 };
 
-// The moves that turn `now` into `next`: each assigned subtree whose node differs, shallower ones
-// first (a deeper assignment then moves back what its ancestor's move took along). Errors: the new
-// deployment has other nodes or endpoints (a reconfiguration moves components between the running
-// nodes), or no assignment for the root.
+// The moves that turn `now` into `next`, shallower subtrees first: each assigned subtree whose node
+// differs moves whole, after the parts of it on other nodes are gathered onto its node; a deeper
+// assignment then moves back out what its ancestor's move took along. Errors: the new deployment
+// has other nodes or endpoints (a reconfiguration moves components between the running nodes), no
+// assignment for the root, or puts the root on another node (the root does not move).
 result<std::vector<planned_move>> moves_between(const partitioner::deployment& now, const partitioner::deployment& next);
+
+// The assignments `now` has after `moves` (for example those of a reconfiguration that stopped
+// part way): each move takes its whole subtree along.
+std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now, const std::vector<planned_move>& moves);
 
 // Runs `moves` in order on the nodes of a launch: node N's request goes to scratch/N.live.move.req,
 // its answer comes in scratch/N.live.move.json (the SDK's live_profile). `wait(ms)` lets the launch

@@ -72,9 +72,11 @@ int run(const options& o) {
     for (const auto& mv : a.value("moves", nlohmann::json::array())) {
       if (mv.contains("error")) continue;
       const double pause = mv.value("pause_ms", 0.0);
-      std::printf("moved %s: %s -> %s, %zu component(s), %llu bytes of state, paused %.1f ms\n",
+      const std::string gathers = mv.value("gathers_for", "");
+      std::printf("moved %s: %s -> %s, %zu component(s), %llu bytes of state, paused %.1f ms%s\n",
                   mv.value("path", "").c_str(), mv.value("from", "").c_str(), mv.value("to", "").c_str(),
-                  mv.value("components", std::size_t{0}), mv.value("state_bytes", 0ULL), pause);
+                  mv.value("components", std::size_t{0}), mv.value("state_bytes", 0ULL), pause,
+                  gathers.empty() ? "" : (" (gathered for the move of " + gathers + ")").c_str());
       longest = std::max(longest, pause);
       total += pause;
       ++n;

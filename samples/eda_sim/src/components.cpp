@@ -2,12 +2,16 @@
 #include <banyan/eda_sim/components.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
+#include <stdexcept>
+#include <type_traits>
 
 namespace banyan::eda {
 namespace {
@@ -15,6 +19,61 @@ namespace {
 constexpr std::size_t header = sizeof(std::uint64_t);
 
 class gate_component;
+
+// A moving leaf's state (gate_component::snapshot): fixed-size fields and length-prefixed arrays in
+// this build's byte order (every node of a deployment runs the same eda_sim).
+struct state_writer {
+  std::vector<std::byte> out;
+  template <class T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* b = reinterpret_cast<const std::byte*>(&v);
+    out.insert(out.end(), b, b + sizeof v);
+  }
+  template <class T>
+  void put_all(std::span<const T> v) {
+    put<std::uint64_t>(v.size());
+    const auto* b = reinterpret_cast<const std::byte*>(v.data());
+    out.insert(out.end(), b, b + v.size_bytes());
+  }
+};
+
+struct state_reader {
+  std::span<const std::byte> in;
+  std::string what;  // the leaf, for errors
+  void need(std::size_t n, const char* field) {
+    if (in.size() < n)
+      throw std::runtime_error(what + ": moved state cut short at " + field + " (" + std::to_string(in.size()) +
+                               " bytes left, " + std::to_string(n) + " needed)");
+  }
+  template <class T>
+  T get(const char* field) {
+    T v;
+    need(sizeof v, field);
+    std::memcpy(&v, in.data(), sizeof v);
+    in = in.subspan(sizeof v);
+    return v;
+  }
+  std::span<const std::byte> bytes(std::size_t n, const char* field) {
+    need(n, field);
+    auto b = in.first(n);
+    in = in.subspan(n);
+    return b;
+  }
+  template <class T>
+  std::vector<T> get_all(const char* field) {
+    const auto n = get<std::uint64_t>(field);
+    if (n > in.size() / sizeof(T))
+      throw std::runtime_error(what + ": moved state cut short at " + field + " (" + std::to_string(n) +
+                               " entries announced, " + std::to_string(in.size()) + " bytes left)");
+    std::vector<T> v(n);
+    std::memcpy(v.data(), bytes(n * sizeof(T), field).data(), n * sizeof(T));
+    return v;
+  }
+};
+
+constexpr std::uint32_t state_magic = 0x4c414445;  // "EDAL"
+constexpr std::uint32_t state_version = 1;
 
 }  // namespace
 
@@ -34,9 +93,21 @@ namespace {
 class gate_component final : public banyan::leaf {
  public:
   gate_component(std::shared_ptr<component_run> run, int leaf) : run_(std::move(run)), leaf_(leaf) {}
+  ~gate_component() override {
+    std::lock_guard lock(run_->local->m);
+    auto it = run_->local->by_leaf.find(leaf_);
+    if (it != run_->local->by_leaf.end() && it->second.self == this) run_->local->by_leaf.erase(it);
+  }
 
   void on_start(banyan::context& ctx) override {
     ctx_ = &ctx;
+    if (!unmovable_.empty()) {
+      // Arrived by a live move that could not carry its state: a fresh leaf would wait for a start
+      // that never comes again, so the run ends, saying why.
+      ctx.log(unmovable_);
+      ctx.quit(1);
+      return;
+    }
     const design& d = *run_->d;
     {
       std::lock_guard lock(run_->local->m);
@@ -55,6 +126,105 @@ class gate_component final : public banyan::leaf {
       running_ = true;
       progress();
     });
+    if (eng_) ctx.report_memory(eng_->state_bytes());
+    // Moved here while running: go on where the old incarnation stopped (the work it had posted
+    // to itself did not move with it).
+    if (running_) ctx.post([this] { progress(); });
+  }
+
+  // A live move (issue #18) carries a leaf's whole simulation state: its engine (values, flip-flops,
+  // memories, what is scheduled), where it is in the cycle (groups received and sent), the groups
+  // queued for later cycles, the last values it sent, and for the io leaf the run's samples and
+  // signature so far. Gate leaves keep no state across restarts (no keep_state), so the SDK asks for
+  // a snapshot only when the leaf moves: the io leaf's figures then leave this process with it.
+  // With --grain node a process's leaves are merged into one engine, which cannot be taken apart
+  // here: such a leaf says so, and its arrival ends the run with that reason.
+  std::optional<banyan::payload> snapshot(banyan::context&) override {
+    state_writer w;
+    w.put(state_magic);
+    w.put(state_version);
+    w.put<std::int32_t>(leaf_);
+    const bool movable = run_->how == grain::leaf && !whole_;
+    w.put<std::uint8_t>(movable);
+    if (movable) {
+      w.put<std::uint8_t>(eng_ != nullptr);
+      if (eng_) {
+        w.put_all(std::span<const char>(received_));
+        w.put_all(std::span<const char>(sent_));
+        for (const auto& o : outs_) w.put_all(std::span<const lanes>(o.last));
+        for (const auto& in : ins_) {
+          w.put<std::uint64_t>(in.queue.size());
+          for (const auto& p : in.queue) w.put_all(p.bytes());
+        }
+        std::vector<std::byte> e;
+        eng_->save_state(e);
+        w.put_all(std::span<const std::byte>(e));
+      }
+      w.put<std::uint8_t>(running_);
+      w.put<std::uint8_t>(cycle_started_);
+      w.put(cycle_);
+      w.put(running_ ? std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() : 0.0);
+      w.put<std::uint8_t>(io_);
+      if (io_) {
+        w.put(run_->signature);
+        w.put(run_->cycles_done);
+        w.put_all(std::span<const std::uint8_t>(run_->samples.samples));
+        run_->cycles_done = 0;  // this process no longer hosts the io leaf (main.cpp: hosted_io)
+        run_->samples.samples.clear();
+      }
+    }
+    return banyan::payload::copy_of(std::span<const std::byte>(w.out));
+  }
+
+  void restore(banyan::context&, const banyan::payload& state) override {
+    const design& d = *run_->d;
+    state_reader r{state.bytes(), "eda_sim leaf " + d.leaves[leaf_].path};
+    if (r.get<std::uint32_t>("magic") != state_magic || r.get<std::uint32_t>("version") != state_version)
+      throw std::runtime_error(r.what + ": the moved state is not an eda_sim leaf state of this version");
+    if (const auto l = r.get<std::int32_t>("leaf"); l != leaf_)
+      throw std::runtime_error(r.what + ": the moved state is leaf " + std::to_string(l) + "'s");
+    if (!r.get<std::uint8_t>("movable")) {
+      unmovable_ = "eda_sim: leaf " + d.leaves[leaf_].path + " was moved live, which --grain node does not "
+                   "support (a process's leaves are merged into one engine); run with --grain leaf to "
+                   "reconfigure a running simulation. The run ends.";
+      return;
+    }
+    resolve();
+    if (r.get<std::uint8_t>("engine")) {
+      build();
+      auto flags = [&](std::vector<char>& into, const char* field) {
+        auto v = r.get_all<char>(field);
+        if (v.size() != into.size()) throw std::runtime_error(r.what + ": moved state has a wrong " + field + " count");
+        into = std::move(v);
+        return static_cast<std::size_t>(std::count(into.begin(), into.end(), 1));
+      };
+      n_received_ = flags(received_, "received groups");
+      n_sent_ = flags(sent_, "sent groups");
+      for (auto& o : outs_) {
+        auto last = r.get_all<lanes>("last sent values");
+        if (last.size() != o.last.size()) throw std::runtime_error(r.what + ": moved state has a wrong group width");
+        o.last = std::move(last);
+      }
+      for (auto& in : ins_) {
+        for (auto n = r.get<std::uint64_t>("queue length"); n; --n)
+          in.queue.push_back(banyan::payload::copy_of(r.bytes(r.get<std::uint64_t>("queued group"), "queued group")));
+      }
+      const auto e = r.get_all<std::byte>("engine");
+      if (!eng_->load_state(e)) throw std::runtime_error(r.what + ": the moved engine state does not fit this leaf");
+    }
+    running_ = r.get<std::uint8_t>("running");
+    cycle_started_ = r.get<std::uint8_t>("cycle started");
+    cycle_ = r.get<std::uint64_t>("cycle");
+    const auto elapsed = r.get<double>("elapsed");
+    started_ = std::chrono::steady_clock::now() -
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(elapsed));
+    if (r.get<std::uint8_t>("io")) {
+      if (!io_) throw std::runtime_error(r.what + ": moved state carries the io leaf's figures");
+      run_->signature = r.get<std::uint64_t>("signature");
+      run_->cycles_done = r.get<std::uint64_t>("cycles done");
+      run_->samples.samples = r.get_all<std::uint8_t>("samples");
+    }
+    if (!r.in.empty()) throw std::runtime_error(r.what + ": " + std::to_string(r.in.size()) + " bytes after the moved state");
   }
 
   // Publishes a group for the head (runs in this leaf, the group's driver).
@@ -136,6 +306,7 @@ class gate_component final : public banyan::leaf {
     }
     merged_ = merge_leaves(d, members_);
     eng_ = std::make_unique<leaf_engine>(merged_.spec);
+    if (ctx_) ctx_->report_memory(eng_->state_bytes());  // what a move carries, for the partitioner
     const int io = d.io_leaf();
     io_ = std::find(members_.begin(), members_.end(), io) != members_.end();
     std::map<int, local_leaves::entry> local;
@@ -368,6 +539,7 @@ class gate_component final : public banyan::leaf {
   std::vector<lanes> in_bits_;
   std::vector<std::byte> buf_;
   std::chrono::steady_clock::time_point started_;
+  std::string unmovable_;  // set by restore(): why this leaf cannot go on here
 };
 
 // The root composite starts the simulation once the whole tree is up, so no leaf publishes before

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstring>
 #include <tuple>
 
 namespace banyan::eda {
@@ -353,6 +354,63 @@ bool leaf_engine::write_memories() {
   for (std::size_t mi = 0; mi < spec_->memories.size(); ++mi)
     changed |= write_ports(v_.data(), 0, spec_->memories[mi], spec_->memories[mi].writes, mem_[mi], addr);
   return changed;
+}
+
+namespace {
+
+template <class T>
+void append_raw(std::vector<std::byte>& out, const T* p, std::size_t n) {
+  const auto* b = reinterpret_cast<const std::byte*>(p);
+  out.insert(out.end(), b, b + n * sizeof(T));
+}
+
+template <class T>
+bool take_raw(std::span<const std::byte>& in, T* p, std::size_t n) {
+  if (in.size() < n * sizeof(T)) return false;
+  std::memcpy(p, in.data(), n * sizeof(T));
+  in = in.subspan(n * sizeof(T));
+  return true;
+}
+
+}  // namespace
+
+// Layout: the sizes (values, pending words, memories, then each memory's words) as u64, then the
+// values, the pending words and each memory's words. The sizes come first so a state of another
+// leaf is refused before anything is overwritten.
+void leaf_engine::save_state(std::vector<std::byte>& out) const {
+  std::vector<std::uint64_t> sizes{v_.size(), pending_.size(), mem_.size()};
+  for (const auto& m : mem_) sizes.push_back(m.size());
+  append_raw(out, sizes.data(), sizes.size());
+  append_raw(out, v_.data(), v_.size());
+  append_raw(out, pending_.data(), pending_.size());
+  for (const auto& m : mem_) append_raw(out, m.data(), m.size());
+}
+
+std::size_t leaf_engine::state_bytes() const {
+  std::size_t n = (3 + mem_.size()) * sizeof(std::uint64_t) + v_.size() * sizeof(lanes) +
+                  pending_.size() * sizeof(std::uint64_t);
+  for (const auto& m : mem_) n += m.size() * sizeof(lanes);
+  return n;
+}
+
+bool leaf_engine::load_state(std::span<const std::byte> in) {
+  std::vector<std::uint64_t> sizes(3 + mem_.size());
+  if (!take_raw(in, sizes.data(), sizes.size())) return false;
+  if (sizes[0] != v_.size() || sizes[1] != pending_.size() || sizes[2] != mem_.size()) return false;
+  for (std::size_t m = 0; m < mem_.size(); ++m)
+    if (sizes[3 + m] != mem_[m].size()) return false;
+  std::size_t need = v_.size() * sizeof(lanes) + pending_.size() * sizeof(std::uint64_t);
+  for (const auto& m : mem_) need += m.size() * sizeof(lanes);
+  if (in.size() != need) return false;
+  take_raw(in, v_.data(), v_.size());
+  take_raw(in, pending_.data(), pending_.size());
+  for (auto& m : mem_) take_raw(in, m.data(), m.size());
+  // The read ports' decoded addresses follow from the address values (a port's bit-0 op computes
+  // them for its other bits): decode them again rather than carry them.
+  for (std::size_t m = 0; m < mem_.size(); ++m)
+    for (std::size_t r = 0; r < read_addr_[m].size(); ++r)
+      lane_addresses(spec_->memories[m], spec_->memories[m].reads[r].addr, read_addr_[m][r]);
+  return true;
 }
 
 bool leaf_engine::clock_edge() {

@@ -12,7 +12,8 @@
 //  - its objective is no higher than that of the current mapping when that is within capacity, nor
 //    than that of any candidate within capacity (alpha = 0: no worse than the partitioner that
 //    produced the candidate);
-//  - same inputs, same plan (ties are broken by a seeded order, never by addresses or timing).
+//  - same inputs, same plan (ties are broken by a seeded order, never by addresses or timing);
+//  - with root_stays, the root's node is the current one.
 //
 // Cost: per start, one walk of every vertex's movable subtree (O(sum of their sizes x k)), then per
 // accepted move O(n x k) to pick it plus re-walks of the subtrees it changed; the number of moves is
@@ -39,6 +40,10 @@ struct migration_options {
   std::vector<mapping> candidates;
   std::uint64_t seed = 1;       // tie-breaking order between moves of equal gain
   std::size_t max_moves = 0;    // accepted moves per start; 0: 4 x components + 100
+  // The root keeps its current node: a live reconfiguration (banyan reconfigure) cannot move it.
+  // Candidates are relabelled to put the root there where node classes allow; a start that still
+  // moves it is not taken.
+  bool root_stays = true;
 };
 
 // A connected group of components that moves together: `root` and every descendant that moves

@@ -51,6 +51,16 @@ class leaf_engine {
   const lanes& slot(std::uint32_t s) const { return v_[s]; }
   const leaf& spec() const { return *spec_; }
 
+  // The engine's whole dynamic state (values, flip-flop states, memory words, what is scheduled to
+  // evaluate), appended to `out` in this build's byte order: what a leaf takes along when it moves
+  // to another process of the same build. load_state() into an engine of the same leaf (with the
+  // same triggers added) goes on exactly where this one stopped; it returns false, leaving the
+  // engine unchanged, when `in` is not such a state (sizes differ, or it is cut short).
+  void save_state(std::vector<std::byte>& out) const;
+  bool load_state(std::span<const std::byte> in);
+  // Bytes save_state() writes: the leaf's memory footprint.
+  std::size_t state_bytes() const;
+
  private:
   const leaf* spec_;
   std::vector<lanes> v_;
