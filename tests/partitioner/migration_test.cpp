@@ -226,6 +226,33 @@ TEST(Migration, NoSubtreeMoveGainsAfterThePlan) {
   }
 }
 
+// For a live reconfiguration (banyan reconfigure cannot move the root): the root stays where it
+// runs, even when the candidate puts it elsewhere, and the plan is still no worse than staying.
+TEST(Migration, RootStaysWhereItRunsWhenAsked) {
+  int relabelled_or_searched = 0;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    SCOPED_TRACE("seed=" + std::to_string(seed));
+    const problem p = generated(seed);
+    auto best = solve("bottom-up", p, {.seed = seed});
+    auto current = solve("greedy", p, {.seed = seed});
+    ASSERT_TRUE(best && current);
+    ASSERT_EQ(current->status, solve_status::feasible);
+    mapping start = current->map;
+    start[0] = best->map[0] == 0 ? 1 : 0;  // the root runs elsewhere than the candidate puts it
+    if (!testing::naive_feasible(p, start)) continue;
+    auto plan = plan_migration(p, start, {.alpha = 0, .candidates = {best->map}, .seed = seed, .root_stays = true});
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_EQ(plan->map[0], start[0]);
+    EXPECT_TRUE(testing::naive_feasible(p, plan->map));
+    EXPECT_LE(plan->cost_after, testing::naive_cost(p, start) + 1e-9);
+    relabelled_or_searched += plan->cost_after < testing::naive_cost(p, start);
+    auto free = plan_migration(p, start, {.alpha = 0, .candidates = {best->map}, .seed = seed});
+    ASSERT_TRUE(free);
+    EXPECT_LE(free->cost_after, plan->cost_after + 1e-9);  // the constraint costs, never gains
+  }
+  EXPECT_GT(relabelled_or_searched, 0);
+}
+
 TEST(Migration, SameSeedSamePlan) {
   const problem p = generated(3);
   auto start = solve("round-robin", p);

@@ -285,7 +285,9 @@ struct dashboard::impl {
     if (heuristic && (heuristic->status == bp::solve_status::optimal || heuristic->status == bp::solve_status::feasible))
       candidates.push_back(heuristic->map);
     const auto started = clock_type::now();
-    auto plan = bp::plan_migration(p, *current, {.alpha = alpha, .candidates = std::move(candidates), .seed = 1});
+    // A plan for `banyan reconfigure`, which moves everything but the root.
+    auto plan = bp::plan_migration(p, *current, {.alpha = alpha, .candidates = std::move(candidates), .seed = 1,
+                                                 .root_stays = true});
     if (!plan) return {422, {{"error", plan.error().message}}};
     json moves = json::array();
     for (const auto& mv : plan->moves)

@@ -40,7 +40,7 @@ struct options {
   std::string profile, cluster, algo = "bottom-up", out, results, dot, unit = "messages", load = "cpu";
   std::string current;        // deployment running now: plan a migration from it
   double migration_cost = 0;  // objective units per byte of state moved
-  bool move_root = false;     // with --current: the plan may move the root (a fresh launch, not a live move)
+  bool move_root = false;     // with --current: the plan may move the root (for a fresh launch; a live move cannot)
   std::chrono::milliseconds time_limit{10000};
   std::uint64_t seed = 1;
   bool json = false;

@@ -8,10 +8,12 @@ leaf is a whole subtree alone on its node). It takes a live profile window (`ban
 asks the migration-aware partitioner for a plan (`banyan partition WINDOW --current RR.yaml
 --migration-cost ALPHA --out PLAN.yaml`), moves to the plan and measures a second window:
 
-  * from a fresh `banyan launch PLAN.yaml` (--after fresh, the default): the output then says so on
-    every line that shows an "after" figure. eda_sim's gate leaves do not implement snapshot/restore
-    yet (and merge the leaves a process hosts), so a live move would lose their state;
-  * live, with `banyan reconfigure PLAN.yaml --from RR.yaml` (--after live), for when they do.
+  * live, with `banyan reconfigure PLAN.yaml --from RR.yaml` (--after live, the default) while the
+    simulation runs: each gate leaf carries its engine state, its place in the cycle and its queued
+    groups (component snapshot/restore), so the one run goes on and its outputs must still equal
+    the engine's and Icarus's. The reconfiguration's moves, pauses and state moved are reported;
+  * from a fresh `banyan launch PLAN.yaml` (--after fresh), for comparison: the output then says so
+    on every line that shows an "after" figure.
 
 For each window it prints the measured cross-node messages per simulated cycle (the node links'
 data messages) next to the model's prediction (the partitioner's cost of that deployment on that
@@ -256,14 +258,13 @@ def judge_run(name, out, checked):
 def window_figures(tools, w, profile_path, deployment, cluster, E):
     cycles = edge_messages(w) / E
     if cycles < 1:
-        # After a live move this means a moved gate leaf did not go on where it stopped: eda_sim's leaves
-        # do not implement component::snapshot/restore yet, so a new incarnation waits for a start
-        # message that never comes again.
+        # After a live move this means a moved gate leaf did not go on where it stopped.
         raise Failure(f"no whole simulated cycle in the window {profile_path} ({edge_messages(w)} edge messages): "
                       f"the run is not making progress")
     measured = link_messages(w)
     predicted = partition_cost(tools, profile_path, deployment, cluster)
     return {"profile": profile_path, "duration_s": w.get("duration_s"), "cycles": cycles,
+            "cycles_per_s": cycles / w["duration_s"] if w.get("duration_s") else None,
             "measured_messages": measured, "predicted_messages": predicted,
             "measured_per_cycle": measured / cycles if cycles else None,
             "predicted_per_cycle": predicted / cycles if cycles else None}
@@ -304,10 +305,9 @@ def main():
     ap.add_argument("--algorithm", default="bottom-up", help="partitioner algorithm(s) for the plan (default bottom-up)")
     ap.add_argument("--migration-cost", type=float, default=0.0,
                     help="alpha, cost per byte of state moved (eda_sim reports no state, so it has no effect; default 0)")
-    ap.add_argument("--after", choices=["auto", "live", "fresh"], default="fresh",
-                    help="how to reach the plan: fresh (a new launch, the default: eda_sim's gate leaves keep no "
-                         "snapshot/restore yet, so a live move loses their state), live (banyan reconfigure), "
-                         "auto: live when `banyan reconfigure` exists")
+    ap.add_argument("--after", choices=["live", "fresh"], default="live",
+                    help="how to reach the plan: live (banyan reconfigure on the running simulation, the default) "
+                         "or fresh (the before run finishes, then a new launch of the plan)")
     ap.add_argument("--lanes", type=int, default=2, help="stimulus lanes (default 2)")
     ap.add_argument("--seed", type=int, default=1, help="stimulus seed (default 1)")
     ap.add_argument("--no-check", dest="check", action="store_false", help="skip the check against Icarus Verilog")
@@ -323,7 +323,7 @@ def main():
         ap.error("--cycles, --calibrate-cycles and --window must be positive, --nodes at least 2")
 
     tools = Tools(args)
-    live = {"auto": tools.have_reconfigure, "live": True, "fresh": False}[args.after]
+    live = args.after == "live"
     if live and not tools.have_reconfigure:
         ap.error("--after live: this banyan has no `reconfigure` command")
     work = args.work or tempfile.mkdtemp(prefix="eda-reconfigure.")
@@ -409,9 +409,21 @@ def measure(tools, args, work, live, launches):
     # 5. After: live move, or a fresh launch of the plan.
     w2_path = os.path.join(work, "window-after.json")
     finals = {}
+    reconfigured = None
     if live:
         progress(f"after: banyan reconfigure {os.path.basename(plan)} --from {os.path.basename(rr)} (live move)")
-        run([tools.banyan, "reconfigure", plan, "--from", rr], "banyan reconfigure")
+        t = time.monotonic()
+        answer = json.loads(run([tools.banyan, "reconfigure", plan, "--from", rr, "--json"], "banyan reconfigure"))
+        pauses = sorted(m["pause_ms"] for m in answer["moves"])
+        reconfigured = {"seconds": time.monotonic() - t, "moves": len(answer["moves"]),
+                        "gathering_moves": sum(1 for m in answer["moves"] if "gathers_for" in m),
+                        "components_moved": sum(m["components"] for m in answer["moves"]),
+                        "state_bytes": sum(m["state_bytes"] for m in answer["moves"]),
+                        "pause_ms_median": pauses[len(pauses) // 2] if pauses else 0,
+                        "pause_ms_max": pauses[-1] if pauses else 0, "pause_ms_total": sum(pauses)}
+        progress(f"after: {reconfigured['moves']} moves ({reconfigured['gathering_moves']} gathering parts of split "
+                 f"subtrees) in {reconfigured['seconds']:.1f} s, {reconfigured['state_bytes']} bytes of state; pause "
+                 f"median {reconfigured['pause_ms_median']:.0f} ms, max {reconfigured['pause_ms_max']:.0f} ms")
         before.ask([], "skip")  # closes the window that spans the move
         w2 = before.window(args.window, w2_path)
         fig_after = window_figures(tools, w2, w2_path, plan, cluster, E)
@@ -454,7 +466,8 @@ def measure(tools, args, work, live, launches):
     return {"design": args.top, "nodes": args.nodes, "capacity": args.capacity, "routing": "hier", "grain": "leaf",
             "edge_messages_per_cycle": E, "components": len(p0["components"]),
             "after_is": "live move (banyan reconfigure)" if live else "fresh launch of the plan (not a live move)",
-            "before": fig_before, "plan": planned, "after": fig_after, "finals": finals, "runs": judged,
+            "before": fig_before, "plan": planned, "after": fig_after, "reconfigure": reconfigured, "finals": finals,
+            "runs": judged,
             "checks": checks, "passed": passed}
 
 
@@ -474,7 +487,14 @@ def summarize(r, args):
         f"planned: the plan's cost on the before window; model: the deployment's cut edges, per cycle, from the "
         f"calibration run, exact for every cycle)",
         f"  after: {r['after_is']}; plan moved {pl['moves']} subtrees ({pl['moved_components']} components)",
+        f"  simulated cycles per second in the windows: before {b['cycles_per_s']:.1f}, after {a['cycles_per_s']:.1f}",
     ]
+    if r["reconfigure"]:
+        g = r["reconfigure"]
+        lines.append(f"  banyan reconfigure: {g['moves']} moves ({g['gathering_moves']} of them gather the parts of a "
+                     f"subtree split across nodes first), {g['components_moved']} components and {g['state_bytes']} "
+                     f"bytes of state moved in {g['seconds']:.1f} s; pause per move median {g['pause_ms_median']:.0f} ms, "
+                     f"max {g['pause_ms_max']:.0f} ms, total {g['pause_ms_total'] / 1000:.1f} s")
     for name, f in r["finals"].items():
         lines.append(f"  {name}, whole run ({f['cycles']} cycles): measured {f['measured_messages']} vs predicted "
                      f"{f['predicted_messages']:.0f} messages: {'exact' if f['exact'] else 'DIFFERENT'}; "

@@ -10,8 +10,8 @@
 // Guarantees, checked by tests:
 //  - the returned mapping is within capacity (evaluate's rule);
 //  - its objective is no higher than that of the current mapping when that is within capacity, nor
-//    than that of any candidate within capacity (alpha = 0: no worse than the partitioner that
-//    produced the candidate);
+//    (without root_stays) than that of any candidate within capacity (alpha = 0: no worse than the
+//    partitioner that produced the candidate);
 //  - same inputs, same plan (ties are broken by a seeded order, never by addresses or timing);
 //  - with root_stays, the root's node is the current one.
 //
@@ -42,8 +42,8 @@ struct migration_options {
   std::size_t max_moves = 0;    // accepted moves per start; 0: 4 x components + 100
   // The root keeps its current node: a live reconfiguration (banyan reconfigure) cannot move it.
   // Candidates are relabelled to put the root there where node classes allow; a start that still
-  // moves it is not taken.
-  bool root_stays = true;
+  // moves it is not taken (so "no worse than the candidate" below may not hold).
+  bool root_stays = false;
 };
 
 // A connected group of components that moves together: `root` and every descendant that moves
