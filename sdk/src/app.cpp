@@ -110,6 +110,10 @@ class live_profile {
   live_profile() {
     if (const char* prefix = std::getenv("BANYAN_LIVE_PROFILE"); prefix && *prefix) prefix_ = prefix;
   }
+  // How often the run loop looks for requests: under `banyan launch` often enough that a move
+  // (one request per subtree, and a reconfiguration may ask for hundreds) barely waits; an unlink
+  // that finds nothing is all a look costs.
+  std::chrono::milliseconds tick() const { return prefix_.empty() ? std::chrono::milliseconds(200) : std::chrono::milliseconds(20); }
   void serve(detail::run_state& state, const run_options& options, std::chrono::steady_clock::time_point started,
              const detail::node_runtime* node) {
     if (prefix_.empty() || ::unlink((prefix_ + ".req").c_str()) != 0) return;
@@ -253,7 +257,7 @@ run_result run(app& application, const run_options& options) {
     if (options.max_runtime.count() > 0) deadline = started + options.max_runtime;
     live_profile live;
     while (true) {
-      auto w = done.wait(deadline, std::chrono::milliseconds(200));
+      auto w = done.wait(deadline, live.tick());
       live.serve(*state, options, started, node.get());
       live.serve_moves(node.get());
       if (w == detail::completion::wake::idle) continue;

@@ -59,6 +59,7 @@ struct running_launch {
     return true;
   }
   void drain() {
+    (void)p->read(std::chrono::milliseconds(0));  // what the pipe holds now, so the launch never waits on it
     for (auto& l : p->take_lines()) log += l + "\n";
   }
 };
@@ -191,7 +192,13 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(l.log, m, started)) << l.log;
   ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
-  auto st = r->wait(120s);
+  // The launch's output is read meanwhile: a full pipe would stop it (and its answer) mid-line.
+  const auto answer_until = std::chrono::steady_clock::now() + 120s;
+  while (!r->status() && std::chrono::steady_clock::now() < answer_until) {
+    process::wait_any(both, 50ms);
+    l.drain();
+  }
+  auto st = r->wait(10s);  // its last output
   l.drain();
   ASSERT_TRUE(st) << r->output() << "\n" << l.log;
   EXPECT_EQ(st->code, 1) << r->output();

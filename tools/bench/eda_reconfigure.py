@@ -212,6 +212,8 @@ class Launch:
 
     def window(self, seconds, path):
         s, err = self.ask(["--window", f"{seconds}s", "-o", path], "window")
+        if s is None and self.proc.poll() is not None:
+            raise Failure(f"{self.name}: the launch ended (exit {self.proc.returncode}) during the window; raise --cycles")
         if s is None:
             raise Failure(f"{self.name}: banyan profile --window failed: {err}\n{self.tail()}")
         if self.proc.poll() is not None:
