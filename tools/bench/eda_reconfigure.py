@@ -310,6 +310,10 @@ def main():
     ap.add_argument("--after", choices=["live", "fresh"], default="live",
                     help="how to reach the plan: live (banyan reconfigure on the running simulation, the default) "
                          "or fresh (the before run finishes, then a new launch of the plan)")
+    ap.add_argument("--tolerance", type=float,
+                    help="how far a window's measured figure may be from its prediction, as a fraction (default "
+                         "0.05 + 0.2 s / --window: the nodes are read a few ms apart, much more on an overloaded "
+                         "machine, where the ctest passes a wider one)")
     ap.add_argument("--lanes", type=int, default=2, help="stimulus lanes (default 2)")
     ap.add_argument("--seed", type=int, default=1, help="stimulus seed (default 1)")
     ap.add_argument("--no-check", dest="check", action="store_false", help="skip the check against Icarus Verilog")
@@ -414,8 +418,11 @@ def measure(tools, args, work, live, launches):
     reconfigured = None
     if live:
         progress(f"after: banyan reconfigure {os.path.basename(plan)} --from {os.path.basename(rr)} (live move)")
+        s0, _ = before.ask([], "during")
         t = time.monotonic()
         answer = json.loads(run([tools.banyan, "reconfigure", plan, "--from", rr, "--json"], "banyan reconfigure"))
+        s1, _ = before.ask([], "during")  # also closes the window that spans the move
+        t1 = time.monotonic()
         pauses = sorted(m["pause_ms"] for m in answer["moves"])
         reconfigured = {"seconds": time.monotonic() - t, "moves": len(answer["moves"]),
                         "gathering_moves": sum(1 for m in answer["moves"] if "gathers_for" in m),
@@ -423,10 +430,11 @@ def measure(tools, args, work, live, launches):
                         "state_bytes": sum(m["state_bytes"] for m in answer["moves"]),
                         "pause_ms_median": pauses[len(pauses) // 2] if pauses else 0,
                         "pause_ms_max": pauses[-1] if pauses else 0, "pause_ms_total": sum(pauses)}
+        if s0 and s1:  # the throughput dip: simulated cycles per second while it reconfigures
+            reconfigured["cycles_per_s_during"] = (s1["total_edge_messages"] - s0["total_edge_messages"]) / E / (t1 - t)
         progress(f"after: {reconfigured['moves']} moves ({reconfigured['gathering_moves']} gathering parts of split "
                  f"subtrees) in {reconfigured['seconds']:.1f} s, {reconfigured['state_bytes']} bytes of state; pause "
                  f"median {reconfigured['pause_ms_median']:.0f} ms, max {reconfigured['pause_ms_max']:.0f} ms")
-        before.ask([], "skip")  # closes the window that spans the move
         w2 = before.window(args.window, w2_path)
         fig_after = window_figures(tools, w2, w2_path, plan, cluster, E)
         judged = {"before+after (one live run)": judge_run("live run", before.finish(args.run_limit), args.check)}
@@ -460,7 +468,8 @@ def measure(tools, args, work, live, launches):
         "finals_measured_equal_predicted_exactly": all(f["exact"] for f in finals.values()) if finals else None,
         "windows_measured_within_read_spread_of_predicted": all(
             abs(f["measured_per_cycle"] - f["predicted_per_cycle"]) <=
-            (0.05 + 0.2 / args.window) * max(1.0, f["predicted_per_cycle"])
+            (args.tolerance if args.tolerance is not None else 0.05 + 0.2 / args.window) *
+            max(1.0, f["predicted_per_cycle"])
             for f in (fig_before, fig_after)),
         "simulation_correct": True,  # judge_run raised otherwise
     }
@@ -489,7 +498,9 @@ def summarize(r, args):
         f"planned: the plan's cost on the before window; model: the deployment's cut edges, per cycle, from the "
         f"calibration run, exact for every cycle)",
         f"  after: {r['after_is']}; plan moved {pl['moves']} subtrees ({pl['moved_components']} components)",
-        f"  simulated cycles per second in the windows: before {b['cycles_per_s']:.1f}, after {a['cycles_per_s']:.1f}",
+        f"  simulated cycles per second in the windows: before {b['cycles_per_s']:.1f}, after {a['cycles_per_s']:.1f}"
+        + (f", during the reconfiguration {r['reconfigure']['cycles_per_s_during']:.1f}"
+           if r["reconfigure"] and "cycles_per_s_during" in r["reconfigure"] else ""),
     ]
     if r["reconfigure"]:
         g = r["reconfigure"]
