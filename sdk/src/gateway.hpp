@@ -123,6 +123,7 @@ class gateway_actor final : public caf::event_based_actor {
     std::size_t components = 0;
     bool handed = false, moved_out = false;
     std::string shipped;  // the encoded states, until the destination has them running
+    std::vector<std::pair<std::string, runtime::envelope>> handed_held;  // the held data that followed them
     std::uint64_t generation = 0;
     std::string aborted;  // why the subtree stayed (the move's error)
     // The destination's part:

@@ -217,6 +217,7 @@ void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states)
                                payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), e.receipt,
                                runtime::never_block);
     if (!sent) unforwarded(*who, move_->to, sent.error().message);
+    move_->handed_held.push_back(std::move(held));  // kept until the move is over: a revert delivers it here
     return true;
   });
   send_move(move_->to, static_cast<std::uint16_t>(move_step::handed));
@@ -230,10 +231,15 @@ void gateway_actor::revert() {
   log::error(node_->self_name(), "move: node `" + name + "` was lost after the hand-over; starting `" + path +
                                      "` here again from the states it was handed");
   move_->aborted = "node `" + name + "` was lost during the move; `" + path + "` runs on `" + node_->self_name() +
-                   "` again (what was handed to `" + name + "` went with it)";
+                   "` again, from the states it had when it moved out";
   move_->to = state_->where().self();
   move_->handed_marker = true;
   move_->acked_from.assign(move_->acked_from.size(), false);
+  // The data held for the subtree went to the lost node with the states; the subtree starts again
+  // here from those states, so that data is delivered here at the thaw, ahead of anything newer.
+  early_data_.insert(early_data_.begin(), std::make_move_iterator(move_->handed_held.begin()),
+                     std::make_move_iterator(move_->handed_held.end()));
+  move_->handed_held.clear();
   take_over(move_->root, move_->to, move_->generation, move_->shipped);
   // announce_moved runs when it has started here (arrived_atom), then the acks, then the thaw.
 }

@@ -10,7 +10,9 @@
 // every deployment and any number of moves) and says `done`. /mv ends the run when all three are
 // done. r requests `count` from s/srv, one request at a time; srv answers how many it has served,
 // so r sees 1, 2, 3, ... exactly when every request was answered once and srv's count moved with it;
-// r prints `REQUESTS answered <n> failed <n> out-of-order <n>` when it stops.
+// r prints `REQUESTS answered <n> failed <n> out-of-order <n>` when it stops. A subscriber prints
+// `RESTORED <path> <count>` when it starts from a moved state and `STOPPED <path> <count> <faults>`
+// when it stops (also when the run is stopped before it has everything).
 // Every component that moves keeps its state in snapshot/restore; a publisher's restore re-arms its
 // loop (posted work does not move, as it does not survive a restart).
 #include <banyan/sdk/sdk.hpp>
@@ -56,7 +58,8 @@ class publisher : public banyan::leaf {
   void step(banyan::context& ctx) {
     for (int i = 0; i < 64 && k_ < c_.messages; ++i) {
       ++k_;
-      if (auto r = ctx.publish(topic_, bytes_of(pub_message{id_, k_})); !r) ctx.log(r.error().what());
+      // A lost node fails every later publish to it: the first few say so.
+      if (auto r = ctx.publish(topic_, bytes_of(pub_message{id_, k_})); !r && ++failed_ <= 3) ctx.log(r.error().what());
     }
     if (k_ < c_.messages) ctx.post([this, &ctx] { step(ctx); });
     else ctx.log("published all " + std::to_string(k_));
@@ -69,6 +72,7 @@ class publisher : public banyan::leaf {
   std::uint32_t id_;
   std::string topic_;
   std::uint64_t k_ = 0;
+  std::uint64_t failed_ = 0;
 };
 
 class subscriber : public banyan::leaf {
@@ -119,7 +123,7 @@ class subscriber : public banyan::leaf {
     }
     return banyan::payload::copy_of(out);
   }
-  void restore(banyan::context&, const banyan::payload& state) override {
+  void restore(banyan::context& ctx, const banyan::payload& state) override {
     const char* b = reinterpret_cast<const char*>(state.bytes().data());
     std::size_t at = 0, n = state.size();
     auto get = [&](auto& v) {
@@ -137,6 +141,18 @@ class subscriber : public banyan::leaf {
     std::uint32_t id;
     per_publisher p;
     while (get(id) && get(p)) state_.per[id] = p;
+    std::uint64_t count = 0;
+    for (const auto& [i, q] : state_.per) count += q.count;
+    std::printf("RESTORED %s %llu\n", ctx.path().c_str(), static_cast<unsigned long long>(count));
+    std::fflush(stdout);
+  }
+  // Where it got to, however the run ends (a test that stops the run reads it).
+  void on_stop(banyan::context& ctx) override {
+    std::uint64_t count = 0;
+    for (const auto& [i, q] : state_.per) count += q.count;
+    std::printf("STOPPED %s %llu %llu\n", ctx.path().c_str(), static_cast<unsigned long long>(count),
+                static_cast<unsigned long long>(state_.faults));
+    std::fflush(stdout);
   }
 
  private:
