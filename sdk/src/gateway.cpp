@@ -56,6 +56,7 @@ caf::behavior gateway_actor::make_behavior() {
         }
       },
       [this](peerlost_atom, node_id n) { on_peer_lost(n); },
+      [this](movelimit_atom, std::uint64_t epoch) { on_move_limit(epoch); },
   };
 }
 

@@ -45,6 +45,7 @@ using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shar
 using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
 using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer file: move a local subtree there
 using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;  // node index: a peer is gone
+using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
 
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
 // argument tuple, which UBSan reports.
@@ -106,6 +107,8 @@ class gateway_actor final : public caf::event_based_actor {
   void thaw_here();
   void end_move(std::string error);
   void on_peer_lost(node_id n);
+  void on_move_limit(std::uint64_t epoch);
+  std::chrono::milliseconds pause_limit() const;
   void send_move(node_id to, std::uint16_t step, std::string target = {}, std::string text = {},
                  std::uint64_t generation = 0, std::string payload = {});
   struct move_run {

@@ -26,6 +26,7 @@
 #include "node.hpp"
 #include "run_state.hpp"
 
+#include "banyan/base/duration.hpp"
 #include "banyan/base/log.hpp"
 
 #include <algorithm>
@@ -109,7 +110,44 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
   move_->began = std::chrono::steady_clock::now();
   log::info(node_->self_name(), "moving `" + path + "` to node `" + to_name + "`: freezing the deployment");
   for (node_id n = 0; n < names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
   freeze(move_->epoch, self);
+}
+
+// How long the coordinator waits for the deployment to pause (every node frozen and quiet) before
+// it gives the move up: BANYAN_MOVE_PAUSE_LIMIT (a duration), 10 s by default.
+std::chrono::milliseconds gateway_actor::pause_limit() const {
+  static const std::chrono::milliseconds limit = [] {
+    const char* text = std::getenv("BANYAN_MOVE_PAUSE_LIMIT");
+    if (!text || !*text) return std::chrono::milliseconds(10000);
+    auto d = parse_duration(text);
+    if (d && d->count() > 0) return *d;
+    log::warning("banyan", std::string("BANYAN_MOVE_PAUSE_LIMIT=") + text + " is not a positive duration; using 10s");
+    return std::chrono::milliseconds(10000);
+  }();
+  return limit;
+}
+
+// The pause limit passed. Before the move-out nothing has moved: every node thaws and the move ends
+// as an error naming who had not paused (a node whose actor is still in a long handler, say). Once
+// the subtree is moving out it is past turning back, and the move goes on.
+void gateway_actor::on_move_limit(std::uint64_t epoch) {
+  if (!move_ || move_->epoch != epoch || move_->coordinator != state_->where().self() || move_->moved_out) return;
+  // Who holds the pause: a node whose `frozen` has not come (its barrier waits on a busy actor),
+  // else one that has not said it is quiet.
+  const node_id self = state_->where().self();
+  auto names_where = [&](auto holds) {
+    std::string out;
+    for (node_id n = 0; n < move_->frozen_from.size(); ++n)
+      if ((n == self || node_->node_ready(n)) && holds(n)) out += (out.empty() ? "`" : ", `") + node_->name_of(n) + "`";
+    return out;
+  };
+  std::string waiting = names_where([&](node_id n) { return n == self ? !move_->barrier_done : !move_->frozen_from[n]; });
+  waiting = waiting.empty() ? "not yet quiet: " + names_where([&](node_id n) { return !move_->quiet_from[n]; })
+                            : "not yet frozen: " + waiting;
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::thaw));
+  end_move("the deployment did not pause within " + format_duration(pause_limit()) + " (" + waiting +
+           "; an actor busy in a long handler holds its node's pause); nothing moved, every node goes on");
 }
 
 void gateway_actor::freeze(std::uint64_t epoch, node_id coordinator) {

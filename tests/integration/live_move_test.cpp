@@ -65,10 +65,12 @@ struct running_launch {
 };
 
 running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {},
-                      std::string heartbeat_timeout = "1s") {
+                      std::string heartbeat_timeout = "1s", std::vector<std::string> app_args = {}) {
   running_launch l;
-  auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--run-for", "300s", "--", MOVE_APP, "--messages",
-                           std::to_string(messages), "--heartbeat-timeout", heartbeat_timeout},
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "300s", "--", MOVE_APP, "--messages",
+                                std::to_string(messages), "--heartbeat-timeout", heartbeat_timeout};
+  argv.insert(argv.end(), app_args.begin(), app_args.end());
+  auto p = process::spawn(argv,
                           [&] {
                             spawn_options how{.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true};
                             how.env = std::move(env);
@@ -224,6 +226,43 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   EXPECT_GT(std::stoull(m[1]), at_revert) << "s/sub got nothing after the revert:\n" << l.log;
   EXPECT_EQ(std::stoull(m[2]), 0u) << "faults (lost, repeated or out of order):\n" << l.log;
   EXPECT_EQ(l.log.find("[/mv/s/sub] fault:"), std::string::npos) << l.log;
+}
+
+// A node whose actor is busy in a long handler cannot pause: past the pause limit the coordinator
+// gives the move up, every node goes on, nothing moved, and a move asked again later succeeds.
+TEST(LiveMove, AMoveThatCannotPauseInTimeIsGivenUpAndTheRunGoesOn) {
+  scratch_dir dir;
+  const std::vector<std::pair<std::string, std::string>> common = {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}};
+  auto with = [&](std::string s) {
+    auto a = common;
+    a.emplace_back("/mv/s", s);
+    return a;
+  };
+  const fs::path d1 = deployment(dir.path, "d1.yaml", with("n1"));
+  const fs::path d2 = deployment(dir.path, "d2.yaml", with("n2"));
+  // p0 (on n0) computes 8 s in its first handler; the pause limit is 1 s.
+  auto l = launch(d1, 200000, {{"BANYAN_MOVE_PAUSE_LIMIT", "1s"}}, "4s", {"--busy-ms", "8000"});
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(l.read_until("BUSY for 8000 ms", 120s)) << l.log;
+  auto r = run_argv({BANYAN_CLI, "reconfigure", d2.string(), "--from", d1.string(), "--json"}, 120s);
+  l.drain();
+  EXPECT_EQ(r.exit_code, 1) << r.output << "\n" << l.log;
+  const auto json_at = r.output.find('{');
+  ASSERT_NE(json_at, std::string::npos) << r.output;
+  auto answer = nlohmann::json::parse(r.output.substr(json_at, r.output.rfind('}') + 1 - json_at), nullptr, false);
+  ASSERT_TRUE(answer.is_object()) << r.output;
+  EXPECT_NE(answer.value("error", "").find("the deployment did not pause within 1s (not yet frozen: `n0`"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(l.log.find("busy done"), std::string::npos) << "the move was given up only after p0 finished:\n" << l.log;
+  // Once p0 is done, the same move goes through, and the run ends with everything delivered once.
+  ASSERT_TRUE(l.read_until("busy done", 60s)) << l.log;
+  auto again = run_argv({BANYAN_CLI, "reconfigure", d2.string(), "--from", d1.string(), "--json"}, 120s);
+  l.drain();
+  EXPECT_EQ(again.exit_code, 0) << again.output << "\n" << l.log;
+  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
 }
 
 }  // namespace

@@ -17,16 +17,19 @@
 // loop (posted work does not move, as it does not survive a restart).
 #include <banyan/sdk/sdk.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 
 namespace {
 
 struct config {
   std::uint64_t messages = 20000;
   std::uint64_t ballast = 0;  // bytes each subscriber adds to its state (a move's figure: pause vs state size)
+  std::uint64_t busy_ms = 0;  // p0's first handler computes this long (a move's pause waits on it)
 };
 
 struct pub_message {
@@ -56,6 +59,12 @@ class publisher : public banyan::leaf {
     });
   }
   void step(banyan::context& ctx) {
+    if (k_ == 0 && id_ == 0 && c_.busy_ms > 0) {  // a long computation, as far as the SDK can tell
+      std::printf("BUSY for %llu ms\n", static_cast<unsigned long long>(c_.busy_ms));
+      std::fflush(stdout);
+      std::this_thread::sleep_for(std::chrono::milliseconds(c_.busy_ms));
+      ctx.log("busy done");
+    }
     for (int i = 0; i < 64 && k_ < c_.messages; ++i) {
       ++k_;
       // A lost node fails every later publish to it: the first few say so.
@@ -237,6 +246,7 @@ int main(int argc, char** argv) {
   banyan::app app{"mv", {}, std::in_place_type<root>};
   app.options().add("--messages", c.messages, "Messages per publisher").positive();
   app.options().add("--ballast", c.ballast, "Bytes each subscriber adds to its state (moved with it)");
+  app.options().add("--busy-ms", c.busy_ms, "p0's first handler computes this long before it publishes");
   for (std::uint32_t i = 0; i < 3; ++i)
     app.root().add_leaf<publisher>("p" + std::to_string(i), c, i, "data/p" + std::to_string(i));
   auto& s = app.root().add_composite("s");
