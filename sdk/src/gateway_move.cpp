@@ -344,6 +344,7 @@ void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
     if (step != move_step::frozen) return log_dropped(peer, "move step " + std::to_string(e.code) + " of no move in progress");
     move_.emplace();  // a peer froze before the coordinator's freeze reached us
     move_->epoch = e.id;
+    move_->coordinator = static_cast<node_id>(e.id >> 48);  // (start_move's epoch): its loss ends this
     for (auto* v : {&move_->frozen_from, &move_->quiet_from, &move_->acked_from}) v->resize(node_->deployment().names.size(), false);
   }
   if (e.id != move_->epoch) return log_dropped(peer, "move step of another move (epoch " + std::to_string(e.id) + ")");
