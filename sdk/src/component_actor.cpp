@@ -5,6 +5,9 @@
 #include "banyan/base/log.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
 
 namespace banyan::detail {
 
@@ -128,8 +131,11 @@ caf::behavior component_actor::make_behavior() {
   // A child we stopped unlinks from us when it handles our exit message, so its end comes as a
   // down message (children are monitored too); whichever of the two comes first counts.
   set_down_handler([this](caf::down_msg& msg) { on_child_gone(msg.source, msg.reason); });
-  // The supervisor registered us in the directory when it spawned us (before any later sibling
-  // starts); unregister when this incarnation ends, unless a new one replaced it already.
+  // In the directory before on_start runs: what is published to us once we subscribed must reach
+  // us, and a component with its own thread runs on_start before its supervisor (which registers
+  // us too, after the spawn) may have got that far. Unregistered when this incarnation ends,
+  // unless a new one replaced it already.
+  state_->set_actor(vertex_, caf::actor_cast<caf::actor>(this));
   attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this), moved = moved_](const caf::error& reason) {
     if (state->actors().get(v).address() == self) state->set_actor(v, caf::actor{});
     if (moved->load()) return;  // it moved to another node: not an end (its monitors go on there)
@@ -487,6 +493,9 @@ bool component_actor::spawn_child(std::size_t i) {
   }
   // A dynamic child's subtree is not started by other nodes on their own: it asks for its remote children.
   auto a = spawn_component(*this, state_, c.vertex, address(), initial_ && !state_->under_dynamic(c.vertex));
+  // Tests of a child that runs before its supervisor gets here (its own thread): this long first.
+  if (const char* delay = std::getenv("BANYAN_TEST_DELAY_REGISTRATION_MS"); delay && *delay)
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
   state_->set_actor(c.vertex, a);
   link_to(a);
   monitor(a);

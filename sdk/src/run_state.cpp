@@ -51,6 +51,8 @@ run_state::run_state(const app& application, const run_options& options)
 }
 
 void run_state::set_actor(vertex_id v, caf::actor a) {
+  std::lock_guard lock(set_actor_mutex_);
+  if (a && actors_.get(v) == a) return;
   actors_.set(v, std::move(a));
   flow_.reset(v);  // what was queued for the old incarnation is gone with it
 }

@@ -39,6 +39,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace banyan::detail {
@@ -76,7 +77,9 @@ class run_state : public std::enable_shared_from_this<run_state> {
   move_arrivals& arrivals() { return arrivals_; }
   node_runtime* node() const { return node_; }
 
-  // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh.
+  // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh; `a`
+  // registered already is no change (a component registers itself before its on_start runs, and
+  // its supervisor registers it after the spawn, in either order).
   void set_actor(vertex_id v, caf::actor a);
 
   // Drops every subscription the components of v's subtree on this node made (here and, through
@@ -106,6 +109,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   routing_table routing_;
   load_meter loads_;
   directory actors_;
+  std::mutex set_actor_mutex_;  // set_actor's check and change are one step
   local_flow flow_;
   locality where_;
   route_front front_{routing_, actors_, where_};

@@ -455,5 +455,50 @@ TEST(PubSub, AComponentOnItsOwnThreadMayBlockWithoutStallingTheOthers) {
   EXPECT_EQ(s->started_on, s->handled_on);
 }
 
+// A component on its own thread runs on_start as soon as it is spawned, maybe before its
+// supervisor has registered it: what is published to it once it has subscribed must still reach
+// it. The test hook holds the supervisor between the spawn and its registration for 300 ms, while
+// the sibling answers the child's `ready` with `go`.
+struct early_state {
+  std::atomic<bool> got_go{false};
+};
+
+class early_child : public leaf {
+ public:
+  explicit early_child(std::shared_ptr<early_state> s) : s_(std::move(s)) {}
+  void on_start(context& ctx) override {
+    (void)ctx.subscribe("go", [this, &ctx](const delivery&) {
+      s_->got_go = true;
+      ctx.quit(0);
+    });
+    (void)ctx.publish("ready", std::string_view{}, scope::root());
+  }
+
+ private:
+  std::shared_ptr<early_state> s_;
+};
+
+class answering_sibling : public leaf {
+ public:
+  void on_start(context& ctx) override {
+    (void)ctx.subscribe("ready", [&ctx](const delivery&) { (void)ctx.publish("go", std::string_view{}, scope::root()); });
+  }
+};
+
+TEST(PubSub, APublishToAComponentThatStartedBeforeItsSupervisorRegisteredItArrives) {
+  auto s = std::make_shared<early_state>();
+  app a{"app"};
+  a.root().add_leaf<answering_sibling>("sibling");
+  a.root().add_composite("group").add_leaf<early_child>("early", s).own_thread();
+  auto o = test_options();
+  o.threads = 2;
+  o.max_runtime = std::chrono::seconds(20);  // without the go, the run ends here with a failure
+  ::setenv("BANYAN_TEST_DELAY_REGISTRATION_MS", "300", 1);
+  auto r = run(a, o);
+  ::unsetenv("BANYAN_TEST_DELAY_REGISTRATION_MS");
+  EXPECT_TRUE(s->got_go) << "the go published to /app/group/early before its registration was lost";
+  EXPECT_EQ(r.exit_code, 0) << r.error;
+}
+
 }  // namespace
 }  // namespace banyan

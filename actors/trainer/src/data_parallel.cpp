@@ -101,7 +101,11 @@ void gradient_server::received(context& ctx, const delivery& d) {
 // --- a node trainer's side ------------------------------------------------------------------------
 
 node_exchange::node_exchange(context& ctx, std::uint32_t rank, std::chrono::milliseconds timeout)
-    : ctx_(ctx), post_(ctx.cross_thread_poster()), rank_(rank), timeout_(timeout) {
+    : ctx_(ctx),
+      post_(ctx.cross_thread_poster()),
+      server_(ctx.tree().path(ctx.tree().parent(ctx.id()))),
+      rank_(rank),
+      timeout_(timeout) {
   auto ok = ctx.subscribe(gradient_down_topic, [this](const delivery& d) { received(d); });
   if (!ok) throw std::runtime_error(ok.error().what());
 }
@@ -113,7 +117,9 @@ cpu::cluster_exchange node_exchange::function() {
 void node_exchange::exchange(float* g, std::size_t n, int workers, std::int64_t step, float& loss) {
   {
     std::lock_guard lock(m_);
-    if (cancelled_) return;
+    // After a failure (a timeout) the server may still be collecting an earlier step: this node
+    // sends nothing more, and the trainer reports the failure when the run ends.
+    if (cancelled_ || failure_) return;
     want_ = g;
     want_loss_ = &loss;
     want_n_ = n;
@@ -130,9 +136,8 @@ void node_exchange::exchange(float* g, std::size_t n, int workers, std::int64_t 
   if (!posted) {
     failure_ = failure_.value_or(error{cpu::errc::worker, "step " + std::to_string(step) + ": the node trainer has ended"});
   } else if (!cv_.wait_for(lock, timeout_, [&] { return done_ || cancelled_ || failure_; })) {
-    failure_ = error{cpu::errc::worker, "step " + std::to_string(step) + ": no cluster mean gradient from `" +
-                                            ctx_.tree().path(ctx_.tree().parent(ctx_.id())) + "` within " +
-                                            std::to_string(timeout_.count()) + " ms"};
+    failure_ = error{cpu::errc::worker, "step " + std::to_string(step) + ": no cluster mean gradient from `" + server_ +
+                                            "` within " + std::to_string(timeout_.count()) + " ms"};
   }
   want_ = nullptr;
   want_loss_ = nullptr;

@@ -19,6 +19,14 @@
 
 namespace banyan::trainer {
 
+gpt_trainer::~gpt_trainer() {
+  // This incarnation may end mid-run (an ancestor failed): its workers' threads go on in the group
+  // until their run returns, and the group, the model and the exchange they use must outlive that.
+  // The driver's end waits for them; a worker blocked in the exchange would wait for a server that
+  // may be gone, so the exchange lets it go first.
+  if (exchange_) exchange_->cancel();
+}
+
 void gpt_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
   if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());

@@ -37,15 +37,39 @@ void worker_hub::open(cpu::worker_group* group, std::string trainer_path) {
   trainer_path_ = std::move(trainer_path);
 }
 
-void worker_hub::close() {
-  std::lock_guard lock(m_);
-  group_ = nullptr;
+void worker_hub::close(cpu::worker_group* group) {
+  std::unique_lock lock(m_);
+  if (group_ == group) group_ = nullptr;  // else the trainer's next incarnation opened its own already
+  idle_.wait(lock, [&] { return in_use_.count(group) == 0; });
 }
 
 cpu::worker_group* worker_hub::group(std::string* trainer_path) const {
   std::lock_guard lock(m_);
   if (trainer_path) *trainer_path = trainer_path_;
   return group_;
+}
+
+bool worker_hub::use(cpu::worker_group* group, const std::function<void(cpu::worker_group&)>& f) {
+  {
+    std::lock_guard lock(m_);
+    if (!group || group_ != group) return false;
+    in_use_.insert(group);
+  }
+  auto leave = [&] {
+    {
+      std::lock_guard lock(m_);
+      in_use_.erase(in_use_.find(group));
+    }
+    idle_.notify_all();
+  };
+  try {
+    f(*group);
+  } catch (...) {
+    leave();
+    throw;
+  }
+  leave();
+  return true;
 }
 
 // --- worker leaf ---------------------------------------------------------------------------------
@@ -62,13 +86,16 @@ void worker_leaf::on_start(context& ctx) {
   }
   // Subscribed before saying ready, so no run of steps can be missed.
   auto ok = ctx.subscribe(work_steps_topic, [this, group, trainer, &ctx](const delivery&) {
-    group->work(worker_);  // blocks this leaf's own thread, and only it, for the run's steps
+    // Blocks this leaf's own thread, and only it, for the run's steps; nothing once the trainer's
+    // incarnation that sent them has ended (its group is going).
+    if (!hub_->use(group, [this](cpu::worker_group& g) { g.work(worker_); })) return;
     auto sent = ctx.publish(work_done_topic, std::to_string(worker_), scope::at(trainer));
     if (!sent) throw std::runtime_error(sent.error().what());
   });
   if (!ok) throw std::runtime_error(ok.error().what());
   // On this leaf's own thread (spec::own_thread): bind it, build the replica here.
-  auto attached = group->attach(worker_);
+  result<void> attached;
+  if (!hub_->use(group, [&](cpu::worker_group& g) { attached = g.attach(worker_); })) return;  // its trainer has ended
   auto sent = ctx.publish(work_ready_topic,
                           std::to_string(worker_) + (attached ? "" : "\n" + std::string(attached.error().what())),
                           scope::at(trainer));
@@ -98,7 +125,7 @@ worker_driver::worker_driver(context& ctx, std::shared_ptr<worker_hub> hub, cpu:
   hub_->open(&group, ctx.path());
 }
 
-worker_driver::~worker_driver() { hub_->close(); }
+worker_driver::~worker_driver() { hub_->close(&group_); }
 
 void worker_driver::ready(const delivery& d) {
   auto note = parse_note(text_of(d));

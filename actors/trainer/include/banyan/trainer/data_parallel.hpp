@@ -74,7 +74,8 @@ class node_exchange {
   cpu::cluster_exchange function();
   // Unblocks a waiting exchange for good (the component is ending); it returns with the node's mean.
   void cancel();
-  // The first failed exchange (timeout, a malformed reply, the component gone), if any.
+  // The first failed exchange (timeout, a malformed reply, the component gone), if any. Every
+  // exchange after it returns at once with the node's mean, sending nothing.
   std::optional<error> failure() const;
 
  private:
@@ -82,8 +83,9 @@ class node_exchange {
   void received(const delivery& d);
   void fail(error e);
 
-  context& ctx_;
+  context& ctx_;  // on the component's thread only (the posted function); the worker thread posts
   context::poster post_;
+  std::string server_;  // the parent's path, for errors
   std::uint32_t rank_;
   std::chrono::milliseconds timeout_;
   mutable std::mutex m_;

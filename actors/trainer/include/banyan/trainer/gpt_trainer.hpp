@@ -83,6 +83,8 @@ class gpt_trainer : public composite {
   // `workers`: the hub of its worker leaves (add_worker_leaves), needed when opts asks for workers.
   gpt_trainer(std::shared_ptr<const gpt_options> opts, int rank = 0, std::shared_ptr<worker_hub> workers = {})
       : opts_(std::move(opts)), rank_(rank), hub_(std::move(workers)) {}
+  // Lets a worker waiting for the cluster mean go, then waits for the workers' run (worker_driver).
+  ~gpt_trainer() override;
   void on_start(context& ctx) override;
   void on_child_failure(context& ctx, const std::string& child_path, const std::string& reason) override;
 

@@ -24,9 +24,11 @@
 #include <banyan/sdk/component.hpp>
 #include <banyan/sdk/context.hpp>
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,21 +38,32 @@ inline constexpr const char* work_steps_topic = "work/steps";
 inline constexpr const char* work_ready_topic = "work/ready";
 inline constexpr const char* work_done_topic = "work/done";
 
-// What a node trainer shares with its worker leaves in its process: the group, once it exists.
+// What a node trainer shares with its worker leaves in its process: the group, once it exists. One
+// hub serves every incarnation of the trainer and its leaves (a restart builds them from the same
+// spec), and an incarnation may end while the next one starts already.
 class worker_hub {
  public:
   explicit worker_hub(int workers) : workers_(workers) {}
   int size() const { return workers_; }  // worker leaves in the tree
   void open(cpu::worker_group* group, std::string trainer_path);
-  void close();
+  // The trainer's incarnation that opened `group` ends: no worker leaf starts using it any more, and
+  // this returns once every use() of it has returned, so the group and what it uses may go. (A
+  // worker leaf's thread outlives its trainer's object when an ancestor fails: it ends only with
+  // its handler, a run of steps.) Blocks: cancel what a worker may wait for (the exchange) first.
+  void close(cpu::worker_group* group);
   // The group, or nullptr before the trainer opened it (or when the trainer runs on another node).
   cpu::worker_group* group(std::string* trainer_path = nullptr) const;
+  // On a worker leaf's thread: f(*group) if `group` is still open, and close(group) waits for it;
+  // false, and nothing run, once its trainer has closed it.
+  bool use(cpu::worker_group* group, const std::function<void(cpu::worker_group&)>& f);
 
  private:
   const int workers_;
   mutable std::mutex m_;
+  std::condition_variable idle_;
   cpu::worker_group* group_ = nullptr;
   std::string trainer_path_;
+  std::multiset<const cpu::worker_group*> in_use_;  // one entry per use() in progress
 };
 
 class worker_leaf : public leaf {
@@ -74,6 +87,7 @@ class worker_driver {
  public:
   worker_driver(context& ctx, std::shared_ptr<worker_hub> hub, cpu::worker_group& group, std::function<void()> on_ready,
                 std::function<void(const error&)> on_error);
+  // Closes the hub: waits for the workers' runs of steps on the group (worker_hub::close).
   ~worker_driver();
   // Runs steps [first, first + count) on every worker; `done` gets the losses (worker_group::end()).
   void run(std::int64_t first, int count, std::function<void(std::vector<float>)> done);
