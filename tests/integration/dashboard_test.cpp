@@ -35,6 +35,7 @@ using namespace std::chrono_literals;
 using json = nlohmann::json;
 
 using test::run_argv;
+using test::running_launch;
 using test::scratch_dir;
 
 // The browser: Debian's chromium, or whatever BANYAN_CHROMIUM names. Empty when there is none.
@@ -92,30 +93,13 @@ std::string expected_node(const std::string& path) {
   return "n0";
 }
 
-struct launch_run {
-  std::optional<process> proc;
-  std::string log;
-  // Reads the launch's output until `text` appears (false: it did not within `limit`, or the launch ended).
-  bool read_until(const std::string& text, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    std::vector<process*> all{&*proc};
-    while (true) {
-      for (auto& l : proc->take_lines()) log += l + "\n";
-      if (log.find(text) != std::string::npos) return true;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || (proc->closed() && proc->status())) return false;
-      process::wait_any(all, std::min(left, std::chrono::milliseconds(200)));
-    }
-  }
-};
-
 TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
   const std::string chromium = find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "no chromium (Debian: apt-get install chromium; tools/setup installs it)";
   scratch_dir dir;
   const auto d = write_deployment(dir.path);
   const fs::path final_profile = dir.path / "final.json", hold = dir.path / "hold";
-  launch_run run;
+  running_launch run;
   // 3 publishers x 100 messages per 20 ms: about 12 s of publishing, then the traffic stops and the
   // run holds until `hold` exists.
   auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--run-for", "240s", "--profile", final_profile.string(),
@@ -123,13 +107,13 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
                            "--hold-until", hold.string()},
                           {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
   ASSERT_TRUE(p) << p.error().what();
-  run.proc.emplace(std::move(*p));
+  run.p.emplace(std::move(*p));
   struct stopper {  // whatever fails below, the run ends
-    launch_run& r;
+    running_launch& r;
     fs::path hold;
     ~stopper() {
       std::ofstream(hold).flush();
-      if (r.proc && !r.proc->status() && !r.proc->wait(60s)) r.proc->kill();
+      if (r.p && !r.p->status() && !r.p->wait(60s)) r.p->kill();
     }
   } stop{run, hold};
 
@@ -193,7 +177,7 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
   const json plan = json::parse(proposed->body, nullptr, false);
   std::ofstream(hold).flush();
   ASSERT_TRUE(run.read_until("every node succeeded", 120s)) << run.log;
-  auto st = run.proc->wait(60s);
+  auto st = run.p->wait(60s);
   ASSERT_TRUE(st) << run.log;
   EXPECT_EQ(st->code, 0) << run.log;
   auto final_p = profile::load(final_profile.string());

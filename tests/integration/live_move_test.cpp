@@ -16,6 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::outcome;
 using test::run_argv;
+using test::running_launch;
 using test::scratch_dir;
 namespace fs = std::filesystem;
 
@@ -42,27 +43,6 @@ std::map<std::string, std::string> digests(const std::string& output) {
   }
   return out;
 }
-
-// A banyan launch in the background, its output read as it comes.
-struct running_launch {
-  std::optional<process> p;
-  std::string log;
-  bool read_until(const std::string& text, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    std::vector<process*> all{&*p};
-    while (log.find(text) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || (p->closed() && p->status())) return log.find(text) != std::string::npos;
-      process::wait_any(all, left);
-      for (auto& l : p->take_lines()) log += l + "\n";
-    }
-    return true;
-  }
-  void drain() {
-    (void)p->read(std::chrono::milliseconds(0));  // what the pipe holds now, so the launch never waits on it
-    for (auto& l : p->take_lines()) log += l + "\n";
-  }
-};
 
 running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {},
                       std::string heartbeat_timeout = "1s", std::vector<std::string> app_args = {}) {

@@ -484,18 +484,9 @@ TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
                                      "--", MESH_APP, "--messages", "50000", "--pace-ms", "20"},
                                     {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
   ASSERT_TRUE(launch_proc) << launch_proc.error().what();
-  std::string log;
-  auto read_until = [&](const std::string& text, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    std::vector<process*> all{&*launch_proc};
-    while (log.find(text) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || (launch_proc->closed() && launch_proc->status())) return log.find(text) != std::string::npos;
-      process::wait_any(all, left);
-      for (auto& l : launch_proc->take_lines()) log += l + "\n";
-    }
-    return true;
-  };
+  test::running_launch launch{std::move(*launch_proc), {}};
+  const std::string& log = launch.log;
+  auto read_until = [&](const std::string& text, std::chrono::seconds limit) { return launch.read_until(text, limit); };
   ASSERT_TRUE(read_until("[n1] [/mesh/zone1/pub] publishing, paced", 120s)) << log;
 
   // The launch keeps running while the requests wait on it; its output is read after both.
@@ -508,7 +499,7 @@ TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
   auto [r1, window1, totals1] = ask("first");
   auto [r2, window2, totals2] = ask("second");
   ASSERT_TRUE(read_until("every node succeeded", 240s)) << log;
-  auto st = launch_proc->wait(60s);
+  auto st = launch.p->wait(60s);
   ASSERT_TRUE(st) << log;
   EXPECT_EQ(st->code, 0) << log;
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -64,6 +65,29 @@ inline outcome run_argv(const std::vector<std::string>& argv, std::chrono::secon
 
 // The same for a shell command line.
 inline outcome run_command(const std::string& cmd, std::chrono::seconds limit) { return run_argv({"sh", "-c", cmd}, limit); }
+
+// A process in the background (a `banyan launch`) whose output is read into `log` as it comes.
+struct running_launch {
+  std::optional<process> p;
+  std::string log;
+  // Reads until `text` is in the log; false when it was not within `limit` or the process ended first.
+  bool read_until(const std::string& text, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    std::vector<process*> all{&*p};
+    while (true) {
+      for (auto& l : p->take_lines()) log += l + "\n";
+      if (log.find(text) != std::string::npos) return true;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || (p->closed() && p->status())) return false;
+      process::wait_any(all, std::min(left, std::chrono::milliseconds(200)));
+    }
+  }
+  // Takes what the pipe holds now without waiting, so the process never blocks on a full pipe.
+  void drain() {
+    (void)p->read(std::chrono::milliseconds(0));
+    for (auto& l : p->take_lines()) log += l + "\n";
+  }
+};
 
 // An app's JSON summary in its output: the lines from the last `{` to the next `}`. Under banyan
 // launch every line of node `node` carries a `[node] ` prefix, and only those lines count.
