@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <optional>
+#include <span>
 
 namespace banyan::eda {
 namespace {
@@ -128,6 +130,63 @@ TEST(MergeLeaves, KeepsTheBorderGroupsAndRunsLikeTheEngine) {
     sim.clock_edge();
     eng.clock_edge();
   }
+}
+
+// What a moving gate leaf carries (leaf_engine::save_state): an engine loaded from it goes on
+// exactly like the one it was saved from, even saved between a mark and its evaluation (ops
+// pending); a state of another leaf, or one cut short, is refused and changes nothing.
+TEST(LeafEngineState, ALoadedEngineGoesOnLikeTheSavedOne) {
+  auto d = build(design_files("cpu"), "cpu");
+  ASSERT_TRUE(d) << d.error().message;
+  std::vector<int> all;
+  for (int l = 0; l < static_cast<int>(d->leaves.size()); ++l) all.push_back(l);
+  const merged_leaf whole = merge_leaves(*d, all);
+  const std::uint64_t seed = 12;
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  auto s = random_stimulus(*d, {seed});
+  ASSERT_TRUE(s);
+  std::vector<std::uint32_t> input_slots;
+  for (const auto& p : d->inputs)
+    for (auto slot : p.slots) input_slots.push_back(whole.at(d->io_leaf(), slot));
+  leaf_engine a(whole.spec);
+  const int inputs = a.add_trigger(input_slots);
+  std::vector<lanes> in(input_bits(*d));
+  auto drive = [&](leaf_engine& e) {
+    for (std::size_t k = 0; k < in.size(); ++k) e.slot(input_slots[k]) = in[k];
+    e.mark(inputs);
+  };
+  std::optional<leaf_engine> b;
+  for (std::uint64_t c = 0; c < 300; ++c) {
+    (*s)->fill(c, in);
+    drive(a);
+    if (c == 150) {  // saved with this cycle's inputs marked, not yet evaluated
+      std::vector<std::byte> saved;
+      a.save_state(saved);
+      EXPECT_EQ(saved.size(), a.state_bytes());
+      b.emplace(whole.spec);
+      ASSERT_EQ(b->add_trigger(input_slots), inputs);
+      ASSERT_FALSE(b->load_state(std::span<const std::byte>(saved).first(saved.size() - 1)));
+      ASSERT_TRUE(b->load_state(saved));
+    } else if (b) {
+      drive(*b);
+    }
+    a.evaluate();
+    a.clock_edge();
+    if (!b) continue;
+    b->evaluate();
+    b->clock_edge();
+    for (std::uint32_t slot = 0; slot < whole.spec.slots; ++slot)
+      ASSERT_EQ(a.slot(slot), b->slot(slot)) << "slot " << slot << ", cycle " << c;
+  }
+  ASSERT_TRUE(b);
+  // Another leaf's state does not fit this one.
+  const merged_leaf one = merge_leaves(*d, {0});
+  leaf_engine other(one.spec);
+  std::vector<std::byte> theirs;
+  other.save_state(theirs);
+  const lanes before = b->slot(input_slots[0]);
+  EXPECT_FALSE(b->load_state(theirs));
+  EXPECT_EQ(b->slot(input_slots[0]), before);
 }
 
 #ifdef BANYAN_CLI
