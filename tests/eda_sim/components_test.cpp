@@ -218,6 +218,40 @@ TEST(ComponentsAcrossNodes, BothGrainsPassTheCheckAndTheNodeGrainSendsNoMore) {
   EXPECT_GT(cross[1], 600u);  // groups cross nodes every cycle
   EXPECT_LE(cross[1], cross[0]);
 }
+
+// With --grain node a process's leaves are merged into one engine, so a leaf cannot move live: its
+// arrival ends the run (exit 1) saying so, rather than leaving a fresh leaf waiting for a start
+// that never comes. (--grain leaf moves live: EdaReconfigure.*, tests/CMakeLists.txt.)
+TEST(ComponentsAcrossNodes, ALeafMovedLiveWithGrainNodeEndsTheRunSayingWhy) {
+  testing::temp_dir tmp;
+  auto deployment = [&](const char* name, const char* alu) {
+    std::string yaml = "version: 1\nnodes:\n";
+    for (const char* n : {"n0", "n1", "n2"})
+      yaml += std::string("  - {name: ") + n + ", endpoint: \"ipc://" + tmp.path(n) + "\", capacity: {cpu: \"100%\"}}\n";
+    return tmp.file(name, yaml + "assignments:\n  /cpu: n0\n  /cpu/regs: n1\n  /cpu/alu: " + alu + "\n  /cpu/dec: n2\n");
+  };
+  const auto d1 = deployment("d1.yaml", "n2"), d2 = deployment("d2.yaml", "n1");
+  auto launch = process::spawn({BANYAN_CLI, "launch", d1, "--run-for", "120s", "--", EDA_SIM_BINARY, "--top", "cpu",
+                                design_files("cpu")[0], "--cycles", "2000000", "--components", "--grain", "node"},
+                               {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+  ASSERT_TRUE(launch) << launch.error().what();
+  std::string log;
+  std::vector<process*> all{&*launch};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (log.find("every node is ready") == std::string::npos && !launch->status() && std::chrono::steady_clock::now() < until) {
+    process::wait_any(all, std::chrono::milliseconds(200));
+    for (auto& l : launch->take_lines()) log += l + "\n";
+  }
+  ASSERT_NE(log.find("every node is ready"), std::string::npos) << log;
+  auto r = run_process({BANYAN_CLI, "reconfigure", d2, "--from", d1}, {.out = output_mode::capture, .err = output_mode::capture},
+                       std::chrono::seconds(120));
+  ASSERT_TRUE(r) << r.error().message;
+  auto st = launch->wait(std::chrono::seconds(120));
+  for (auto& l : launch->take_lines()) log += l + "\n";
+  ASSERT_TRUE(st) << log;
+  EXPECT_EQ(st->code, 1) << log;
+  EXPECT_NE(log.find("leaf /cpu/alu/cells was moved live, which --grain node does not support"), std::string::npos) << log;
+}
 #endif
 
 INSTANTIATE_TEST_SUITE_P(All, Components,
