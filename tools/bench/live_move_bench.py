@@ -10,6 +10,9 @@ state, so the moved subtree `/mv/s` carries about that much). For each size it r
     state that moved: median and max;
   * the throughput dip: the run's wall time with --moves reconfigures (2 moves each) against the
     same run without moves, as extra milliseconds per move and as the ratio of the two runs' rates;
+    and, finer, the delivery rate (the live profile's edge messages, sampled about every 50 ms with
+    `banyan profile --from`) over the sample intervals that span a reconfigure against the median
+    of those that do not (moves are --gap seconds apart);
   * that every subscriber's digests equal between the two runs (exactly once, in order).
 
   tools/bench/live_move_bench.py --build build/default [--messages 400000] [--ballast 0,1048576] [--json]
@@ -21,6 +24,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 T0 = time.monotonic()
@@ -60,21 +64,57 @@ def one_run(args, work, d1, d2, ballast, moves):
         log.append(line)
         if "every node is ready" in line:
             break
-    answers = []
+    answers, spans, samples = [], [], []
+    stop = threading.Event()
+
+    def sample():  # (time, edge messages so far) while it runs
+        while not stop.is_set():
+            r = subprocess.run([args.banyan, "profile", "--from", d1, "--json"], capture_output=True, text=True)
+            if r.returncode == 0:
+                samples.append((time.monotonic(), json.loads(r.stdout)["total_edge_messages"]))
+            stop.wait(0.05)
+
+    sampler = threading.Thread(target=sample)
+    if moves:
+        sampler.start()
     for i in range(moves):
         target = d2 if i % 2 == 0 else d1
+        time.sleep(args.gap)  # between moves: intervals without one, for the rate they dip from
+        t = time.monotonic()
         r = subprocess.run([args.banyan, "reconfigure", target, "--from", d1, "--json"], capture_output=True, text=True)
+        spans.append((t, time.monotonic()))
         if r.returncode != 0:
             launch.kill()
             raise SystemExit(f"live_move_bench: reconfigure {i} failed:\n{r.stdout}{r.stderr}")
         answers.append(json.loads(r.stdout))
+    stop.set()
+    if moves:
+        sampler.join()
     out, _ = launch.communicate()
     wall = time.monotonic() - start
     log.append(out)
     text = "".join(log)
     if launch.returncode != 0 or "every subscriber got everything exactly once, in order" not in text:
         raise SystemExit("live_move_bench: the run failed:\n" + text[-4000:])
-    return wall, text, answers
+    return wall, text, answers, dip(samples, spans)
+
+
+def dip(samples, spans):
+    """Delivery rate over sample intervals that overlap a reconfigure, against the median rate of those
+    between the first and the last reconfigure that do not: (during, outside, during / outside)."""
+    if not spans:
+        return None
+    during, outside = [], []
+    for (t0, m0), (t1, m1) in zip(samples, samples[1:]):
+        if t1 <= t0 or t0 < spans[0][0] - 1 or t1 > spans[-1][1] + 1:
+            continue
+        rate = (m1 - m0) / (t1 - t0)
+        (during if any(a < t1 and t0 < b for a, b in spans) else outside).append(rate)
+    if not during or not outside:
+        return None
+    d, o = median(during), median(outside)
+    return {"rate_during": d, "rate_outside": o, "ratio": d / o if o else None,
+            "intervals_during": len(during), "intervals_outside": len(outside)}
 
 
 def median(xs):
@@ -89,6 +129,7 @@ def main():
     ap.add_argument("--ballast", default="0,65536,1048576,8388608",
                     help="comma list of bytes each subscriber adds to its state (default 0,64Ki,1Mi,8Mi)")
     ap.add_argument("--moves", type=int, default=10, help="reconfigures per run, 2 moves each (default 10)")
+    ap.add_argument("--gap", type=float, default=0.5, help="seconds between reconfigures (default 0.5)")
     ap.add_argument("--run-limit", type=int, default=600, help="banyan launch --run-for, seconds (default 600)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     args = ap.parse_args()
@@ -104,9 +145,9 @@ def main():
         deployment(d2, work, "n2", "n1")
         for ballast in [int(b) for b in args.ballast.split(",")]:
             progress(f"ballast {ballast} bytes: a run without moves")
-            still, still_log, _ = one_run(args, work, d1, d2, ballast, 0)
+            still, still_log, _, _ = one_run(args, work, d1, d2, ballast, 0)
             progress(f"ballast {ballast} bytes: a run with {args.moves} reconfigures")
-            moved, moved_log, answers = one_run(args, work, d1, d2, ballast, args.moves)
+            moved, moved_log, answers, fine = one_run(args, work, d1, d2, ballast, args.moves)
             if digests(still_log) != digests(moved_log) or len(digests(still_log)) != 3:
                 raise SystemExit("live_move_bench: the digests differ between the runs with and without moves")
             s_moves = [m for a in answers for m in a["moves"] if m["path"] == "/mv/s"]
@@ -123,20 +164,25 @@ def main():
                 "extra_ms_per_move": (moved - still) * 1000 / len(all_moves),
                 "rate_ratio": still / moved,
                 "digests_equal": True,
+                "rate_during_vs_outside_moves": fine,
             }
             rows.append(row)
             progress(f"ballast {ballast}: /mv/s state {row['s_state_bytes_median']} B, pause median "
                      f"{row['s_pause_ms_median']:.1f} ms (max {row['s_pause_ms_max']:.1f}); run {still:.1f} s -> {moved:.1f} s "
-                     f"({row['extra_ms_per_move']:.0f} ms per move, rate {row['rate_ratio']:.2f}x)")
+                     f"({row['extra_ms_per_move']:.0f} ms per move, rate {row['rate_ratio']:.2f}x)" +
+                     (f"; delivery rate over intervals with a move {fine['ratio']:.2f}x of those without "
+                      f"({fine['intervals_during']} / {fine['intervals_outside']} intervals)" if fine else ""))
     if args.json:
         print(json.dumps({"messages": args.messages, "rows": rows}, indent=1))
     else:
-        print("| state of /mv/s (bytes) | pause median (ms) | pause max (ms) | run without / with moves (s) | extra per move (ms) | rate with moves |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print("| state of /mv/s (bytes) | pause median (ms) | pause max (ms) | run without / with moves (s) | extra per move (ms) | rate with moves | rate in intervals with a move |")
+        print("|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
+            fine = r["rate_during_vs_outside_moves"]
+            fine_text = f"{fine['ratio']:.2f}x" if fine else "n/a"
             print(f"| {r['s_state_bytes_median']:,} | {r['s_pause_ms_median']:.1f} | {r['s_pause_ms_max']:.1f} | "
                   f"{r['wall_s_without_moves']:.1f} / {r['wall_s_with_moves']:.1f} | {r['extra_ms_per_move']:.0f} | "
-                  f"{r['rate_ratio']:.2f}x |")
+                  f"{r['rate_ratio']:.2f}x | {fine_text} |")
     progress(f"done: {len(rows)} state sizes, digests equal with and without moves in every one")
 
 
