@@ -32,6 +32,16 @@ fs::path deployment(const fs::path& dir, const std::string& name, const std::vec
   return d;
 }
 
+// Two deployments with `common` and /mv/s on n1 (d1.yaml) or on n2 (d2.yaml).
+std::pair<fs::path, fs::path> s_on_n1_then_n2(const fs::path& dir, std::vector<std::pair<std::string, std::string>> common) {
+  auto with = [&](const char* node) {
+    auto a = common;
+    a.emplace_back("/mv/s", node);
+    return a;
+  };
+  return {deployment(dir, "d1.yaml", with("n1")), deployment(dir, "d2.yaml", with("n2"))};
+}
+
 // `DIGEST <path> <count> <digest> <faults>` lines, by path (node prefixes stripped).
 std::map<std::string, std::string> digests(const std::string& output) {
   std::map<std::string, std::string> out;
@@ -149,14 +159,7 @@ TEST(LiveMove, ABadNewDeploymentIsRefusedAndTheRunGoesOn) {
 // during the move, which had followed its state to the killed node.
 TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   scratch_dir dir;
-  const std::vector<std::pair<std::string, std::string>> common = {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/q", "n2"}};
-  auto with = [&](std::string s) {
-    auto a = common;
-    a.emplace_back("/mv/s", s);
-    return a;
-  };
-  const fs::path d1 = deployment(dir.path, "d1.yaml", with("n1"));
-  const fs::path d2 = deployment(dir.path, "d2.yaml", with("n2"));
+  const auto [d1, d2] = s_on_n1_then_n2(dir.path, {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/q", "n2"}});
   const fs::path stalled = dir.path / "stalled";
   // n2, the new node, starts the subtree and then stops short of announcing it (the test hook).
   // A loaded machine must not make a live node look lost (only the one killed is): 4 s heartbeats.
@@ -212,14 +215,7 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
 // gives the move up, every node goes on, nothing moved, and a move asked again later succeeds.
 TEST(LiveMove, AMoveThatCannotPauseInTimeIsGivenUpAndTheRunGoesOn) {
   scratch_dir dir;
-  const std::vector<std::pair<std::string, std::string>> common = {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}};
-  auto with = [&](std::string s) {
-    auto a = common;
-    a.emplace_back("/mv/s", s);
-    return a;
-  };
-  const fs::path d1 = deployment(dir.path, "d1.yaml", with("n1"));
-  const fs::path d2 = deployment(dir.path, "d2.yaml", with("n2"));
+  const auto [d1, d2] = s_on_n1_then_n2(dir.path, {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}});
   // p0 (on n0) computes 8 s in its first handler; the pause limit is 1 s.
   auto l = launch(d1, 200000, {{"BANYAN_MOVE_PAUSE_LIMIT", "1s"}}, "4s", {"--busy-ms", "8000"});
   ASSERT_TRUE(l.p);
