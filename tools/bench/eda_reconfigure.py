@@ -25,7 +25,7 @@ cycles); a window's cycles are its edge messages / E. Every run ends with its io
 against Icarus Verilog (--check) and identical_to_engine; a launch's final profile must show
 measured == predicted exactly (the project's claim for hier routing).
 
-Exit status: 0 all checks passed (before > after, measured == predicted, the checks against Icarus),
+Exit status: 0 all checks passed (before > after when the plan predicts a saving, measured == predicted, the checks against Icarus),
 1 a check failed or a step failed, 2 bad arguments. Progress goes to stderr; --json prints the
 figures on stdout. Standard library only.
 """
@@ -421,17 +421,18 @@ def measure(tools, args, work, live, launches):
         s0, _ = before.ask([], "during")
         t = time.monotonic()
         answer = json.loads(run([tools.banyan, "reconfigure", plan, "--from", rr, "--json"], "banyan reconfigure"))
+        seconds = time.monotonic() - t
         s1, _ = before.ask([], "during")  # also closes the window that spans the move
-        t1 = time.monotonic()
         pauses = sorted(m["pause_ms"] for m in answer["moves"])
-        reconfigured = {"seconds": time.monotonic() - t, "moves": len(answer["moves"]),
+        reconfigured = {"seconds": seconds, "moves": len(answer["moves"]),
                         "gathering_moves": sum(1 for m in answer["moves"] if "gathers_for" in m),
                         "components_moved": sum(m["components"] for m in answer["moves"]),
                         "state_bytes": sum(m["state_bytes"] for m in answer["moves"]),
                         "pause_ms_median": pauses[len(pauses) // 2] if pauses else 0,
                         "pause_ms_max": pauses[-1] if pauses else 0, "pause_ms_total": sum(pauses)}
-        if s0 and s1:  # the throughput dip: simulated cycles per second while it reconfigures
-            reconfigured["cycles_per_s_during"] = (s1["total_edge_messages"] - s0["total_edge_messages"]) / E / (t1 - t)
+        if s0 and s1 and s1["window_s"] > 0:  # the throughput dip: simulated cycles per second while it reconfigures
+            # s1's window runs from s0's reading to s1's, as the nodes' counters were read.
+            reconfigured["cycles_per_s_during"] = s1["window_edge_messages"] / E / s1["window_s"]
         progress(f"after: {reconfigured['moves']} moves ({reconfigured['gathering_moves']} gathering parts of split "
                  f"subtrees) in {reconfigured['seconds']:.1f} s, {reconfigured['state_bytes']} bytes of state; pause "
                  f"median {reconfigured['pause_ms_median']:.0f} ms, max {reconfigured['pause_ms_max']:.0f} ms")
@@ -463,8 +464,12 @@ def measure(tools, args, work, live, launches):
     # before > after where there is one per deployment (the fresh-launch path).
     per_cycle = ({k: f["measured_per_cycle"] for k, f in finals.items()} if len(finals) == 2 else
                  {"before": fig_before["measured_per_cycle"], "after": fig_after["measured_per_cycle"]})
+    # The plan may find nothing better (a small design whose round-robin cut is already the best
+    # within capacity): then the after figure must not be worse, else it must be lower.
+    improves = planned["cost_after"] < planned["cost_before"]
     checks = {
-        "before_above_after": per_cycle["before"] > per_cycle["after"],
+        "before_above_after": (per_cycle["before"] > per_cycle["after"] if improves else
+                               per_cycle["after"] <= per_cycle["before"] * 1.05),
         "finals_measured_equal_predicted_exactly": all(f["exact"] for f in finals.values()) if finals else None,
         "windows_measured_within_read_spread_of_predicted": all(
             abs(f["measured_per_cycle"] - f["predicted_per_cycle"]) <=
