@@ -3,6 +3,8 @@
 
 #include "detail.hpp"
 
+#include "banyan/base/log.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -80,7 +82,11 @@ result<YAML::Node> parse_yaml(const std::string& text, const std::string& name) 
 
 result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
   yreader r{name};
-  if (!doc.IsMap()) return error{errc::invalid, name + ": expected a mapping with `version` and `nodes`"};
+  if (!doc.IsDefined() || doc.IsNull()) return error{errc::invalid, name + ": empty (expected a mapping with `version` and `nodes`)"};
+  if (!doc.IsMap()) {
+    const std::string got = doc.IsScalar() ? "`" + log::escape(doc.Scalar(), 40) + "`" : "a list";
+    return r.fail(doc, "expected a mapping with `version` and `nodes`, got " + got);
+  }
   const YAML::Node version = doc["version"];
   if (!version) return r.fail(doc, "missing `version: 1`");
   if (!version.IsScalar() || version.Scalar() != "1") return r.fail(version, "unsupported version `" + YAML::Dump(version) + "` (expected 1)");

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace banyan::partitioner::detail {
@@ -54,6 +55,10 @@ result<tree> read_profile(std::string_view text, std::size_t capacity, const std
                           const profile_options& o, profile_measurements* m, padded_file* file);
 // `x` with at most `digits` significant digits, as ostream writes it (text.cpp).
 std::string format_number(double x, int digits);
+// `a` and `b` as format_number writes them, with more digits where `digits` would print two
+// different numbers alike (a load over its capacity by less than the last digit shown): up to 17,
+// which tells any two doubles apart. For messages that compare the two.
+std::pair<std::string, std::string> format_apart(double a, double b, int digits = 6);
 
 class stopwatch {
  public:

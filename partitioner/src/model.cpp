@@ -129,11 +129,13 @@ result<problem> make_problem(tree t, cluster c) {
     }
   }
   if (!within_capacity(total_cpu, cap_cpu)) {
-    return error{errc::over_capacity, "total cpu load " + fmt(total_cpu) + " exceeds total cpu capacity " +
-                                          fmt(cap_cpu) + " of " + std::to_string(k) + " nodes"};
+    const auto [load, cap] = detail::format_apart(total_cpu, cap_cpu);
+    return error{errc::over_capacity, "total cpu load " + load + " exceeds total cpu capacity " + cap + " of " +
+                                          std::to_string(k) + " nodes"};
   }
   if (mem_constrained && t.has_memory() && !within_capacity(total_mem, cap_mem)) {
-    return error{errc::over_capacity, "total memory " + fmt(total_mem) + " exceeds total memory capacity " + fmt(cap_mem)};
+    const auto [load, cap] = detail::format_apart(total_mem, cap_mem);
+    return error{errc::over_capacity, "total memory " + load + " exceeds total memory capacity " + cap};
   }
   for (std::size_t v = 0; v < t.size(); ++v) {
     // A component must fit on at least one node in every dimension at once.
@@ -143,10 +145,12 @@ result<problem> make_problem(tree t, cluster c) {
              (!mem_constrained || !t.has_memory() || within_capacity(t.memory[v], p.memory_capacity[i]));
     }
     if (!fits) {
-      std::string what = "component " + t.name(static_cast<vertex_id>(v)) + " (cpu " + fmt(t.cpu[v]);
-      if (t.has_memory()) what += ", memory " + fmt(t.memory[v]);
-      return error{errc::over_capacity, what + ") is heavier than every node (largest cpu capacity " + fmt(max_cpu_node) +
-                                            (mem_constrained ? ", largest memory capacity " + fmt(max_mem_node) : "") + ")"};
+      const auto [cpu, max_cpu] = detail::format_apart(t.cpu[v], max_cpu_node);
+      const auto [mem, max_mem] = detail::format_apart(t.has_memory() ? t.memory[v] : 0.0, max_mem_node);
+      std::string what = "component " + t.name(static_cast<vertex_id>(v)) + " (cpu " + cpu;
+      if (t.has_memory()) what += ", memory " + mem;
+      return error{errc::over_capacity, what + ") is heavier than every node (largest cpu capacity " + max_cpu +
+                                            (mem_constrained ? ", largest memory capacity " + max_mem : "") + ")"};
     }
   }
   if (!t.has_memory()) p.memory_capacity.clear();
@@ -182,7 +186,8 @@ evaluation evaluate(const problem& p, const mapping& m) {
     e.max_utilisation = std::max(e.max_utilisation, u);
     if (!within_capacity(load, cap) && e.feasible) {
       e.feasible = false;
-      e.violation = "node `" + p.c.nodes[i].name + "` " + dim + " load " + fmt(load) + " exceeds capacity " + fmt(cap);
+      const auto [l, c] = detail::format_apart(load, cap);
+      e.violation = "node `" + p.c.nodes[i].name + "` " + dim + " load " + l + " exceeds capacity " + c;
     }
   };
   for (std::size_t i = 0; i < k; ++i) {

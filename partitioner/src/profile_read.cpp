@@ -17,6 +17,7 @@
 #include "padded_file.hpp"
 #include "path_table.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -104,6 +105,8 @@ class reader {
   }
   // The text is not JSON (or not JSON simdjson takes): nlohmann-json says where and why.
   error syntax(error_code e, const char* at) const;
+  // nlohmann-json's error where the text is not JSON, naming line:col; nullopt when it is JSON.
+  failure not_json() const;
   // Where a value starts.
   static const char* where(od::value& v) {
     return v.raw_json_token().data();
@@ -185,11 +188,24 @@ class reader {
   static constexpr std::size_t ring_size = 16;
   std::array<std::pair<std::uint32_t, std::size_t>, ring_size> ring_;  // (component, hash) not yet inserted
   std::size_t ring_head_ = 0, ring_count_ = 0;
+  // Per component, the first edge to it (its index in `edges`), repeated_mark once it was listed
+  // again; filled when the first edge is read.
+  static constexpr std::uint32_t repeated_mark = no_index - 1;
+  std::vector<std::uint32_t> first_edge_;
+  std::vector<std::string> repeated_;
+  std::size_t repeated_count_ = 0;
   bool any_mem_ = false, any_messages_ = false, got_components_ = false;
   double duration_ = 0;
 };
 
 error reader::syntax(error_code e, const char* at) const {
+  if (auto bad = not_json()) return *bad;
+  // nlohmann-json takes what simdjson does not (nesting beyond 1024 levels, say).
+  const std::string place = at ? ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) : "";
+  return error{errc::parse, name_ + place + ": " + simdjson::error_message(e)};
+}
+
+std::optional<error> reader::not_json() const {
   error_locator loc;
   nlohmann::json::sax_parse(text_.data(), text_.data() + text_.size(), &loc);
   if (loc.id >= 400 && loc.id < 500) {  // out_of_range: a number beyond a double
@@ -202,9 +218,7 @@ error reader::syntax(error_code e, const char* at) const {
     if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
     return error{errc::parse, name_ + ":" + line_col(text_, loc.end > 0 ? loc.end - 1 : 0) + ": " + what};
   }
-  // nlohmann-json takes what simdjson does not (nesting beyond 1024 levels, say).
-  const std::string place = at ? ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) : "";
-  return error{errc::parse, name_ + place + ": " + simdjson::error_message(e)};
+  return std::nullopt;
 }
 
 error_code reader::string_of(od::value& v, std::string_view& out) {
@@ -278,7 +292,11 @@ reader::failure reader::parse() {
   {
     od::object top;
     if (auto e = doc.get_object().get(top)) {
-      if (e == simdjson::INCORRECT_TYPE) return error{errc::invalid, name_ + ": top level: expected a JSON object"};
+      if (e == simdjson::INCORRECT_TYPE) {
+        if (auto bad = not_json()) return bad;  // text that is not JSON at all says where it goes wrong
+        const std::size_t start = std::min(text_.find_first_not_of(" \t\r\n"), text_.size());
+        return error{errc::invalid, name_ + ":" + line_col(text_, start) + ": top level: expected a JSON object"};
+      }
       return syntax(e, nullptr);
     }
     bool got_edges = false;
@@ -561,6 +579,18 @@ reader::failure reader::edge(od::value v, std::size_t e) {
     return fail(at, where_(), "`" + std::string(parent) + "` -> `" + std::string(child) + "` is not a tree edge (the parent of " +
                                 std::string(child) + " is " + (parent_[c] == root_mark ? std::string("none") : "`" + path_[parent_[c]] + "`") + ")");
   }
+  if (first_edge_.empty()) first_edge_.assign(path_.size(), no_index);
+  if (first_edge_[c] == no_index) {
+    first_edge_[c] = static_cast<std::uint32_t>(std::min<std::size_t>(e, repeated_mark - 1));
+  } else if (first_edge_[c] != repeated_mark) {
+    if (repeated_.size() < profile_measurements::max_repeated_edges) {
+      repeated_.push_back(name_ + ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) + ": " + where_() + ": `" +
+                          std::string(parent) + "` -> `" + std::string(child) + "` is listed again (first as edges[" +
+                          std::to_string(first_edge_[c]) + "]); their traffic is summed");
+    }
+    ++repeated_count_;
+    first_edge_[c] = repeated_mark;  // named once, however often it is listed
+  }
   weight_[c] += w;
   return std::nullopt;
 }
@@ -661,6 +691,8 @@ result<tree> reader::build(profile_measurements* m) {
     m->has_messages = any_messages_;
     m->messages.resize(n);
     for (std::size_t h = 0; h < n; ++h) m->messages[h] = messages_[order[h]];
+    m->repeated_edges = std::move(repeated_);
+    m->repeated_edge_count = repeated_count_;
   }
   return t;
 }

@@ -41,4 +41,25 @@ if "$banyan" partition p.json --cluster tiny.yaml 2> err.txt; then fail "over-ca
 grep -q 'exceeds total cpu capacity' err.txt || fail "no capacity numbers: $(cat err.txt)"
 if "$banyan" partition p.json --cluster c.yaml --algo nope 2> err.txt; then fail "unknown algorithm accepted"; fi
 grep -q 'unknown algorithm `nope`' err.txt || fail "$(cat err.txt)"
+# A folder given as the profile is named as one; garbage is placed by line:col.
+mkdir folder
+if "$banyan" partition folder --cluster c.yaml 2> err.txt; then fail "a folder accepted as the profile"; fi
+grep -q 'folder: is a directory' err.txt || fail "folder as profile: $(cat err.txt)"
+printf '\n\nnot json at all\n' > garbage.json
+if "$banyan" partition garbage.json --cluster c.yaml 2> err.txt; then fail "garbage accepted"; fi
+grep -q 'garbage.json:3:[0-9]*: syntax error' err.txt || fail "no line:col for garbage: $(cat err.txt)"
+# An edge listed twice is summed, and warned about once with both ends.
+cat > dup.json <<'JSON'
+{"version": 1, "components": [
+  {"path": "/r", "parent": null, "load": {"cpu": 1}},
+  {"path": "/r/a", "parent": "/r", "load": {"cpu": 1}}],
+ "edges": [{"parent": "/r", "child": "/r/a", "messages": 2},
+           {"parent": "/r", "child": "/r/a", "messages": 3},
+           {"parent": "/r", "child": "/r/a", "messages": 4}]}
+JSON
+printf 'version: 1\nnodes:\n  - {name: n0, capacity: {cpu: 1}}\n  - {name: n1, capacity: {cpu: 1}}\n' > two.yaml
+"$banyan" partition dup.json --cluster two.yaml --algo greedy --json > dup_out.json 2> err.txt || fail "repeated edge: $(cat err.txt)"
+[ "$(grep -c 'is listed again' err.txt)" = 1 ] || fail "repeated edge not warned once: $(cat err.txt)"
+grep -q 'dup.json:5:12: edges\[1\]: `/r` -> `/r/a` is listed again (first as edges\[0\])' err.txt || fail "warning: $(cat err.txt)"
+/usr/bin/python3 -c 'import json,sys; c=json.load(open("dup_out.json"))["cost"]; assert c == 9, c' || fail "repeated edge not summed: $(cat dup_out.json)"
 echo "cli_test: ok"

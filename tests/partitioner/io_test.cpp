@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace banyan::partitioner {
 namespace {
@@ -47,6 +49,62 @@ TEST(Profile, MalformedJsonGivesLineAndColumn) {
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().code, errc::parse);
   EXPECT_NE(t.error().message.find("p.json:6:"), std::string::npos) << t.error().message;
+}
+
+// Text that is not JSON at all, from its first byte or after blank lines, is placed like any other
+// syntax error; JSON that is not an object is placed too.
+TEST(Profile, GarbageGivesLineAndColumn) {
+  for (const auto& [text, place] : std::vector<std::pair<std::string, std::string>>{
+           {"hello world", "p.json:1:1: syntax error"},
+           {"\n\n  garbage{", "p.json:3:3: syntax error"},
+           {"\n [1, 2]", "p.json:2:2: top level: expected a JSON object"},
+       }) {
+    SCOPED_TRACE(text);
+    auto t = parse_profile(text, "p.json");
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().message.rfind(place, 0), 0u) << t.error().message;
+  }
+}
+
+// A folder given where a file belongs says so, for every reader (not "1:1: syntax error").
+TEST(Files, AFolderIsNamedAsOne) {
+  const std::string dir = ::testing::TempDir();
+  auto t = load_profile(dir);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, errc::io);
+  EXPECT_EQ(t.error().message, dir + ": is a directory");
+  auto c = load_cluster(dir);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message, dir + ": is a directory");
+  auto d = load_deployment(dir);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().message, dir + ": is a directory");
+  auto missing = load_cluster(dir + "/banyan-no-such-file.yaml");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, dir + "/banyan-no-such-file.yaml: cannot open for reading (No such file or directory)");
+}
+
+// An edge listed twice counts both listings (formats.md does not forbid it), and the reader names
+// it once, with both ends and both places, for the caller to warn about.
+TEST(Profile, RepeatedEdgeIsSummedAndNamedOnce) {
+  const std::string text = replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\", \"messages\": 5, \"bytes\": 100}",
+                                   "{\"parent\": \"/chip\", \"child\": \"/chip/reg\", \"messages\": 5},\n"
+                                   "    {\"parent\": \"/chip\", \"child\": \"/chip/alu\", \"messages\": 7},\n"
+                                   "    {\"parent\": \"/chip\", \"child\": \"/chip/alu\", \"messages\": 1}");
+  profile_measurements m;
+  auto t = parse_profile(text, "p.json", {}, &m);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->weight[1], 808);  // /chip/alu: 800 + 7 + 1
+  EXPECT_EQ(t->weight[2], 5);
+  ASSERT_EQ(m.repeated_edges.size(), 1u);
+  EXPECT_EQ(m.repeated_edge_count, 1u);
+  EXPECT_EQ(m.repeated_edges[0],
+            "p.json:11:5: edges[2]: `/chip` -> `/chip/alu` is listed again (first as edges[0]); their traffic is summed");
+
+  profile_measurements once;
+  ASSERT_TRUE(parse_profile(good_profile, "p.json", {}, &once));
+  EXPECT_TRUE(once.repeated_edges.empty());
+  EXPECT_EQ(once.repeated_edge_count, 0u);
 }
 
 TEST(Profile, UnknownParentNamesTheVertex) {
@@ -149,6 +207,18 @@ TEST(Cluster, MalformedYamlGivesLineAndColumn) {
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().code, errc::parse);
   EXPECT_NE(c.error().message.find("c.yaml:"), std::string::npos) << c.error().message;
+}
+
+TEST(Cluster, NotAMappingIsPlacedAndEmptyIsNamed) {
+  auto scalar = parse_cluster("\n  hello world\n", "c.yaml");
+  ASSERT_FALSE(scalar);
+  EXPECT_EQ(scalar.error().message, "c.yaml:2:3: expected a mapping with `version` and `nodes`, got `hello world`");
+  auto list = parse_deployment("- a\n- b\n", "d.yaml");
+  ASSERT_FALSE(list);
+  EXPECT_EQ(list.error().message, "d.yaml:1:1: expected a mapping with `version` and `nodes`, got a list");
+  auto empty = parse_cluster("\n# nothing\n", "c.yaml");
+  ASSERT_FALSE(empty);
+  EXPECT_EQ(empty.error().message, "c.yaml: empty (expected a mapping with `version` and `nodes`)");
 }
 
 TEST(Cluster, BadCapacityNamesNodeAndLine) {

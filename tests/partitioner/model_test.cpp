@@ -66,6 +66,30 @@ TEST(Model, ComponentHeavierThanEveryNodeIsNamed) {
   EXPECT_NE(p.error().message.find("7"), std::string::npos) << p.error().message;
 }
 
+// A violation smaller than the sixth digit still prints two different numbers: the load and the
+// capacity it exceeds are written with as many digits as it takes to tell them apart.
+TEST(Model, OverCapacityMessagesPrintNumbersThatDiffer) {
+  tree t = small_tree();
+  t.cpu = {0.5, 0.5, 0.5, 0.5 + 1e-7};  // 2.0000001 in all
+  auto total = make_problem(t, two_nodes(1));
+  ASSERT_FALSE(total);
+  EXPECT_NE(total.error().message.find("total cpu load 2.0000001 exceeds total cpu capacity 2 "), std::string::npos)
+      << total.error().message;
+
+  t.cpu = {0.25, 0.25, 0.25, 1.0 + 1e-7};
+  auto heavy = make_problem(t, two_nodes(1));
+  ASSERT_FALSE(heavy);
+  EXPECT_NE(heavy.error().message.find("(cpu 1.0000001) is heavier than every node (largest cpu capacity 1)"), std::string::npos)
+      << heavy.error().message;
+
+  t.cpu = {0.25, 0.25, 0.25, 0.25 + 3e-7};
+  auto p = make_problem(t, two_nodes(0.5 + 2e-7));
+  ASSERT_TRUE(p) << p.error().message;
+  const evaluation e = evaluate(*p, {0, 0, 1, 1});
+  EXPECT_FALSE(e.feasible);
+  EXPECT_EQ(e.violation, "node `n1` cpu load 0.5000003 exceeds capacity 0.5000002");
+}
+
 TEST(Model, PercentCapacityIsShareOfTotalLoad) {
   cluster c = two_nodes(0);
   c.nodes[0].cpu = {60, true};

@@ -176,6 +176,11 @@ int run(const options& o) {
   bp::profile_measurements measured;  // read in the same pass as the tree
   auto t = bp::load_profile(o.profile, po, &measured);
   if (!t) return bad_input(t.error().message);
+  for (const auto& repeated : measured.repeated_edges) banyan::log::warning(tool, repeated);
+  if (measured.repeated_edge_count > measured.repeated_edges.size()) {
+    banyan::log::warning(tool, o.profile + ": " + std::to_string(measured.repeated_edge_count - measured.repeated_edges.size()) +
+                                   " more edges are listed more than once; each one's traffic is summed");
+  }
   std::optional<bp::deployment> current;
   if (!o.current.empty()) {
     auto d = bp::load_deployment(o.current);

@@ -26,6 +26,13 @@ struct profile_measurements {
   double duration_s = 0;         // `duration_s`: the window the loads were measured in (0: not recorded)
   bool has_messages = false;     // some component records `load.messages`
   std::vector<double> messages;  // per vertex of the tree read: `load.messages` (0 when absent)
+  // Edges listed more than once. Each is read as the sum of its listings (as profiles joined by
+  // hand would mean), and is named here once, for the caller to warn about: `p.json:9:5: edges[3]:
+  // `/r` -> `/r/a` is listed again (first as edges[1]); their traffic is summed`. At most
+  // `max_repeated_edges` are named; `repeated_edge_count` counts them all.
+  static constexpr std::size_t max_repeated_edges = 10;
+  std::vector<std::string> repeated_edges;
+  std::size_t repeated_edge_count = 0;
 };
 
 // Reads a profile and renumbers components top-down (see tree's invariant). `name` is used in
