@@ -235,7 +235,10 @@ run_result run(app& application, const run_options& options) {
     done.set_roots_alive(roots.size());
     // The tree's root is started and stopped from here; the other roots of a node (whose parents
     // run on other nodes) by the node's gateway, which stands in for their remote supervisors.
-    if (node && (roots.size() > 1 || roots.front() != 0)) node->host_roots();
+    // A node may host nothing at start (a spare, or a target for moves): it still joins the cluster
+    // and waits for the app's end like any other.
+    const bool only_the_root = roots.size() == 1 && roots.front() == 0;
+    if (node && !only_the_root) node->host_roots();
     std::vector<caf::actor> root_actors;
     for (auto v : roots) {
       if (v != 0) continue;

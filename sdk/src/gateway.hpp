@@ -124,6 +124,9 @@ class gateway_actor final : public caf::event_based_actor {
     std::chrono::steady_clock::time_point began;
     std::uint64_t state_bytes = 0;
     std::size_t components = 0;
+    // The moved components whose snapshot() gave nothing: they start afresh on the new node, and
+    // the move says so (a stateful component that cannot snapshot loses its state).
+    std::vector<std::string> without_state;
     bool handed = false, moved_out = false;
     std::string shipped;  // the encoded states, until the destination has them running
     std::vector<std::pair<std::string, runtime::envelope>> handed_held;  // the held data that followed them

@@ -226,7 +226,10 @@ void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states)
   const vertex_id root = move_->root;
   std::sort(states.begin(), states.end(), [](const auto& a, const auto& b) { return a->vertex < b->vertex; });
   std::vector<vertex_state> plain;
-  for (auto& s : states) plain.push_back(std::move(*s));
+  for (auto& s : states) {
+    if (!s->snapshot) move_->without_state.push_back(tree.path(s->vertex));
+    plain.push_back(std::move(*s));
+  }
   move_->shipped = encode(plain);
   move_->state_bytes = move_->shipped.size();
   move_->components = plain.size();
@@ -399,6 +402,9 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
   const double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - move_->began).count();
   const std::string path = tree.path(move_->root), from = names[move_->from], to = names[move_->to];
   const std::string answer = move_->answer_file;
+  std::string fresh = ", \"without_state\": [";
+  for (std::size_t i = 0; i < move_->without_state.size(); ++i) fresh += (i ? ", " : "") + json_text(move_->without_state[i]);
+  fresh += "]";
   char numbers[160];
   std::snprintf(numbers, sizeof numbers, ", \"components\": %zu, \"state_bytes\": %llu, \"pause_ms\": %.3f", move_->components,
                 static_cast<unsigned long long>(move_->state_bytes), pause_ms);
@@ -407,13 +413,22 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
     std::snprintf(line, sizeof line, ": %zu component(s), %llu bytes of state; the deployment paused %.1f ms", move_->components,
                   static_cast<unsigned long long>(move_->state_bytes), pause_ms);
     log::info(node_->self_name(), "moved `" + path + "` from `" + from + "` to `" + to + "`" + line);
+    if (const auto& fresh = move_->without_state; !fresh.empty()) {
+      std::string list;
+      for (std::size_t i = 0; i < fresh.size() && i < 5; ++i) list += (i ? ", " : "") + fresh[i];
+      if (fresh.size() > 5) list += ", ...";
+      log::warning(node_->self_name(), "moved `" + path + "`: " + std::to_string(fresh.size()) + " of its " +
+                                           std::to_string(move_->components) +
+                                           " component(s) gave no state (snapshot() returned nothing) and start afresh on `" +
+                                           to + "`: " + list);
+    }
   } else {
     log::error(node_->self_name(), "move of `" + path + "` to `" + to + "`: " + error);
   }
   thaw_here();
   if (answer.empty()) return;
   std::ofstream(answer + ".tmp") << "{\"path\": " << json_text(path) << ", \"from\": " << json_text(from) << ", \"to\": "
-                                 << json_text(to) << numbers << (error.empty() ? "" : ", \"error\": " + json_text(error))
+                                 << json_text(to) << numbers << fresh << (error.empty() ? "" : ", \"error\": " + json_text(error))
                                  << "}\n";
   std::rename((answer + ".tmp").c_str(), answer.c_str());
 }

@@ -54,6 +54,11 @@ std::map<std::string, std::string> digests(const std::string& output) {
   return out;
 }
 
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {},
                       std::string heartbeat_timeout = "1s", std::vector<std::string> app_args = {}) {
   running_launch l;
@@ -146,10 +151,67 @@ TEST(LiveMove, ABadNewDeploymentIsRefusedAndTheRunGoesOn) {
   auto none = run_argv({BANYAN_CLI, "reconfigure", d1.string(), "--from", other.string()}, 60s);
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("no launch of"), std::string::npos) << none.output;
+  // The whole plan is checked before the first move: a path the app does not have, listed after a
+  // move that would go through, is refused with nothing moved, and no summary of moves is printed.
+  const fs::path unknown = deployment(dir.path, "unknown.yaml", {{"/mv", "n0"}, {"/mv/s", "n2"}, {"/mv/q", "n2"}, {"/mv/nope", "n1"}});
+  auto u = run_argv({BANYAN_CLI, "reconfigure", unknown.string(), "--from", d1.string()}, 60s);
+  EXPECT_EQ(u.exit_code, 2) << u.output;
+  EXPECT_NE(u.output.find("unknown.yaml:10: assignment `/mv/nope` names no component of this app"), std::string::npos) << u.output;
+  EXPECT_EQ(u.output.find("move(s)"), std::string::npos) << u.output;
+  // A target node without capacity.
+  const fs::path full = deployment(dir.path, "full.yaml", {{"/mv", "n0"}, {"/mv/s", "n2"}, {"/mv/q", "n2"}});
+  std::string text = read_text(full);
+  text.replace(text.find("{cpu: 1}", text.find("name: n2")), 8, "{cpu: 0}");
+  std::ofstream(full) << text;
+  auto z = run_argv({BANYAN_CLI, "reconfigure", full.string(), "--from", d1.string()}, 60s);
+  EXPECT_EQ(z.exit_code, 2) << z.output;
+  EXPECT_NE(z.output.find("full.yaml:5: node `n2` has capacity.cpu 0, so it can take no component (the move of `/mv/s` there)"),
+            std::string::npos) << z.output;
+  l.drain();
+  EXPECT_EQ(l.log.find("moved `/mv/s`"), std::string::npos) << "a refused plan moved a subtree:\n" << l.log;
   ASSERT_TRUE(l.read_until("every subscriber got everything exactly once, in order", 240s)) << l.log;
   auto st = l.p->wait(60s);
   ASSERT_TRUE(st) << l.log;
   EXPECT_EQ(st->code, 0) << l.log;
+}
+
+// A node that hosts nothing at start (n1 and n2 here) runs, takes part in the cluster, and takes a
+// subtree moved onto it. The move names the moved components that gave no state: the composite
+// /mv/s has no snapshot(), its leaves have.
+TEST(LiveMove, ANodeThatHostsNothingRunsAndTakesAMovedSubtree) {
+  scratch_dir dir;
+  const fs::path d1 = deployment(dir.path, "d1.yaml", {{"/mv", "n0"}});
+  const fs::path d2 = deployment(dir.path, "d2.yaml", {{"/mv", "n0"}, {"/mv/s", "n2"}});
+  const std::uint64_t messages = 200000;
+  auto alone = run_argv({MOVE_APP, "--messages", std::to_string(messages)}, 240s);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  auto l = launch(d1, messages);
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(l.read_until("every node is ready", 120s)) << l.log;
+  auto r = run_argv({BANYAN_CLI, "reconfigure", d2.string(), "--from", d1.string()}, 120s);
+  l.drain();
+  ASSERT_EQ(r.exit_code, 0) << r.output << "\n" << l.log;
+  EXPECT_NE(r.output.find("warning: 1 component(s) of /mv/s gave no state (snapshot() returned nothing) and started afresh "
+                          "on n2: /mv/s\n"),
+            std::string::npos)
+      << r.output;
+  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  l.drain();
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
+  EXPECT_EQ(digests(l.log), digests(alone.output)) << l.log;
+}
+
+// A run that banyan launch ends at its --run-for limit is a success: every node stopped by that
+// limit's SIGTERM, exit 0.
+TEST(Launch, ARunEndedByItsRunForLimitSucceeds) {
+  scratch_dir dir;
+  const fs::path d = deployment(dir.path, "d.yaml", {{"/mv", "n0"}, {"/mv/s", "n1"}, {"/mv/u", "n2"}});
+  auto r = run_argv({BANYAN_CLI, "launch", d.string(), "--run-for", "10s", "--", MOVE_APP, "--messages", "1000000000000"}, 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--run-for 10s passed; stopping every node"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("banyan launch: every node succeeded"), std::string::npos) << r.output;
 }
 
 // A node lost in the middle of a move: the move ends as aborted, the subtree runs where it was, and

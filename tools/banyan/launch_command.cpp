@@ -221,6 +221,27 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
   previous = std::move(total);
 }
 
+// Why the running app cannot take `moves` towards `next`, or nothing: an assignment names a path
+// the app does not have (its tree comes from the nodes' live profiles), or a move targets a node
+// whose capacity is zero.
+std::string plan_refusal(const partitioner::deployment& next, const std::vector<planned_move>& moves,
+                         std::vector<child>& children, const std::filesystem::path& scratch) {
+  auto reading = take_reading(children, scratch);
+  if (!reading.total) return "cannot check the new deployment against the running app: " + reading.error;
+  for (const auto& a : next.assignments)
+    if (!reading.total->tree->find(a.path))
+      return next.name + ":" + std::to_string(a.line) + ": assignment `" + a.path + "` names no component of this app";
+  for (const auto& m : moves) {
+    const auto& n = next.c.nodes[static_cast<std::size_t>(next.c.find(m.to))];
+    const bool no_cpu = n.cpu.amount <= 0;
+    const bool no_memory = n.memory && n.memory->amount <= 0;
+    if (no_cpu || no_memory)
+      return next.name + ":" + std::to_string(n.line) + ": node `" + n.name + "` has capacity." +
+             (no_cpu ? "cpu" : "memory") + " 0, so it can take no component (the move of `" + m.path + "` there)";
+  }
+  return {};
+}
+
 // Answers one `reconfigure NEW` request on the control socket (control.hpp): moves every subtree
 // whose node differs between `running` and NEW, one after the other (reconfigure.hpp), and then runs
 // NEW. The reply is one JSON frame: each move's figures, and `error` when one failed (the moves
@@ -242,6 +263,8 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
   if (!moves) return refuse(moves.error().message);
   for (const auto& c : children)
     if (c.done || c.p.status()) return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
+  // The whole plan is checked before the first move, so a refused one has moved nothing.
+  if (auto why = plan_refusal(*next, *moves, children, scratch); !why.empty()) return refuse(why);
   std::vector<banyan::process*> all;
   for (auto& c : children) all.push_back(&c.p);
   auto wait = [&](std::chrono::milliseconds slice) {
@@ -351,16 +374,19 @@ int run_via(const options& o, const std::vector<std::string>& names) {
   if (!p) return fail(tool, o.via + ": " + p.error().message + " (is it installed? tools/setup installs Open MPI)", exit_bad_arguments);
   const auto deadline = std::chrono::steady_clock::now() + o.run_for;
   bool stopping = false;
+  bool limit_reached = false;  // --run-for passed: the launcher ending on launch's SIGTERM ended well
   std::vector<banyan::process*> all{&*p};
   while (!p->status()) {
     const bool timed_out = o.run_for.count() > 0 && std::chrono::steady_clock::now() >= deadline;
     if (!stopping && (pending_signal || timed_out)) {
       stopping = true;
+      limit_reached = !pending_signal;
       p->signal(pending_signal ? pending_signal : SIGTERM);  // the launcher passes it on to every rank
     }
     banyan::process::wait_any(all, std::chrono::milliseconds(100));
   }
-  const int code = p->status()->shell_code();
+  int code = p->status()->shell_code();
+  if (limit_reached && code == 128 + SIGTERM) code = 0;
   nlohmann::json summary = {{"deployment", o.deployment}, {"via", o.via}, {"command", argv}, {"exit_code", code}};
   if (!o.json) std::fprintf(stderr, "banyan launch: %s exited with %d\n", o.via.c_str(), code);
   const bool merged = scratch.empty() || merge_profiles(o, scratch, names, summary);
@@ -469,6 +495,7 @@ int run(const options& o) {
   };
   std::size_t running = children.size();
   bool asked_to_stop = false;  // by a signal or --run-for: non-zero exits are not failures to name
+  bool limit_reached = false;  // --run-for passed: a node that ends on launch's SIGTERM ended well
   // After a node fails, the others normally end by themselves (the SDK passes its quit on to every
   // node); launch stops them only if they have not within this grace.
   std::optional<std::chrono::steady_clock::time_point> grace_until;
@@ -482,6 +509,7 @@ int run(const options& o) {
       banyan::log::info(tool, "--run-for " + banyan::format_duration(o.run_for) + " passed; stopping every node");
       stop_all(SIGTERM);
       asked_to_stop = true;
+      limit_reached = true;
     }
     // Wakes on output, an exit or a signal; at least every 100 ms to check the deadline.
     banyan::process::wait_any(all, std::chrono::milliseconds(100));
@@ -523,8 +551,14 @@ int run(const options& o) {
     banyan::log::error(tool, "failed: " + failed + (stopped_by_them.empty() ? "" : " (which ended " + stopped_by_them + ")"));
   }
 
+  // A run ended by its own limit is a success: a node launch stopped then exits 0 or as its SIGTERM
+  // says (128+15: the SDK ends a run on a signal that way), unless it had failed before.
+  auto ended_by_limit = [&](const child& c) {
+    return limit_reached && c.signalled && c.status == 128 + SIGTERM;
+  };
   int code = 0;
-  for (const auto& c : children) if (c.status != 0) code = 1;
+  for (const auto& c : children)
+    if (c.status != 0 && !ended_by_limit(c)) code = 1;
   nlohmann::json summary = {{"deployment", o.deployment}, {"exit_code", code}, {"nodes", nlohmann::json::array()}};
   for (const auto& c : children) summary["nodes"].push_back({{"node", c.node}, {"exit_code", c.status}});
 #ifdef BANYAN_LAUNCH_DASHBOARD

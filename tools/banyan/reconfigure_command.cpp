@@ -64,9 +64,10 @@ int run(const options& o) {
   if (!req.recv(m)) return fail(tool, "the launch did not answer (control socket " + socket + ")", exit_bad_arguments);
   auto a = nlohmann::json::parse(m.to_string(), nullptr, false);
   if (!a.is_object()) return fail(tool, "the launch sent a malformed answer");
+  const bool refused = a.value("refused", false);  // nothing was moved: no summary of moves
   if (o.json) {
     std::printf("%s\n", a.dump(1).c_str());
-  } else {
+  } else if (!refused) {
     double longest = 0, total = 0;
     std::size_t n = 0;
     for (const auto& mv : a.value("moves", nlohmann::json::array())) {
@@ -77,6 +78,13 @@ int run(const options& o) {
                   mv.value("path", "").c_str(), mv.value("from", "").c_str(), mv.value("to", "").c_str(),
                   mv.value("components", std::size_t{0}), mv.value("state_bytes", 0ULL), pause,
                   gathers.empty() ? "" : (" (gathered for the move of " + gathers + ")").c_str());
+      if (const auto fresh = mv.value("without_state", nlohmann::json::array()); !fresh.empty()) {
+        std::string list;
+        for (const auto& f : fresh) list += (list.empty() ? "" : ", ") + f.get<std::string>();
+        std::fprintf(stderr, "%s: warning: %zu component(s) of %s gave no state (snapshot() returned nothing) and "
+                             "started afresh on %s: %s\n",
+                     tool, fresh.size(), mv.value("path", "").c_str(), mv.value("to", "").c_str(), list.c_str());
+      }
       longest = std::max(longest, pause);
       total += pause;
       ++n;
@@ -85,7 +93,7 @@ int run(const options& o) {
     if (n) std::fprintf(stderr, "; pause longest %.1f ms, mean %.1f ms", longest, total / n);
     std::fprintf(stderr, "%s\n", a.contains("error") ? "" : "; the launch runs the new deployment now");
   }
-  if (a.contains("error")) return fail(tool, a["error"].get<std::string>(), a.value("refused", false) ? exit_bad_arguments : 1);
+  if (a.contains("error")) return fail(tool, a["error"].get<std::string>(), refused ? exit_bad_arguments : 1);
   return 0;
 }
 
