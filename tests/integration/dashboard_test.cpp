@@ -8,6 +8,8 @@
 
 #include "banyan/base/process.hpp"
 #include "banyan/broker/profile.hpp"
+#include "banyan/dashboard.hpp"
+#include "banyan/partitioner/io.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,7 +24,9 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <csignal>
@@ -171,6 +175,8 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
   // --- The traffic is over and held: the page must show exactly what the final profile will say.
   ASSERT_TRUE(run.read_until("every subscriber got everything", 180s)) << run.log;
   const std::string dom = dump_dom(chromium, dir.path / "chromium", url + "#propose=0");
+  // The page proposes in the server's default unit, cores, which suits every window it offers.
+  EXPECT_NE(dom.find(R"(<option value="cores" selected)"), std::string::npos);
   auto proposed = http.Post("/api/propose", R"({"window_s": 0, "weight": "messages", "migration_cost": 0})", "application/json");
   ASSERT_TRUE(proposed);
   EXPECT_EQ(proposed->status, 200) << proposed->body;
@@ -261,6 +267,78 @@ TEST(Dashboard, ListensOnLoopbackOnlyUnlessToldOtherwise) {
   auto via = run_argv({BANYAN_CLI, "launch", d.string(), "--dashboard", "127.0.0.1:0", "--via", "mpirun", "--", MESH_APP}, 60s);
   EXPECT_EQ(via.exit_code, 2) << via.output;
   EXPECT_NE(via.output.find("not --via"), std::string::npos) << via.output;
+}
+
+// Propose's planning without a run or a browser (cli::plan_proposal): a window of a run in which /w/a
+// and /w/b each kept two thirds of a core busy, on two nodes of one core each (`cpu: 1`, the way
+// deployments write capacities). All of it sits on n0 now, so the plan must move one of them.
+profile busy_window(double window_s) {
+  std::ostringstream text;
+  text << R"({"format": "banyan-profile", "version": 1, "mode": "hier", "duration_s": )" << window_s << R"(,
+    "components": [
+      {"path": "/w", "parent": null, "kind": "composite", "load": {"cpu": )" << 0.01 * window_s << R"(, "messages": 100}},
+      {"path": "/w/a", "parent": "/w", "kind": "leaf", "load": {"cpu": )" << 0.66 * window_s << R"(, "messages": 5000}},
+      {"path": "/w/b", "parent": "/w", "kind": "leaf", "load": {"cpu": )" << 0.66 * window_s << R"(, "messages": 5000}}],
+    "edges": [{"parent": "/w", "child": "/w/a", "messages": 5000, "bytes": 50000},
+              {"parent": "/w", "child": "/w/b", "messages": 4000, "bytes": 40000}]})";
+  auto p = profile::from_json_text(text.str(), "window.json");
+  EXPECT_TRUE(p) << p.error().what();
+  return p ? *p : profile{};
+}
+
+partitioner::deployment two_cores(const std::string& capacity) {
+  auto d = partitioner::parse_deployment("version: 1\nnodes:\n"
+                                         "  - {name: n0, endpoint: \"ipc:///tmp/n0\", capacity: {cpu: " + capacity + "}}\n"
+                                         "  - {name: n1, endpoint: \"ipc:///tmp/n1\", capacity: {cpu: " + capacity + "}}\n"
+                                         "assignments:\n  /w: n0\n", "d.yaml");
+  EXPECT_TRUE(d) << d.error().message;
+  return d ? *d : partitioner::deployment{};
+}
+
+TEST(DashboardPlan, TheDefaultRequestPlansEveryWindowOfCoreCapacities) {
+  std::string why;
+  const auto defaults = cli::parse_proposal_request("", why);
+  ASSERT_TRUE(defaults) << why;
+  EXPECT_EQ(defaults->load, "cores");
+  // The page's own default sends the same.
+  const auto page = cli::parse_proposal_request(R"({"window_s": 0, "weight": "messages", "load": "cores", "migration_cost": 0})", why);
+  ASSERT_TRUE(page) << why;
+  for (double window_s : {10.0, 30.0, 60.0, 347.5}) {
+    SCOPED_TRACE("window of " + std::to_string(window_s) + " s");
+    for (const std::string& capacity : {std::string("1"), std::string("\"60%\"")}) {
+      SCOPED_TRACE("capacity " + capacity);
+      auto [status, body] = cli::plan_proposal(busy_window(window_s), two_cores(capacity), "d.yaml", *defaults);
+      ASSERT_EQ(status, 200) << body;
+      const json plan = json::parse(body);
+      EXPECT_FALSE(plan["current_feasible"].get<bool>()) << body;  // 1.33 cores on one core
+      ASSERT_EQ(plan["moves"].size(), 1u) << body;
+      EXPECT_EQ(plan["moves"][0]["to"], "n1") << body;
+      EXPECT_EQ(plan["cost_after"].get<double>(), 4000) << body;  // /w/b's edge is cut
+      EXPECT_EQ(plan["load"], "cores");
+    }
+  }
+  // CPU seconds, asked for, read `cpu: 1` as one CPU second of the window: the window does not fit,
+  // and the error says in which unit the loads were read.
+  auto cpu = *defaults;
+  cpu.load = "cpu";
+  auto [status, body] = cli::plan_proposal(busy_window(30), two_cores("1"), "d.yaml", cpu);
+  EXPECT_EQ(status, 422);
+  EXPECT_NE(body.find("CPU seconds (of a 30 s window)"), std::string::npos) << body;
+  EXPECT_NE(body.find("exceeds total cpu capacity 2"), std::string::npos) << body;
+}
+
+TEST(DashboardPlan, MalformedRequestsNameTheField) {
+  std::string why;
+  EXPECT_FALSE(cli::parse_proposal_request("[1]", why));
+  EXPECT_EQ(why, "the request body is not a JSON object");
+  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"load": "seconds"})", "load"}, {R"({"load": 1})", "load"}, {R"({"weight": "x"})", "weight"},
+           {R"({"window_s": -1})", "window_s"}, {R"({"window_s": "30"})", "window_s"},
+           {R"({"migration_cost": -2})", "migration_cost"}}) {
+    why.clear();
+    EXPECT_FALSE(cli::parse_proposal_request(body, why)) << body;
+    EXPECT_EQ(why.rfind(field + " must be", 0), 0u) << body << ": " << why;
+  }
 }
 
 }  // namespace

@@ -45,6 +45,11 @@ json rate(std::uint64_t now, std::uint64_t before, double dt) {
   return static_cast<double>(now - before) / dt;
 }
 
+// {"error": WHY}. Paths are the app's own names: bytes that are not UTF-8 must not make it fail.
+std::string error_body(const std::string& why) {
+  return json{{"error", why}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::optional<dashboard_address> parse_dashboard_address(const std::string& spec, bool remote, std::string& why) {
@@ -238,78 +243,30 @@ struct dashboard::impl {
 
   // POST /api/propose: the migration plan from the running deployment for the traffic of the
   // window asked for. Errors are {"error": TEXT} with status 422 (400 for a malformed request).
-  std::pair<int, json> propose(const std::string& body) {
-    auto in = json::parse(body.empty() ? "{}" : body, nullptr, false);
-    if (!in.is_object()) return {400, {{"error", "the request body is not a JSON object"}}};
-    const double window_s = in.value("window_s", 30.0);
-    const double alpha = in.value("migration_cost", 0.0);
-    const std::string weight = in.value("weight", "messages");
-    const std::string load = in.value("load", "cpu");
-    if (!std::isfinite(alpha) || alpha < 0) return {400, {{"error", "migration_cost must be a non-negative number (cost per byte of state)"}}};
-    if (!std::isfinite(window_s) || window_s < 0) return {400, {{"error", "window_s must be a non-negative number of seconds"}}};
-    if (weight != "messages" && weight != "bytes") return {400, {{"error", "weight must be `messages` or `bytes`"}}};
-    if (load != "cpu" && load != "cores") return {400, {{"error", "load must be `cpu` (CPU seconds of the window) or `cores` (per second)"}}};
+  std::pair<int, std::string> propose(const std::string& body) {
+    const auto fail = [](int status, const std::string& why) { return std::pair<int, std::string>{status, error_body(why)}; };
+    std::string why;
+    const auto request = parse_proposal_request(body, why);
+    if (!request) return fail(400, why);
     std::lock_guard one(propose_mutex);
     profile window;
-    double window_taken_s = 0;
+    bp::deployment current;
     {
       std::unique_lock lock(m);
-      if (!fresh_reading(lock) && history.empty()) return {422, {{"error", "no reading of the run yet"}}};
-      if (history.empty()) return {422, {{"error", latest ? latest->error : std::string("no reading of the run yet")}}};
+      if (!fresh_reading(lock) && history.empty()) return fail(422, "no reading of the run yet");
+      if (history.empty()) return fail(422, latest ? latest->error : std::string("no reading of the run yet"));
       const auto& [now, total] = history.back();
-      const profile* base = window_s > 0 ? baseline(now, window_s) : nullptr;
+      const profile* base = request->window_s > 0 ? baseline(now, request->window_s) : nullptr;
       if (base) {
         auto w = total.since(*base);
-        if (!w) return {422, {{"error", w.error().what()}}};
+        if (!w) return fail(422, w.error().what());
         window = std::move(*w);
       } else {
         window = total;
       }
-      window_taken_s = window.duration_s;
+      current = o.deployment;  // deliver() replaces its assignments when a reconfiguration moved some
     }
-    bp::profile_options po;
-    if (weight == "bytes") po.unit = bp::traffic_unit::bytes;
-    auto t = bp::parse_profile(window.to_json_text(), "the live profile", po);
-    if (!t) return {422, {{"error", t.error().message}}};
-    // Capacities written in cores (cpu: 2 for a node of two cores) fit CPU seconds per second of
-    // the window; "cpu" keeps the window's CPU seconds, as `banyan partition` reads a window file.
-    if (load == "cores" && window_taken_s > 0)
-      for (auto& c : t->cpu) c /= window_taken_s;
-    auto pr = bp::make_problem(std::move(*t), o.deployment.c);
-    if (!pr) return {422, {{"error", "the live profile on " + o.deployment_file + "'s nodes: " + pr.error().message}}};
-    const bp::problem& p = *pr;
-    auto current = bp::mapping_of(p.t, o.deployment);  // the deployment's own nodes: same numbering
-    if (!current) return {422, {{"error", current.error().message}}};
-    std::vector<bp::mapping> candidates;
-    auto heuristic = bp::solve("bottom-up", p, {.timeout_s = 5, .seed = 1});
-    if (heuristic && (heuristic->status == bp::solve_status::optimal || heuristic->status == bp::solve_status::feasible))
-      candidates.push_back(heuristic->map);
-    const auto started = clock_type::now();
-    // A plan for `banyan reconfigure`, which moves everything but the root.
-    auto plan = bp::plan_migration(p, *current, {.alpha = alpha, .candidates = std::move(candidates), .seed = 1,
-                                                 .root_stays = true});
-    if (!plan) return {422, {{"error", plan.error().message}}};
-    json moves = json::array();
-    for (const auto& mv : plan->moves)
-      moves.push_back({{"path", p.t.name(mv.root)}, {"from", p.c.nodes[mv.from].name}, {"to", p.c.nodes[mv.to].name},
-                       {"components", mv.components}, {"state_bytes", mv.state_bytes}});
-    std::ostringstream yaml;
-    std::ostringstream head;
-    head << "migration plan from " << o.deployment_file << " at " << alpha << " per byte: cost " << plan->cost_before << " -> "
-         << plan->cost_after << " (" << weight << " x link cost over " << window_taken_s << " s), " << plan->bytes_moved
-         << " bytes of state moved";
-    bp::write_deployment(yaml, p, plan->map, {"proposed by banyan launch --dashboard from the live profile", head.str()});
-    const double saving = plan->cost_before - plan->cost_after;
-    json out{{"window_s", window_taken_s}, {"weight", weight}, {"load", load}, {"migration_cost", alpha},
-             {"cost_before", plan->cost_before}, {"cost_after", plan->cost_after}, {"saving", saving},
-             {"saving_share", plan->cost_before > 0 ? json(saving / plan->cost_before) : json(nullptr)},
-             {"saving_per_s", window_taken_s > 0 ? json(saving / window_taken_s) : json(nullptr)},
-             {"bytes_moved", plan->bytes_moved}, {"objective", plan->objective}, {"objective_current", plan->objective_current},
-             {"current_feasible", plan->current_feasible}, {"start", plan->start}, {"moves", moves},
-             {"has_memory", p.t.has_memory()}, {"deployment", yaml.str()},
-             {"seconds", seconds_between(started, clock_type::now())}};
-    if (!plan->current_feasible) out["current_violation"] = plan->current_violation;
-    return {200, out};
+    return plan_proposal(window, current, o.deployment_file, *request);
   }
 
   bool host_allowed(const httplib::Request& req) const {
@@ -351,10 +308,94 @@ struct dashboard::impl {
     server.Post("/api/propose", [this](const httplib::Request& req, httplib::Response& res) {
       auto [status, body] = propose(req.body);
       res.status = status;
-      res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+      res.set_content(body, "application/json");
     });
   }
 };
+
+std::optional<proposal_request> parse_proposal_request(const std::string& body, std::string& why) {
+  auto in = json::parse(body.empty() ? "{}" : body, nullptr, false);
+  if (!in.is_object()) {
+    why = "the request body is not a JSON object";
+    return std::nullopt;
+  }
+  proposal_request r;
+  const auto number = [&](const char* key, double& out) {
+    if (!in.contains(key)) return true;
+    if (!in[key].is_number()) return false;
+    out = in[key].get<double>();
+    return true;
+  };
+  const auto text = [&](const char* key, std::string& out) {
+    if (!in.contains(key)) return true;
+    if (!in[key].is_string()) return false;
+    out = in[key].get<std::string>();
+    return true;
+  };
+  if (!number("migration_cost", r.migration_cost) || !std::isfinite(r.migration_cost) || r.migration_cost < 0)
+    why = "migration_cost must be a non-negative number (cost per byte of state)";
+  else if (!number("window_s", r.window_s) || !std::isfinite(r.window_s) || r.window_s < 0)
+    why = "window_s must be a non-negative number of seconds";
+  else if (!text("weight", r.weight) || (r.weight != "messages" && r.weight != "bytes"))
+    why = "weight must be `messages` or `bytes`";
+  else if (!text("load", r.load) || (r.load != "cpu" && r.load != "cores"))
+    why = "load must be `cores` (CPU seconds per second of the window) or `cpu` (CPU seconds of the window)";
+  if (!why.empty()) return std::nullopt;
+  return r;
+}
+
+std::pair<int, std::string> plan_proposal(const profile& window, const bp::deployment& d, const std::string& deployment_file,
+                                          const proposal_request& r) {
+  const auto fail = [](const std::string& why) { return std::pair<int, std::string>{422, error_body(why)}; };
+  const double window_s = window.duration_s;
+  bp::profile_options po;
+  if (r.weight == "bytes") po.unit = bp::traffic_unit::bytes;
+  auto t = bp::parse_profile(window.to_json_text(), "the live profile", po);
+  if (!t) return fail(t.error().message);
+  if (r.load == "cores") {
+    if (!(window_s > 0)) return fail("the window has no length yet, so its CPU seconds cannot be read as cores; ask again, or choose CPU seconds");
+    for (auto& c : t->cpu) c /= window_s;
+  }
+  auto pr = bp::make_problem(std::move(*t), d.c);
+  if (!pr) {
+    std::ostringstream unit;
+    unit << (r.load == "cores" ? "cores (CPU seconds per second of a " : "CPU seconds (of a ") << window_s << " s window)";
+    return fail("the live profile on " + deployment_file + "'s nodes, loads in " + unit.str() + ": " + pr.error().message);
+  }
+  const bp::problem& p = *pr;
+  auto current = bp::mapping_of(p.t, d);  // the deployment's own nodes: same numbering
+  if (!current) return fail(current.error().message);
+  std::vector<bp::mapping> candidates;
+  auto heuristic = bp::solve("bottom-up", p, {.timeout_s = 5, .seed = 1});
+  if (heuristic && (heuristic->status == bp::solve_status::optimal || heuristic->status == bp::solve_status::feasible))
+    candidates.push_back(heuristic->map);
+  const auto started = clock_type::now();
+  // A plan for `banyan reconfigure`, which moves everything but the root.
+  auto plan = bp::plan_migration(p, *current, {.alpha = r.migration_cost, .candidates = std::move(candidates), .seed = 1,
+                                               .root_stays = true});
+  if (!plan) return fail(plan.error().message);
+  json moves = json::array();
+  for (const auto& mv : plan->moves)
+    moves.push_back({{"path", p.t.name(mv.root)}, {"from", p.c.nodes[mv.from].name}, {"to", p.c.nodes[mv.to].name},
+                     {"components", mv.components}, {"state_bytes", mv.state_bytes}});
+  std::ostringstream yaml;
+  std::ostringstream head;
+  head << "migration plan from " << deployment_file << " at " << r.migration_cost << " per byte: cost " << plan->cost_before << " -> "
+       << plan->cost_after << " (" << r.weight << " x link cost over " << window_s << " s), " << plan->bytes_moved
+       << " bytes of state moved";
+  bp::write_deployment(yaml, p, plan->map, {"proposed by banyan launch --dashboard from the live profile", head.str()});
+  const double saving = plan->cost_before - plan->cost_after;
+  json out{{"window_s", window_s}, {"weight", r.weight}, {"load", r.load}, {"migration_cost", r.migration_cost},
+           {"cost_before", plan->cost_before}, {"cost_after", plan->cost_after}, {"saving", saving},
+           {"saving_share", plan->cost_before > 0 ? json(saving / plan->cost_before) : json(nullptr)},
+           {"saving_per_s", window_s > 0 ? json(saving / window_s) : json(nullptr)},
+           {"bytes_moved", plan->bytes_moved}, {"objective", plan->objective}, {"objective_current", plan->objective_current},
+           {"current_feasible", plan->current_feasible}, {"start", plan->start}, {"moves", moves},
+           {"has_memory", p.t.has_memory()}, {"deployment", yaml.str()},
+           {"seconds", seconds_between(started, clock_type::now())}};
+  if (!plan->current_feasible) out["current_violation"] = plan->current_violation;
+  return {200, out.dump(-1, ' ', false, json::error_handler_t::replace)};
+}
 
 dashboard::dashboard(std::unique_ptr<impl> i) : impl_(std::move(i)) {}
 

@@ -12,8 +12,9 @@
 // GET /api/state (JSON: nodes, components with their node, edges and links with totals and rates,
 // link health, the latest reading's error if any), POST /api/propose (JSON body
 // {"window_s": S (0: since the start), "migration_cost": ALPHA, "weight": "messages"|"bytes",
-// "load": "cpu" (the window's CPU seconds) | "cores" (CPU seconds per second of the window)}; the
-// partitioner's migration plan from the current deployment, computed in-process). Requests whose Host
+// "load": "cores" (CPU seconds per second of the window, the default) | "cpu" (the window's CPU
+// seconds)}; the partitioner's migration plan from the current deployment, computed in-process:
+// plan_proposal below). Requests whose Host
 // header names neither the bound address nor localhost are refused (403), so another site cannot
 // read the page through DNS rebinding; with `remote` that check is off.
 //
@@ -28,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace banyan::cli {
@@ -61,6 +63,29 @@ struct dashboard_address {
   int port = 0;
 };
 std::optional<dashboard_address> parse_dashboard_address(const std::string& spec, bool remote, std::string& why);
+
+// What POST /api/propose asks for; a field the body leaves out keeps its default here.
+struct proposal_request {
+  double window_s = 30;              // the traffic of the last S seconds; 0: of the run so far
+  double migration_cost = 0;         // cost per byte of state moved
+  std::string weight = "messages";   // or "bytes": the edge figure the cost counts
+  // How the deployment's absolute `capacity.cpu` reads against the window's loads: "cores", CPU
+  // seconds per second of the window (`cpu: 2` for two cores), or "cpu", the window's CPU seconds.
+  // "cores" is the default because it is the only reading under which one capacity means the same
+  // for every window the page offers (10 s, 30 s, 60 s, the run so far); percentages (`"40%"`) are
+  // shares of the load and read the same either way.
+  std::string load = "cores";
+};
+// The request in `body` (JSON; empty: every default); nullopt with `why` naming the bad field.
+std::optional<proposal_request> parse_proposal_request(const std::string& body, std::string& why);
+
+// The migration-aware plan from deployment `d` (file `deployment_file`, for messages) for the traffic
+// of `window` (a live profile's window, or the run's total): the partitioner's plan_migration from
+// the current mapping, with the bottom-up heuristic's mapping as a candidate. Returns the HTTP status
+// and the JSON body: 200 and the plan, or 422 and {"error": TEXT} (a window that does not fit the
+// capacities, a tree the deployment does not name). Pure: no server, no lock; seconds on a big tree.
+std::pair<int, std::string> plan_proposal(const profile& window, const partitioner::deployment& d,
+                                          const std::string& deployment_file, const proposal_request& r);
 
 class dashboard {
  public:
