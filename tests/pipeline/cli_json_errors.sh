@@ -49,3 +49,9 @@ import json, sys
 a, b = (json.load(open(p))["makespan"] for p in sys.argv[1:])
 assert b >= a + 6 - 1e-9, (a, b)
 PY
+# A program nested 20,000 deep is a parse error naming file:line:col (exit 2), not a stack overflow.
+python3 -c "print('rank all: ' + '(' * 20000 + 'F' + ')' * 20000 + '* B*')" > "$dir/deep.pipe"
+"$cli" pipeline show "$dir/deep.pipe" -p 2 -m 4 --json > "$dir/deep.json" 2> /dev/null
+rc=$?
+test "$rc" -eq 2 || { echo "deep.pipe: exit code $rc, expected 2"; exit 1; }
+grep -q "deep.pipe:1:111: nested deeper than 100 levels" "$dir/deep.json" || { cat "$dir/deep.json"; exit 1; }

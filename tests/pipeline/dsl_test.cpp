@@ -237,3 +237,53 @@ TEST(Dsl, ExpressionsUseFloorDivisionAndComparisons) {
   auto t = compile_ok("require (0 - 3) / 2 == -2 && (0 - 3) % 2 == 1 && min(3, 1, 2) <= max(0, 1) && 2 > 1 && 1 != 2 && (0 || 1)\nrank all: F* B*\n", {1, 1, 1});
   EXPECT_EQ(t.num_ranks(), 1);
 }
+
+// Nesting deeper than 100 levels is a parse error at the place it goes too deep, never a stack
+// overflow: groups in a rank line, parentheses and unary minus in a `let`, parentheses in a count, and
+// an operator chain (`1+1+...`, as deep a tree as it is long, with no parenthesis at all).
+TEST(Dsl, DeepNestingIsAParseErrorNotACrash) {
+  const int n = 20000;
+  const std::string deep = " nested deeper than 100 levels (each group, parenthesis, unary `-` and chained operator is one); simplify the program";
+  EXPECT_EQ(error_of("rank all: " + std::string(n, '(') + "F" + std::string(n, ')') + "* B*\n"), "bad.pipe:1:111:" + deep);
+  EXPECT_EQ(error_of("let x = " + std::string(n, '-') + "1\nrank all: F* B*\n"), "bad.pipe:1:108:" + deep);
+  EXPECT_EQ(error_of("let x = " + std::string(n, '(') + "1" + std::string(n, ')') + "\nrank all: F* B*\n"), "bad.pipe:1:109:" + deep);
+  EXPECT_EQ(error_of("rank all: F^" + std::string(n, '(') + "1" + std::string(n, ')') + " F* B*\n"), "bad.pipe:1:113:" + deep);
+  std::string chain = "1";
+  for (int i = 0; i < 5 * n; ++i) chain += "+1";
+  const std::string chained = error_of("require " + chain + "\nrank all: F* B*\n");
+  EXPECT_EQ(chained.rfind("bad.pipe:1:", 0), 0u) << chained;
+  EXPECT_NE(chained.find(deep), std::string::npos) << chained;
+  EXPECT_EQ(bp::parse_program("rank all: " + std::string(n, '(') + "F" + std::string(n, ')') + "\n", "bad.pipe").error().code, bp::errc::parse);
+}
+
+// Up to the limit, nesting parses, compiles and evaluates (the compiler and eval() recurse as deep).
+TEST(Dsl, NestingUpToTheLimitCompiles) {
+  const int groups = 99;  // the rank line's sequence is the first level
+  auto t = compile_ok("rank all: " + std::string(groups, '(') + "F" + std::string(groups, ')') + "* B*\n", {2, 4, 1});
+  EXPECT_EQ(bp::write_csv(t), "0F0,0F1,0F2,0F3,0B0,0B1,0B2,0B3\n1F0,1F1,1F2,1F3,1B0,1B1,1B2,1B3\n");
+  std::string chain = "0";
+  for (int i = 0; i < 99; ++i) chain += "+1";
+  const std::string negations(98, '-');  // an even count: 3
+  // a = 99 and b = 3: three warm-up forwards.
+  auto u = compile_ok("let a = " + chain + "\nlet b = " + negations + "3\nrank all: F^(a - 99 + b) (F B)* B*\n", {1, 5, 1});
+  EXPECT_EQ(bp::write_csv(u), "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0B2,0B3,0B4\n");
+}
+
+// `group` below 1 and `%` by a negative divisor are errors naming the place, not silently clamped
+// or given a negative remainder.
+TEST(Dsl, GroupBelowOneAndNegativeModuloAreErrors) {
+  auto compile_error = [](const std::string& text, bp::shape s) {
+    auto prog = bp::parse_program(text, "e.pipe");
+    EXPECT_TRUE(prog) << prog.error().message;
+    if (!prog) return std::string();
+    auto t = bp::compile(*prog, s);
+    return t ? std::string("no error") : t.error().message;
+  };
+  EXPECT_EQ(compile_error("group 0\nrank all: F* B*\n", {2, 4, 1}),
+            "e.pipe:1:7: `group` evaluates to 0 for p=2 m=4 v=1; expected 1 or more (a group larger than m is all of m)");
+  EXPECT_NE(compile_error("group p - 3\nrank all: F* B*\n", {2, 4, 1}).find("`group` evaluates to -1"), std::string::npos);
+  EXPECT_EQ(compile_error("group m + 5\nrank all: F* B*\n", {2, 4, 1}), "no error");
+  EXPECT_EQ(compile_error("let k = r % (0 - 2)\nrank all: F^k F* B*\n", {2, 4, 1}),
+            "e.pipe:1:11: `%` by a negative divisor (-2); `%` takes a positive one");
+  EXPECT_EQ(compile_error("let k = (r - 1) % p\nrank all: F^k F* B*\n", {2, 4, 1}), "no error");
+}

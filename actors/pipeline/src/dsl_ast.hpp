@@ -17,9 +17,15 @@ struct expr_node {
   char op = 0;           // + - * / %
   std::vector<expr> args;  // binary: lhs, rhs; negate: operand; call: arguments
   int line = 0, col = 0;
+  int depth = 1;           // levels of this tree: eval() recurses this deep (the parser bounds it)
 };
 
 namespace detail {
+
+// The parser refuses nesting deeper than this (parentheses, groups, unary `-`, and operator chains
+// such as `1+1+...`, whose tree is as deep as the chain is long), so the parser, compile() and eval(),
+// which recurse once per level, cannot overflow the stack on any input. Real programs nest a few levels.
+inline constexpr int max_nesting = 100;
 
 using env = std::map<std::string, long long, std::less<>>;
 // Errors name "<source>:<line>:<col>".

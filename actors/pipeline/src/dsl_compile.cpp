@@ -205,8 +205,12 @@ result<table> compile(const program& prog, const shape& s) {
     auto e = eval(prog.group, base, prog.source);
     if (!e) return e.error();
     g = *e;
+    if (g < 1)
+      return error{errc::invalid, prog.source + ":" + std::to_string(prog.group->line) + ":" + std::to_string(prog.group->col) + ": `group` evaluates to " +
+                                      std::to_string(g) + " for p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v) +
+                                      "; expected 1 or more (a group larger than m is all of m)"};
   }
-  g = std::clamp<long long>(g, 1, m);
+  g = std::min<long long>(g, m);
   // Unit order: groups of g microbatches, chunk by chunk inside a group; backwards visit the chunks
   // in reverse (the last stage's backward comes first).
   std::vector<unit> forder, border;

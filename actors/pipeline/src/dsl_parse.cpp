@@ -199,7 +199,27 @@ class parser {
     return end_of_statement();
   }
 
+  // One level of nesting while it lives: the parser recurses once per level, so it refuses to go
+  // deeper than detail::max_nesting (a program nested 20,000 deep would overflow the stack).
+  class level {
+   public:
+    explicit level(parser& p) : p_(p) { ++p_.depth_; }
+    ~level() { --p_.depth_; }
+    level(const level&) = delete;
+    level& operator=(const level&) = delete;
+    bool too_deep() const { return p_.depth_ > detail::max_nesting; }
+
+   private:
+    parser& p_;
+  };
+  error too_deep(int line, int col) const {
+    return error{errc::parse, at(line, col) + "nested deeper than " + std::to_string(detail::max_nesting) +
+                                  " levels (each group, parenthesis, unary `-` and chained operator is one); simplify the program"};
+  }
+
   result<std::vector<seq_item>> sequence() {
+    level lv(*this);
+    if (lv.too_deep()) return too_deep(peek().line, peek().col);
     std::vector<seq_item> items;
     while (true) {
       seq_item item;
@@ -251,16 +271,24 @@ class parser {
       } else if (is_symbol("?")) {
         const token q = next();
         item.rep = seq_item::repeat::count;
-        item.count = make({expr_node::type::number, 1, "", 0, {}, q.line, q.col});
+        item.count = std::make_shared<const expr_node>(expr_node{expr_node::type::number, 1, "", 0, {}, q.line, q.col});
       }
       item.text = text_since(first);
       items.push_back(std::move(item));
     }
   }
 
-  expr make(expr_node n) { return std::make_shared<const expr_node>(std::move(n)); }
+  // A node, refused when its tree is deeper than max_nesting (a chain `1+1+...+1` nests without
+  // parentheses: eval() and the destructor recurse down its left side).
+  result<expr> make(expr_node n) {
+    for (const auto& a : n.args) n.depth = std::max(n.depth, a->depth + 1);
+    if (n.depth > detail::max_nesting) return too_deep(n.line, n.col);
+    return std::make_shared<const expr_node>(std::move(n));
+  }
 
   result<expr> expression() {
+    level lv(*this);
+    if (lv.too_deep()) return too_deep(peek().line, peek().col);
     auto lhs = conjunction();
     if (!lhs) return lhs;
     while (is_symbol("||")) {
@@ -268,6 +296,7 @@ class parser {
       auto rhs = conjunction();
       if (!rhs) return rhs;
       lhs = make({expr_node::type::binary, 0, "", '|', {*lhs, *rhs}, op.line, op.col});
+      if (!lhs) return lhs;
     }
     return lhs;
   }
@@ -279,6 +308,7 @@ class parser {
       auto rhs = comparison();
       if (!rhs) return rhs;
       lhs = make({expr_node::type::binary, 0, "", '&', {*lhs, *rhs}, op.line, op.col});
+      if (!lhs) return lhs;
     }
     return lhs;
   }
@@ -304,6 +334,7 @@ class parser {
       auto rhs = term();
       if (!rhs) return rhs;
       lhs = make({expr_node::type::binary, 0, "", op.text[0], {*lhs, *rhs}, op.line, op.col});
+      if (!lhs) return lhs;
     }
     return lhs;
   }
@@ -315,11 +346,14 @@ class parser {
       auto rhs = unary();
       if (!rhs) return rhs;
       lhs = make({expr_node::type::binary, 0, "", op.text[0], {*lhs, *rhs}, op.line, op.col});
+      if (!lhs) return lhs;
     }
     return lhs;
   }
   result<expr> unary() {
     if (is_symbol("-")) {
+      level lv(*this);
+      if (lv.too_deep()) return too_deep(peek().line, peek().col);
       const token op = next();
       auto e = unary();
       if (!e) return e;
@@ -366,6 +400,7 @@ class parser {
   std::string source_;
   std::vector<token> toks_;
   std::size_t pos_ = 0;
+  int depth_ = 0;  // levels of nesting being parsed (class level)
 };
 
 }  // namespace
@@ -409,6 +444,9 @@ result<long long> eval(const expr& e, const env& vars, const std::string& source
         case '/':
         case '%': {
           if (*b == 0) return error{errc::invalid, where + "division by zero"};
+          // A negative divisor would give a negative remainder (or, truncating, a surprising one):
+          // `%` is for wrapping indices, so it is refused rather than given a rule nobody expects.
+          if (e->op == '%' && *b < 0) return error{errc::invalid, where + "`%` by a negative divisor (" + std::to_string(*b) + "); `%` takes a positive one"};
           // Floor division and a non-negative remainder, so (r - 1) % p wraps like a rank index.
           long long q = *a / *b, rem = *a % *b;
           if (rem != 0 && ((rem < 0) != (*b < 0))) --q, rem += *b;

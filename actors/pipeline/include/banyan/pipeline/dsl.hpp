@@ -13,6 +13,8 @@
 //
 // Values: a program is an immutable, copyable AST; compile() is pure. Errors carry
 // "<source>:<line>:<col>: ..." for parse errors and the rank line for compile errors.
+// Nesting (groups, parentheses, unary `-`, operator chains) deeper than 100 levels is a parse error,
+// so parsing, compiling and evaluating any input use a bounded stack (under 512 KiB at the limit).
 #pragma once
 
 #include <banyan/pipeline/action.hpp>
