@@ -21,7 +21,35 @@ struct shape_info {
   std::vector<stage_cost> stages;
   std::vector<int> cuts;  // per-layer costs only
   bool active = true;     // taken by the genetic phase
+  std::string split;      // per-layer costs: "" for the balanced split, else which reference split
 };
+
+// Per-layer costs: the splits besides the balanced one on which the seeds run every shipped program,
+// so the result is never worse than a shipped program on any of them: the even split (stage j from
+// layer j*n/S) and the even split of the inner layers with the first and the last layer on the first
+// and the last stage (train_gpt's default: embedding and head outside the blocks it splits evenly).
+// Those equal to the balanced split or to one before are left out.
+std::vector<std::pair<std::string, std::vector<int>>> reference_splits(int n, int S, const std::vector<int>& balanced) {
+  std::vector<std::pair<std::string, std::vector<int>>> out;
+  auto add = [&](const char* name, std::vector<int> cuts) {
+    if (cuts == balanced) return;
+    for (const auto& [_, c] : out)
+      if (c == cuts) return;
+    out.emplace_back(name, std::move(cuts));
+  };
+  if (n >= S) {
+    std::vector<int> even;
+    for (int j = 0; j <= S; ++j) even.push_back(static_cast<int>(static_cast<long long>(j) * n / S));
+    add("even split", std::move(even));
+  }
+  if (n >= S + 2) {
+    std::vector<int> blocks{0};
+    for (int j = 1; j < S; ++j) blocks.push_back(1 + static_cast<int>(static_cast<long long>(j) * (n - 2) / S));
+    blocks.push_back(n);
+    add("even split of the inner layers", std::move(blocks));
+  }
+  return out;
+}
 
 int stage_of(placement place, int p, int chunk, int r) {
   return chunk * p + ((place == placement::vshape && chunk % 2 == 1) ? p - 1 - r : r);
@@ -97,6 +125,15 @@ class searcher {
       if (v % 2 == 0) shapes_.push_back({v, placement::vshape, *st, cuts});
     }
     if (shapes_.empty()) return error{errc::invalid, "search: no usable chunk count:" + shape_errors};
+    // The reference splits come after the balanced shapes: the genetic phase and the split climb
+    // start from the balanced ones; a reference split joins the genetic phase when a seed wins on it.
+    balanced_shapes_ = static_cast<int>(shapes_.size());
+    for (int i = 0; i < balanced_shapes_; ++i) {
+      if (!c_.per_layer) break;
+      const shape_info base = shapes_[i];
+      for (auto& [name, cuts] : reference_splits(static_cast<int>(c_.units.size()), p * base.v, base.cuts))
+        shapes_.push_back({base.v, base.place, stages_from_cuts(c_, cuts), cuts, false, name});
+    }
     seeds();
     if (c_.per_layer && opt_.search_splits) splits();
     genetic();
@@ -163,7 +200,7 @@ class searcher {
         if (!vc || *vc != sh.v || prog->place != sh.place) continue;
         auto t = compile(*prog, {opt_.p, opt_.m, sh.v});
         if (!t || validate(*t)) continue;
-        const std::string origin = "program " + b.name + " v=" + std::to_string(sh.v);
+        const std::string origin = "program " + b.name + " v=" + std::to_string(sh.v) + (sh.split.empty() ? "" : ", " + sh.split);
         const auto before = best_ ? best_->sim.makespan : INFINITY;
         sim_result s;
         const double ms = consider(*t, i, origin, &s);
@@ -175,6 +212,7 @@ class searcher {
         if (ms < before) pool_.push_back({i, {}, ms, *t, s});
       }
     }
+    if (best_) shapes_[best_shape_].active = true;  // a reference split that a seed won on
     notes_.push_back(best_predefined_ ? "best shipped program within the cap: " + best_predefined_->origin + ", makespan " + std::to_string(best_predefined_->sim.makespan)
                                       : "no shipped program fits the cap");
     report("seeds", 1, 1);
@@ -225,7 +263,7 @@ class searcher {
       }
     }
     best_shipped_any_ = best_predefined_;
-    const int base_shapes = static_cast<int>(shapes_.size());
+    const int base_shapes = balanced_shapes_;
     const int stop_at = evaluations_ + std::max(0, opt_.split_evaluations);
     int tried = 0, moved = 0;
     for (int base = 0; base < base_shapes; ++base) {
@@ -456,6 +494,7 @@ class searcher {
   clock_type::time_point start_;
   link_model link_;
   std::vector<shape_info> shapes_;
+  int balanced_shapes_ = 0;  // shapes_[0, balanced_shapes_) are the balanced splits; reference splits follow
   std::optional<scored_schedule> best_, best_predefined_;
   std::optional<std::string> best_program_text_;
   int best_shape_ = 0;

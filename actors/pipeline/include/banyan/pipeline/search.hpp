@@ -2,8 +2,10 @@
 // peak memory on every rank stays within a cap.
 //
 // How (docs/pipeline.md has the measurements):
-//   1. seeds: every shipped program at every allowed v; the best that fits the cap is the baseline,
-//      so the result is never worse than it;
+//   1. seeds: every shipped program at every allowed v and placement, and with per-layer costs on
+//      each of the balanced split, the even split (stage j from layer j*n/S) and the even split of
+//      the inner layers (train_gpt's default); the best that fits the cap is the baseline, and as
+//      `best` only ever improves, the result is never worse than any of them;
 //   2. genetic search over list-scheduler policies (greedy.hpp: per-rank warm-up depth, F-vs-backward
 //      preference, W deferral, chunk order, split backward), each tried by building the table and
 //      tested on the simulator (Koala's try-test evaluation);
@@ -64,8 +66,8 @@ struct scored_schedule {
 
 struct search_result {
   scored_schedule best;
-  std::optional<scored_schedule> best_predefined;  // the best shipped program within the cap
-                                                   // (on the balanced split for per-layer costs)
+  std::optional<scored_schedule> best_predefined;  // the best shipped program within the cap (per-layer
+                                                   // costs: on the balanced or a reference split)
   std::optional<scored_schedule> best_predefined_any_split;  // ... on any split the search tried
   std::string dsl;                                 // `best` as a DSL program
   int evaluations = 0;
