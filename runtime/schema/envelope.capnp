@@ -86,8 +86,9 @@ struct Envelope {
   # Bytes of this envelope's payload in the payload frame (payloads appear in envelope order).
   payloadSize @2 :UInt32;
 
-  sender @3 :Text;    # a component path (publisher, subscriber, requester)
-  scope @4 :Text;     # a component path (the scope of a publish)
+  # Before version 5 the sender and scope were component paths (text); unused since.
+  obsoleteSender @3 :Text;
+  obsoleteScope @4 :Text;
   topic @5 :Text;     # a topic, a subscription filter, or a request's method
   target @6 :Text;    # a component path (a request's target)
   text @7 :Text;      # a reply's error text
@@ -99,4 +100,8 @@ struct Envelope {
   code @12 :Int32;             # an exit code (quit) or a reply's outcome
   timeoutMs @13 :UInt32;       # a request's timeout
   urgent @14 :Bool;            # a quit that goes ahead of queued messages
+  # Since version 5: tree vertices, as `entry` (every node holds the same tree: the deployment's
+  # digest says so). 0xffffffff: none.
+  sender @15 :UInt32 = 0xffffffff;  # the publisher, subscriber, requester or watcher
+  scope @16 :UInt32 = 0xffffffff;   # the scope of a publish
 }

@@ -42,7 +42,7 @@ std::string ms_of(steady::duration d) {
 // Bytes an envelope takes in a batch: payload, text, and a bound on its share of the header.
 constexpr std::size_t envelope_overhead = 64;
 std::size_t text_bytes(const envelope& e) {
-  return e.sender.size() + e.scope.size() + e.topic.size() + e.target.size() + e.text.size();
+  return e.topic.size() + e.target.size() + e.text.size();
 }
 
 // `tcp://HOST:PORT` with HOST a name: the same endpoint with HOST's first IPv4 address; empty when

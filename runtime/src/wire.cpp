@@ -64,8 +64,8 @@ void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_m
       const envelope& e = *batch[i];
       auto w = list[i];
       w.setKind(e.kind);
-      if (!e.sender.empty()) w.setSender(text(e.sender));
-      if (!e.scope.empty()) w.setScope(text(e.scope));
+      w.setSender(e.sender);
+      w.setScope(e.scope);
       if (!e.topic.empty()) w.setTopic(text(e.topic));
       if (!e.target.empty()) w.setTarget(text(e.target));
       if (!e.text.empty()) w.setText(text(e.text));
@@ -197,8 +197,8 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
         const capnp::Text::Reader t = get();
         to.assign(t.cStr(), t.size());
       };
-      take(out.sender, e.hasSender(), [&] { return e.getSender(); });
-      take(out.scope, e.hasScope(), [&] { return e.getScope(); });
+      out.sender = e.getSender();
+      out.scope = e.getScope();
       take(out.topic, e.hasTopic(), [&] { return e.getTopic(); });
       take(out.target, e.hasTarget(), [&] { return e.getTarget(); });
       take(out.text, e.hasText(), [&] { return e.getText(); });

@@ -172,21 +172,22 @@ void gateway_actor::on_child_report(const std::string& peer, runtime::envelope& 
 // A component on `peer` monitors one of ours: tell it of each end from now on.
 void gateway_actor::on_monitor(const std::string& peer, runtime::envelope& e) {
   const vertex_id watched = *state_->tree().find(e.target);  // check() found both
-  const vertex_id watcher = *state_->tree().find(e.sender);
+  const vertex_id watcher = e.sender;
   if (!state_->is_local(watched)) return log_dropped(peer, "monitor of `" + e.target + "`: not on this node");
   if (state_->where().node_of(watcher) != node_->index_of(peer))
-    return log_dropped(peer, "monitor by `" + e.sender + "`: it is not on node `" + peer + "`");
+    return log_dropped(peer, "monitor by `" + state_->tree().path(watcher) + "`: it is not on node `" + peer + "`");
   state_->watching().add_remote(watched, {node_->index_of(peer), watcher, e.id});
 }
 
 // A component we monitor on `peer` ended: tell the watcher (a stale id is ignored there).
 void gateway_actor::on_down(const std::string& peer, runtime::envelope& e) {
   const vertex_id watcher = *state_->tree().find(e.target);  // check() found both
-  const vertex_id watched = *state_->tree().find(e.sender);
+  const vertex_id watched = e.sender;
   if (!state_->is_local(watcher)) return log_dropped(peer, "down for `" + e.target + "`: not on this node");
   if (state_->where().node_of(watched) != node_->index_of(peer))
-    return log_dropped(peer, "down of `" + e.sender + "`: it is not hosted by node `" + peer + "`");
-  if (auto a = state_->actors().get(watcher)) anon_send(a, mondown_atom::value, e.id, e.sender, std::move(e.text));
+    return log_dropped(peer, "down of `" + state_->tree().path(watched) + "`: it is not hosted by node `" + peer + "`");
+  if (auto a = state_->actors().get(watcher))
+    anon_send(a, mondown_atom::value, e.id, state_->tree().path(watched), std::move(e.text));
 }
 
 void gateway_actor::shutdown_hosted(bool urgent) {
@@ -279,28 +280,27 @@ void gateway_actor::on_subscription(const std::string& peer, runtime::envelope& 
     state_->routing().unsubscribe(e.id);
     return;
   }
-  const vertex_id who = *state_->tree().find(e.sender);  // check() found it
+  const vertex_id who = e.sender;  // check() found it in the tree
   auto r = state_->routing().add_replica(e.id, who, e.topic);
   if (!r) log_dropped(peer, "replicated subscription: " + r.error().what());
 }
 
 void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
-  const auto& tree = state_->tree();
-  const auto who = tree.find(e.sender);          // check() found both paths and the vertices in range
-  const auto scope_vertex = tree.find(e.scope);
+  const vertex_id who = e.sender;  // check() found every vertex in the tree
+  const vertex_id scope_vertex = e.scope;
   const vertex_id entry = e.entry;
   const vertex_id from = e.from == runtime::no_vertex_field ? no_vertex : e.from;
   if (!state_->is_local(entry)) {
     // Sent before the deployment learnt that the entry moved (a live move): on to where it runs now.
     const node_id now = state_->where().node_of(entry);
     if (now == node_->index_of(peer)) return log_dropped(peer, "data for a component not on this node");
-    auto sent = node_->forward({now, entry, from}, e.topic, *who, *scope_vertex, e.origin_sequence,
+    auto sent = node_->forward({now, entry, from}, e.topic, who, scope_vertex, e.origin_sequence,
                                payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), e.receipt,
                                runtime::never_block);
-    if (!sent) unforwarded(*who, now, sent.error().message);
+    if (!sent) unforwarded(who, now, sent.error().message);
     return;
   }
-  auto found = routes_.get(e.topic, *who, *scope_vertex, entry, from);
+  auto found = routes_.get(e.topic, who, scope_vertex, entry, from);
   if (!found) return log_dropped(peer, "data: " + found.error().what());
   const std::shared_ptr<const route_info>& route = **found;
   const route_info& info = *route;
@@ -318,8 +318,8 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
     }
   }
   for (const auto& h : info.hops) {
-    auto sent = node_->forward(h, info.topic, *who, *scope_vertex, sequence, data, e.receipt, runtime::never_block);
-    if (!sent) unforwarded(*who, h.node, sent.error().message);
+    auto sent = node_->forward(h, info.topic, who, scope_vertex, sequence, data, e.receipt, runtime::never_block);
+    if (!sent) unforwarded(who, h.node, sent.error().message);
   }
 }
 
@@ -338,8 +338,9 @@ void gateway_actor::tell_unforwarded() {
 // Copies of a local publisher's messages that a node forwarding them could not deliver
 // (node_runtime::tell_publisher on that node).
 void gateway_actor::on_undelivered(const std::string& peer, runtime::envelope& e) {
-  const vertex_id who = *state_->tree().find(e.sender);  // check() found it
-  if (!node_->is_local(who)) return log_dropped(peer, "undelivered: publisher `" + e.sender + "` is not on this node");
+  const vertex_id who = e.sender;  // check() found it in the tree
+  if (!node_->is_local(who))
+    return log_dropped(peer, "undelivered: publisher `" + state_->tree().path(who) + "` is not on this node");
   node_->tell_publisher(who, e.target, e.id, e.text);
 }
 
@@ -348,7 +349,7 @@ void gateway_actor::on_undelivered(const std::string& peer, runtime::envelope& e
 void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e) {
   // The reply goes to the requester's node, which is `peer` unless this request was passed on to
   // a component's new node after a live move (below).
-  const vertex_id requester = *state_->tree().find(e.sender);  // check() found it
+  const vertex_id requester = e.sender;  // check() found it in the tree
   const node_id home = state_->where().node_of(requester);
   const std::string to = home == state_->where().self() ? peer : node_->name_of(home);
   auto reply = [node = node_, to, id = e.id](reply_code code, std::string text, const payload& data) {

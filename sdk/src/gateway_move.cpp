@@ -252,12 +252,10 @@ void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states)
     auto& e = held.second;
     if (static_cast<wire_kind>(e.kind) != wire_kind::data || !tree.contains(root, e.entry)) return false;
     const vertex_id from = e.from == runtime::no_vertex_field ? no_vertex : e.from;
-    auto who = tree.find(e.sender);
-    auto scope = tree.find(e.scope);
-    auto sent = node_->forward({move_->to, e.entry, from}, e.topic, *who, *scope, e.origin_sequence,
+    auto sent = node_->forward({move_->to, e.entry, from}, e.topic, e.sender, e.scope, e.origin_sequence,
                                payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), e.receipt,
                                runtime::never_block);
-    if (!sent) unforwarded(*who, move_->to, sent.error().message);
+    if (!sent) unforwarded(e.sender, move_->to, sent.error().message);
     move_->handed_held.push_back(std::move(held));  // kept until the move is over: a revert delivers it here
     return true;
   });

@@ -168,9 +168,8 @@ result<void> node_runtime::forward(const hop& h, const std::string& topic, verte
                                    std::size_t block_at) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::data);
-  const auto& tree = state_.tree();
-  e.sender = tree.path(publisher);
-  e.scope = tree.path(scope);
+  e.sender = publisher;
+  e.scope = scope;
   e.topic = topic;
   e.entry = h.entry;
   e.from = h.from == no_vertex ? runtime::no_vertex_field : h.from;
@@ -194,7 +193,7 @@ void node_runtime::broadcast_subscribe(subscription_id id, vertex_id subscriber,
   if (!announced_) return;  // the snapshot sent with `ready` carries it
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::subscribe);
-  e.sender = state_.tree().path(subscriber);
+  e.sender = subscriber;
   e.topic = filter;
   e.id = id;
   send_to_all(e);
@@ -256,7 +255,7 @@ void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t gen
 void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::monitor);
-  e.sender = state_.tree().path(watcher);
+  e.sender = watcher;
   e.target = state_.tree().path(watched);
   e.id = id;
   auto r = transport_->send(deployment_.names[state_.where().node_of(watched)], std::move(e), runtime::never_block);
@@ -266,7 +265,7 @@ void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint6
 void node_runtime::send_down(vertex_id watched, std::uint32_t to, vertex_id watcher, std::uint64_t id, std::string reason) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::down);
-  e.sender = state_.tree().path(watched);
+  e.sender = watched;
   e.target = state_.tree().path(watcher);
   e.id = id;
   e.text = reason.size() > max_error_text_bytes ? reason.substr(0, max_error_text_bytes) : std::move(reason);
@@ -345,7 +344,7 @@ void node_runtime::on_peer_up(const std::string& peer) {
   for (const auto& s : state_.routing().local_subscriptions()) {
     runtime::envelope e;
     e.kind = static_cast<std::uint16_t>(wire_kind::subscribe);
-    e.sender = state_.tree().path(s.subscriber);
+    e.sender = s.subscriber;
     e.topic = s.filter;
     e.id = s.id;
     (void)transport_->send(peer, std::move(e));
@@ -406,7 +405,7 @@ result<void> node_runtime::send_request(vertex_id requester, vertex_id target, c
   const node_id node = state_.where().node_of(target);
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::request);
-  e.sender = tree.path(requester);
+  e.sender = requester;
   e.topic = method;
   e.target = tree.path(target);
   e.id = id;
@@ -482,10 +481,9 @@ void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::
       continue;
     }
     ++data;
-    auto who = tree.find(e.sender);
-    if (!who) continue;  // we wrote it: cannot happen
-    ++by_publisher[*who];
-    if (!is_local(*who)) ++forwarded;
+    const vertex_id who = e.sender;  // we wrote it: a vertex of the tree
+    ++by_publisher[who];
+    if (!is_local(who)) ++forwarded;
   }
   if (lost.empty()) return;
   std::string line = "node `" + peer + "` lost with " + std::to_string(data) + " messages undelivered";
@@ -508,7 +506,7 @@ void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, 
   if (home == lost) return;  // gone with its publisher
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::undelivered);
-  e.sender = state_.tree().path(publisher);
+  e.sender = publisher;
   e.target = lost;
   e.id = count;
   const std::string why = "forwarded by `" + self_name() + "`: " + reason;

@@ -14,8 +14,8 @@ enum field : unsigned {
 
 unsigned fields_set(const runtime::envelope& e) {
   unsigned s = 0;
-  if (!e.sender.empty()) s |= f_sender;
-  if (!e.scope.empty()) s |= f_scope;
+  if (e.sender != runtime::no_vertex_field) s |= f_sender;
+  if (e.scope != runtime::no_vertex_field) s |= f_scope;
   if (!e.topic.empty()) s |= f_topic;
   if (!e.target.empty()) s |= f_target;
   if (!e.text.empty()) s |= f_text;
@@ -53,6 +53,12 @@ const char* field_name(unsigned f) {
 std::string clip(const std::string& text) {
   if (text.size() <= 64) return text;
   return text.substr(0, 64) + "...(" + std::to_string(text.size()) + " bytes)";
+}
+
+std::string vertex_fault(const std::string& field, std::uint32_t v, const component_tree& tree) {
+  if (v == runtime::no_vertex_field) return field + " is missing";
+  if (v >= tree.size()) return field + " " + std::to_string(v) + " is not a vertex of the tree";
+  return "";
 }
 
 std::string path_fault(const std::string& field, const std::string& path, const component_tree& tree) {
@@ -133,10 +139,10 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
   };
   switch (static_cast<wire_kind>(e.kind)) {
     case wire_kind::data: {
-      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
-      if (auto f = path_fault("scope", e.scope, tree); !f.empty()) return kind + f;
-      if (!tree.contains(*tree.find(e.scope), *tree.find(e.sender))) {
-        return kind + "scope `" + clip(e.scope) + "` does not contain the publisher `" + clip(e.sender) + "`";
+      if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (auto f = vertex_fault("scope", e.scope, tree); !f.empty()) return kind + f;
+      if (!tree.contains(e.scope, e.sender)) {
+        return kind + "scope `" + tree.path(e.scope) + "` does not contain the publisher `" + tree.path(e.sender) + "`";
       }
       if (auto t = topic::parse(e.topic); !t) return kind + "topic: " + clip(t.error().message);
       if (e.entry >= tree.size()) return kind + "entry " + std::to_string(e.entry) + " is not a vertex of the tree";
@@ -147,7 +153,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       return "";
     }
     case wire_kind::subscribe:
-      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (auto t = topic_filter::parse(e.topic); !t) return kind + "filter: " + clip(t.error().message);
       if (auto f = id_fault(); !f.empty()) return f;
       if ((e.id >> 40) != from_node) {
@@ -173,7 +179,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       if (e.code < 0 || e.code > 255) return kind + "exit code " + std::to_string(e.code) + " is not 0..255";
       return "";
     case wire_kind::request:
-      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
       if (e.topic.empty() || e.topic.size() > max_method_bytes) {
         return kind + "method of " + std::to_string(e.topic.size()) + " bytes (1.." + std::to_string(max_method_bytes) + ")";
@@ -203,13 +209,13 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       return "";
     case wire_kind::monitor:
     case wire_kind::down:
-      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
       if (auto f = id_fault(); !f.empty()) return f;
       if (e.text.size() > max_error_text_bytes) return kind + "text of " + std::to_string(e.text.size()) + " bytes";
       return "";
     case wire_kind::undelivered:
-      if (auto f = path_fault("sender", e.sender, tree); !f.empty()) return kind + f;
+      if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (e.target.empty() || e.target.size() > max_node_name_bytes) {
         return kind + "lost node name (target) of " + std::to_string(e.target.size()) + " bytes (1.." +
                std::to_string(max_node_name_bytes) + ")";

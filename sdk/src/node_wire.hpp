@@ -2,18 +2,18 @@
 // gateway.cpp reads, check() stands between them). Private to the SDK.
 //
 //   kind         sender          scope        topic    target       text        numbers                              payload
-//   data         publisher path  scope path   topic    -            -           entry, from | none, origin_sequence  message
+//   data         publisher       scope        topic    -            -           entry, from | none, origin_sequence  message
 //   subscribe    subscriber      -            filter   -            -           id                                   -
 //   unsubscribe  -               -            -        -            -           id                                   -
 //   ready        -               -            -        -            -           -                                    -
 //   quit         -               -            -        -            -           code (exit code), urgent             -
-//   request      requester path  -            method   target path  -           id, timeout_ms                       request
+//   request      requester       -            method   target path  -           id, timeout_ms                       request
 //   reply        -               -            -        -            error text  id, code (reply_code)                reply
 //   child_start  -               -            -        child path   -           id (generation)                      -
 //   child_stop   -               -            -        child path   -           id (generation)                      -
 //   child_started -              -            -        child path   -           id (generation)                      -
 //   child_failed -               -            -        child path   reason      id (generation)                      -
-//   undelivered  publisher path  -            -        lost node    reason      id (= count of messages)             -
+//   undelivered  publisher       -            -        lost node    reason      id (= count of messages)             -
 //   move         -               -            -        subtree root node name   id (epoch), code (step), origin (gen) states
 //
 // The child_* kinds carry supervision across nodes (docs/sdk.md "Supervision across nodes"): a
@@ -31,6 +31,8 @@
 // generation it runs under there), handed (the data held for it follows no more), moved (it runs
 // on node `text` now) and ack; all of one move share its epoch.
 //
+// sender and scope are tree vertices (every node holds the same tree: the deployment's digest), the
+// other components travel as paths (target).
 // Every cell is a typed field of the wire schema (runtime/schema/envelope.capnp): numbers and codes
 // travel as numbers, never as decimal text. A field a kind does not use must keep its default.
 #pragma once
@@ -61,7 +63,8 @@ inline constexpr std::size_t max_method_bytes = 256, max_error_text_bytes = 4096
 // Whether `e`, received from the node with index `from_node`, is well-formed for its kind: empty
 // when it is, else what is wrong with it, naming the field (what the peer sent is clipped to 64
 // bytes, not escaped: banyan::log escapes every line). Checks
-// every field of every kind: the kind is known; paths name components of `tree`; the scope of a
+// every field of every kind: the kind is known; vertices are below the tree's size and paths name
+// components of `tree`; the scope of a
 // data message contains its publisher; topics and filters parse; vertices are in the tree (`from`
 // may be none); sequence numbers, ids and timeouts are in range; a subscription id was made by the
 // sending node; exit codes are 0..255 and reply codes known; payloads only where the kind has one;

@@ -1,14 +1,17 @@
 // Deliverable 3 of issue #22: a structured fuzz test of the node protocol. The test plays node n0 of
 // a 2-node deployment with a bare transport; n1 is a real mesh_app node. For every envelope kind it
 // starts from a well-formed envelope and mutates each field in turn (seeded, a bounded number of
-// values per field: empty, huge, control bytes, out-of-range numbers, other components' paths,
+// values per field: empty, huge, control bytes, out-of-range numbers and vertices, other components,
 // fields the kind does not use), and sends each to n1. n1 must refuse the malformed ones (counted,
 // logged rate-limited) and keep working: afterwards it answers a request correctly and ends on a
 // `quit` with exit code 0.
 #include "faults.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 namespace banyan::runtime::test {
@@ -25,20 +28,38 @@ constexpr std::uint16_t first_unknown_kind = 17;
 // for one on its way) pauses a node until that move's thaw, by design: those two are not sent.
 constexpr std::int32_t move_freeze = 1, move_frozen = 2, move_ack = 7;
 
+// mesh_app's tree vertices by path, as its one-process profile lists them (in vertex order): the
+// node protocol names components by vertex.
+std::map<std::string, std::uint32_t> mesh_vertices(const fs::path& dir) {
+  const fs::path profile = dir / "mesh_profile.json";
+  auto p = process::spawn({MESH_APP, "--messages", "10", "--profile", profile.string()},
+                          {.out = output_mode::capture, .err = output_mode::merge});
+  if (!p || !p->wait(60s)) return {};
+  std::ifstream in(profile);
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  std::map<std::string, std::uint32_t> out;
+  if (!j.is_object()) return out;
+  std::uint32_t v = 0;
+  for (const auto& c : j["components"]) out[c.value("path", "")] = v++;
+  return out;
+}
+
+std::map<std::string, std::uint32_t> vertex;  // mesh_vertices(), filled by the test first
+
 envelope well_formed(kind k) {
   envelope e;
   e.kind = k;
   switch (k) {
     case data:
-      e.sender = "/mesh/zone0/pub";
-      e.scope = "/mesh";
+      e.sender = vertex.at("/mesh/zone0/pub");
+      e.scope = vertex.at("/mesh");
       e.topic = "data/z0";
       e.entry = 0;
       e.origin_sequence = 1;
       e.payload = shared_bytes::copy_of("x");
       break;
     case subscribe:
-      e.sender = "/mesh/zone0/sub";
+      e.sender = vertex.at("/mesh/zone0/sub");
       e.topic = "fuzz/+";
       e.id = 7;  // origin 0 (n0) << 40 | 7
       break;
@@ -46,7 +67,7 @@ envelope well_formed(kind k) {
     case ready: break;
     case quit: e.code = 0; break;
     case request:
-      e.sender = "/mesh/checker";
+      e.sender = vertex.at("/mesh/checker");
       e.target = "/mesh/zone1/pub";
       e.topic = "echo";
       e.id = 1000;
@@ -70,18 +91,18 @@ envelope well_formed(kind k) {
       if (k == child_failed) e.text = "fuzz";
       break;
     case undelivered:
-      e.sender = "/mesh/zone1/pub";
+      e.sender = vertex.at("/mesh/zone1/pub");
       e.target = "n0";
       e.id = 3;
       e.text = "fuzz";
       break;
     case monitor:  // n0's /mesh/checker watches n1's /mesh/zone1/pub
-      e.sender = "/mesh/checker";
+      e.sender = vertex.at("/mesh/checker");
       e.target = "/mesh/zone1/pub";
       e.id = 5;
       break;
     case down:  // news for a watcher on n1 of an end on n0 that it never asked about
-      e.sender = "/mesh/zone0/pub";
+      e.sender = vertex.at("/mesh/zone0/pub");
       e.target = "/mesh/zone1/pub";
       e.id = 6;
       e.text = "stopped";
@@ -132,8 +153,8 @@ std::vector<envelope> mutations(kind k, std::mt19937_64& rng, int per_field) {
     for (int m = 0; m < per_field; ++m) {
       envelope e = well_formed(k);
       switch (field) {
-        case 0: e.sender = text_value(rng, m); break;
-        case 1: e.scope = text_value(rng, m); break;
+        case 0: e.sender = static_cast<std::uint32_t>(number_value(rng, m)); break;
+        case 1: e.scope = static_cast<std::uint32_t>(number_value(rng, m)); break;
         case 2: e.topic = text_value(rng, m); break;
         case 3: e.target = text_value(rng, m); break;
         case 4: e.text = text_value(rng, m); break;
@@ -148,7 +169,7 @@ std::vector<envelope> mutations(kind k, std::mt19937_64& rng, int per_field) {
         case 13: e.kind = static_cast<std::uint16_t>(m % 2 ? 0 : first_unknown_kind + rng() % 60000); break;
       }
       // A mutation that leaves a `quit` well-formed would end n1 here; the well-formed quit comes last.
-      if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender.empty() && e.scope.empty() && e.topic.empty() &&
+      if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender == no_vertex_field && e.scope == no_vertex_field && e.topic.empty() &&
           e.target.empty() && e.text.empty() && e.id == 0 && e.origin_sequence == 0 && e.entry == no_vertex_field &&
           e.from == no_vertex_field && e.timeout_ms == 0 && e.payload.empty()) {
         continue;
@@ -169,6 +190,8 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
     for (const char* n : {"n0", "n1"}) out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
     out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n";
   }
+  vertex = mesh_vertices(dir.path);
+  ASSERT_TRUE(vertex.count("/mesh/zone1/pub")) << "mesh_app's profile did not list its components";
   recorder r0;
   auto n0 = transport::start(node_options("n0", dir.ipc("n0"), {{"n1", dir.ipc("n1"), ""}}, 1000ms), r0.make());
   ASSERT_TRUE(n0.has_value()) << n0.error().what();

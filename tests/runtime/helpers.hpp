@@ -153,8 +153,8 @@ struct recorder {
 inline envelope make_envelope(std::uint64_t i, std::size_t payload_bytes = 8) {
   envelope e;
   e.kind = 1;
-  e.sender = "/app/pub";
-  e.scope = "/app";
+  e.sender = 1;  // tree vertices (the publisher, its scope)
+  e.scope = 0;
   e.topic = "t/" + std::to_string(i % 7);
   std::vector<std::byte> p(std::max<std::size_t>(payload_bytes, 8));
   for (std::size_t b = 0; b < 8; ++b) p[b] = std::byte((i >> (8 * b)) & 0xff);

@@ -47,7 +47,7 @@
 namespace banyan::runtime {
 
 // Wire version written into, and required of, every frame.
-inline constexpr std::uint16_t wire_version = 4;
+inline constexpr std::uint16_t wire_version = 5;
 
 struct peer_config {
   std::string name;              // the peer's node name (its ROUTER sees us under our `self` name)
@@ -86,8 +86,11 @@ struct transport_options {
 inline constexpr std::uint32_t no_vertex_field = 0xffffffffu;  // `entry` / `from` not set
 struct envelope {
   std::uint16_t kind = 0;            // app-defined (data, subscribe, control, ...)
-  std::string sender, scope, topic;  // component paths / topic text
-  std::string target;                // a second component path
+  // Tree vertices (no_vertex_field: none): the publisher, subscriber, requester or watcher, and a
+  // publish's scope. Every node holds the same tree, so no path travels for them.
+  std::uint32_t sender = no_vertex_field, scope = no_vertex_field;
+  std::string topic;                 // topic text
+  std::string target;                // a second component path, or a node name
   std::string text;                  // free text (an error message)
   std::uint64_t id = 0;              // an identifier (subscription, request)
   std::uint64_t origin_sequence = 0; // the originator's own sequence number
