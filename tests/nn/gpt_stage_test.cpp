@@ -291,7 +291,7 @@ TEST(GptStage, CudaStagesMatchTheCpuWholeModel) {
   EXPECT_LE(rel, 1e-3) << "worst tensor " << tensor;
 }
 
-TEST(GptStage, DroppingOneMicrobatchsBackwardIsDetected) {
+TEST(GptStage, DroppingOneMicrobatchBackwardIsDetected) {
   auto be = cpu();
   const std::uint64_t seed = 77;
   SCOPED_TRACE("seed " + std::to_string(seed));
