@@ -1,4 +1,4 @@
-// Lagrangian relaxation of the capacity constraints (issue #11 items 1 and 3).
+// Lagrangian relaxation of the capacity constraints: a proven lower bound, and starting mappings.
 //
 // With a price lambda_j per unit of load on node j (and mu_j per unit of memory), the capacities
 // drop out and what is left is a labelling of a tree with edge costs w x link(a, b) and vertex

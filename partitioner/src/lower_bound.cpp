@@ -1,5 +1,5 @@
 // A proven lower bound on the cost of every mapping within capacity, cheap enough to report next to
-// every heuristic's result (issue #11 item 3).
+// every heuristic's result.
 //
 // Argument. A subtree S(v) of load L(v) cannot lie on fewer than need(v) nodes, the fewest whose
 // capacities (largest first, with the tolerance; per dimension) add up to L(v); cutting e

@@ -1,4 +1,4 @@
-// The profile reader (docs/formats.md, issue #11 item 5): simdjson On-Demand over the file mapped
+// The profile reader (docs/formats.md): simdjson On-Demand over the file mapped
 // into memory, one pass, no document tree. Each component's path is copied once, into the string
 // the tree keeps; parent paths are resolved to indices as they are read; the pages of the file
 // already parsed are handed back as it goes. So a 10^6-component profile (280 MB) peaks at about

@@ -1,4 +1,4 @@
-// train_gpt --pipeline P (issue #12 item 8): the same GPT, data and optimizer as the whole-model
+// train_gpt --pipeline P: the same GPT, data and optimizer as the whole-model
 // trainer, trained pipeline-parallel by banyan::pipeline_trainer (/train_gpt/trainer is its composite,
 // r0..r<P-1> its stage leaves) over an action table: a shipped program by name, a .pipe program or a
 // torch CSV table.

@@ -1,4 +1,4 @@
-// train_gpt --profile-costs FILE (issue #12 item 5): times the model `train_gpt --pipeline` would train
+// train_gpt --profile-costs FILE: times the model `train_gpt --pipeline` would train
 // (same --layers, --heads, --channels, --seq and vocabulary) at its microbatch shape, --batch /
 // --microbatches rows (M defaults as in pipeline mode: 2P with --pipeline P, else 1), and writes the
 // per-layer cost file `banyan pipeline simulate|search --costs` reads (pipeline::measure_costs: what

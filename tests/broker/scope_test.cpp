@@ -47,7 +47,7 @@ TEST(Scope, TooManyLevelsUpIsAnError) {
 }
 
 // The error counts the publisher's ancestors in proper English: "only 1 ancestor", "only 2
-// ancestors" (issue #21 item 6 saw "only 1 ancestors").
+// ancestors", never "only 1 ancestors".
 TEST(Scope, TooManyLevelsUpNamesTheAncestorsInTheRightNumber) {
   small_tree t;
   auto one = scope::up(2).resolve(t.tree, t.mem);

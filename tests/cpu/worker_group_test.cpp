@@ -1,4 +1,4 @@
-// Per-core workers (issue 14, item 3): N workers with batch b each equal one instance with batch N*b
+// Per-core workers: N workers with batch b each equal one instance with batch N*b
 // (gradients within 1e-5, 20 steps of losses within 1e-5), and runs are bit-identical. Four workers
 // on a synthetic 2-domain machine exercise both levels of the reduction tree on any host (they are not
 // bound, so a 2-core machine runs them).

@@ -1,4 +1,4 @@
-// The kinds of designs users bring (issue #17): a CPU running a program from $readmemh, an AES-like
+// The kinds of designs users bring: a CPU running a program from $readmemh, an AES-like
 // round pipeline, a UART with an active-low asynchronous reset, a bus controller built with include
 // files, defines and parameters. Each passes the check against Icarus over 5,000 cycles with
 // stimulus that exercises it (the assertions on the outputs make sure the check is not trivially

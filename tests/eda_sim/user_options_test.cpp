@@ -1,4 +1,4 @@
-// What a user sets on the command line (issue #17): resets, held inputs, initial values, the X
+// What a user sets on the command line: resets, held inputs, initial values, the X
 // policy and --check-from, parameters, a waveform that a strict VCD reader accepts, and the
 // reference built (and its errors shown) before the simulation runs.
 #include "helpers.hpp"

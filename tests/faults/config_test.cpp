@@ -1,4 +1,4 @@
-// Deliverables 6 and 7 of issue #22 at the transport: bad configurations are clear errors at start
+// Configuration and unreachable peers at the transport: bad configurations are clear errors at start
 // (inproc:// between nodes, a CURVE public key of another pair, a port out of range or missing,
 // nodes of different deployments), a peer that never comes up is named every few seconds and
 // waiting for it ends with an error naming it, text a peer sends cannot forge log lines, a

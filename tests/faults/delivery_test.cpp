@@ -1,4 +1,4 @@
-// Deliverables 2, 4 and 5 of issue #22 in one process: payloads up to the maximum arrive and larger
+// Bounded, exactly-once delivery in one process: payloads up to the maximum arrive and larger
 // ones are refused at send(); batches are bounded in bytes; credit is bounded in bytes; envelopes
 // lost in transit (connections cut under load) are written again and arrive exactly once, in order.
 #include "faults.hpp"

@@ -1,4 +1,4 @@
-// Deliverable 3 of issue #22: a structured fuzz test of the node protocol. The test plays node n0 of
+// A structured fuzz test of the node protocol. The test plays node n0 of
 // a 2-node deployment with a bare transport; n1 is a real mesh_app node. For every envelope kind it
 // starts from a well-formed envelope and mutates each field in turn (seeded, a bounded number of
 // values per field: empty, huge, control bytes, out-of-range numbers and vertices, other components,

@@ -1,4 +1,4 @@
-// Deliverable 1 of issue #22: no newcomer takes over a live peer's link, and liveness is two-way.
+// Link identity: no newcomer takes over a live peer's link, and liveness is two-way.
 // The attacks that stalled a cluster: a DEALER claiming a node's routing id, a forged heartbeat
 // with another incarnation, an authorised CURVE key claiming another node's name, and a link that
 // one side hears and the other does not.

@@ -1,4 +1,4 @@
-// The multi-node probes of issue #22 replayed with mesh_app (tests/integration/mesh_app.cpp) as
+// The transport's multi-node fault cases replayed with mesh_app (tests/integration/mesh_app.cpp) as
 // node processes on loopback: large payloads across 3 nodes arrive exactly; a node SIGSTOPped past
 // the heartbeat timeout loses nothing and the run completes with exact counts; 64 KiB payloads to
 // slow subscribers keep the subscribers' node's memory bounded (the figure in docs/runtime.md).

@@ -1,4 +1,4 @@
-// Deliverable 5 (and the kill -9 / restart cases of 8) of issue #22, with real processes: a node
+// Stopped, killed and restarted nodes, with real processes: a node
 // SIGSTOPped past the heartbeat timeout loses nothing and the run completes with exact counts; a
 // node stopped past give_up_after, or killed with SIGKILL, hands every pending envelope back to its
 // sender (on_undelivered) and later sends fail; a restarted node is a new link that exchanges

@@ -1,4 +1,4 @@
-// Memory-managed training (issue #13): the planner's policies and budgets, the executor's placement
+// Memory-managed training: the planner's policies and budgets, the executor's placement
 // and copies, and exactness: with any plan the gradients and losses are bit-identical to the model
 // without a budget on the cpu backend.
 #include "banyan/nn/adamw.hpp"

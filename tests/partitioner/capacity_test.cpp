@@ -1,4 +1,4 @@
-// Issue #11 item 4: one relative capacity rule everywhere, whatever the loads' magnitude; exact
+// One relative capacity rule everywhere, whatever the loads' magnitude; exact
 // solvers never worse than their warm start; time limits bound the wall time.
 #include "banyan/partitioner/algorithm.hpp"
 #include "banyan/partitioner/generator.hpp"

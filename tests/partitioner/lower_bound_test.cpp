@@ -1,4 +1,4 @@
-// Issue #11 item 3: a proven lower bound next to every heuristic result.
+// A proven lower bound next to every heuristic result.
 #include "banyan/partitioner/algorithm.hpp"
 
 #include "brute_force.hpp"

@@ -1,4 +1,4 @@
-// The profile reader (simdjson On-Demand, issue #11 item 5): every family written by write_profile
+// The profile reader (simdjson On-Demand): every family written by write_profile
 // reads back as the same tree, in any component order; only valid JSON is accepted, even in the
 // values it does not use; errors name file:line:col; the measurements come in the same pass.
 #include "banyan/partitioner/families.hpp"

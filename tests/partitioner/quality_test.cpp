@@ -1,4 +1,4 @@
-// Family-wise quality bounds of bottom-up (issue #11 items 1 and 2) against brute force, on small
+// Family-wise quality bounds of bottom-up against brute force, on small
 // seeded instances of every family in banyan/partitioner/families.hpp: per shape the worst instance
 // within 5% of the optimum, over all instances the median within 1%, and never above METIS or
 // greedy where their mapping is within capacity. A failure prints the instance (with its seed) so

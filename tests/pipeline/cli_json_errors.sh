@@ -1,5 +1,5 @@
 #!/bin/sh
-# `banyan pipeline ... --json` reports errors as JSON on stdout (issue #12 item 7): a table with a
+# `banyan pipeline ... --json` reports errors as JSON on stdout: a table with a
 # huge microbatch number is refused with exit code 2, and stdout parses as {"error", "exit_code"}.
 # Usage: cli_json_errors.sh BANYAN_CLI
 set -u
@@ -17,7 +17,7 @@ j = json.load(open(sys.argv[1]))
 assert j["exit_code"] == 2, j
 assert "huge.csv" in j["error"] and "only 2 compute actions" in j["error"], j
 PY
-# Search with per-layer costs (issue #12 item 6): the split comes back in --json, and the same seed
+# Search with per-layer costs: the split comes back in --json, and the same seed
 # and --budget give the same result twice; simulate refuses a split that does not add up.
 costs=$(dirname "$0")/../../actors/pipeline/examples/gpt2_lm_head_layers.json
 for i in 1 2; do

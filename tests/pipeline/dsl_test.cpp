@@ -159,8 +159,8 @@ TEST(Dsl, InterleavedRefusesExactlyTheShapesThatDeadlock) {
               partial_ok, refused);
 }
 
-// Issue #12 item 7: an item that cannot run where it stands was skipped, so `B F* B*` compiled to
-// GPipe. A plain item must run; the error names it, its place and why.
+// An item that cannot run where it stands is an error, not skipped (skipping it would compile
+// `B F* B*` to GPipe). A plain item must run; the error names it, its place and why.
 TEST(Dsl, AnItemThatCannotRunIsAnErrorNamingIt) {
   auto compile_error = [](const std::string& text, bp::shape s) {
     auto prog = bp::parse_program(text, "bad.pipe");

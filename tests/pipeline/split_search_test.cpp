@@ -1,4 +1,4 @@
-// Search with stage splits as a dimension (issue #12 item 6): the per-layer cost file, the balanced
+// Search with stage splits as a dimension: the per-layer cost file, the balanced
 // split DP against brute force, never worse than the best shipped program, determinism for a seed
 // and a budget, and the lower bound under every evaluated makespan.
 #include <banyan/pipeline/cost.hpp>

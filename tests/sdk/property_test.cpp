@@ -166,7 +166,7 @@ void run_case(std::uint64_t seed, std::size_t max_n, routing_mode mode) {
   auto r = run(a, testing::test_options(mode));
   ASSERT_EQ(r.exit_code, 0) << "run did not complete: delivered " << s->delivered.load() << " of " << want.size();
   EXPECT_EQ(s->got, want);
-  // The starter's `go` requests and their replies are traffic too (issue #21 item 6): one of each
+  // The starter's `go` requests and their replies are traffic too: one of each
   // on every edge between the starter and each leaf.
   const auto starter = std::find(paths.begin(), paths.end(), s->starter);
   ASSERT_NE(starter, paths.end()) << s->starter;

@@ -222,7 +222,7 @@ TEST(PubSub, FifoPerPublisherAndFanOutSharesOneBuffer) {
   ASSERT_EQ(kept0->size(), 1u);
   ASSERT_EQ(kept1->size(), 1u);
   EXPECT_TRUE((*kept0)[0].same_buffer((*kept1)[0])) << "in-process fan-out copied the payload";
-  // n + 1 publishes, and the 2 requests (`ready`) with their 2 replies (issue #21 item 6).
+  // n + 1 publishes, and the 2 requests (`ready`) with their 2 replies.
   EXPECT_EQ(r.traffic.edges[*r.traffic.tree->find("/app/pub")].messages, static_cast<std::uint64_t>(n + 1 + 4));
 }
 

@@ -1,6 +1,6 @@
 // A request whose callee fails (an exception escapes its handler): the requester's error carries the
 // callee's own message, as a supervisor's reason does, never CAF's rendering of it
-// (`system_error(runtime_error, ("..."))`, issue #21 item 6).
+// (`system_error(runtime_error, ("..."))`).
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

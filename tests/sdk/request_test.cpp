@@ -157,7 +157,7 @@ TEST(RequestReply, TypedServicesValidateBothWaysAndKeepErrorsAsValues) {
   EXPECT_EQ(events.size(), 5u);
 }
 
-// Request/reply traffic is in the profile (issue #21 item 6): each request and each reply counts
+// Request/reply traffic is in the profile: each request and each reply counts
 // once, with its payload bytes, on every tree edge of the path between requester and callee.
 class asker : public leaf {
  public:

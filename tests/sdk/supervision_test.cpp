@@ -236,7 +236,7 @@ TEST(SupervisionState, WithoutKeepStateEveryIncarnationStartsAfresh) {
   EXPECT_EQ(t.rec->count("start /app/g/b at 0"), 2u);
 }
 
-// Restart types and backoff (issue #21 item 4). `quitter` stops itself (ctx.stop) in its first
+// Restart types and backoff. `quitter` stops itself (ctx.stop) in its first
 // incarnation, or fails when `fail` is set; `ender` ends the run once `path` started `starts` times
 // and `expect_failures` failures were seen, or after its own children have started again.
 class quitter : public leaf {
@@ -386,7 +386,7 @@ TEST(Monitors, AWatcherHearsEachEndOfTheWatchedComponentWithItsReason) {
       << ::testing::PrintToString(rec->events());
 }
 
-// Dynamic children (issue #21 item 4): declared with spec::dynamic(), started and stopped by the
+// Dynamic children: declared with spec::dynamic(), started and stopped by the
 // parent at run time, supervised while they run.
 class dyn_parent : public composite {
  public:

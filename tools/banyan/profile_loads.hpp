@@ -5,7 +5,7 @@
 // Why: a component's CPU load is the sum of its handlers' times in one run. From a short run, or for
 // a component that handled a few messages, it is mostly noise (cold caches, preemption, the first
 // call's allocations), and capacities given as percentages of the total load turn that noise into
-// different partitions: the same app partitioned twice cost 162 and 20160 (issue #21). Message counts
+// different partitions: the same app partitioned twice cost 162 and 20160. Message counts
 // of the same app and input do not change between runs.
 #pragma once
 

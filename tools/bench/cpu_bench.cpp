@@ -1,6 +1,6 @@
 // cpu_bench: per-core workers (banyan::cpu::worker_group, one single-threaded replica per core, the
 // NUMA-aware reduction overlapping backward) against one instance on as many OpenMP threads, on the
-// same cores with the same global batch (issue 14, "Figures"). GPT and MLP, a sweep of global batches.
+// same cores with the same global batch (docs/benchmarks.md). GPT and MLP, a sweep of global batches.
 // Each configuration is measured in alternating rounds (single, workers with overlap, workers that
 // aggregate only after the whole backward) and each side's median ms/step is reported, so the ratio
 // is taken in one run on one machine. "hidden" is the time per step the overlap saves: the

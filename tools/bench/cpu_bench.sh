@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for issue 14's figures on a many-core machine (e.g. the 16-core device machine):
+# One command for the per-core workers' figures on a many-core machine (e.g. the 16-core device machine):
 # builds cpu_bench (Release, no tests, no CUDA) in build/cpu-bench and runs the full sweep (GPT and MLP,
 # per-core workers vs one instance on as many OpenMP threads, same cores, same global batch), printing
 # the table and writing the JSON to <build>/cpu_bench.json.

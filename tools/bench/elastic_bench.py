@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 15's figures: elastic training with virtual workers (train_gpt --elastic).
+"""The figures of elastic training with virtual workers (train_gpt --elastic).
 
   1. Heterogeneity: physical workers of unequal speed (one throttled 3x), step
      time with the measured assignment against the static even split, in the same run of this script;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Live moves, measured (docs/runtime.md "Moving subtrees live"; issue #18's figures).
+"""Live moves, measured (docs/runtime.md "Moving subtrees live").
 
 Runs tests/integration/move_app on 3 loopback nodes under `banyan launch` (5 publishers at full rate,
 3 subscribers, a request loop; see move_app.cpp) and moves its two subtrees back and forth with

@@ -1,4 +1,4 @@
-// memory_bench: memory-managed GPT training (issue #13) against keeping every activation, in one run
+// memory_bench: memory-managed GPT training against keeping every activation, in one run
 // on one machine. Per policy (sqrt(n) recompute, swap, greedy, knapsack) and budget it trains the
 // same GPT with a device-memory budget and measures the pool's peak (live bytes, measured by the
 // executor) and the step time, in rounds alternating with the model without a budget (its two

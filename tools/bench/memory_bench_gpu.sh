@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for issue #13's GPU figures on the device machine: builds test_nn and memory_bench with
+# One command for the memory manager's GPU figures on the device machine: builds test_nn and memory_bench with
 # CUDA (Release) in build/memory-gpu, runs the CUDA memory-manager test (MemoryExecutor.Cuda*: a swap
 # plan on the GPU against the CPU reference), then memory_bench --backend cuda on a GPT-2-small-shaped
 # model (12 layers, 768 channels, 12 heads, vocabulary 50304, 512 tokens) with keep-all at batch 8, writing the JSON to

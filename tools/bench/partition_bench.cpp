@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   bool exact_all = false;
   app.add_flag("--exact-all", exact_all, "run mip even when smt already proved the optimum");
   family_sweep_options sweep;
-  app.add_option("--families", sweep.instances, "run the family sweep (issue #11) over this many instances instead");
+  app.add_option("--families", sweep.instances, "run the family sweep over this many instances instead");
   app.add_option("--family-size", sweep.components, "components per family instance (stars: at least 31)");
   app.add_option("--first-seed", sweep.first_seed, "seed of the sweep's first instance");
   std::vector<std::string> end_to_end;

@@ -1,4 +1,4 @@
-// partition_bench --families: the quality sweep over issue #11's instance families
+// partition_bench --families: the quality sweep over the partitioner's instance families
 // (banyan/partitioner/families.hpp), bottom-up against the proven optimum, METIS and greedy.
 #pragma once
 

@@ -114,7 +114,7 @@ double best_literature(const bp::costs& c, int p, int m, double cap, const std::
   return best;
 }
 
-// --splits mode (issue #12 item 6): per-layer costs, the split searched with the schedule.
+// --splits mode: per-layer costs, the split searched with the schedule.
 // Seeded random layer times in [0.6, 1.5] (backward 2x with a random I/W share), 3 layers per rank
 // plus a light embedding and a head 1.6x a layer: the per-layer form of the bench's unbalanced
 // profiles.

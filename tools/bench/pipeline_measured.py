@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 12 items 5-6: does the simulator, fed the engine's measured per-layer costs, predict the
+"""Measured costs on real nodes: does the simulator, fed the engine's measured per-layer costs, predict the
 pipeline trainer's step on real nodes? And what does the search make of those costs?
 
   1. Profiles the model: train_gpt --profile-costs (the per-layer cost file, ms, at the microbatch shape).

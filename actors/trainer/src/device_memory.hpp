@@ -1,4 +1,4 @@
-// The GPT trainer's device-memory budget (issue #13): --device-memory and --memory-policy into
+// The GPT trainer's device-memory budget: --device-memory and --memory-policy into
 // nn::memory_options, and the plan and the measured peak as text or JSON. Private to the trainer.
 #pragma once
 

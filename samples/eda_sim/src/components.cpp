@@ -132,7 +132,7 @@ class gate_component final : public banyan::leaf {
     if (running_) ctx.post([this] { progress(); });
   }
 
-  // A live move (issue #18) carries a leaf's whole simulation state: its engine (values, flip-flops,
+  // A live move carries a leaf's whole simulation state: its engine (values, flip-flops,
   // memories, what is scheduled), where it is in the cycle (groups received and sent), the groups
   // queued for later cycles, the last values it sent, and for the io leaf the run's samples and
   // signature so far. Gate leaves keep no state across restarts (no keep_state), so the SDK asks for

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `banyan partition --load messages` and the warning about CPU loads measured too thinly (issue #21
-# item 6). Two profiles of the same app — the same messages and edge traffic, CPU loads that differ
+# `banyan partition --load messages` and the warning about CPU loads measured too thinly.
+# Two profiles of the same app — the same messages and edge traffic, CPU loads that differ
 # only by measurement noise, from a 0.2 s window — must give the same deployment by messages, while
 # by CPU time they give different ones and a warning; a well-measured profile gives no warning.
 #   partition_load_test.sh BANYAN

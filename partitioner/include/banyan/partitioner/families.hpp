@@ -1,4 +1,4 @@
-// Seeded generators of the instance families the partitioner's quality is judged on (issue #11):
+// Seeded generators of the instance families the partitioner's quality is judged on:
 // tree shapes other than gen-tree's, traffic and load distributions, tight and loose capacity,
 // unequal nodes, link-cost matrices and shuffled component order. Used by partition_bench's sweep
 // (docs/benchmarks.md) and by the quality tests, so both judge the same instances.

@@ -54,7 +54,7 @@ class replica {
 // Builds worker `worker`'s replica on `be` (a single-threaded cpu backend owned by the worker).
 using replica_factory = std::function<result<std::unique_ptr<replica>>(nn::backend& be, int worker)>;
 
-// The level above the node server, for data parallelism across nodes (issue 14 item 4): called once
+// The level above the node server, for data parallelism across nodes: called once
 // per step, on the thread that completed the node's sum of the last layer, with this node's mean
 // gradient (`n` floats, the master's layout), its worker count, the global step and the node's mean
 // loss of the step; it must write the cluster's mean gradient over every node's workers into the

@@ -7,7 +7,7 @@
 // Usage per step: forward(tokens, targets) -> zero_grad() -> backward() -> optimizer.step(params,
 // grads). Not thread-safe; one gpt per thread (the backend parallelises inside each layer).
 //
-// With a device-memory budget (memory_options, issue #13) the activations and activation gradients
+// With a device-memory budget (memory_options) the activations and activation gradients
 // are not two arenas but one pool of at most `budget` bytes run by a memory_executor: each layer's saved
 // activations are kept, swapped to host memory or recomputed as the plan says. The first step that
 // has a backward runs with per-layer timing on and a plan made from estimated costs; after it the

@@ -1,5 +1,5 @@
-// One pipeline stage's slice of a gpt (gpt.hpp), the base of the pipeline stage components (issue
-// #12): a contiguous run of blocks, with the token and position embedding on the first stage and the
+// One pipeline stage's slice of a gpt (gpt.hpp), the base of the pipeline stage components
+// (pipeline/trainer.hpp): a contiguous run of blocks, with the token and position embedding on the first stage and the
 // final layernorm, the tied output head and the loss on the last.
 //
 // Guarantees. Run every stage's forward and backward over the m microbatches of a step (in any order

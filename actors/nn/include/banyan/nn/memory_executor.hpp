@@ -26,8 +26,8 @@
 
 namespace banyan::nn {
 
-// A model's device-memory budget. Per model instance: a pipeline stage (issue #12, not yet here)
-// passes its own.
+// A model's device-memory budget, per model instance (gpt::create). A pipeline stage (gpt_stage) takes
+// none: its slots are kept whole.
 struct memory_options {
   std::size_t budget = 0;  // bytes of the device pool for activations and their gradients
   memory_policy policy = memory_policy::knapsack;

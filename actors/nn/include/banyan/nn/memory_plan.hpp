@@ -1,4 +1,4 @@
-// Memory planning for training under a device-memory budget (issue #13, after DELTA): per layer's
+// Memory planning for training under a device-memory budget (after DELTA): per layer's
 // saved activations, keep them, swap them (offload to host memory after the forward, prefetch
 // before the backward) or drop and recompute them (rerun the layer's forward from its inputs).
 //

@@ -1,4 +1,4 @@
-// Measured per-layer costs of a GPT (issue #12 item 5): the per-layer cost file the simulator and the
+// Measured per-layer costs of a GPT: the per-layer cost file the simulator and the
 // search read (cost.hpp, docs/pipeline.md "Measured costs"), timed on this machine's nn engine at the
 // shape one pipeline stage sees: a microbatch of `rows` sequences of `seq_len` tokens.
 //

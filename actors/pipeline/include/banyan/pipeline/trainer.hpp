@@ -1,4 +1,4 @@
-// The pipeline trainer (issue #12 item 2): a GPT trained pipeline-parallel by components, one stage
+// The pipeline trainer: a GPT trained pipeline-parallel by components, one stage
 // leaf per rank of an action table (action.hpp), in one process or with leaves on several nodes
 // (a deployment under banyan launch places them; nothing in the trainer changes).
 //

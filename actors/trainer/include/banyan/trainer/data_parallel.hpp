@@ -1,4 +1,4 @@
-// Data parallelism across nodes on sdk components (issue 14 item 4): the cluster level of the
+// Data parallelism across nodes on sdk components: the cluster level of the
 // per-core workers' reduction tree, as components of the app's tree.
 //
 //   /train_gpt/trainer          gradient_server (a composite): the cluster-level server

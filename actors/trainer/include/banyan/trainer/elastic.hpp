@@ -1,4 +1,4 @@
-// Elastic scheduling of heterogeneous devices with virtual workers (issue 15), on sdk components.
+// Elastic scheduling of heterogeneous devices with virtual workers, on sdk components.
 //
 //   /train_gpt/trainer         the GPT trainer with --elastic: the scheduler. It keeps the master
 //                              parameters and the optimizer, validates, saves checkpoints and reports.

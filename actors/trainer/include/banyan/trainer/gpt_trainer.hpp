@@ -67,7 +67,7 @@ struct gpt_options {
   // Elastic scheduling with virtual workers (elastic.hpp): elastic.virtual_workers = V > 0 splits the
   // batch into V virtual workers run by physical worker leaves p0.. that may come and go.
   elastic_options elastic;
-  // Device-memory budget for the activations (issue #13, nn/memory_executor.hpp): "" for none, else
+  // Device-memory budget for the activations (nn/memory_executor.hpp): "" for none, else
   // a size ("200MiB"); one instance only (not with workers). The plan's policy, and whether to print
   // the plan (after the first step, when it is made from measured layer times).
   std::string device_memory;

@@ -23,7 +23,7 @@ struct common_options {
   std::string checkpoint;       // file the state is saved to; empty: never saved
   std::uint64_t seed = 1;       // initialisation and data order; runs with equal seeds are equal
   bool json = false;            // summary as JSON on stdout; progress keeps only its final line
-  // Data-parallel per-core workers (actors/cpu, issue 14): "" trains one instance; "per-core",
+  // Data-parallel per-core workers (actors/cpu): "" trains one instance; "per-core",
   // "per-pu" or a count N trains one single-threaded replica per worker, each on its slice of the
   // (global) batch, which must divide evenly.
   std::string workers;

@@ -1,4 +1,4 @@
-// The per-core workers as components of the app's tree (issue 14 item 1):
+// The per-core workers as components of the app's tree:
 //
 //   /train_gpt/trainer              the node trainer (a composite): the node-level gradient server
 //   /train_gpt/trainer/numa0        a composite per NUMA domain: its domain's gradient server
