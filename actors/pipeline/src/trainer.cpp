@@ -24,7 +24,8 @@ namespace banyan::pipeline {
 
 namespace {
 
-// Control messages: small fixed structs in native byte order (one process).
+// Control messages: small fixed structs in native byte order, on one node or across nodes (every node
+// of a deployment is assumed to share the byte order and layout, as for the tensor payloads: trainer.hpp).
 struct done_msg {  // ctl/done, leaf -> composite: the rank finished its actions of `step`
   std::int64_t step;
   std::int32_t rank, losses;
