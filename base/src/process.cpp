@@ -163,12 +163,14 @@ result<process> process::start(std::string name, const spawn_options& o,
     const std::string what = "cannot start `" + p.name_ + "`: ";
     switch (f.stage) {
       case stage_chdir:
-        return error{process_errc::bad_working_dir, what + "working directory `" + o.working_dir + "`: " + std::strerror(f.err)};
+        return error{process_errc::bad_working_dir,
+                     what + "working directory `" + o.working_dir + "`: " + std::strerror(f.err)};
       case stage_exec:
-        if (f.err == ENOENT) return error{process_errc::not_found, what + "no such program" + (p.name_.find('/') == std::string::npos ? " on PATH" : "")};
+        if (f.err == ENOENT)
+          return error{process_errc::not_found,
+                       what + "no such program" + (p.name_.find('/') == std::string::npos ? " on PATH" : "")};
         return error{process_errc::cannot_execute, what + std::strerror(f.err)};
-      default:
-        return error{process_errc::system, what + "setting up its output: " + std::strerror(f.err)};
+      default: return error{process_errc::system, what + "setting up its output: " + std::strerror(f.err)};
     }
   }
   return p;
@@ -291,8 +293,8 @@ bool process::wait_any(std::span<process* const> ps, milliseconds limit) {
     const auto before = p->out_.buffer.size() + p->err_.buffer.size();
     if (ready > 0) p->drain();
     const bool reaped_now = !p->status_ && p->try_reap();
-    happened |= reaped_now || before != p->out_.buffer.size() + p->err_.buffer.size() ||
-                had_out != (p->out_.fd >= 0) || had_err != (p->err_.fd >= 0);
+    happened |= reaped_now || before != p->out_.buffer.size() + p->err_.buffer.size() || had_out != (p->out_.fd >= 0) ||
+                had_err != (p->err_.fd >= 0);
   }
   return happened;
 }
@@ -306,7 +308,8 @@ result<exit_status> process::wait(std::optional<milliseconds> limit) {
   const auto deadline = limit ? clock_type::now() + *limit : clock_type::time_point::max();
   while (!try_reap()) {
     if (pid_ <= 0) return error{process_errc::system, "`" + name_ + "`: no child to wait for"};
-    const auto left = limit ? std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()) : milliseconds(60000);
+    const auto left =
+        limit ? std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()) : milliseconds(60000);
     if (left.count() <= 0) {
       return error{process_errc::timeout,
                    "`" + name_ + "` still running after " + std::to_string(limit->count()) + " ms"};

@@ -22,7 +22,9 @@ std::string approximate(double seconds) {
 }  // namespace
 
 progress::progress(std::string label, std::uint64_t total, progress_options options)
-    : label_(std::move(label)), total_(total), options_(std::move(options)),
+    : label_(std::move(label)),
+      total_(total),
+      options_(std::move(options)),
       tty_(::isatty(::fileno(out(options_))) != 0) {
   restart();
 }
@@ -38,8 +40,10 @@ double progress::elapsed_seconds() const {
 std::string progress::format(std::uint64_t done, double seconds, std::string_view detail, bool final) const {
   std::string line = label_;
   if (options_.bar_width > 0 && total_ > 0) {
-    const auto filled = static_cast<std::size_t>(options_.bar_width * std::min<double>(1.0, double(done) / double(total_)));
-    line += " [" + std::string(filled, '=') + std::string(static_cast<std::size_t>(options_.bar_width) - filled, ' ') + "]";
+    const auto filled =
+        static_cast<std::size_t>(options_.bar_width * std::min<double>(1.0, double(done) / double(total_)));
+    line +=
+        " [" + std::string(filled, '=') + std::string(static_cast<std::size_t>(options_.bar_width) - filled, ' ') + "]";
   }
   const std::string unit = options_.unit.empty() ? "" : " " + options_.unit;
   line += "  " + std::to_string(done);

@@ -6,7 +6,6 @@
 
 namespace banyan {
 
-
 region_plan plan_region(const component_tree& tree, const route& r, const std::vector<node_id>& node_of,
                         routing_mode mode, vertex_id entry, vertex_id from) {
   region_plan plan;
@@ -33,12 +32,12 @@ region_plan plan_region(const component_tree& tree, const route& r, const std::v
       for (std::uint32_t i = 0; i < targets.size(); ++i) {
         vertex_id t = targets[i].component;
         if (node_of[t] == self) plan.local_targets.push_back(i);
-        else if (entry == r.publisher() && sent.insert(node_of[t]).second) plan.hops.push_back({node_of[t], t, no_vertex});
+        else if (entry == r.publisher() && sent.insert(node_of[t]).second)
+          plan.hops.push_back({node_of[t], t, no_vertex});
       }
       return plan;
     }
-    case routing_mode::hier:
-      break;
+    case routing_mode::hier: break;
   }
   // In hier mode the route's edges are its Steiner tree.
   std::unordered_set<vertex_id> edges;
@@ -73,9 +72,9 @@ region_plan plan_region(const component_tree& tree, const route& r, const std::v
 }
 
 std::map<std::pair<node_id, node_id>, link_count> predict_crossings(const component_tree& tree,
-                                                                         const std::vector<flow>& flows,
-                                                                         const std::vector<node_id>& node_of,
-                                                                         routing_mode mode) {
+                                                                    const std::vector<flow>& flows,
+                                                                    const std::vector<node_id>& node_of,
+                                                                    routing_mode mode) {
   std::map<std::pair<node_id, node_id>, link_count> out;
   auto add = [&](node_id a, node_id b, const flow& f) {
     auto& c = out[{a, b}];

@@ -27,7 +27,7 @@ result<routing_mode> parse_routing_mode(std::string_view text) {
 // and its routes so either may outlive the other.
 struct traffic_sink {
   std::mutex mutex;
-  std::vector<edge_traffic> retired;        // counts of routes already destroyed
+  std::vector<edge_traffic> retired;  // counts of routes already destroyed
   std::map<std::pair<vertex_id, std::vector<vertex_id>>, edge_traffic> retired_flows;
   std::vector<std::weak_ptr<const route>> live;
   std::size_t live_after_purge = 0;

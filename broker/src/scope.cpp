@@ -4,16 +4,15 @@ namespace banyan {
 
 result<vertex_id> scope::resolve(const component_tree& tree, vertex_id publisher) const {
   switch (kind_) {
-    case kind::root:
-      return vertex_id{0};
+    case kind::root: return vertex_id{0};
     case kind::up: {
       vertex_id v = publisher;
       for (std::uint32_t i = 0; i < levels_; ++i) {
         if (v == 0)
           return error{broker::errc::invalid_scope, "scope " + describe() + " from `" + tree.path(publisher) +
-                                                "`: the publisher has only " +
-                                                std::to_string(tree.depth(publisher)) +
-                                                (tree.depth(publisher) == 1 ? " ancestor" : " ancestors")};
+                                                        "`: the publisher has only " +
+                                                        std::to_string(tree.depth(publisher)) +
+                                                        (tree.depth(publisher) == 1 ? " ancestor" : " ancestors")};
         v = tree.parent(v);
       }
       return v;
@@ -22,8 +21,8 @@ result<vertex_id> scope::resolve(const component_tree& tree, vertex_id publisher
       auto v = tree.find(path_);
       if (!v) return error{broker::errc::invalid_scope, "scope `" + path_ + "` names no component"};
       if (!tree.contains(*v, publisher))
-        return error{broker::errc::invalid_scope, "scope `" + path_ + "` is not an ancestor of the publisher `" +
-                                              tree.path(publisher) + "`"};
+        return error{broker::errc::invalid_scope,
+                     "scope `" + path_ + "` is not an ancestor of the publisher `" + tree.path(publisher) + "`"};
       return *v;
     }
   }

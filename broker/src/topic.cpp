@@ -13,8 +13,7 @@ error topic_error(std::string_view text, std::string why) {
 result<std::vector<std::string>> split_levels(std::string_view text, wildcards mode) {
   if (text.empty()) return topic_error(text, "is empty");
   for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      return topic_error(text, "contains a control character");
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return topic_error(text, "contains a control character");
   }
   std::vector<std::string> levels;
   std::size_t start = 0;
@@ -22,18 +21,15 @@ result<std::vector<std::string>> split_levels(std::string_view text, wildcards m
     std::size_t slash = text.find('/', start);
     std::string_view level = text.substr(start, slash == std::string_view::npos ? slash : slash - start);
     std::size_t index = levels.size() + 1;
-    if (level.empty())
-      return topic_error(text, "level " + std::to_string(index) + " is empty");
+    if (level.empty()) return topic_error(text, "level " + std::to_string(index) + " is empty");
     bool has_wildcard = level.find_first_of("+#") != std::string_view::npos;
     if (has_wildcard) {
       if (mode == wildcards::forbidden)
-        return topic_error(text, "level " + std::to_string(index) +
-                                     " has a wildcard; published topics name one topic");
+        return topic_error(text, "level " + std::to_string(index) + " has a wildcard; published topics name one topic");
       if (level.size() != 1)
-        return topic_error(text, "level " + std::to_string(index) + " `" + std::string(level) +
-                                     "`: a wildcard must be a whole level");
-      if (level == "#" && slash != std::string_view::npos)
-        return topic_error(text, "`#` must be the last level");
+        return topic_error(
+            text, "level " + std::to_string(index) + " `" + std::string(level) + "`: a wildcard must be a whole level");
+      if (level == "#" && slash != std::string_view::npos) return topic_error(text, "`#` must be the last level");
     }
     levels.emplace_back(level);
     if (slash == std::string_view::npos) break;

@@ -17,8 +17,7 @@ result<vertex_id> component_tree::add(vertex_id parent, std::string_view name) {
   std::string path = path_[parent] + "/" + std::string(name);
   if (name.empty() || name.find('/') != std::string_view::npos)
     return error{broker::errc::invalid_argument, "component `" + path + "`: a name is one non-empty level"};
-  if (by_path_.count(path))
-    return error{broker::errc::invalid_argument, "component `" + path + "` already exists"};
+  if (by_path_.count(path)) return error{broker::errc::invalid_argument, "component `" + path + "` already exists"};
   auto v = static_cast<vertex_id>(size());
   parent_.push_back(parent);
   depth_.push_back(depth_[parent] + 1);

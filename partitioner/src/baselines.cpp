@@ -15,10 +15,10 @@ namespace {
 struct turn {
   const problem& p;
   vertex_id v;
-  node_id last;             // the previous component's preferred node (sticky: where it went)
-  const mapping& placed;    // nodes of the components before v (so of v's parent)
+  node_id last;               // the previous component's preferred node (sticky: where it went)
+  const mapping& placed;      // nodes of the components before v (so of v's parent)
   std::size_t leaves_before;  // components without children before v in top-down order
-  bool leaf;                // v has no children
+  bool leaf;                  // v has no children
   rng& r;
 };
 
@@ -74,9 +74,12 @@ std::uint64_t fnv1a(std::string_view s) {
 }  // namespace
 
 std::unique_ptr<algorithm> make_round_robin() {
-  return std::make_unique<probing>("round-robin", [](const turn& t) {
-    return t.v == 0 ? node_id{0} : static_cast<node_id>((t.last + 1) % static_cast<node_id>(t.p.k()));
-  }, false);
+  return std::make_unique<probing>(
+      "round-robin",
+      [](const turn& t) {
+        return t.v == 0 ? node_id{0} : static_cast<node_id>((t.last + 1) % static_cast<node_id>(t.p.k()));
+      },
+      false);
 }
 
 // Deals out whole subtrees rather than vertices: the leaves go to nodes 0, 1, 2, ... in turn
@@ -84,29 +87,29 @@ std::unique_ptr<algorithm> make_round_robin() {
 // leaf is a subtree alone on its node. A poor start for a live re-partitioning that moves whole
 // subtrees (tools/bench/eda_reconfigure.py); `round-robin` splits every parent from its children.
 std::unique_ptr<algorithm> make_round_robin_leaves() {
-  return std::make_unique<probing>("round-robin-leaves", [](const turn& t) {
-    if (t.leaf) return static_cast<node_id>(t.leaves_before % t.p.k());
-    return t.v == 0 ? node_id{0} : t.placed[static_cast<std::size_t>(t.p.t.parent[static_cast<std::size_t>(t.v)])];
-  }, false);
+  return std::make_unique<probing>(
+      "round-robin-leaves",
+      [](const turn& t) {
+        if (t.leaf) return static_cast<node_id>(t.leaves_before % t.p.k());
+        return t.v == 0 ? node_id{0} : t.placed[static_cast<std::size_t>(t.p.t.parent[static_cast<std::size_t>(t.v)])];
+      },
+      false);
 }
 
 std::unique_ptr<algorithm> make_hash() {
-  return std::make_unique<probing>("hash", [](const turn& t) {
-    return static_cast<node_id>(fnv1a(t.p.t.name(t.v)) % t.p.k());
-  }, false);
+  return std::make_unique<probing>(
+      "hash", [](const turn& t) { return static_cast<node_id>(fnv1a(t.p.t.name(t.v)) % t.p.k()); }, false);
 }
 
 std::unique_ptr<algorithm> make_random() {
-  return std::make_unique<probing>("random", [](const turn& t) {
-    return static_cast<node_id>(t.r.below(t.p.k()));
-  }, false);
+  return std::make_unique<probing>(
+      "random", [](const turn& t) { return static_cast<node_id>(t.r.below(t.p.k())); }, false);
 }
 
 // Fills node 0 in top-down (breadth-first) order, then node 1, and so on.
 std::unique_ptr<algorithm> make_greedy() {
-  return std::make_unique<probing>("greedy", [](const turn& t) {
-    return t.last;
-  }, true);
+  return std::make_unique<probing>(
+      "greedy", [](const turn& t) { return t.last; }, true);
 }
 
 }  // namespace banyan::partitioner::detail

@@ -18,9 +18,9 @@ namespace banyan::partitioner::detail {
 namespace {
 
 struct parts {
-  std::vector<vertex_id> root;     // root vertex of each part, top-down order
-  std::vector<std::int32_t> of;    // part of each vertex
-  std::vector<double> cpu, mem;    // load of each part
+  std::vector<vertex_id> root;   // root vertex of each part, top-down order
+  std::vector<std::int32_t> of;  // part of each vertex
+  std::vector<double> cpu, mem;  // load of each part
 };
 
 parts form_parts(const problem& p, const children& ch, double cap_cpu, double cap_mem) {
@@ -42,8 +42,8 @@ parts form_parts(const problem& p, const children& ch, double cap_cpu, double ca
     if (!fits(c, m)) {
       order.clear();
       for (auto it = ch.begin(v); it != ch.end(v); ++it) {
-        const double load = open_cpu[*it] / std::max(cap_cpu, 1e-300) +
-                            (mem ? open_mem[*it] / std::max(cap_mem, 1e-300) : 0);
+        const double load =
+            open_cpu[*it] / std::max(cap_cpu, 1e-300) + (mem ? open_mem[*it] / std::max(cap_mem, 1e-300) : 0);
         order.emplace_back(t.weight[*it] / std::max(load, 1e-12), *it);
       }
       // The children are cut by increasing (ratio, id) until the rest fits. With many children (a
@@ -134,7 +134,7 @@ bool place(const problem& p, const parts& ps, const std::vector<std::int32_t>& o
       if (!free.fits(p, a, ps.cpu[q], ps.mem[q])) continue;
       if (best < 0 || cost[j] < cost[best] - tie ||
           (cost[j] <= cost[best] + tie && free.cpu[j] / std::max(p.cpu_capacity[j], 1e-300) >
-                                                 free.cpu[best] / std::max(p.cpu_capacity[best], 1e-300))) {
+                                              free.cpu[best] / std::max(p.cpu_capacity[best], 1e-300))) {
         best = a;
       }
     }
@@ -301,7 +301,8 @@ class bottom_up : public algorithm {
       if (buckets >= 16 && n * buckets <= 400000) {
         std::vector<node_id> order(p.k());
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](node_id a, node_id b) { return p.cpu_capacity[a] > p.cpu_capacity[b]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](node_id a, node_id b) { return p.cpu_capacity[a] > p.cpu_capacity[b]; });
         for (int pass = 0; pass < 2 && !done(); ++pass) {
           for (double share : {0.0, 0.95, 0.99}) {
             // Second choices for the first node too, on small problems (a beam of 6 at the top).
@@ -332,7 +333,8 @@ class bottom_up : public algorithm {
     // result when it is no worse (sideways moves let it drift across plateaus). The budget shrinks
     // with n so that the whole run stays O(n log n)-ish in practice; none above 50,000 components.
     if (!best.map.empty() && !done()) {
-      const std::size_t iterations = n <= 50000 ? std::min<std::size_t>(3000, 10000000 / std::max<std::size_t>(n, 1)) : 0;
+      const std::size_t iterations =
+          n <= 50000 ? std::min<std::size_t>(3000, 10000000 / std::max<std::size_t>(n, 1)) : 0;
       rng r(o.seed);
       mapping cur = best.map;
       double cur_cost = best.cost;

@@ -30,10 +30,12 @@ struct yreader {
     if (!n.IsScalar()) return fail(n, what + ": expected a number");
     try {
       const double x = n.as<double>();
-      if (!std::isfinite(x) || x < 0) return fail(n, what + ": must be a non-negative number, got `" + n.Scalar() + "`");
+      if (!std::isfinite(x) || x < 0)
+        return fail(n, what + ": must be a non-negative number, got `" + n.Scalar() + "`");
       return x;
     } catch (const YAML::Exception&) {
-      if (out_of_range(n.Scalar())) return fail(n, what + ": number `" + n.Scalar() + "` is out of range (beyond about 1.8e308)");
+      if (out_of_range(n.Scalar()))
+        return fail(n, what + ": number `" + n.Scalar() + "` is out of range (beyond about 1.8e308)");
       return fail(n, what + ": expected a number, got `" + n.Scalar() + "`");
     }
   }
@@ -69,7 +71,8 @@ struct yreader {
 
 // A YAML syntax error, or a value yaml-cpp could not convert, as `name:line:col: what`.
 error yaml_error(const std::string& name, const YAML::Exception& e) {
-  return error{errc::parse, name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
+  return error{errc::parse,
+               name + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) + ": " + e.msg};
 }
 
 result<YAML::Node> parse_yaml(const std::string& text, const std::string& name) {
@@ -82,16 +85,19 @@ result<YAML::Node> parse_yaml(const std::string& text, const std::string& name) 
 
 result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
   yreader r{name};
-  if (!doc.IsDefined() || doc.IsNull()) return error{errc::invalid, name + ": empty (expected a mapping with `version` and `nodes`)"};
+  if (!doc.IsDefined() || doc.IsNull())
+    return error{errc::invalid, name + ": empty (expected a mapping with `version` and `nodes`)"};
   if (!doc.IsMap()) {
     const std::string got = doc.IsScalar() ? "`" + log::escape(doc.Scalar(), 40) + "`" : "a list";
     return r.fail(doc, "expected a mapping with `version` and `nodes`, got " + got);
   }
   const YAML::Node version = doc["version"];
   if (!version) return r.fail(doc, "missing `version: 1`");
-  if (!version.IsScalar() || version.Scalar() != "1") return r.fail(version, "unsupported version `" + YAML::Dump(version) + "` (expected 1)");
+  if (!version.IsScalar() || version.Scalar() != "1")
+    return r.fail(version, "unsupported version `" + YAML::Dump(version) + "` (expected 1)");
   const YAML::Node nodes = doc["nodes"];
-  if (!nodes || !nodes.IsSequence() || nodes.size() == 0) return r.fail(nodes ? nodes : doc, "`nodes` must be a non-empty list");
+  if (!nodes || !nodes.IsSequence() || nodes.size() == 0)
+    return r.fail(nodes ? nodes : doc, "`nodes` must be a non-empty list");
   cluster c;
   std::set<std::string> names;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -106,8 +112,10 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
     if (const YAML::Node ep = nd["endpoint"]) {
       if (!ep.IsScalar()) return r.fail(ep, "node `" + s.name + "`: endpoint must be a string");
       s.endpoint = ep.Scalar();
-      if (s.endpoint.rfind("tcp://", 0) != 0 && s.endpoint.rfind("ipc://", 0) != 0 && s.endpoint.rfind("inproc://", 0) != 0) {
-        return r.fail(ep, "node `" + s.name + "`: endpoint `" + s.endpoint + "` must start with tcp://, ipc:// or inproc://");
+      if (s.endpoint.rfind("tcp://", 0) != 0 && s.endpoint.rfind("ipc://", 0) != 0 &&
+          s.endpoint.rfind("inproc://", 0) != 0) {
+        return r.fail(
+            ep, "node `" + s.name + "`: endpoint `" + s.endpoint + "` must start with tcp://, ipc:// or inproc://");
       }
     }
     if (const YAML::Node g = nd["group"]) s.group = g.Scalar();
@@ -135,7 +143,9 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
       auto other = r.number(g["other"], "link_cost.groups.other");
       if (!other) return other.error();
       for (const auto& nd : c.nodes) {
-        if (nd.group.empty()) return error{errc::invalid, name + ":" + std::to_string(nd.line) + ": node `" + nd.name + "` has no `group`, which link_cost.groups needs"};
+        if (nd.group.empty())
+          return error{errc::invalid, name + ":" + std::to_string(nd.line) + ": node `" + nd.name +
+                                          "` has no `group`, which link_cost.groups needs"};
       }
       c.link_cost.assign(k * k, 0);
       for (std::size_t a = 0; a < k; ++a) {
@@ -144,11 +154,14 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
         }
       }
     } else if (const YAML::Node mx = lc["matrix"]) {
-      if (!mx.IsSequence() || mx.size() != k) return r.fail(mx, "`matrix` must have one row per node (" + std::to_string(k) + ")");
+      if (!mx.IsSequence() || mx.size() != k)
+        return r.fail(mx, "`matrix` must have one row per node (" + std::to_string(k) + ")");
       c.link_cost.assign(k * k, 0);
       for (std::size_t a = 0; a < k; ++a) {
         const YAML::Node row = mx[a];
-        if (!row.IsSequence() || row.size() != k) return r.fail(row, "matrix row " + std::to_string(a) + " (" + c.nodes[a].name + ") must have " + std::to_string(k) + " entries");
+        if (!row.IsSequence() || row.size() != k)
+          return r.fail(row, "matrix row " + std::to_string(a) + " (" + c.nodes[a].name + ") must have " +
+                                 std::to_string(k) + " entries");
         for (std::size_t b = 0; b < k; ++b) {
           auto x = r.number(row[b], "link_cost.matrix[" + std::to_string(a) + "][" + std::to_string(b) + "]");
           if (!x) return x.error();
@@ -164,7 +177,8 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
           if (a == b && x != 0) return r.fail(mx[a][b], at + ": a node's cost to itself must be 0");
           if (a < b && x != mirror) {
             return r.fail(mx[a][b], at + " differs from its mirror [" + std::to_string(b) + "][" + std::to_string(a) +
-                                        "] = " + mx[b][a].Scalar() + " (at " + r.at(mx[b][a]) + "); link costs must be symmetric");
+                                        "] = " + mx[b][a].Scalar() + " (at " + r.at(mx[b][a]) +
+                                        "); link costs must be symmetric");
           }
         }
       }
@@ -211,7 +225,9 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
       if (nd.endpoint.empty()) return r.fail(nodes[i], "node `" + nd.name + "` has no endpoint");
       // `tcp://{host}:7100` on every node is one port on each node's host (the runtime checks the
       // endpoints again once `{host}` is replaced from the launcher's host list).
-      if (nd.endpoint.find("{host}") == std::string::npos && !endpoints.insert(nd.endpoint).second) return r.fail(nodes[i]["endpoint"], "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
+      if (nd.endpoint.find("{host}") == std::string::npos && !endpoints.insert(nd.endpoint).second)
+        return r.fail(nodes[i]["endpoint"],
+                      "node `" + nd.name + "`: endpoint `" + nd.endpoint + "` is used by another node too");
       const YAML::Node join = nodes[i]["join"];
       if (join && (!join.IsScalar() || (join.Scalar() != "start" && join.Scalar() != "later")))
         return r.fail(join, "node `" + nd.name + "`: `join` must be `start` (the default) or `later`");
@@ -227,30 +243,36 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
     for (std::size_t i = 0; any_curve && i < d.c.nodes.size(); ++i) {
       const std::string& node = d.c.nodes[i].name;
       const YAML::Node cv = nodes[i]["curve"];
-      if (!cv) return r.fail(nodes[i], "node `" + node + "` has no `curve` keys but other nodes have: give every node keys, or none");
+      if (!cv)
+        return r.fail(nodes[i],
+                      "node `" + node + "` has no `curve` keys but other nodes have: give every node keys, or none");
       if (!cv.IsMap()) return r.fail(cv, "node `" + node + "`: `curve` must be a mapping {public: FILE, secret: FILE}");
       curve_key_files keys;
       for (auto it = cv.begin(); it != cv.end(); ++it) {
         const std::string key = it->first.Scalar();
         if (key != "public" && key != "secret")
-          return r.fail(it->first, "node `" + node + "`: unknown curve key `" + key + "` (expected `public` and `secret`)");
+          return r.fail(it->first,
+                        "node `" + node + "`: unknown curve key `" + key + "` (expected `public` and `secret`)");
         if (!it->second.IsScalar() || it->second.Scalar().empty())
           return r.fail(it->second, "node `" + node + "`: curve." + key + " must name a key file");
         const std::filesystem::path file = it->second.Scalar();
         (key == "public" ? keys.public_file : keys.secret_file) = (file.is_relative() ? base / file : file).string();
       }
-      if (keys.public_file.empty()) return r.fail(cv, "node `" + node + "`: curve needs `public` (the node's .pub file from banyan keygen)");
+      if (keys.public_file.empty())
+        return r.fail(cv, "node `" + node + "`: curve needs `public` (the node's .pub file from banyan keygen)");
       keys.line = cv.Mark().is_null() ? 0 : cv.Mark().line + 1;
       keys.column = cv.Mark().is_null() ? 0 : cv.Mark().column + 1;
       d.curve.push_back(std::move(keys));
     }
     const YAML::Node as = (*doc)["assignments"];
-    if (!as || !as.IsMap() || as.size() == 0) return r.fail(as ? as : *doc, "missing `assignments` (subtree path -> node)");
+    if (!as || !as.IsMap() || as.size() == 0)
+      return r.fail(as ? as : *doc, "missing `assignments` (subtree path -> node)");
     std::set<std::string> seen;
     for (auto it = as.begin(); it != as.end(); ++it) {
       const YAML::Node key = it->first, val = it->second;
       const std::string path = key.Scalar();
-      if (path.empty() || path[0] != '/') return r.fail(key, "assignment path `" + path + "` must be absolute (start with /)");
+      if (path.empty() || path[0] != '/')
+        return r.fail(key, "assignment path `" + path + "` must be absolute (start with /)");
       if (!seen.insert(path).second) return r.fail(key, "path `" + path + "` is assigned twice");
       if (!val.IsScalar()) return r.fail(val, "assignment of `" + path + "` must name a node");
       const node_id id = d.c.find(val.Scalar());

@@ -24,8 +24,9 @@ std::string scalar(const std::string& s) {
   // A path of plain characters is a plain scalar (a leading '/' is never special in YAML); this
   // skips yaml-cpp's emitter for the 10^5-10^6 assignment lines of a big deployment.
   const bool plain = s.size() > 1 && s[0] == '/' && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' || c == '_' || c == '-' || c == '.';
-  });
+                       return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
+                              c == '_' || c == '-' || c == '.';
+                     });
   if (plain) return s;
   YAML::Emitter e;
   e << s;
@@ -73,14 +74,16 @@ void write_deployment(std::ostream& out, const problem& p, const mapping& m, con
   for (const auto& n : p.c.nodes) node_names.push_back(scalar(n.name));
   // Streamed as assignments_of would list them, without building that list (800,000 on a star).
   for (std::size_t v = 0; v < p.t.size(); ++v) {
-    if (v == 0 || m[v] != m[p.t.parent[v]]) out << "  " << scalar(p.t.name(static_cast<vertex_id>(v))) << ": " << node_names[m[v]] << "\n";
+    if (v == 0 || m[v] != m[p.t.parent[v]])
+      out << "  " << scalar(p.t.name(static_cast<vertex_id>(v))) << ": " << node_names[m[v]] << "\n";
   }
 }
 
 result<mapping> mapping_of(const tree& t, const deployment& d) {
   std::unordered_map<std::string, vertex_id> index;
   index.reserve(t.size() * 2);
-  for (std::size_t v = 0; v < t.size(); ++v) index.emplace(t.name(static_cast<vertex_id>(v)), static_cast<vertex_id>(v));
+  for (std::size_t v = 0; v < t.size(); ++v)
+    index.emplace(t.name(static_cast<vertex_id>(v)), static_cast<vertex_id>(v));
   mapping m(t.size(), -1);
   for (const auto& a : d.assignments) {
     auto it = index.find(a.path);

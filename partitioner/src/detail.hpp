@@ -62,9 +62,8 @@ std::pair<std::string, std::string> format_apart(double a, double b, int digits 
 
 class stopwatch {
  public:
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
@@ -88,7 +87,8 @@ struct lagrange_result {
   double bound = 0;
   std::vector<mapping> starts;
 };
-lagrange_result lagrangian(const problem& p, const children& ch, double upper, std::size_t iterations, bool want_starts);
+lagrange_result lagrangian(const problem& p, const children& ch, double upper, std::size_t iterations,
+                           bool want_starts);
 
 // A scale for "no change": 1e-12 of the largest possible cost (0 when no edge carries traffic), so
 // that comparisons of costs are relative, whatever the unit of traffic.

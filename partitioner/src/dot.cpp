@@ -61,14 +61,17 @@ std::string num(double x) {
 
 }  // namespace
 
-void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_t max_vertices, const dot_units& units) {
+void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_t max_vertices,
+               const dot_units& units) {
   const auto& t = p.t;
   out << "digraph banyan {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"Helvetica\", fontsize=10];\n";
-  out << "  label=" << quote("boxes: component, load (" + units.load + "); red edges: cut, traffic (" + units.traffic + ")")
+  out << "  label="
+      << quote("boxes: component, load (" + units.load + "); red edges: cut, traffic (" + units.traffic + ")")
       << ";\n  labelloc=b;\n";
   out << "  subgraph cluster_legend {\n    label=\"nodes\";\n";
   for (std::size_t j = 0; j < p.k(); ++j) {
-    out << "    legend" << j << " [label=" << quote(p.c.nodes[j].name) << ", fillcolor=\"" << colour(static_cast<node_id>(j)) << "\"];\n";
+    out << "    legend" << j << " [label=" << quote(p.c.nodes[j].name) << ", fillcolor=\""
+        << colour(static_cast<node_id>(j)) << "\"];\n";
   }
   out << "  }\n";
   if (t.size() <= max_vertices) {
@@ -76,7 +79,8 @@ void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_
       const auto x = static_cast<vertex_id>(v);
       std::string label = t.name(x);
       if (auto s = label.rfind('/'); s != std::string::npos && v > 0) label = label.substr(s + 1);
-      out << "  v" << v << " [label=" << quote(label + "\n" + num(t.cpu[v]) + " " + units.load) << ", fillcolor=\"" << colour(m[v]) << "\"];\n";
+      out << "  v" << v << " [label=" << quote(label + "\n" + num(t.cpu[v]) + " " + units.load) << ", fillcolor=\""
+          << colour(m[v]) << "\"];\n";
     }
     for (std::size_t v = 1; v < t.size(); ++v) {
       const bool cut = m[v] != m[t.parent[v]];
@@ -100,8 +104,11 @@ void write_dot(std::ostream& out, const problem& p, const mapping& m, std::size_
       load[frag[v]] += t.cpu[v];
     }
     for (std::size_t f = 0; f < top.size(); ++f) {
-      out << "  f" << f << " [label=" << quote(t.name(top[f]) + "\n" + num(load[f]) + " " + units.load) << ", fillcolor=\"" << colour(m[top[f]]) << "\"];\n";
-      if (f > 0) out << "  f" << frag[t.parent[top[f]]] << " -> f" << f << " [color=red, label=" << quote(num(t.weight[top[f]]) + " " + units.traffic) << "];\n";
+      out << "  f" << f << " [label=" << quote(t.name(top[f]) + "\n" + num(load[f]) + " " + units.load)
+          << ", fillcolor=\"" << colour(m[top[f]]) << "\"];\n";
+      if (f > 0)
+        out << "  f" << frag[t.parent[top[f]]] << " -> f" << f
+            << " [color=red, label=" << quote(num(t.weight[top[f]]) + " " + units.traffic) << "];\n";
     }
   }
   out << "}\n";

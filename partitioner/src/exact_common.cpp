@@ -38,7 +38,10 @@ double exact_scale(const std::vector<const std::vector<double>*>& all, double ma
     bool ok = true;
     for (const auto* xs : all) {
       for (double x : *xs) {
-        if (std::isfinite(x) && !integral(x * s)) { ok = false; break; }
+        if (std::isfinite(x) && !integral(x * s)) {
+          ok = false;
+          break;
+        }
       }
       if (!ok) break;
     }
@@ -52,10 +55,11 @@ double exact_scale(const std::vector<const std::vector<double>*>& all, double ma
 integer_loads scale_loads(const problem& p, long long max_value) {
   integer_loads r;
   const auto& t = p.t;
-  auto one_dim = [&](const std::vector<double>& load, const std::vector<double>& cap,
-                     std::vector<long long>& out_load, std::vector<long long>& out_cap) {
+  auto one_dim = [&](const std::vector<double>& load, const std::vector<double>& cap, std::vector<long long>& out_load,
+                     std::vector<long long>& out_cap) {
     double max = 0;
-    for (double c : cap) if (std::isfinite(c)) max = std::max(max, c);
+    for (double c : cap)
+      if (std::isfinite(c)) max = std::max(max, c);
     for (double l : load) max = std::max(max, l);
     double s = exact_scale({&load, &cap}, max, max_value);
     const bool exact = s > 0;
@@ -68,7 +72,10 @@ integer_loads scale_loads(const problem& p, long long max_value) {
     }
     out_cap.resize(cap.size());
     for (std::size_t i = 0; i < cap.size(); ++i) {
-      if (!std::isfinite(cap[i])) { out_cap[i] = -1; continue; }  // unconstrained
+      if (!std::isfinite(cap[i])) {
+        out_cap[i] = -1;
+        continue;
+      }  // unconstrained
       // The same relative tolerance as `evaluate`: exact integer data then admits exactly the
       // mappings evaluate admits (cap x s <= 10^8, so the tolerance adds less than 1 and only
       // absorbs rounding of cap x s); inexact data rounds down, so integer-feasible implies
@@ -88,10 +95,16 @@ integer_weights scale_weights(const problem& p, double max_total) {
   for (double w : p.t.weight) total += w * max_cost;
   bool integral_all = true;
   for (double w : p.t.weight) {
-    if (!integral(w)) { integral_all = false; break; }
+    if (!integral(w)) {
+      integral_all = false;
+      break;
+    }
   }
   for (double x : p.c.link_cost) {
-    if (!integral(x)) { integral_all = false; break; }
+    if (!integral(x)) {
+      integral_all = false;
+      break;
+    }
   }
   if (integral_all && total <= max_total) return r;
   r.exact = false;
@@ -145,7 +158,10 @@ std::vector<std::vector<node_id>> interchangeable_nodes(const problem& p) {
     if (done[a]) continue;
     std::vector<node_id> cls{a};
     for (node_id b = a + 1; b < k; ++b) {
-      if (!done[b] && same(a, b)) { cls.push_back(b); done[b] = 1; }
+      if (!done[b] && same(a, b)) {
+        cls.push_back(b);
+        done[b] = 1;
+      }
     }
     if (cls.size() >= 2) classes.push_back(std::move(cls));
   }
@@ -190,7 +206,8 @@ std::optional<std::string> run_bounded(const std::function<std::string(const emi
     bool ok = true;
     auto frame = [&](const std::string& m) {
       const std::uint64_t len = m.size();
-      ok = ok && write_all(fds[1], reinterpret_cast<const char*>(&len), sizeof len) && write_all(fds[1], m.data(), m.size());
+      ok = ok && write_all(fds[1], reinterpret_cast<const char*>(&len), sizeof len) &&
+           write_all(fds[1], m.data(), m.size());
     };
     const std::string out = work(frame);
     frame(out);
@@ -220,7 +237,10 @@ std::optional<std::string> run_bounded(const std::function<std::string(const emi
     if (pr <= 0) continue;  // EINTR or timeout: the loop condition decides
     const ssize_t got = ::read(fds[0], buf, sizeof buf);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) { eof = true; break; }
+    if (got <= 0) {
+      eof = true;
+      break;
+    }
     bytes.append(buf, static_cast<std::size_t>(got));
     take_frames();
   }

@@ -26,7 +26,7 @@ integer_loads scale_loads(const problem& p, long long max_value = 100000000);
 // Edge weight x link cost as small integers: exact when all products are integral and their sum
 // stays below `max_total`; otherwise rounded after scaling the total to `max_total`.
 struct integer_weights {
-  double scale = 1;   // integer = round(real * scale)
+  double scale = 1;  // integer = round(real * scale)
   bool exact = true;
   long long of(double real) const { return std::llround(real * scale); }
 };
@@ -60,7 +60,9 @@ inline double kill_grace(double timeout_s) { return std::min(1.0, std::max(0.2, 
 
 // Appends / reads plain values and vectors for run_bounded's byte stream.
 template <class T>
-void put(std::string& out, const T& x) { out.append(reinterpret_cast<const char*>(&x), sizeof x); }
+void put(std::string& out, const T& x) {
+  out.append(reinterpret_cast<const char*>(&x), sizeof x);
+}
 template <class T>
 bool get(const std::string& in, std::size_t& at, T& x) {
   if (in.size() - at < sizeof x) return false;

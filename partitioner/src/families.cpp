@@ -12,7 +12,6 @@
 namespace banyan::partitioner {
 namespace {
 
-
 // parent[] over ids 0..n-1 with root 0 (any order) -> a tree numbered top-down.
 tree renumber(const std::vector<vertex_id>& parent, bool shuffled, detail::rng& r) {
   const std::size_t n = parent.size();
@@ -143,8 +142,8 @@ const char* to_string(family_links l) {
 }
 
 std::vector<family_shape> all_family_shapes() {
-  return {family_shape::chain, family_shape::chain_branches, family_shape::star, family_shape::caterpillar,
-          family_shape::binary, family_shape::heavy_subtree, family_shape::gen_tree};
+  return {family_shape::chain,  family_shape::chain_branches, family_shape::star,    family_shape::caterpillar,
+          family_shape::binary, family_shape::heavy_subtree,  family_shape::gen_tree};
 }
 
 family_options random_family(std::uint64_t seed, family_shape shape, std::size_t components,
@@ -241,7 +240,8 @@ result<problem> generate_family(const family_options& o) {
     c.link_cost.assign(k * k, 0);
     for (std::size_t a = 0; a < k; ++a) {
       for (std::size_t b = a + 1; b < k; ++b) {
-        const double cost = o.links == family_links::rack ? (a / 2 == b / 2 ? 1.0 : 4.0) : 1.0 + static_cast<double>(r.below(9));
+        const double cost =
+            o.links == family_links::rack ? (a / 2 == b / 2 ? 1.0 : 4.0) : 1.0 + static_cast<double>(r.below(9));
         c.link_cost[a * k + b] = c.link_cost[b * k + a] = cost;
       }
     }

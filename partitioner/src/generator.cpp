@@ -17,7 +17,6 @@
 namespace banyan::partitioner {
 namespace {
 
-
 std::size_t geometric(detail::rng& r, double mean) {
   // Number of failures before a success with p = 1 / (1 + mean).
   if (mean <= 0) return 0;
@@ -89,7 +88,8 @@ tree generate_tree(const generator_options& o) {
       // random descent.
       const std::size_t nk = ch.count(scope);
       vertex_id d = ch.kids[ch.first[scope] + r.below(nk)];
-      if (d == from_side && nk > 1) d = ch.kids[ch.first[scope] + (static_cast<std::size_t>(d - ch.kids[ch.first[scope]]) + 1) % nk];
+      if (d == from_side && nk > 1)
+        d = ch.kids[ch.first[scope] + (static_cast<std::size_t>(d - ch.kids[ch.first[scope]]) + 1) % nk];
       if (d == from_side) continue;  // only child: the message stays on the publisher's side
       t.weight[d] += msgs;
       while (ch.count(d) != 0 && r.uniform() < 0.6) {
@@ -103,7 +103,8 @@ tree generate_tree(const generator_options& o) {
     std::vector<std::size_t> index_in_parent(n, 0);
     for (std::size_t p = 0; p < n; ++p) {
       std::size_t i = 0;
-      for (auto it = ch.begin(static_cast<vertex_id>(p)); it != ch.end(static_cast<vertex_id>(p)); ++it) index_in_parent[*it] = i++;
+      for (auto it = ch.begin(static_cast<vertex_id>(p)); it != ch.end(static_cast<vertex_id>(p)); ++it)
+        index_in_parent[*it] = i++;
     }
     t.path[0] = "/" + o.root_name;
     for (std::size_t v = 1; v < n; ++v) {
@@ -142,7 +143,8 @@ cluster generate_cluster(const tree& t, const generator_options& o) {
     // Every component must fit some node: never below the heaviest one (rounded up a little).
     const double cpu = std::max(total * o.slack * share[i] / sum, biggest * 1.01);
     n.cpu = {std::ceil(cpu * 1e6) / 1e6, false};
-    if (t.has_memory()) n.memory = capacity_spec{std::ceil(std::max(total_mem * o.slack * share[i] / sum, biggest_mem * 1.01)), false};
+    if (t.has_memory())
+      n.memory = capacity_spec{std::ceil(std::max(total_mem * o.slack * share[i] / sum, biggest_mem * 1.01)), false};
     c.nodes.push_back(std::move(n));
   }
   if (o.rack_size > 0 && k > o.rack_size) {

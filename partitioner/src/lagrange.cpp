@@ -22,7 +22,9 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 
 class labeller {
  public:
-  explicit labeller(const problem& p) : p_(p), t_(p.t), k_(p.k()), uniform_(p.c.uniform_cost()) { f_.resize(t_.size() * k_); }
+  explicit labeller(const problem& p) : p_(p), t_(p.t), k_(p.k()), uniform_(p.c.uniform_cost()) {
+    f_.resize(t_.size() * k_);
+  }
 
   // Minimum of cost + sum lambda x load over all labellings, into m; returns that minimum.
   double solve(const std::vector<double>& lambda, const std::vector<double>& mu, mapping& m) {
@@ -41,7 +43,8 @@ class labeller {
       } else {
         for (std::size_t a = 0; a < k_; ++a) {
           double best = inf;
-          for (std::size_t b = 0; b < k_; ++b) best = std::min(best, f[b] + w * p_.c.cost(static_cast<node_id>(a), static_cast<node_id>(b)));
+          for (std::size_t b = 0; b < k_; ++b)
+            best = std::min(best, f[b] + w * p_.c.cost(static_cast<node_id>(a), static_cast<node_id>(b)));
           g[a] += best;
         }
       }
@@ -87,7 +90,8 @@ bool repair(const problem& p, const children& ch, mapping& m) {
   for (std::size_t v = 0; v < n; ++v) free.take(m[v], t.cpu[v], mem_of(t, static_cast<vertex_id>(v)));
   auto over = [&](node_id a) {
     return !within(p.cpu_capacity[a] - free.cpu[a], p.cpu_capacity[a]) ||
-           (!free.mem.empty() && std::isfinite(p.memory_capacity[a]) && !within(p.memory_capacity[a] - free.mem[a], p.memory_capacity[a]));
+           (!free.mem.empty() && std::isfinite(p.memory_capacity[a]) &&
+            !within(p.memory_capacity[a] - free.mem[a], p.memory_capacity[a]));
   };
   for (std::size_t moves = 0; moves <= n; ++moves) {
     node_id a = no_node;
@@ -106,7 +110,8 @@ bool repair(const problem& p, const children& ch, mapping& m) {
         if (j == a || !free.fits(p, j, t.cpu[v], mem_of(t, x))) continue;
         double d = 0;
         if (v > 0) d += t.weight[v] * (p.c.cost(j, m[t.parent[v]]) - p.c.cost(a, m[t.parent[v]]));
-        for (auto it = ch.begin(x); it != ch.end(x); ++it) d += t.weight[*it] * (p.c.cost(j, m[*it]) - p.c.cost(a, m[*it]));
+        for (auto it = ch.begin(x); it != ch.end(x); ++it)
+          d += t.weight[*it] * (p.c.cost(j, m[*it]) - p.c.cost(a, m[*it]));
         const double score = d / t.cpu[v];
         if (score < best) {
           best = score;
@@ -125,7 +130,8 @@ bool repair(const problem& p, const children& ch, mapping& m) {
 
 }  // namespace
 
-lagrange_result lagrangian(const problem& p, const children& ch, double upper, std::size_t iterations, bool want_starts) {
+lagrange_result lagrangian(const problem& p, const children& ch, double upper, std::size_t iterations,
+                           bool want_starts) {
   lagrange_result r;
   const std::size_t k = p.k(), n = p.t.size();
   if (k < 2 || n < 2) return r;

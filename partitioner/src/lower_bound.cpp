@@ -60,7 +60,11 @@ double counting_bound(const problem& p, double min_link) {
   std::vector<std::vector<double>> lightest(n);
   std::vector<double> bound(n, 0), children_sum(n, 0);
   auto add = [&](std::vector<double>& h, double w) {
-    if (h.size() < keep) { h.push_back(w); std::push_heap(h.begin(), h.end()); return; }
+    if (h.size() < keep) {
+      h.push_back(w);
+      std::push_heap(h.begin(), h.end());
+      return;
+    }
     if (w >= h.front()) return;
     std::pop_heap(h.begin(), h.end());
     h.back() = w;

@@ -74,7 +74,9 @@ class metis_algorithm : public algorithm {
     }
     for (std::size_t i = 0; i < k; ++i) {
       tpwgts[i * ncon] = static_cast<real_t>(p.cpu_capacity[i] / cap);
-      if (mem) tpwgts[i * ncon + 1] = static_cast<real_t>(mcap > 0 && std::isfinite(p.memory_capacity[i]) ? p.memory_capacity[i] / mcap : 1.0 / k);
+      if (mem)
+        tpwgts[i * ncon + 1] = static_cast<real_t>(
+            mcap > 0 && std::isfinite(p.memory_capacity[i]) ? p.memory_capacity[i] / mcap : 1.0 / k);
     }
     // METIS requires each constraint's targets to sum to 1.
     for (idx_t c = 0; c < ncon; ++c) {
@@ -97,9 +99,8 @@ class metis_algorithm : public algorithm {
       dup2(fileno(null), STDOUT_FILENO);
       std::fclose(null);
     }
-    const int rc = METIS_PartGraphKway(&nv, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
-                                       adjwgt.data(), &np, tpwgts.data(), ubvec.data(), options,
-                                       &objval, part.data());
+    const int rc = METIS_PartGraphKway(&nv, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr, adjwgt.data(), &np,
+                                       tpwgts.data(), ubvec.data(), options, &objval, part.data());
     std::fflush(stdout);
     if (saved >= 0) {
       dup2(saved, STDOUT_FILENO);

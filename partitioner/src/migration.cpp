@@ -28,7 +28,14 @@ class searcher {
  public:
   searcher(const problem& p, const detail::children& ch, const mapping& current, double alpha, bool root_stays,
            const std::vector<vertex_id>& order, mapping start)
-      : p_(p), t_(p.t), ch_(ch), cur_(current), alpha_(alpha), root_stays_(root_stays), order_(order), m_(std::move(start)) {
+      : p_(p),
+        t_(p.t),
+        ch_(ch),
+        cur_(current),
+        alpha_(alpha),
+        root_stays_(root_stays),
+        order_(order),
+        m_(std::move(start)) {
     const std::size_t k = p.k();
     cpu_.assign(k, 0);
     mem_.assign(k, 0);
@@ -60,14 +67,15 @@ class searcher {
         const node_id b = m_[v];
         if (!over(b) || (v == 0 && root_stays_)) continue;
         const walk w = collect(v);
-        const double relief = share(w.cpu, p_.cpu_capacity[b]) +
-                              (has_mem_cap(b) ? share(w.mem, p_.memory_capacity[b]) : 0.0);
+        const double relief =
+            share(w.cpu, p_.cpu_capacity[b]) + (has_mem_cap(b) ? share(w.mem, p_.memory_capacity[b]) : 0.0);
         if (relief <= 0) continue;
         for (std::size_t j = 0; j < p_.k(); ++j) {
           const auto to = static_cast<node_id>(j);
           if (to == b || !fits(to, cpu_[to] + w.cpu, mem_[to] + w.mem)) continue;
           const double score = delta(w, b, to) / relief;
-          if (best_v == no_vertex || score < best_score) std::tie(best_v, best_to, best_score) = std::tuple(v, to, score);
+          if (best_v == no_vertex || score < best_score)
+            std::tie(best_v, best_to, best_score) = std::tuple(v, to, score);
         }
       }
       if (best_v == no_vertex) return false;
@@ -268,8 +276,8 @@ class searcher {
   const bool root_stays_;  // no move of vertex 0 (S(u) of any other u never holds it)
   const std::vector<vertex_id>& order_;
   mapping m_;
-  std::vector<double> cpu_, mem_;                // load per node under m_
-  std::vector<double> boundary_, state_on_;      // per node, for the last collect
+  std::vector<double> cpu_, mem_;            // load per node under m_
+  std::vector<double> boundary_, state_on_;  // per node, for the last collect
   std::vector<node_id> touched_, touched_state_;
   std::vector<vertex_id> members_;
   std::vector<move> blocked_;
@@ -342,16 +350,16 @@ result<migration_plan> plan_migration(const problem& p, const mapping& current, 
   const tree& t = p.t;
   const std::size_t n = t.size();
   if (!std::isfinite(o.alpha) || o.alpha < 0) {
-    return error{errc::invalid, "migration cost " + detail::format_number(o.alpha, 6) +
-                                    " per byte must be a non-negative number"};
+    return error{errc::invalid,
+                 "migration cost " + detail::format_number(o.alpha, 6) + " per byte must be a non-negative number"};
   }
   assert(current.size() == n);
   for (std::size_t i = 0; i < o.candidates.size(); ++i) {
     const auto out_of_range = [&](node_id a) { return a < 0 || static_cast<std::size_t>(a) >= p.k(); };
     if (o.candidates[i].size() != n || std::any_of(o.candidates[i].begin(), o.candidates[i].end(), out_of_range)) {
-      return error{errc::invalid, "candidate mapping " + std::to_string(i) + " has " + std::to_string(o.candidates[i].size()) +
-                                      " entries for " + std::to_string(n) + " components, or a node outside 0.." +
-                                      std::to_string(p.k() - 1)};
+      return error{errc::invalid, "candidate mapping " + std::to_string(i) + " has " +
+                                      std::to_string(o.candidates[i].size()) + " entries for " + std::to_string(n) +
+                                      " components, or a node outside 0.." + std::to_string(p.k() - 1)};
     }
   }
   const detail::children ch(t);

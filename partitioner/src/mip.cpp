@@ -28,13 +28,17 @@ struct lp {
   std::vector<double> row_lb, row_ub;
 
   int col(double l, double u, double c, bool is_int) {
-    lb.push_back(l); ub.push_back(u); obj.push_back(c); integer.push_back(is_int ? 1 : 0);
+    lb.push_back(l);
+    ub.push_back(u);
+    obj.push_back(c);
+    integer.push_back(is_int ? 1 : 0);
     cols.emplace_back();
     return static_cast<int>(lb.size() - 1);
   }
   int row(double l, double u, std::initializer_list<std::pair<int, double>> entries) {
     const int r = static_cast<int>(row_lb.size());
-    row_lb.push_back(l); row_ub.push_back(u);
+    row_lb.push_back(l);
+    row_ub.push_back(u);
     for (const auto& [c, v] : entries) cols[c].emplace_back(r, v);
     return r;
   }
@@ -57,7 +61,10 @@ cbc_outcome read_cbc(Cbc_Model* model, std::size_t n, std::size_t k) {
     for (std::size_t v = 0; v < n; ++v) {
       double best = -1;
       for (std::size_t j = 0; j < k; ++j) {
-        if (sol[v * k + j] > best) { best = sol[v * k + j]; r.map[v] = static_cast<node_id>(j); }
+        if (sol[v * k + j] > best) {
+          best = sol[v * k + j];
+          r.map[v] = static_cast<node_id>(j);
+        }
       }
     }
   }
@@ -144,13 +151,16 @@ class mip_algorithm : public algorithm {
     std::vector<int> index;
     std::vector<double> value;
     for (const auto& c : m.cols) {
-      for (const auto& [r, v] : c) { index.push_back(r); value.push_back(v); }
+      for (const auto& [r, v] : c) {
+        index.push_back(r);
+        value.push_back(v);
+      }
       start.push_back(static_cast<CoinBigIndex>(index.size()));
     }
     Cbc_Model* model = Cbc_newModel();
     const int ncols = static_cast<int>(m.lb.size()), nrows = static_cast<int>(m.row_lb.size());
-    Cbc_loadProblem(model, ncols, nrows, start.data(), index.data(), value.data(), m.lb.data(),
-                    m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
+    Cbc_loadProblem(model, ncols, nrows, start.data(), index.data(), value.data(), m.lb.data(), m.ub.data(),
+                    m.obj.data(), m.row_lb.data(), m.row_ub.data());
     for (int c = 0; c < ncols; ++c) {
       if (m.integer[c]) Cbc_setInteger(model, c);
     }
@@ -158,7 +168,8 @@ class mip_algorithm : public algorithm {
     const double left = o.timeout_s - clock.seconds();
     const double cbc_limit = std::max(0.01, 0.9 * left);
     Cbc_setMaximumSeconds(model, cbc_limit);
-    Cbc_setParameter(model, "timeMode", "elapsed");  // CBC's default is CPU time, which lags wall time on a loaded machine
+    Cbc_setParameter(model, "timeMode",
+                     "elapsed");  // CBC's default is CPU time, which lags wall time on a loaded machine
     Cbc_setParameter(model, "seconds", std::to_string(cbc_limit).c_str());
     Cbc_setParameter(model, "primalTolerance", "1e-10");
     Cbc_setParameter(model, "integerTolerance", "1e-10");

@@ -58,16 +58,21 @@ result<void> validate(const tree& t) {
   if (t.parent[0] != no_vertex) return error{errc::not_a_tree, "vertex 0 (" + t.name(0) + ") is not the root"};
   for (std::size_t v = 1; v < n; ++v) {
     if (t.parent[v] < 0 || static_cast<std::size_t>(t.parent[v]) >= v) {
-      return error{errc::not_a_tree, "component " + t.name(static_cast<vertex_id>(v)) +
-                                         ": parent index " + std::to_string(t.parent[v]) +
-                                         " does not precede it"};
+      return error{errc::not_a_tree, "component " + t.name(static_cast<vertex_id>(v)) + ": parent index " +
+                                         std::to_string(t.parent[v]) + " does not precede it"};
     }
   }
   for (std::size_t v = 0; v < n; ++v) {
     const auto name = t.name(static_cast<vertex_id>(v));
-    if (!nonneg_finite(t.cpu[v])) return error{errc::invalid, "component " + name + ": cpu load " + fmt(t.cpu[v]) + " is not a non-negative number"};
-    if (!t.memory.empty() && !nonneg_finite(t.memory[v])) return error{errc::invalid, "component " + name + ": memory " + fmt(t.memory[v]) + " is not a non-negative number"};
-    if (!nonneg_finite(t.weight[v])) return error{errc::invalid, "edge to " + name + ": traffic " + fmt(t.weight[v]) + " is not a non-negative number"};
+    if (!nonneg_finite(t.cpu[v]))
+      return error{errc::invalid,
+                   "component " + name + ": cpu load " + fmt(t.cpu[v]) + " is not a non-negative number"};
+    if (!t.memory.empty() && !nonneg_finite(t.memory[v]))
+      return error{errc::invalid,
+                   "component " + name + ": memory " + fmt(t.memory[v]) + " is not a non-negative number"};
+    if (!nonneg_finite(t.weight[v]))
+      return error{errc::invalid,
+                   "edge to " + name + ": traffic " + fmt(t.weight[v]) + " is not a non-negative number"};
   }
   if (t.weight[0] != 0) return error{errc::invalid, "root " + t.name(0) + " has edge traffic but no parent"};
   return {};
@@ -81,22 +86,27 @@ result<void> validate(const cluster& c) {
     const std::string where = nd.line ? "line " + std::to_string(nd.line) + ": " : "";
     if (nd.name.empty()) return error{errc::invalid, where + "node without a name"};
     if (!names.insert(nd.name).second) return error{errc::invalid, where + "node `" + nd.name + "` appears twice"};
-    if (!nonneg_finite(nd.cpu.amount)) return error{errc::invalid, where + "node `" + nd.name + "`: cpu capacity " + fmt(nd.cpu.amount) + " is not a non-negative number"};
-    if (nd.memory && !nonneg_finite(nd.memory->amount)) return error{errc::invalid, where + "node `" + nd.name + "`: memory capacity is not a non-negative number"};
+    if (!nonneg_finite(nd.cpu.amount))
+      return error{errc::invalid, where + "node `" + nd.name + "`: cpu capacity " + fmt(nd.cpu.amount) +
+                                      " is not a non-negative number"};
+    if (nd.memory && !nonneg_finite(nd.memory->amount))
+      return error{errc::invalid, where + "node `" + nd.name + "`: memory capacity is not a non-negative number"};
   }
   if (!c.link_cost.empty()) {
     if (c.link_cost.size() != k * k) {
-      return error{errc::invalid, "link_cost matrix has " + std::to_string(c.link_cost.size()) +
-                                      " entries; " + std::to_string(k) + " nodes need " + std::to_string(k * k)};
+      return error{errc::invalid, "link_cost matrix has " + std::to_string(c.link_cost.size()) + " entries; " +
+                                      std::to_string(k) + " nodes need " + std::to_string(k * k)};
     }
     for (std::size_t a = 0; a < k; ++a) {
       for (std::size_t b = 0; b < k; ++b) {
         const double x = c.link_cost[a * k + b];
-        const std::string at = "link_cost[" + std::to_string(a) + "][" + std::to_string(b) + "] (" +
-                               c.nodes[a].name + " -> " + c.nodes[b].name + ")";
+        const std::string at = "link_cost[" + std::to_string(a) + "][" + std::to_string(b) + "] (" + c.nodes[a].name +
+                               " -> " + c.nodes[b].name + ")";
         if (!nonneg_finite(x)) return error{errc::invalid, at + " = " + fmt(x) + " is not a non-negative number"};
         if (a == b && x != 0) return error{errc::invalid, at + " = " + fmt(x) + " must be 0"};
-        if (x != c.link_cost[b * k + a]) return error{errc::invalid, at + " = " + fmt(x) + " differs from its mirror " + fmt(c.link_cost[b * k + a]) + "; link costs must be symmetric"};
+        if (x != c.link_cost[b * k + a])
+          return error{errc::invalid, at + " = " + fmt(x) + " differs from its mirror " + fmt(c.link_cost[b * k + a]) +
+                                          "; link costs must be symmetric"};
       }
     }
   }
@@ -111,7 +121,8 @@ result<problem> make_problem(tree t, cluster c) {
   double total_cpu = 0, total_mem = 0;
   for (double x : t.cpu) total_cpu += x;
   for (double x : t.memory) total_mem += x;
-  const bool mem_constrained = std::any_of(c.nodes.begin(), c.nodes.end(), [](const node_spec& n) { return n.memory.has_value(); });
+  const bool mem_constrained =
+      std::any_of(c.nodes.begin(), c.nodes.end(), [](const node_spec& n) { return n.memory.has_value(); });
   p.cpu_capacity.resize(k);
   if (mem_constrained) p.memory_capacity.assign(k, std::numeric_limits<double>::infinity());
   double cap_cpu = 0, cap_mem = 0, max_cpu_node = 0, max_mem_node = 0;
@@ -192,7 +203,8 @@ evaluation evaluate(const problem& p, const mapping& m) {
   };
   for (std::size_t i = 0; i < k; ++i) {
     check(e.cpu_load[i], p.cpu_capacity[i], static_cast<node_id>(i), "cpu");
-    if (mem && std::isfinite(p.memory_capacity[i])) check(e.memory_load[i], p.memory_capacity[i], static_cast<node_id>(i), "memory");
+    if (mem && std::isfinite(p.memory_capacity[i]))
+      check(e.memory_load[i], p.memory_capacity[i], static_cast<node_id>(i), "memory");
   }
   return e;
 }

@@ -91,7 +91,10 @@ class peeler {
     if (rank >= valid.size()) return false;
     const std::int32_t best = valid[rank];
     // Walk the choices back down: (vertex, side, bucket) of its final front.
-    struct item { vertex_id v; std::int32_t side, bucket; };
+    struct item {
+      vertex_id v;
+      std::int32_t side, bucket;
+    };
     std::vector<item> stack{{static_cast<vertex_id>(n), 0, best}};
     while (!stack.empty()) {
       const item it = stack.back();
@@ -156,7 +159,8 @@ class peeler {
     const std::int64_t from = start_[v];
     const std::int64_t to = static_cast<std::int64_t>(pool_.size());
     pool_.resize(pool_.size() + steps_[v] * width_);
-    std::copy(pool_.begin() + from, pool_.begin() + from + static_cast<std::int64_t>(steps_[v] * width_), pool_.begin() + to);
+    std::copy(pool_.begin() + from, pool_.begin() + from + static_cast<std::int64_t>(steps_[v] * width_),
+              pool_.begin() + to);
     start_[v] = to;
   }
 

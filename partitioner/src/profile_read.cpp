@@ -28,7 +28,6 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
-
 namespace banyan::partitioner::detail {
 namespace {
 
@@ -101,20 +100,20 @@ class reader {
 
   // A value of the right kind but a wrong content: name:line:col: where: what.
   error fail(const char* at, const std::string& where, const std::string& what, errc code = errc::invalid) const {
-    return error{code, name_ + ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) + ": " + where + ": " + what};
+    return error{
+        code, name_ + ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) + ": " + where + ": " + what};
   }
   // The text is not JSON (or not JSON simdjson takes): nlohmann-json says where and why.
   error syntax(error_code e, const char* at) const;
   // nlohmann-json's error where the text is not JSON, naming line:col; nullopt when it is JSON.
   failure not_json() const;
   // Where a value starts.
-  static const char* where(od::value& v) {
-    return v.raw_json_token().data();
-  }
+  static const char* where(od::value& v) { return v.raw_json_token().data(); }
   // The token of a scalar, for messages (`got -1`).
   static std::string token(od::value& v) {
     std::string_view tok = v.raw_json_token();
-    while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t')) tok.remove_suffix(1);
+    while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+      tok.remove_suffix(1);
     if (tok == "{") return "an object";
     if (tok == "[") return "an array";
     return std::string(tok);
@@ -156,7 +155,8 @@ class reader {
     const char* raw = f.key().raw();
     id = -1;
     int i = 0;
-    ((id < 0 && std::memcmp(raw, known, N - 1) == 0 && raw[N - 1] == '"' ? (id = i, out = {known, N - 1}, 0) : 0, ++i), ...);
+    ((id < 0 && std::memcmp(raw, known, N - 1) == 0 && raw[N - 1] == '"' ? (id = i, out = {known, N - 1}, 0) : 0, ++i),
+     ...);
     if (id >= 0) return simdjson::SUCCESS;
     if (auto e = f.unescaped_key().get(out)) return e;
     i = 0;
@@ -177,9 +177,9 @@ class reader {
 
   // Per component, in file order.
   std::vector<std::string> path_;
-  std::vector<std::uint32_t> parent_;    // index, root_mark, or no_index (in pending_)
+  std::vector<std::uint32_t> parent_;  // index, root_mark, or no_index (in pending_)
   std::vector<double> cpu_, mem_, messages_, weight_;
-  std::vector<std::uint64_t> at_;        // offset of the component's `{`
+  std::vector<std::uint64_t> at_;                               // offset of the component's `{`
   std::vector<std::pair<std::uint32_t, std::string>> pending_;  // parent paths named before the parent
   path_table index_{path_};
   std::string_view current_path_;  // the path of the component being read, once seen
@@ -305,7 +305,8 @@ reader::failure reader::parse() {
       std::string_view k;
       int id;
       if (auto e = std::move(fr).get(f)) return syntax(e, nullptr);
-      if (auto e = key_of(f, id, k, "components", "edges", "version", "format", "duration_s")) return syntax(e, nullptr);
+      if (auto e = key_of(f, id, k, "components", "edges", "version", "format", "duration_s"))
+        return syntax(e, nullptr);
       od::value v = f.value();
       const char* at = where(v);
       bool* seen[] = {&got_components_, &got_edges, &got_version, &got_format, &got_duration};
@@ -334,7 +335,9 @@ reader::failure reader::parse() {
           return fail(at, "format", "expected \"banyan-profile\", got " + token(v));
         }
       } else if (id == 4) {
-        if (auto bad = number(v, [] { return std::string("duration_s"); }, duration_)) return bad;
+        if (auto bad = number(
+                v, [] { return std::string("duration_s"); }, duration_))
+          return bad;
       } else if (auto e = check(v)) {
         return syntax(e, at);
       }
@@ -456,7 +459,8 @@ reader::failure reader::component(od::value v, std::size_t i) {
   index_.prefetch(h);
   if (auto bad = defer_insert(self, h)) return bad;
   if (is_root) {
-    if (root_ != no_index) return fail(at, who(i), "second root: " + path_[root_] + " also has parent null", errc::not_a_tree);
+    if (root_ != no_index)
+      return fail(at, who(i), "second root: " + path_[root_] + " also has parent null", errc::not_a_tree);
     root_ = self;
     parent_.push_back(root_mark);
   } else {
@@ -501,7 +505,9 @@ reader::failure reader::load(od::value v, std::size_t i, double& cpu, double& me
       double* out[] = {&cpu, &mem, &messages};
       if (*seen[id]) return fail(where(x), who(i) + ".load", "`" + std::string(k) + "` appears twice");
       *seen[id] = true;
-      if (auto bad = number(x, [&] { return who(i) + ".load." + std::string(k); }, *out[id])) return bad;
+      if (auto bad = number(
+              x, [&] { return who(i) + ".load." + std::string(k); }, *out[id]))
+        return bad;
     } else if (auto e = check(x)) {
       return syntax(e, where(x));
     }
@@ -564,7 +570,9 @@ reader::failure reader::edge(od::value v, std::size_t e) {
         return fail(at, where_(), shape);
       }
     } else if (id == unit) {
-      if (auto bad = number(x, [&] { return where_() + "." + std::string(k); }, w)) return bad;
+      if (auto bad = number(
+              x, [&] { return where_() + "." + std::string(k); }, w))
+        return bad;
     } else if (auto err = check(x)) {
       return syntax(err, xat);
     }
@@ -576,17 +584,20 @@ reader::failure reader::edge(od::value v, std::size_t e) {
   last_child_ = c;
   if (c == no_index) return fail(at, where_(), "unknown child `" + std::string(child) + "`");
   if (parent_[c] == root_mark || path_[parent_[c]] != parent) {
-    return fail(at, where_(), "`" + std::string(parent) + "` -> `" + std::string(child) + "` is not a tree edge (the parent of " +
-                                std::string(child) + " is " + (parent_[c] == root_mark ? std::string("none") : "`" + path_[parent_[c]] + "`") + ")");
+    return fail(at, where_(),
+                "`" + std::string(parent) + "` -> `" + std::string(child) + "` is not a tree edge (the parent of " +
+                    std::string(child) + " is " +
+                    (parent_[c] == root_mark ? std::string("none") : "`" + path_[parent_[c]] + "`") + ")");
   }
   if (first_edge_.empty()) first_edge_.assign(path_.size(), no_index);
   if (first_edge_[c] == no_index) {
     first_edge_[c] = static_cast<std::uint32_t>(std::min<std::size_t>(e, repeated_mark - 1));
   } else if (first_edge_[c] != repeated_mark) {
     if (repeated_.size() < profile_measurements::max_repeated_edges) {
-      repeated_.push_back(name_ + ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) + ": " + where_() + ": `" +
-                          std::string(parent) + "` -> `" + std::string(child) + "` is listed again (first as edges[" +
-                          std::to_string(first_edge_[c]) + "]); their traffic is summed");
+      repeated_.push_back(name_ + ":" + line_col(text_, static_cast<std::size_t>(at - text_.data())) + ": " + where_() +
+                          ": `" + std::string(parent) + "` -> `" + std::string(child) +
+                          "` is listed again (first as edges[" + std::to_string(first_edge_[c]) +
+                          "]); their traffic is summed");
     }
     ++repeated_count_;
     first_edge_[c] = repeated_mark;  // named once, however often it is listed
@@ -664,9 +675,10 @@ result<tree> reader::build(profile_measurements* m) {
         if (reached[i]) continue;
         std::size_t v = i;  // n steps up from an unreached vertex land on its cycle
         for (std::size_t steps = 0; steps < n; ++steps) v = parent_[v];
-        return fail(text_.data() + at_[v], "components",
-                    "cycle through " + path_[v] + " (its ancestors lead back to it, never to the root " + path_[root_] + ")",
-                    errc::not_a_tree);
+        return fail(
+            text_.data() + at_[v], "components",
+            "cycle through " + path_[v] + " (its ancestors lead back to it, never to the root " + path_[root_] + ")",
+            errc::not_a_tree);
       }
     }
   }
@@ -711,8 +723,8 @@ namespace banyan::partitioner {
 result<tree> parse_profile(const std::string& text, const std::string& name, const profile_options& o,
                            profile_measurements* m) {
   const simdjson::padded_string padded(text);
-  return detail::read_profile(std::string_view(padded.data(), padded.size()), padded.size() + simdjson::SIMDJSON_PADDING,
-                              name, o, m, nullptr);
+  return detail::read_profile(std::string_view(padded.data(), padded.size()),
+                              padded.size() + simdjson::SIMDJSON_PADDING, name, o, m, nullptr);
 }
 
 result<tree> load_profile(const std::string& path, const profile_options& o, profile_measurements* m) {

@@ -49,7 +49,9 @@ class refiner {
   double c(node_id a, node_id b) const { return p_.c.cost(a, b); }
 
   // Members of S(u) under the current mapping, into members_; returns (cpu, mem, delta to `to`).
-  struct subtree_eval { double cpu = 0, mem = 0, delta = 0; };
+  struct subtree_eval {
+    double cpu = 0, mem = 0, delta = 0;
+  };
   // With `max_members`, stops early and returns delta = +inf when S(u) is larger (swaps use it to
   // keep a pass linear: a swap partner the size of a whole fragment is not worth a walk per try).
   subtree_eval eval_subtree(vertex_id u, node_id to, std::size_t max_members = static_cast<std::size_t>(-1)) {
@@ -172,12 +174,18 @@ class refiner {
   static void add(std::vector<std::pair<node_id, double>>& L, node_id g, double w) {
     if (w == 0) return;
     for (auto& [h, x] : L) {
-      if (h == g) { x += w; return; }
+      if (h == g) {
+        x += w;
+        return;
+      }
     }
     L.emplace_back(g, w);
   }
   static void merge(std::vector<std::pair<node_id, double>>& into, std::vector<std::pair<node_id, double>>& from) {
-    if (into.empty()) { into.swap(from); return; }
+    if (into.empty()) {
+      into.swap(from);
+      return;
+    }
     for (const auto& [g, w] : from) add(into, g, w);
   }
 
@@ -253,9 +261,11 @@ class refiner {
         if (!std::isfinite(eu.delta)) continue;
         if (eu.cpu < need_cpu - p_.cpu_capacity[j] * capacity_tolerance) continue;
         const bool ok_j = within(p_.cpu_capacity[j] - free_.cpu[j] + ev.cpu - eu.cpu, p_.cpu_capacity[j]) &&
-                          (free_.mem.empty() || within(p_.memory_capacity[j] - free_.mem[j] + ev.mem - eu.mem, p_.memory_capacity[j]));
+                          (free_.mem.empty() ||
+                           within(p_.memory_capacity[j] - free_.mem[j] + ev.mem - eu.mem, p_.memory_capacity[j]));
         const bool ok_a = within(p_.cpu_capacity[a] - free_.cpu[a] - ev.cpu + eu.cpu, p_.cpu_capacity[a]) &&
-                          (free_.mem.empty() || within(p_.memory_capacity[a] - free_.mem[a] - ev.mem + eu.mem, p_.memory_capacity[a]));
+                          (free_.mem.empty() ||
+                           within(p_.memory_capacity[a] - free_.mem[a] - ev.mem + eu.mem, p_.memory_capacity[a]));
         if (!ok_j || !ok_a) continue;
         if (ev.delta + eu.delta < best - eps_) {
           best = ev.delta + eu.delta;
@@ -282,8 +292,8 @@ class refiner {
   room free_;
   double eps_;
   bool uniform_ = true;
-  std::vector<char> adjacent_;     // per node: some child of the current vertex is there
-  std::vector<double> per_node_;   // per node: traffic from the current vertex's children there
+  std::vector<char> adjacent_;    // per node: some child of the current vertex is there
+  std::vector<double> per_node_;  // per node: traffic from the current vertex's children there
   std::vector<node_id> touched_;
   std::vector<double> sc_, sm_;
   std::vector<std::vector<std::pair<node_id, double>>> below_;
@@ -306,7 +316,8 @@ std::size_t relabel(const problem& p, mapping& m) {
   }
   auto fits = [&](std::size_t content, std::size_t at) {
     return within(cpu[content], p.cpu_capacity[at]) &&
-           (p.memory_capacity.empty() || !std::isfinite(p.memory_capacity[at]) || within(mem[content], p.memory_capacity[at]));
+           (p.memory_capacity.empty() || !std::isfinite(p.memory_capacity[at]) ||
+            within(mem[content], p.memory_capacity[at]));
   };
   // perm[a]: the node that gets what is on a now.
   auto cost_of = [&](const std::vector<node_id>& perm) {

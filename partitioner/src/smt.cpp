@@ -204,7 +204,10 @@ class smt_algorithm : public algorithm {
       inc.map.assign(n, 0);
       for (std::size_t v = 0; v < n; ++v) {
         for (std::size_t j = 0; j < k; ++j) {
-          if (mdl.eval(X(v, j), true).is_true()) { inc.map[v] = static_cast<node_id>(j); break; }
+          if (mdl.eval(X(v, j), true).is_true()) {
+            inc.map[v] = static_cast<node_id>(j);
+            break;
+          }
         }
       }
       std::string b;
@@ -220,19 +223,28 @@ class smt_algorithm : public algorithm {
       // Building a large model can use up the budget before Z3 starts; then do not start it.
       if (std::chrono::steady_clock::now() < deadline) r = opt.check();
     } catch (...) {
-      { std::lock_guard lock(mu); done = true; }
+      {
+        std::lock_guard lock(mu);
+        done = true;
+      }
       cv.notify_all();
       watchdog.join();
       throw;
     }
-    { std::lock_guard lock(mu); done = true; }
+    {
+      std::lock_guard lock(mu);
+      done = true;
+    }
     cv.notify_all();
     watchdog.join();
     auto read_model = [&](const z3::model& mdl) {
       s.map.assign(n, 0);
       for (std::size_t v = 0; v < n; ++v) {
         for (std::size_t j = 0; j < k; ++j) {
-          if (mdl.eval(X(v, j), true).is_true()) { s.map[v] = static_cast<node_id>(j); break; }
+          if (mdl.eval(X(v, j), true).is_true()) {
+            s.map[v] = static_cast<node_id>(j);
+            break;
+          }
         }
       }
     };

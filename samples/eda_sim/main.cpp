@@ -66,8 +66,11 @@ json tree_json(const eda::design& d) {
   for (const auto& g : d.groups) {
     json readers = json::array();
     for (int r : g.readers) readers.push_back(d.leaves[r].path);
-    j["topics"].push_back({{"topic", g.topic}, {"scope", d.instances[g.scope].path}, {"nets", g.nets.size()},
-                           {"publisher", d.leaves[g.driver].path}, {"subscribers", readers}});
+    j["topics"].push_back({{"topic", g.topic},
+                           {"scope", d.instances[g.scope].path},
+                           {"nets", g.nets.size()},
+                           {"publisher", d.leaves[g.driver].path},
+                           {"subscribers", readers}});
   }
   return j;
 }
@@ -94,7 +97,8 @@ int run(const options& o) {
     if (!spec->active_low && o.reset_high) spec->active_low = false;
     rand_opts.resets.push_back(*spec);
   }
-  if (rand_opts.no_reset && !rand_opts.resets.empty()) return bad_arguments("--reset none cannot be combined with named resets");
+  if (rand_opts.no_reset && !rand_opts.resets.empty())
+    return bad_arguments("--reset none cannot be combined with named resets");
   for (const auto& h : o.holds) {
     auto spec = eda::parse_hold(h);
     if (!spec) return bad_arguments(spec.error().message);
@@ -128,16 +132,18 @@ int run(const options& o) {
       else if (home && *home) cache = std::string(home) + "/.cache/banyan/eda_sim";
     }
     if (o.no_cache) cache.clear();
-    n = eda::synthesize({o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources,
-                         o.map_memories, cache, ""});
+    n = eda::synthesize(
+        {o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources, o.map_memories, cache, ""});
   }
   if (!n) return fail(n.error().message);
   auto d = eda::elaborate(*n, {o.clock});
   if (!d) return fail(d.error().message);
   if (!o.json_out)
-    std::fprintf(stderr, "eda_sim: %s%s: %zu instances, %zu gates, %zu flip-flops, %zu memories (%zu bits), %zu leaves, "
-                 "%zu topics%s%s\n", d->top.c_str(), n->from_cache ? " (netlist from the cache)" : "", d->instances.size(),
-                 d->gates, d->flops, d->memories, d->memory_bits, d->leaves.size(), d->groups.size(),
+    std::fprintf(stderr,
+                 "eda_sim: %s%s: %zu instances, %zu gates, %zu flip-flops, %zu memories (%zu bits), %zu leaves, "
+                 "%zu topics%s%s\n",
+                 d->top.c_str(), n->from_cache ? " (netlist from the cache)" : "", d->instances.size(), d->gates,
+                 d->flops, d->memories, d->memory_bits, d->leaves.size(), d->groups.size(),
                  d->clock.empty() ? "" : ", clock ", d->clock.c_str());
   if (o.tree) {
     std::cout << tree_json(*d).dump(2) << "\n";
@@ -155,7 +161,7 @@ int run(const options& o) {
     if (cycles == 0) cycles = len;
     if (cycles > len)
       return bad_arguments(o.stimulus_file + ": " + std::to_string(cycles) + " cycles requested but the file has " +
-                  std::to_string(len));
+                           std::to_string(len));
   } else {
     stim = eda::random_stimulus(*d, rand_opts);
     if (!stim) return bad_arguments(stim.error().message);
@@ -172,8 +178,9 @@ int run(const options& o) {
   const unsigned check_lanes = std::min(o.check_lanes, o.lanes);
   if (o.check) {
     if (o.files.empty()) return bad_arguments("--check needs the Verilog files (the RTL Icarus runs)");
-    eda::reference_options ref{o.files, d->top, cycles, check_lanes, "iverilog", "vvp",
-                               o.work_dir.empty() ? "" : o.work_dir + "/icarus", sources, ""};
+    eda::reference_options ref{
+        o.files, d->top, cycles, check_lanes, "iverilog", "vvp", o.work_dir.empty() ? "" : o.work_dir + "/icarus",
+        sources, ""};
     auto built = eda::icarus_reference::compile(*d, ref);
     if (!built) return fail(built.error().message);
     reference = std::move(*built);
@@ -234,9 +241,9 @@ int run(const options& o) {
   else summary["messages"] = nullptr, summary["bytes"] = nullptr;
   if (!o.json_out)
     std::fprintf(stderr, "eda_sim: %llu cycles x %u lanes in %.3f s (%.0f cycles/s), %.2f rounds/cycle (max %d)%s\n",
-                 static_cast<unsigned long long>(cycles), o.lanes, r.seconds, summary["cycles_per_second"].get<double>(),
-                 summary["rounds_per_cycle"].get<double>(), r.stats.max_rounds,
-                 counted ? (", " + std::to_string(messages) + " boundary messages").c_str() : "");
+                 static_cast<unsigned long long>(cycles), o.lanes, r.seconds,
+                 summary["cycles_per_second"].get<double>(), summary["rounds_per_cycle"].get<double>(),
+                 r.stats.max_rounds, counted ? (", " + std::to_string(messages) + " boundary messages").c_str() : "");
 
 #ifdef EDA_SIM_HAVE_SDK
   // 3b. The same run as components on banyan's SDK: outputs must be identical to the engine's.
@@ -250,7 +257,8 @@ int run(const options& o) {
     cr->trace_lanes = ro.trace_lanes;
     cr->how = o.grain == "leaf" ? eda::grain::leaf : eda::grain::node;
     if (!o.profile.empty() && o.deployment.empty() && cr->how == eda::grain::node)
-      std::fprintf(stderr, "eda_sim: warning: --profile with --grain node in one process sends no group messages, "
+      std::fprintf(stderr,
+                   "eda_sim: warning: --profile with --grain node in one process sends no group messages, "
                    "so the profile has no edge traffic; use --grain leaf to profile for the partitioner\n");
     auto app = eda::make_app(cr);
     banyan::run_options bo;
@@ -268,9 +276,13 @@ int run(const options& o) {
     }
     std::uint64_t edge_msgs = 0, edge_bytes = 0;
     for (const auto& e : br.traffic.edges) edge_msgs += e.messages, edge_bytes += e.bytes;
-    json jc = {{"mode", o.mode}, {"grain", o.grain}, {"hosted_io", cr->cycles_done > 0}, {"seconds", cr->seconds},
+    json jc = {{"mode", o.mode},
+               {"grain", o.grain},
+               {"hosted_io", cr->cycles_done > 0},
+               {"seconds", cr->seconds},
                {"cycles_per_second", cr->seconds > 0 ? cycles / cr->seconds : 0.0},
-               {"edge_messages", edge_msgs}, {"edge_bytes", edge_bytes}};
+               {"edge_messages", edge_msgs},
+               {"edge_bytes", edge_bytes}};
     if (cr->cycles_done > 0) {
       jc["signature"] = cr->signature;
       jc["identical_to_engine"] = cr->signature == r.signature && cr->samples.samples == r.samples.samples;
@@ -278,9 +290,12 @@ int run(const options& o) {
       for (const auto& l : br.traffic.links) cross_msgs += l.messages, cross_bytes += l.bytes;
       if (!br.traffic.links.empty()) jc["cross_node_messages"] = cross_msgs, jc["cross_node_bytes"] = cross_bytes;
       if (!o.json_out)
-        std::fprintf(stderr, "eda_sim: components (%s): %llu cycles in %.3f s (%.0f cycles/s), outputs %s the engine's, "
-                     "%llu edge messages\n", o.mode.c_str(), static_cast<unsigned long long>(cycles), cr->seconds,
-                     jc["cycles_per_second"].get<double>(), jc["identical_to_engine"].get<bool>() ? "identical to" : "DIFFER from",
+        std::fprintf(stderr,
+                     "eda_sim: components (%s): %llu cycles in %.3f s (%.0f cycles/s), outputs %s the engine's, "
+                     "%llu edge messages\n",
+                     o.mode.c_str(), static_cast<unsigned long long>(cycles), cr->seconds,
+                     jc["cycles_per_second"].get<double>(),
+                     jc["identical_to_engine"].get<bool>() ? "identical to" : "DIFFER from",
                      static_cast<unsigned long long>(edge_msgs));
       if (!jc["identical_to_engine"].get<bool>()) summary["components"] = jc, rc_components = 1;
     }
@@ -308,23 +323,27 @@ int run(const options& o) {
                {"icarus_compile_seconds", icarus->compile_seconds},
                {"icarus_seconds", icarus->run_seconds}};
     if (c.first) {
-      jc["first_mismatch"] = {{"cycle", c.first->cycle}, {"lane", c.first->lane}, {"signal", c.first->signal},
-                              {"expected", c.first->expected}, {"got", c.first->got},
-                              {"x_vs_value", c.first->x_vs_value}};
+      jc["first_mismatch"] = {{"cycle", c.first->cycle},   {"lane", c.first->lane},
+                              {"signal", c.first->signal}, {"expected", c.first->expected},
+                              {"got", c.first->got},       {"x_vs_value", c.first->x_vs_value}};
       if (!c.first->hint.empty()) jc["first_mismatch"]["hint"] = c.first->hint;
     }
     summary["check"] = jc;
     if (!o.json_out) {
       if (c.passed())
-        std::fprintf(stderr, "eda_sim: check passed: cycles %llu..%llu x %u lanes match Icarus (%llu bits compared, %llu "
-                     "not compared under --x %s)\n", static_cast<unsigned long long>(check_from),
+        std::fprintf(stderr,
+                     "eda_sim: check passed: cycles %llu..%llu x %u lanes match Icarus (%llu bits compared, %llu "
+                     "not compared under --x %s)\n",
+                     static_cast<unsigned long long>(check_from),
                      static_cast<unsigned long long>(cycles ? cycles - 1 : 0), check_lanes,
-                     static_cast<unsigned long long>(c.compared_bits), static_cast<unsigned long long>(c.dont_care_bits),
-                     o.x_policy.c_str());
+                     static_cast<unsigned long long>(c.compared_bits),
+                     static_cast<unsigned long long>(c.dont_care_bits), o.x_policy.c_str());
       else
-        std::fprintf(stderr, "eda_sim: check FAILED: first mismatch at cycle %llu, lane %u, signal %s: expected %s, got %s "
-                     "(%llu bits differ)%s%s\n", static_cast<unsigned long long>(c.first->cycle), c.first->lane,
-                     c.first->signal.c_str(), c.first->expected.c_str(), c.first->got.c_str(),
+        std::fprintf(stderr,
+                     "eda_sim: check FAILED: first mismatch at cycle %llu, lane %u, signal %s: expected %s, got %s "
+                     "(%llu bits differ)%s%s\n",
+                     static_cast<unsigned long long>(c.first->cycle), c.first->lane, c.first->signal.c_str(),
+                     c.first->expected.c_str(), c.first->got.c_str(),
                      static_cast<unsigned long long>(c.mismatched_bits), c.first->hint.empty() ? "" : "\n  ",
                      c.first->hint.c_str());
     }
@@ -338,8 +357,9 @@ int run(const options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"eda_sim: gate-level simulation of a Verilog design on banyan's component tree,\n"
-               "checked cycle by cycle against Icarus Verilog. See docs/eda.md."};
+  CLI::App app{
+      "eda_sim: gate-level simulation of a Verilog design on banyan's component tree,\n"
+      "checked cycle by cycle against Icarus Verilog. See docs/eda.md."};
   options o;
   app.add_option("files", o.files, "Verilog source files");
   app.add_option("--top", o.top, "Top module")->required();
@@ -347,55 +367,74 @@ int main(int argc, char** argv) {
   app.add_option("--cycles", o.cycles, "Cycles to simulate (default 1000, or the stimulus file's length)");
   app.add_option("--seed", o.seed, "Seed of the random stimulus")->capture_default_str();
   app.add_option("--lanes", o.lanes, "Independent stimulus lanes simulated at once, bit-parallel")
-      ->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--stimulus", o.stimulus_file, "Stimulus file instead of random vectors (format: docs/eda.md); a .vcd "
-                                                "file is a testbench's dump: the inputs just before each rising edge");
-  app.add_option("--stimulus-scope", o.stimulus_scope, "The DUT's scope in a .vcd stimulus, e.g. tb.dut (default: the "
-                                                       "first scope with every input and the clock)");
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--stimulus", o.stimulus_file,
+                 "Stimulus file instead of random vectors (format: docs/eda.md); a .vcd "
+                 "file is a testbench's dump: the inputs just before each rising edge");
+  app.add_option("--stimulus-scope", o.stimulus_scope,
+                 "The DUT's scope in a .vcd stimulus, e.g. tb.dut (default: the "
+                 "first scope with every input and the clock)");
   app.add_option("--clock", o.clock, "Clock input (default: the input that clocks the flip-flops)");
-  app.add_option("-I,--include-dir", o.include_dirs, "`include search folder (after the including file's own), "
-                                                     "for yosys and Icarus");
+  app.add_option("-I,--include-dir", o.include_dirs,
+                 "`include search folder (after the including file's own), "
+                 "for yosys and Icarus");
   app.add_option("-D,--define", o.defines, "Macro NAME or NAME=VALUE, for yosys and Icarus");
-  app.add_option("-P,--param", o.params, "Top-module parameter NAME=VALUE (a Verilog constant: 8, 8'h3f, "
-                                         "'\"prog.hex\"'), for yosys and Icarus");
-  app.add_option("--cache-dir", o.cache_dir, "Netlists by source hash (default: $XDG_CACHE_HOME/banyan/eda_sim or "
-                                             "~/.cache/banyan/eda_sim)");
+  app.add_option("-P,--param", o.params,
+                 "Top-module parameter NAME=VALUE (a Verilog constant: 8, 8'h3f, "
+                 "'\"prog.hex\"'), for yosys and Icarus");
+  app.add_option("--cache-dir", o.cache_dir,
+                 "Netlists by source hash (default: $XDG_CACHE_HOME/banyan/eda_sim or "
+                 "~/.cache/banyan/eda_sim)");
   app.add_flag("--no-cache", o.no_cache, "Always run yosys; do not read or write the netlist cache");
-  app.add_option("--schedule", o.schedule, "Engine: flat (one global levelised program, one pass per cycle) or "
-                                           "leaves (leaf-by-leaf exchange, as the components)")
-      ->check(CLI::IsMember({"flat", "leaves"}))->capture_default_str();
-  app.add_flag("--map-memories", o.map_memories, "Map memories to flip-flops and logic (yosys memory_map) instead of "
-                                                  "simulating each as one memory; for small memories only");
-  app.add_option("--reset", o.resets, "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "
-                                      "repeatable (default: inputs named like a reset; 'none' for no reset)");
+  app.add_option("--schedule", o.schedule,
+                 "Engine: flat (one global levelised program, one pass per cycle) or "
+                 "leaves (leaf-by-leaf exchange, as the components)")
+      ->check(CLI::IsMember({"flat", "leaves"}))
+      ->capture_default_str();
+  app.add_flag("--map-memories", o.map_memories,
+               "Map memories to flip-flops and logic (yosys memory_map) instead of "
+               "simulating each as one memory; for small memories only");
+  app.add_option("--reset", o.resets,
+                 "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "
+                 "repeatable (default: inputs named like a reset; 'none' for no reset)");
   app.add_option("--reset-cycles", o.reset_cycles, "Cycles of reset at the start")->capture_default_str();
   app.add_flag("--reset-active-low", o.reset_low, "Named resets without :low/:high are active low");
   app.add_flag("--reset-active-high", o.reset_high, "Named resets without :low/:high are active high");
-  app.add_option("--hold", o.holds, "Hold input NAME at VALUE (decimal, 0x.., 0b.., x) every cycle while the other "
-                                    "inputs are random; repeatable");
+  app.add_option("--hold", o.holds,
+                 "Hold input NAME at VALUE (decimal, 0x.., 0b.., x) every cycle while the other "
+                 "inputs are random; repeatable");
   app.add_flag("--check", o.check, "Run the same stimulus through Icarus on the RTL and compare every cycle");
   app.add_option("--check-from", o.check_from, "Compare from this cycle on, or 'reset': from the end of reset")
       ->capture_default_str();
-  app.add_option("--x", o.x_policy, "X in --check: ignore-rtl-x (Icarus x not compared), strict (x must match), "
-                                    "2-state (x on either side not compared)")
-      ->check(CLI::IsMember({"ignore-rtl-x", "strict", "2-state"}))->capture_default_str();
+  app.add_option("--x", o.x_policy,
+                 "X in --check: ignore-rtl-x (Icarus x not compared), strict (x must match), "
+                 "2-state (x on either side not compared)")
+      ->check(CLI::IsMember({"ignore-rtl-x", "strict", "2-state"}))
+      ->capture_default_str();
   app.add_option("--check-lanes", o.check_lanes, "Lanes to check against Icarus (one DUT instance each)")
-      ->check(CLI::Range(1, 64))->capture_default_str();
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--vcd", o.vcd, "Write lane 0 as a VCD waveform");
   app.add_option("--work-dir", o.work_dir, "Keep yosys and Icarus files here (default: temp dirs, removed)");
   app.add_flag("--tree", o.tree, "Print the component tree and topics as JSON and exit");
   app.add_flag("--json", o.json_out, "Print the summary as JSON on stdout");
-  app.add_flag("--count-messages", o.count_messages, "Count the boundary messages of the flat schedule (the "
-                                                      "groups that change per cycle; costs time)");
+  app.add_flag("--count-messages", o.count_messages,
+               "Count the boundary messages of the flat schedule (the "
+               "groups that change per cycle; costs time)");
 #ifdef EDA_SIM_HAVE_SDK
-  app.add_flag("--components", o.components, "Also run the design as banyan components (after the engine) and "
-                                              "require identical outputs");
+  app.add_flag("--components", o.components,
+               "Also run the design as banyan components (after the engine) and "
+               "require identical outputs");
   app.add_option("--mode", o.mode, "Routing for --components: hier, flat-p2p or flat-node")
-      ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))->capture_default_str();
-  app.add_option("--grain", o.grain, "Who evaluates with --components: node (the leaves of a process as one "
-                                     "program, messages only between nodes) or leaf (every leaf, every group a "
-                                     "message: the per-edge traffic a --profile for the partitioner needs)")
-      ->check(CLI::IsMember({"node", "leaf"}))->capture_default_str();
+      ->check(CLI::IsMember({"hier", "flat-p2p", "flat-node"}))
+      ->capture_default_str();
+  app.add_option("--grain", o.grain,
+                 "Who evaluates with --components: node (the leaves of a process as one "
+                 "program, messages only between nodes) or leaf (every leaf, every group a "
+                 "message: the per-edge traffic a --profile for the partitioner needs)")
+      ->check(CLI::IsMember({"node", "leaf"}))
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "CAF scheduler threads for --components (default: cores)");
   app.add_option("--profile", o.profile, "Write the component run's traffic profile (JSON) here");
   app.add_flag("--report", o.report, "Print the component run's per-edge traffic table on stdout at the end");

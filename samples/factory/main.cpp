@@ -65,10 +65,13 @@ class feeder : public banyan::leaf {
  private:
   void send(banyan::context& ctx) {
     if (next_ > c_.parts) return;
-    (void)ctx.publish<Part>(topic(line_, "raw"), [&](Part::Builder p) {
-      p.setLine(static_cast<std::uint8_t>(line_));
-      p.setSerial(static_cast<std::uint32_t>(next_));
-    }, banyan::scope::parent());
+    (void)ctx.publish<Part>(
+        topic(line_, "raw"),
+        [&](Part::Builder p) {
+          p.setLine(static_cast<std::uint8_t>(line_));
+          p.setSerial(static_cast<std::uint32_t>(next_));
+        },
+        banyan::scope::parent());
   }
   int line_;
   config c_;
@@ -82,11 +85,14 @@ class cutter : public banyan::leaf {
   void on_start(banyan::context& ctx) override {
     (void)ctx.subscribe<Part>(topic(line_, "raw"), [this, &ctx](Part::Reader in, const banyan::delivery&) {
       const std::uint32_t serial = in.getSerial();
-      (void)ctx.publish<Part>(topic(line_, "cut"), [&](Part::Builder p) {
-        p.setLine(static_cast<std::uint8_t>(line_));
-        p.setSerial(serial);
-        p.setWeight(900 + (serial * 37 + static_cast<std::uint32_t>(line_) * 11) % 200);
-      }, banyan::scope::parent());
+      (void)ctx.publish<Part>(
+          topic(line_, "cut"),
+          [&](Part::Builder p) {
+            p.setLine(static_cast<std::uint8_t>(line_));
+            p.setSerial(serial);
+            p.setWeight(900 + (serial * 37 + static_cast<std::uint32_t>(line_) * 11) % 200);
+          },
+          banyan::scope::parent());
     });
   }
 
@@ -109,11 +115,14 @@ class press : public banyan::leaf {
         if (jammed.insert(line_).second) throw std::runtime_error("jammed on part " + std::to_string(c_.jam_at));
       }
       const std::uint32_t serial = in.getSerial(), weight = in.getWeight();
-      (void)ctx.publish<Part>(topic(line_, "pressed"), [&](Part::Builder p) {
-        p.setLine(static_cast<std::uint8_t>(line_));
-        p.setSerial(serial);
-        p.setWeight(weight);
-      }, banyan::scope::parent());
+      (void)ctx.publish<Part>(
+          topic(line_, "pressed"),
+          [&](Part::Builder p) {
+            p.setLine(static_cast<std::uint8_t>(line_));
+            p.setSerial(serial);
+            p.setWeight(weight);
+          },
+          banyan::scope::parent());
     });
   }
   void on_failure(banyan::context& ctx, const std::string& reason) override { ctx.log("cleanup after: " + reason); }
@@ -139,12 +148,15 @@ class packer : public banyan::leaf {
                            [this, &ctx, serial, weight](banyan::result<Verdict::Reader> v) {
                              if (!v) return ctx.log("no verdict: " + v.error().what());
                              std::string grade = v->getGrade().cStr();
-                             (void)ctx.publish<Part>(topic(line_, "packed"), [&](Part::Builder p) {
-                               p.setLine(static_cast<std::uint8_t>(line_));
-                               p.setSerial(serial);
-                               p.setWeight(weight);
-                               p.setGrade(grade);
-                             }, banyan::scope::root());
+                             (void)ctx.publish<Part>(
+                                 topic(line_, "packed"),
+                                 [&](Part::Builder p) {
+                                   p.setLine(static_cast<std::uint8_t>(line_));
+                                   p.setSerial(serial);
+                                   p.setWeight(weight);
+                                   p.setGrade(grade);
+                                 },
+                                 banyan::scope::root());
                            });
     });
   }

@@ -64,7 +64,8 @@ banyan::result<pl::table> load_schedule(const pipeline_args& a, int m) {
     } else {
       std::string names;
       for (const auto& b : pl::builtin_programs()) names += " " + b.name;
-      return bad("--schedule `" + name + "`: not a .pipe program, a .csv table or a shipped program (shipped:" + names + ")");
+      return bad("--schedule `" + name + "`: not a .pipe program, a .csv table or a shipped program (shipped:" + names +
+                 ")");
     }
     auto prog = pl::parse_program(text, name);
     if (!prog) return bad("--schedule " + prog.error().message);
@@ -107,7 +108,8 @@ banyan::result<std::vector<int>> cuts_of(const std::vector<int>& layers, int sta
   for (int st = 0; st < stages; ++st) {
     const int first = st == 0 ? 0 : cuts[st - 1], last = st + 1 == stages ? blocks : cuts[st];
     if (last <= first) {
-      return bad(what + "stage " + std::to_string(st) + " holds no transformer block (the trainer cuts at block "
+      return bad(what + "stage " + std::to_string(st) +
+                 " holds no transformer block (the trainer cuts at block "
                  "boundaries: the embedding stays with the first block, the head with the last)");
     }
   }
@@ -128,7 +130,7 @@ struct run_state {
   int microbatches = 0;
   std::string schedule_name;
   pl::table schedule;
-  std::vector<int> cuts;  // the trainer's: stage s holds blocks [cuts[s-1], cuts[s])
+  std::vector<int> cuts;        // the trainer's: stage s holds blocks [cuts[s-1], cuts[s])
   std::int64_t first_step = 0;  // > 0: resumed from the checkpoint after this many steps
   banyan::nn::char_corpus corpus;
   std::optional<banyan::nn::text_batcher> train;
@@ -137,7 +139,7 @@ struct run_state {
   std::chrono::steady_clock::time_point start, last;
   nlohmann::json steps = nlohmann::json::array();
   std::vector<float> losses;
-  std::vector<int> peak_slots;                // per stage, the most over the run
+  std::vector<int> peak_slots;  // per stage, the most over the run
   std::vector<std::uint64_t> activation_bytes;
   double bubble_sum = 0;
   pl::sim_result last_timeline;
@@ -182,10 +184,10 @@ void on_step(run_state& s, const pl::step_report& r) {
 bool write_trace(const run_state& s) {
   const std::string& path = s.args.trace;
   const bool svg = ends_with(path, ".svg");
-  const std::string text = svg ? pl::svg_gantt(s.last_timeline, "train_gpt " + s.schedule_name + " p=" +
-                                                                    std::to_string(s.args.pipeline) + " m=" +
-                                                                    std::to_string(s.microbatches) + ", last step (ms)")
-                               : pl::chrome_trace(s.last_timeline);
+  const std::string text =
+      svg ? pl::svg_gantt(s.last_timeline, "train_gpt " + s.schedule_name + " p=" + std::to_string(s.args.pipeline) +
+                                               " m=" + std::to_string(s.microbatches) + ", last step (ms)")
+          : pl::chrome_trace(s.last_timeline);
   std::ofstream out(path, std::ios::binary);
   out << text;
   if (!out) {
@@ -226,21 +228,23 @@ void on_done(run_state& s) {
                      {"parameters", s.parameters},
                      {"backend", s.gpt.common.backend},
                      {"vocab_size", s.corpus.vocab.size()},
-                     {"pipeline", {{"ranks", s.args.pipeline},
-                                   {"schedule", s.schedule_name},
-                                   {"stages", s.schedule.stages},
-                                   {"microbatches", s.microbatches},
-                                   {"microbatch_rows", s.gpt.batch / s.microbatches},
-                                   {"mean_bubble", bubble},
-                                   {"trace", s.args.trace},
-                                   {"stages_peak", stages},
-                                   {"per_step", s.steps}}}};
+                     {"pipeline",
+                      {{"ranks", s.args.pipeline},
+                       {"schedule", s.schedule_name},
+                       {"stages", s.schedule.stages},
+                       {"microbatches", s.microbatches},
+                       {"microbatch_rows", s.gpt.batch / s.microbatches},
+                       {"mean_bubble", bubble},
+                       {"trace", s.args.trace},
+                       {"stages_peak", stages},
+                       {"per_step", s.steps}}}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("train_gpt: %lld steps pipelined (%s, p=%d, m=%d) in %.1fs (%.0f tokens/s), train loss %.4f, mean "
-                "bubble %.1f%%; no validation or sample in pipeline mode\n",
-                static_cast<long long>(s.gpt.steps - s.first_step), s.schedule_name.c_str(), s.args.pipeline,
-                s.microbatches, secs, rate, loss, 100 * bubble);
+    std::printf(
+        "train_gpt: %lld steps pipelined (%s, p=%d, m=%d) in %.1fs (%.0f tokens/s), train loss %.4f, mean "
+        "bubble %.1f%%; no validation or sample in pipeline mode\n",
+        static_cast<long long>(s.gpt.steps - s.first_step), s.schedule_name.c_str(), s.args.pipeline, s.microbatches,
+        secs, rate, loss, 100 * bubble);
   }
   std::fflush(stdout);
 }
@@ -257,8 +261,9 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   if (args.interleave < 1) return bad("--interleave " + std::to_string(args.interleave) + ": must be positive");
   if (!o.common.workers.empty() || o.common.share_params || o.data_parallel > 1 || o.elastic.virtual_workers != 0 ||
       !o.device_memory.empty()) {
-    return bad("--pipeline: not with --workers, --share-params, --data-parallel, --elastic, --virtual-workers or "
-               "--device-memory");
+    return bad(
+        "--pipeline: not with --workers, --share-params, --data-parallel, --elastic, --virtual-workers or "
+        "--device-memory");
   }
   if (!o.common.checkpoint.empty()) {
     if (auto ok = banyan::trainer::check_checkpoint_path(o.common.checkpoint); !ok) return bad(ok.error().message);
@@ -293,8 +298,11 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   s->train.emplace(s->corpus.ids, 0, split, o.batch, o.seq_len);
 
   pl::trainer_options opt;
-  opt.model = {.vocab_size = static_cast<int>(s->corpus.vocab.size()), .max_seq_len = o.seq_len,
-               .num_layers = o.layers, .num_heads = o.heads, .channels = o.channels};
+  opt.model = {.vocab_size = static_cast<int>(s->corpus.vocab.size()),
+               .max_seq_len = o.seq_len,
+               .num_layers = o.layers,
+               .num_heads = o.heads,
+               .channels = o.channels};
   opt.batch = o.batch / m;
   opt.seq_len = o.seq_len;
   opt.schedule = *t;
@@ -322,13 +330,16 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
     if (std::filesystem::exists(o.common.checkpoint, ec)) {
       auto manifest = pl::read_manifest(o.common.checkpoint);
       if (!manifest) return bad(flag + ": " + manifest.error().message);
-      if (auto ok = pl::check_resumable(*manifest, o.common.checkpoint, opt); !ok) return bad(flag + ": " + ok.error().message);
+      if (auto ok = pl::check_resumable(*manifest, o.common.checkpoint, opt); !ok)
+        return bad(flag + ": " + ok.error().message);
       opt.checkpoints.resume_step = manifest->step;
     } else if (o.require_resume) {
       return bad(flag + ": checkpoint `" + o.common.checkpoint + "` does not exist");
     } else {
-      std::fprintf(stderr, "warning: %s: checkpoint `%s` does not exist; training from scratch (--require-resume makes "
-                           "this an error)\n", flag.c_str(), o.common.checkpoint.c_str());
+      std::fprintf(stderr,
+                   "warning: %s: checkpoint `%s` does not exist; training from scratch (--require-resume makes "
+                   "this an error)\n",
+                   flag.c_str(), o.common.checkpoint.c_str());
     }
   }
   s->first_step = opt.checkpoints.resume_step;

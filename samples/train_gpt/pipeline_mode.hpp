@@ -9,8 +9,9 @@
 //
 // Per step it shows the loss, tokens/s (the step's wall time, from the previous step's report; the
 // first step's includes the start), the measured bubble (1 - sum busy / (P x span)) and per stage the
-// peak of slots in use x one slot's bytes (nn::gpt_stage::slot_bytes). --json prints all of it once at the end; --trace FILE writes the last step's
-// timeline as a Chrome trace (.json) or an SVG Gantt chart (.svg), in the simulator's format.
+// peak of slots in use x one slot's bytes (nn::gpt_stage::slot_bytes). --json prints all of it once at the end; --trace
+// FILE writes the last step's timeline as a Chrome trace (.json) or an SVG Gantt chart (.svg), in the simulator's
+// format.
 //
 // Checkpoints: --checkpoint names the manifest, written with every stage's file after every
 // --checkpoint-every steps and at the end (pipeline_trainer's checkpoints: one file per stage, written

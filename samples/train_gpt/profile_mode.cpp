@@ -33,8 +33,8 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
   if (a.microbatches < 0) return arg_error("--microbatches " + std::to_string(a.microbatches) + ": must be positive");
   const int m = a.microbatches > 0 ? a.microbatches : a.pipeline > 0 ? 2 * a.pipeline : 1;
   if (o.batch % m != 0) {
-    return arg_error("--batch " + std::to_string(o.batch) + ": must be a multiple of --microbatches " + std::to_string(m) +
-                     " (profiling runs one microbatch of batch/M rows)");
+    return arg_error("--batch " + std::to_string(o.batch) + ": must be a multiple of --microbatches " +
+                     std::to_string(m) + " (profiling runs one microbatch of batch/M rows)");
   }
   // Opened (and truncated) now, so a path that cannot be written fails before minutes of timing.
   std::ofstream file(a.file, std::ios::trunc);
@@ -43,8 +43,11 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
   if (!corpus) return arg_error(corpus.error().message);
 
   pl::measure_options mo;
-  mo.model = {.vocab_size = static_cast<int>(corpus->vocab.size()), .max_seq_len = o.seq_len,
-              .num_layers = o.layers, .num_heads = o.heads, .channels = o.channels};
+  mo.model = {.vocab_size = static_cast<int>(corpus->vocab.size()),
+              .max_seq_len = o.seq_len,
+              .num_layers = o.layers,
+              .num_heads = o.heads,
+              .channels = o.channels};
   mo.rows = o.batch / m;
   mo.seq_len = o.seq_len;
   mo.steps = a.steps;
@@ -122,11 +125,13 @@ int run_profile(const banyan::trainer::gpt_options& o, const profile_args& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("per-layer costs of one microbatch (%d rows x %d tokens, %s, %d thread%s), timed on the %s, median of "
-              "%d steps of %d microbatches in flight, ms:\n",
-              mo.rows, mo.seq_len, mo.device.name.c_str(), mo.device.threads, mo.device.threads == 1 ? "" : "s",
-              a.source == "engine" ? "whole model's layers" : "stage code, one layer at a time", mo.steps, mo.in_flight);
-  std::printf("  %-10s %9s %9s %9s %12s %12s\n", a.stages ? "stage" : "layer", "t_f", "t_i", "t_w", "mem bytes", "comm bytes");
+  std::printf(
+      "per-layer costs of one microbatch (%d rows x %d tokens, %s, %d thread%s), timed on the %s, median of "
+      "%d steps of %d microbatches in flight, ms:\n",
+      mo.rows, mo.seq_len, mo.device.name.c_str(), mo.device.threads, mo.device.threads == 1 ? "" : "s",
+      a.source == "engine" ? "whole model's layers" : "stage code, one layer at a time", mo.steps, mo.in_flight);
+  std::printf("  %-10s %9s %9s %9s %12s %12s\n", a.stages ? "stage" : "layer", "t_f", "t_i", "t_w", "mem bytes",
+              "comm bytes");
   for (std::size_t k = 0; k < c.units.size(); ++k) {
     const auto& u = c.units[k];
     std::printf("  %-10s %9.3f %9.3f %9.3f %12.0f %12.0f\n", measured->names[k].c_str(), u.t_f, u.t_i, u.t_w, u.mem,

@@ -25,11 +25,11 @@
 namespace train_gpt {
 
 struct profile_args {
-  std::string file;  // --profile-costs
-  int steps = 10;    // --profile-steps: timed steps (medians over these), after 2 warm-up steps
+  std::string file;              // --profile-costs
+  int steps = 10;                // --profile-steps: timed steps (medians over these), after 2 warm-up steps
   std::string source = "stage";  // --profile-source: stage or engine (pipeline::timing_source)
-  bool stages = false;  // --profile-stages: a per-stage file for the split --pipeline would run
-  int pipeline = 0;     // --pipeline P, for M's default and the stages
+  bool stages = false;           // --profile-stages: a per-stage file for the split --pipeline would run
+  int pipeline = 0;              // --pipeline P, for M's default and the stages
   int microbatches = 0;
   int interleave = 1;                 // --interleave v: P*v stages
   std::vector<int> layers_per_stage;  // --layers-per-stage; empty: the trainer's even split

@@ -19,7 +19,8 @@ using namespace std::chrono_literals;
 
 const banyan::spawn_options captured{.out = output_mode::capture, .err = output_mode::capture};
 
-process spawn_sh(const std::string& script, banyan::spawn_options o = {.out = output_mode::capture, .err = output_mode::capture}) {
+process spawn_sh(const std::string& script,
+                 banyan::spawn_options o = {.out = output_mode::capture, .err = output_mode::capture}) {
   auto p = process::spawn({"sh", "-c", script}, o);
   EXPECT_TRUE(p.has_value()) << p.error().what();
   return std::move(p).value();
@@ -69,7 +70,8 @@ TEST(Process, EnvironmentAdditionsAndWorkingDirectoryReachTheChild) {
                                 .out = output_mode::capture});
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->out, "forty two " + std::filesystem::canonical(dir).string() + "\n");
-  auto home = banyan::run_process({"sh", "-c", "echo $HOME"}, {.env = {{"HOME", "/nowhere"}}, .out = output_mode::capture});
+  auto home =
+      banyan::run_process({"sh", "-c", "echo $HOME"}, {.env = {{"HOME", "/nowhere"}}, .out = output_mode::capture});
   ASSERT_TRUE(home.has_value());
   EXPECT_EQ(home->out, "/nowhere\n");  // replaced, not added twice
 }
@@ -97,7 +99,7 @@ TEST(Process, WaitPastItsLimitIsATimeoutAndKillEndsTheChild) {
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().code, process_errc::timeout);
   EXPECT_FALSE(p.status().has_value());  // still running
-  EXPECT_EQ(p.output(), "started\n");     // what it printed meanwhile was read
+  EXPECT_EQ(p.output(), "started\n");    // what it printed meanwhile was read
   EXPECT_EQ(p.kill(), (exit_status{0, SIGKILL}));
   EXPECT_EQ(p.status(), (exit_status{0, SIGKILL}));
 }
@@ -166,10 +168,13 @@ TEST(Process, MovedFromProcessOwnsNothing) {
 }
 
 TEST(Process, SpawnFunctionRunsABodyInAChild) {
-  auto p = process::spawn_function("adder", [] {
-    std::printf("in the child\n");
-    return 7;
-  }, captured);
+  auto p = process::spawn_function(
+      "adder",
+      [] {
+        std::printf("in the child\n");
+        return 7;
+      },
+      captured);
   ASSERT_TRUE(p.has_value()) << p.error().what();
   auto st = p->wait(10s);
   ASSERT_TRUE(st.has_value());

@@ -16,7 +16,9 @@ struct simulated {
 
 simulated forward(const component_tree& tree, const route& r, const std::vector<node_id>& node_of, routing_mode mode) {
   simulated out;
-  struct arrival { vertex_id entry, from; };
+  struct arrival {
+    vertex_id entry, from;
+  };
   std::vector<arrival> work{{r.publisher(), no_vertex}};
   while (!work.empty()) {
     auto [entry, from] = work.back();
@@ -36,12 +38,14 @@ void run_case(std::uint64_t seed, routing_mode mode) {
   std::mt19937_64 rng(seed);
   std::size_t n = 2 + rng() % 300;
   auto tree = std::make_shared<component_tree>("r");
-  for (std::size_t v = 1; v < n; ++v) ASSERT_TRUE(tree->add(static_cast<vertex_id>(rng() % v), "c" + std::to_string(v)).has_value());
+  for (std::size_t v = 1; v < n; ++v)
+    ASSERT_TRUE(tree->add(static_cast<vertex_id>(rng() % v), "c" + std::to_string(v)).has_value());
   node_id nodes = static_cast<node_id>(1 + rng() % 4);
   // Subtree placement like a deployment: a vertex usually stays with its parent.
   std::vector<node_id> node_of(n, 0);
   for (std::size_t v = 1; v < n; ++v)
-    node_of[v] = rng() % 5 == 0 ? static_cast<node_id>(rng() % nodes) : node_of[tree->parent(static_cast<vertex_id>(v))];
+    node_of[v] =
+        rng() % 5 == 0 ? static_cast<node_id>(rng() % nodes) : node_of[tree->parent(static_cast<vertex_id>(v))];
   routing_table table(tree, mode);
   for (std::size_t v = 0; v < n; ++v)
     if (rng() % 3 == 0) {
@@ -104,7 +108,8 @@ TEST(Routing, ReplicatedSubscriptionsShareIdsAcrossTables) {
   auto id = home.subscribe(x, "a/+");
   ASSERT_TRUE(id.has_value());
   EXPECT_EQ(*id >> 40, 3u);
-  for (const auto& e : home.local_subscriptions()) ASSERT_TRUE(replica.add_replica(e.id, e.subscriber, e.filter).has_value());
+  for (const auto& e : home.local_subscriptions())
+    ASSERT_TRUE(replica.add_replica(e.id, e.subscriber, e.filter).has_value());
   EXPECT_TRUE(replica.local_subscriptions().empty());
   EXPECT_EQ(replica.plan(x, 0, *topic::parse("a/b"))->targets().size(), 1u);
   EXPECT_TRUE(replica.unsubscribe(*id));

@@ -41,8 +41,10 @@ std::vector<vertex_id> ancestors_inclusive(const std::vector<vertex_id>& parent,
 std::set<vertex_id> path_edges(const std::vector<vertex_id>& parent, vertex_id a, vertex_id b) {
   auto ua = ancestors_inclusive(parent, a), ub = ancestors_inclusive(parent, b);
   std::set<vertex_id> sa(ua.begin(), ua.end()), sb(ub.begin(), ub.end()), out;
-  for (auto v : sa) if (!sb.count(v)) out.insert(v);
-  for (auto v : sb) if (!sa.count(v)) out.insert(v);
+  for (auto v : sa)
+    if (!sb.count(v)) out.insert(v);
+  for (auto v : sb)
+    if (!sa.count(v)) out.insert(v);
   return out;
 }
 
@@ -59,7 +61,10 @@ void run_case(std::uint64_t seed, routing_mode mode) {
     parent.push_back(p);
   }
   routing_table table(tree, mode);
-  struct sub { vertex_id who; std::vector<std::string> filter; };
+  struct sub {
+    vertex_id who;
+    std::vector<std::string> filter;
+  };
   std::vector<sub> subs;
   std::size_t sub_count = rng() % (2 * n);
   for (std::size_t i = 0; i < sub_count; ++i) {
@@ -96,9 +101,15 @@ void run_case(std::uint64_t seed, routing_mode mode) {
     std::size_t bytes = 1 + rng() % 100;
     r->record(bytes);
     if (mode == routing_mode::hier) {
-      for (auto e : steiner) { expected[e].messages += 1; expected[e].bytes += bytes; }
+      for (auto e : steiner) {
+        expected[e].messages += 1;
+        expected[e].bytes += bytes;
+      }
     } else {
-      for (auto [e, c] : copies) { expected[e].messages += c; expected[e].bytes += c * bytes; }
+      for (auto [e, c] : copies) {
+        expected[e].messages += c;
+        expected[e].bytes += c * bytes;
+      }
     }
   }
   auto traffic = table.traffic();

@@ -21,7 +21,10 @@ TEST(Topic, ParsesLevels) {
 }
 
 TEST(Topic, MalformedTopicsAreErrorsNamingTheTopic) {
-  for (const char* bad : {"", "a//b", "/a", "a/", "a/+/b", "a/#", "#", "a\x01" "b", "a\tb", "a\x7f"}) {
+  for (const char* bad : {"", "a//b", "/a", "a/", "a/+/b", "a/#", "#",
+                          "a\x01"
+                          "b",
+                          "a\tb", "a\x7f"}) {
     auto t = topic::parse(bad);
     ASSERT_FALSE(t.has_value()) << "accepted `" << bad << "`";
     EXPECT_EQ(t.error().code, broker::errc::invalid_topic);
@@ -30,11 +33,13 @@ TEST(Topic, MalformedTopicsAreErrorsNamingTheTopic) {
 }
 
 TEST(TopicFilter, MalformedFiltersAreErrors) {
-  struct bad_case { const char* text; const char* says; };
-  for (auto [text, says] : {bad_case{"", "empty"}, bad_case{"a//b", "level 2 is empty"},
-                            bad_case{"#/a", "last level"}, bad_case{"a/#/b", "last level"},
-                            bad_case{"a+", "whole level"}, bad_case{"a/b#", "whole level"},
-                            bad_case{"a/\nb", "control character"}}) {
+  struct bad_case {
+    const char* text;
+    const char* says;
+  };
+  for (auto [text, says] : {bad_case{"", "empty"}, bad_case{"a//b", "level 2 is empty"}, bad_case{"#/a", "last level"},
+                            bad_case{"a/#/b", "last level"}, bad_case{"a+", "whole level"},
+                            bad_case{"a/b#", "whole level"}, bad_case{"a/\nb", "control character"}}) {
     auto f = topic_filter::parse(text);
     ASSERT_FALSE(f.has_value()) << "accepted `" << text << "`";
     EXPECT_NE(f.error().message.find(says), std::string::npos) << f.error().message;

@@ -2,8 +2,8 @@
 // (gradients within 1e-5, 20 steps of losses within 1e-5), and runs are bit-identical. Four workers
 // on a synthetic 2-domain machine exercise both levels of the reduction tree on any host (they are not
 // bound, so a 2-core machine runs them).
-#include "banyan/cpu/replicas.hpp"
 #include "banyan/cpu/worker_group.hpp"
+#include "banyan/cpu/replicas.hpp"
 
 #include <banyan/nn/adamw.hpp>
 #include <banyan/nn/gpt.hpp>
@@ -192,8 +192,8 @@ TEST(WorkerGroup, WholeStepUpdateInSharedChunksGivesThePerLayerBits) {
     master->init(seed);
     EXPECT_GT(master->params().numel(), 3u * 16384u);
     nn::adamw opt(**be, master->params());
-    auto g = worker_group::start({.where = two_domains(4), .optimizer = {.lr = 1e-3f, .grad_clip = clip}}, master->params(),
-                                 opt, gpt_replicas(big, b, T, text_rows(4)));
+    auto g = worker_group::start({.where = two_domains(4), .optimizer = {.lr = 1e-3f, .grad_clip = clip}},
+                                 master->params(), opt, gpt_replicas(big, b, T, text_rows(4)));
     EXPECT_TRUE(g);
     (*g)->run(0, 4);
     EXPECT_EQ(opt.steps(), 4);
@@ -247,7 +247,8 @@ TEST(WorkerGroup, MlpWorkersMatchOneInstance) {
     std::vector<float> ax;
     std::vector<int> ay;
     batch(step, ax, ay);
-    xs.assign(ax.begin() + static_cast<std::ptrdiff_t>(w) * mb * mcfg.inputs, ax.begin() + static_cast<std::ptrdiff_t>(w + 1) * mb * mcfg.inputs);
+    xs.assign(ax.begin() + static_cast<std::ptrdiff_t>(w) * mb * mcfg.inputs,
+              ax.begin() + static_cast<std::ptrdiff_t>(w + 1) * mb * mcfg.inputs);
     ys.assign(ay.begin() + w * mb, ay.begin() + (w + 1) * mb);
   };
   auto g = worker_group::start({.where = two_domains(W), .optimizer = cfg}, master->params(), opt,
@@ -275,7 +276,10 @@ TEST(WorkerGroup, ReplicaErrorsComeBackFromStart) {
 // go up and come down.
 struct in_memory_cluster {
   explicit in_memory_cluster(int n)
-      : nodes(n), bufs(static_cast<std::size_t>(n)), counts(static_cast<std::size_t>(n)), node_losses(static_cast<std::size_t>(n)) {}
+      : nodes(n),
+        bufs(static_cast<std::size_t>(n)),
+        counts(static_cast<std::size_t>(n)),
+        node_losses(static_cast<std::size_t>(n)) {}
   void exchange(int node, float* g, std::size_t n, int workers, float& loss) {
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return leaving == 0; });
@@ -320,7 +324,8 @@ struct in_memory_cluster {
 };
 
 // Two nodes of two workers each (global workers 0,1 and 2,3), 20 steps.
-std::vector<float> run_two_nodes(const nn::adamw_config& cfg, int steps, in_memory_cluster& cluster, std::size_t& numel) {
+std::vector<float> run_two_nodes(const nn::adamw_config& cfg, int steps, in_memory_cluster& cluster,
+                                 std::size_t& numel) {
   auto be = nn::make_backend({.name = "cpu", .threads = 1});
   std::vector<std::optional<nn::gpt>> masters;
   std::vector<std::optional<nn::adamw>> opts;
@@ -333,7 +338,9 @@ std::vector<float> run_two_nodes(const nn::adamw_config& cfg, int steps, in_memo
   numel = masters[0]->params().numel();
   for (int k = 0; k < 2; ++k) {
     auto rows = text_rows(4);
-    text_slice mine = [rows, k](std::int64_t step, int w, std::vector<int>& tok, std::vector<int>& tgt) { rows(step, 2 * k + w, tok, tgt); };
+    text_slice mine = [rows, k](std::int64_t step, int w, std::vector<int>& tok, std::vector<int>& tgt) {
+      rows(step, 2 * k + w, tok, tgt);
+    };
     group_options o{.where = two_domains(2), .optimizer = cfg};
     o.exchange = [&cluster, k](float* g, std::size_t n, int workers, std::int64_t, float& loss) {
       cluster.exchange(k, g, n, workers, loss);

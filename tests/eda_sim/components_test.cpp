@@ -204,9 +204,10 @@ TEST(ComponentsAcrossNodes, BothGrainsPassTheCheckAndTheNodeGrainSendsNoMore) {
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(std::string("--grain ") + grains[i] + ", seed 3");
     const auto profile = tmp.path(std::string(grains[i]) + ".json");
-    auto r = run_process({BANYAN_CLI, "launch", deployment, "--run-for", "120s", "--profile", profile, "--",
-                          EDA_SIM_BINARY, "--top", "cpu", design_files("cpu")[0], "--no-cache", "--cycles", "600",
-                          "--seed", "3", "--components", "--grain", grains[i], "--check", "--json"},
+    auto r = run_process({BANYAN_CLI,   "launch",   deployment,     "--run-for", "120s", "--profile",
+                          profile,      "--",       EDA_SIM_BINARY, "--top",     "cpu",  design_files("cpu")[0],
+                          "--no-cache", "--cycles", "600",          "--seed",    "3",    "--components",
+                          "--grain",    grains[i],  "--check",      "--json"},
                          {.out = output_mode::capture, .err = output_mode::capture}, std::chrono::seconds(180));
     ASSERT_TRUE(r) << r.error().message;
     ASSERT_EQ(r->status.shell_code(), 0) << r->err;
@@ -227,8 +228,10 @@ TEST(ComponentsAcrossNodes, ALeafMovedLiveWithGrainNodeEndsTheRunSayingWhy) {
   auto deployment = [&](const char* name, const char* alu) {
     std::string yaml = "version: 1\nnodes:\n";
     for (const char* n : {"n0", "n1", "n2"})
-      yaml += std::string("  - {name: ") + n + ", endpoint: \"ipc://" + tmp.path(n) + "\", capacity: {cpu: \"100%\"}}\n";
-    return tmp.file(name, yaml + "assignments:\n  /cpu: n0\n  /cpu/regs: n1\n  /cpu/alu: " + alu + "\n  /cpu/dec: n2\n");
+      yaml +=
+          std::string("  - {name: ") + n + ", endpoint: \"ipc://" + tmp.path(n) + "\", capacity: {cpu: \"100%\"}}\n";
+    return tmp.file(name,
+                    yaml + "assignments:\n  /cpu: n0\n  /cpu/regs: n1\n  /cpu/alu: " + alu + "\n  /cpu/dec: n2\n");
   };
   const auto d1 = deployment("d1.yaml", "n2"), d2 = deployment("d2.yaml", "n1");
   auto launch = process::spawn({BANYAN_CLI, "launch", d1, "--run-for", "120s", "--", EDA_SIM_BINARY, "--top", "cpu",
@@ -238,19 +241,21 @@ TEST(ComponentsAcrossNodes, ALeafMovedLiveWithGrainNodeEndsTheRunSayingWhy) {
   std::string log;
   std::vector<process*> all{&*launch};
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (log.find("every node is ready") == std::string::npos && !launch->status() && std::chrono::steady_clock::now() < until) {
+  while (log.find("every node is ready") == std::string::npos && !launch->status() &&
+         std::chrono::steady_clock::now() < until) {
     process::wait_any(all, std::chrono::milliseconds(200));
     for (auto& l : launch->take_lines()) log += l + "\n";
   }
   ASSERT_NE(log.find("every node is ready"), std::string::npos) << log;
-  auto r = run_process({BANYAN_CLI, "reconfigure", d2, "--from", d1}, {.out = output_mode::capture, .err = output_mode::capture},
-                       std::chrono::seconds(120));
+  auto r = run_process({BANYAN_CLI, "reconfigure", d2, "--from", d1},
+                       {.out = output_mode::capture, .err = output_mode::capture}, std::chrono::seconds(120));
   ASSERT_TRUE(r) << r.error().message;
   auto st = launch->wait(std::chrono::seconds(120));
   for (auto& l : launch->take_lines()) log += l + "\n";
   ASSERT_TRUE(st) << log;
   EXPECT_EQ(st->code, 1) << log;
-  EXPECT_NE(log.find("leaf /cpu/alu/cells was moved live, which --grain node does not support"), std::string::npos) << log;
+  EXPECT_NE(log.find("leaf /cpu/alu/cells was moved live, which --grain node does not support"), std::string::npos)
+      << log;
 }
 #endif
 

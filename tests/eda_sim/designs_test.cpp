@@ -111,7 +111,8 @@ TEST(Lanes, LaneZeroIsTheSameWhateverTheLaneCount) {
   auto c = simulate(s2, **stim, two);
   bool differ = false;
   for (std::uint64_t cyc = 10; cyc < 300 && !differ; ++cyc)
-    for (std::size_t bit = 0; bit < c.samples.bits; ++bit) differ = differ || c.samples.at(cyc, 0, bit) != c.samples.at(cyc, 1, bit);
+    for (std::size_t bit = 0; bit < c.samples.bits; ++bit)
+      differ = differ || c.samples.at(cyc, 0, bit) != c.samples.at(cyc, 1, bit);
   EXPECT_TRUE(differ);
 }
 

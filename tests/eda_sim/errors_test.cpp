@@ -19,7 +19,8 @@ TEST(YosysJson, NotJsonNamesTheSource) {
 }
 
 TEST(YosysJson, BadBitNamesModuleAndPort) {
-  auto n = read_yosys_json(R"({"modules":{"m":{"attributes":{"top":1},"ports":{"a":{"direction":"input","bits":["q"]}}}}})", "x.json");
+  auto n = read_yosys_json(
+      R"({"modules":{"m":{"attributes":{"top":1},"ports":{"a":{"direction":"input","bits":["q"]}}}}})", "x.json");
   ASSERT_FALSE(n);
   EXPECT_NE(n.error().message.find("module m, port a"), std::string::npos) << n.error().message;
 }
@@ -55,8 +56,9 @@ TEST(Flow, MissingFileIsNamed) {
 
 TEST(Elaborate, LatchNamesCellAndModule) {
   temp_dir t;
-  auto f = t.file("l.v", "module lat(input en, input d, output reg q);\n  always @* if (en) q = d;\nendmodule\n"
-                         "module top(input en, input d, output q); lat u(.en(en), .d(d), .q(q)); endmodule\n");
+  auto f = t.file("l.v",
+                  "module lat(input en, input d, output reg q);\n  always @* if (en) q = d;\nendmodule\n"
+                  "module top(input en, input d, output q); lat u(.en(en), .d(d), .q(q)); endmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, errc::unsupported);
@@ -67,8 +69,9 @@ TEST(Elaborate, LatchNamesCellAndModule) {
 
 TEST(Elaborate, SecondClockNamesCellAndBothClocks) {
   temp_dir t;
-  auto f = t.file("c.v", "module top(input clk, input clk2, input d, output reg q1, output reg q2);\n"
-                         "  always @(posedge clk) q1 <= d;\n  always @(posedge clk2) q2 <= d;\nendmodule\n");
+  auto f = t.file("c.v",
+                  "module top(input clk, input clk2, input d, output reg q1, output reg q2);\n"
+                  "  always @(posedge clk) q1 <= d;\n  always @(posedge clk2) q2 <= d;\nendmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, errc::unsupported);
@@ -88,8 +91,9 @@ TEST(Elaborate, NegedgeFlipFlopIsNamed) {
 
 TEST(Elaborate, ClockUsedAsDataIsRejected) {
   temp_dir t;
-  auto f = t.file("k.v", "module top(input clk, input d, output reg q, output y);\n"
-                         "  always @(posedge clk) q <= d;\n  assign y = d & clk;\nendmodule\n");
+  auto f = t.file("k.v",
+                  "module top(input clk, input d, output reg q, output y);\n"
+                  "  always @(posedge clk) q <= d;\n  assign y = d & clk;\nendmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
   EXPECT_NE(d.error().message.find("clock clk is also used as data"), std::string::npos) << d.error().message;
@@ -98,10 +102,11 @@ TEST(Elaborate, ClockUsedAsDataIsRejected) {
 TEST(Elaborate, CombinationalLoopAcrossInstancesIsFound) {
   // yosys keeps a loop through two instances (it cannot see through the hierarchy).
   temp_dir t;
-  auto f = t.file("loop.v", "module inv(input a, output y); assign y = ~a; endmodule\n"
-                            "module buf_(input a, input e, output y); assign y = a & e; endmodule\n"
-                            "module top(input e, output y); wire w;\n"
-                            "  inv i0(.a(y), .y(w)); buf_ b0(.a(w), .e(e), .y(y));\nendmodule\n");
+  auto f = t.file("loop.v",
+                  "module inv(input a, output y); assign y = ~a; endmodule\n"
+                  "module buf_(input a, input e, output y); assign y = a & e; endmodule\n"
+                  "module top(input e, output y); wire w;\n"
+                  "  inv i0(.a(y), .y(w)); buf_ b0(.a(w), .e(e), .y(y));\nendmodule\n");
   auto d = build({f}, "top");
   ASSERT_FALSE(d);
   EXPECT_EQ(d.error().code, errc::combinational_loop) << d.error().message;
@@ -111,8 +116,9 @@ TEST(Elaborate, CombinationalLoopAcrossInstancesIsFound) {
 class StimulusFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto f = t.file("s.v", "module top(input clk, input rst, input [3:0] a, output reg [3:0] q);\n"
-                           "  always @(posedge clk) q <= rst ? 4'd0 : a; endmodule\n");
+    auto f = t.file("s.v",
+                    "module top(input clk, input rst, input [3:0] a, output reg [3:0] q);\n"
+                    "  always @(posedge clk) q <= rst ? 4'd0 : a; endmodule\n");
     auto r = build({f}, "top");
     ASSERT_TRUE(r) << r.error().message;
     d = std::move(*r);

@@ -23,8 +23,8 @@ class temp_dir {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     static int made = 0;  // several per test get different folders
     path_ = std::filesystem::temp_directory_path() /
-            ("eda_test_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" + std::to_string(::getpid()) +
-             "_" + std::to_string(made++));
+            ("eda_test_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" +
+             std::to_string(::getpid()) + "_" + std::to_string(made++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

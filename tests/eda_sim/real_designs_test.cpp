@@ -178,9 +178,10 @@ TEST(RealDesigns, MemoryFileIcarusCannotFindIsAnErrorNotX) {
   // yosys finds program.hex beside the source; Icarus, run in another folder, does not: the check
   // must say so instead of comparing against an all-X memory.
   temp_dir t, elsewhere;
-  const auto src = t.file("rom.v", "module rom(input clk, input [1:0] a, output reg [7:0] q);\n"
-                                   "  reg [7:0] m [0:3];\n  initial $readmemh(\"rom.hex\", m);\n"
-                                   "  always @(posedge clk) q <= m[a];\nendmodule\n");
+  const auto src = t.file("rom.v",
+                          "module rom(input clk, input [1:0] a, output reg [7:0] q);\n"
+                          "  reg [7:0] m [0:3];\n  initial $readmemh(\"rom.hex\", m);\n"
+                          "  always @(posedge clk) q <= m[a];\nendmodule\n");
   t.file("rom.hex", "12\n34\n56\n78\n");
   yosys_options yo{{src}, "rom"};
   yo.run_dir = elsewhere.path("");
@@ -227,14 +228,15 @@ TEST(Memories, KeptWholeWithByteEnablesMatchIcarusInFourLanes) {
   }
   const auto mem = t.file("big.hex", hex);
   const auto src = t.file("big.v",
-      "module big #(parameter INIT = \"big.hex\") (input clk, input [9:0] a, input [9:0] b, input we, input [31:0] wd,\n"
-      "  input [3:0] be, output reg [31:0] q, output [31:0] r);\n"
-      "  reg [31:0] mem [0:1023];\n  initial $readmemh(INIT, mem);\n  assign r = mem[b];\n"
-      "  always @(posedge clk) begin\n"
-      "    if (we) begin\n"
-      "      if (be[0]) mem[a][7:0] <= wd[7:0];\n      if (be[1]) mem[a][15:8] <= wd[15:8];\n"
-      "      if (be[2]) mem[a][23:16] <= wd[23:16];\n      if (be[3]) mem[a][31:24] <= wd[31:24];\n"
-      "    end\n    q <= mem[a];\n  end\nendmodule\n");
+                          "module big #(parameter INIT = \"big.hex\") (input clk, input [9:0] a, input [9:0] b, input "
+                          "we, input [31:0] wd,\n"
+                          "  input [3:0] be, output reg [31:0] q, output [31:0] r);\n"
+                          "  reg [31:0] mem [0:1023];\n  initial $readmemh(INIT, mem);\n  assign r = mem[b];\n"
+                          "  always @(posedge clk) begin\n"
+                          "    if (we) begin\n"
+                          "      if (be[0]) mem[a][7:0] <= wd[7:0];\n      if (be[1]) mem[a][15:8] <= wd[15:8];\n"
+                          "      if (be[2]) mem[a][23:16] <= wd[23:16];\n      if (be[3]) mem[a][31:24] <= wd[31:24];\n"
+                          "    end\n    q <= mem[a];\n  end\nendmodule\n");
   yosys_options yo{{src}, "big"};
   yo.sources.params = {{"INIT", "\"" + mem + "\""}};
   random_options ro;

@@ -42,10 +42,11 @@ TEST(Resets, NamesThatLookLikeResetsAndTheirPolarity) {
   struct case_t {
     const char* name;
     bool is_reset, low;
-  } cases[] = {{"rst", true, false},      {"reset", true, false},  {"rst_n", true, true},   {"rstn", true, true},
-               {"wb_rst_i", true, false}, {"arst_i", true, false}, {"rst_ni", true, true},  {"nreset", true, true},
-               {"resetb", true, true},    {"sys_reset_l", true, true}, {"first_in", false, false},
-               {"burst", false, false},   {"restart", false, false}, {"data", false, false}};
+  } cases[] = {{"rst", true, false},        {"reset", true, false},     {"rst_n", true, true},
+               {"rstn", true, true},        {"wb_rst_i", true, false},  {"arst_i", true, false},
+               {"rst_ni", true, true},      {"nreset", true, true},     {"resetb", true, true},
+               {"sys_reset_l", true, true}, {"first_in", false, false}, {"burst", false, false},
+               {"restart", false, false},   {"data", false, false}};
   for (const auto& c : cases) {
     bool low = false;
     EXPECT_EQ(reset_like(c.name, low), c.is_reset) << c.name;
@@ -155,11 +156,12 @@ TEST(Resets, TwoResetsOfBothPolaritiesMatchIcarus) {
 
 TEST(Init, InitialValuesAreTheStateBeforeTheFirstEdge) {
   temp_dir t;
-  const auto f = t.file("c.v", "module cnt(input clk, input en, output [3:0] q, output [3:0] u);\n"
-                               "  reg [3:0] c = 4'd5;\n  reg [3:0] n;  // no initial value: X\n"
-                               "  initial n = 4'bx;\n"
-                               "  always @(posedge clk) begin if (en) c <= c + 4'd1; n <= c; end\n"
-                               "  assign q = c;\n  assign u = n;\nendmodule\n");
+  const auto f = t.file("c.v",
+                        "module cnt(input clk, input en, output [3:0] q, output [3:0] u);\n"
+                        "  reg [3:0] c = 4'd5;\n  reg [3:0] n;  // no initial value: X\n"
+                        "  initial n = 4'bx;\n"
+                        "  always @(posedge clk) begin if (en) c <= c + 4'd1; n <= c; end\n"
+                        "  assign q = c;\n  assign u = n;\nendmodule\n");
   auto d = build({f}, "cnt");
   ASSERT_TRUE(d) << d.error().message;
   auto s = random_stimulus(*d, {});
@@ -246,12 +248,14 @@ TEST(XPolicy, CliReportsTheCauseAndCheckFromResetPasses) {
 TEST(Sources, IcarusErrorsComeBeforeTheSimulationAndKeepTheirCause) {
   // yosys defines SYNTHESIS, Icarus does not: only Icarus needs timescale.v, which is missing.
   temp_dir t;
-  const auto f = t.file("so.v", "`ifndef SYNTHESIS\n`include \"timescale.v\"\n`endif\n"
-                                "module so(input clk, input a, output reg q); always @(posedge clk) q <= a; endmodule\n");
+  const auto f = t.file("so.v",
+                        "`ifndef SYNTHESIS\n`include \"timescale.v\"\n`endif\n"
+                        "module so(input clk, input a, output reg q); always @(posedge clk) q <= a; endmodule\n");
   auto r = eda_sim({f, "--top", "so", "--cycles", "1000000000", "--check"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("Include file timescale.v not found"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("cycles/s"), std::string::npos) << "the simulation ran before the reference was built:\n" << r.err;
+  EXPECT_EQ(r.err.find("cycles/s"), std::string::npos) << "the simulation ran before the reference was built:\n"
+                                                       << r.err;
   // With -I pointing at a folder that has it, both build and the check passes.
   temp_dir inc;
   inc.file("timescale.v", "`timescale 1ns/1ps\n");
@@ -261,14 +265,17 @@ TEST(Sources, IcarusErrorsComeBeforeTheSimulationAndKeepTheirCause) {
 
 TEST(Sources, DefinesAndParametersReachYosysAndIcarus) {
   temp_dir t;
-  const auto f = t.file("p.v", "module p #(parameter W = 4, parameter [7:0] K = 8'd1)(input clk, input [W-1:0] a,\n"
-                               "  output reg [W-1:0] q, output [7:0] k);\n"
-                               "`ifdef INVERT\n  always @(posedge clk) q <= ~a;\n`else\n  always @(posedge clk) q <= a;\n`endif\n"
-                               "  assign k = K;\nendmodule\n");
-  auto r = eda_sim({f, "--top", "p", "--cycles", "50", "--check", "-P", "W=6", "-P", "K=8'h3c", "-D", "INVERT",
-                    "--json", "--tree"});
+  const auto f =
+      t.file("p.v",
+             "module p #(parameter W = 4, parameter [7:0] K = 8'd1)(input clk, input [W-1:0] a,\n"
+             "  output reg [W-1:0] q, output [7:0] k);\n"
+             "`ifdef INVERT\n  always @(posedge clk) q <= ~a;\n`else\n  always @(posedge clk) q <= a;\n`endif\n"
+             "  assign k = K;\nendmodule\n");
+  auto r = eda_sim(
+      {f, "--top", "p", "--cycles", "50", "--check", "-P", "W=6", "-P", "K=8'h3c", "-D", "INVERT", "--json", "--tree"});
   ASSERT_EQ(r.code, 0) << r.err;
-  auto run = eda_sim({f, "--top", "p", "--cycles", "50", "--check", "-P", "W=6", "-P", "K=8'h3c", "-D", "INVERT", "--json"});
+  auto run =
+      eda_sim({f, "--top", "p", "--cycles", "50", "--check", "-P", "W=6", "-P", "K=8'h3c", "-D", "INVERT", "--json"});
   ASSERT_EQ(run.code, 0) << run.err;
   auto j = nlohmann::json::parse(run.out);
   // q is 6 bits and k 8: 14 bits per cycle, none X after the first.
@@ -283,9 +290,9 @@ TEST(Sources, DefinesAndParametersReachYosysAndIcarus) {
 // ---- VCD, read back by a strict reader ----
 
 struct vcd_file {
-  std::map<std::string, int> width;                        // id -> bits
+  std::map<std::string, int> width;                                  // id -> bits
   std::map<std::string, std::map<std::string, std::string>> scopes;  // scope path -> name -> id
-  std::map<std::string, std::set<std::string>> values;     // id -> values seen
+  std::map<std::string, std::set<std::string>> values;               // id -> values seen
   std::string error;
 };
 
@@ -419,11 +426,13 @@ TEST(Vcd, StrictReaderAcceptsItClockOnceAndAliveInInstancesNoSourcePaths) {
 
 TEST(Vcd, StrictReaderRejectsADuplicateName) {
   // The reader itself must be able to fail.
-  auto v = read_vcd_strict("$scope module m $end\n$var wire 1 ! a $end\n$var wire 1 \" a $end\n$upscope $end\n"
-                           "$enddefinitions $end\n#0\n0!\n");
+  auto v = read_vcd_strict(
+      "$scope module m $end\n$var wire 1 ! a $end\n$var wire 1 \" a $end\n$upscope $end\n"
+      "$enddefinitions $end\n#0\n0!\n");
   EXPECT_NE(v.error.find("twice"), std::string::npos) << v.error;
-  auto v2 = read_vcd_strict("$scope module m $end\n$var wire 2 ! a [1:0] $end\n$upscope $end\n$enddefinitions $end\n"
-                            "#0\nb1 !\n");
+  auto v2 = read_vcd_strict(
+      "$scope module m $end\n$var wire 2 ! a [1:0] $end\n$upscope $end\n$enddefinitions $end\n"
+      "#0\nb1 !\n");
   EXPECT_NE(v2.error.find("bad vector"), std::string::npos) << v2.error;
 }
 
@@ -438,8 +447,9 @@ namespace {
 TEST(Cache, SecondRunReadsTheNetlistAndAnIncludeChangeMissesIt) {
   testing::temp_dir t, inc, cache;
   inc.file("w.vh", "`define W 4\n");
-  const auto f = t.file("c.v", "`include \"w.vh\"\nmodule c(input clk, input [`W-1:0] a, output reg [`W-1:0] q);\n"
-                               "  always @(posedge clk) q <= a + 1;\nendmodule\n");
+  const auto f = t.file("c.v",
+                        "`include \"w.vh\"\nmodule c(input clk, input [`W-1:0] a, output reg [`W-1:0] q);\n"
+                        "  always @(posedge clk) q <= a + 1;\nendmodule\n");
   yosys_options yo{{f}, "c"};
   yo.sources.include_dirs = {inc.path("")};
   yo.cache_dir = cache.path("");
@@ -466,12 +476,14 @@ TEST(Cache, SecondRunReadsTheNetlistAndAnIncludeChangeMissesIt) {
 TEST(Cache, ConcurrentRunsShareOneNetlist) {
   // The nodes of a launch start together: all succeed and agree.
   testing::temp_dir t, cache;
-  const auto f = t.file("c.v", "module c(input clk, input [3:0] a, output reg [3:0] q); always @(posedge clk) q <= a ^ 4'd5;"
-                               " endmodule\n");
+  const auto f = t.file("c.v",
+                        "module c(input clk, input [3:0] a, output reg [3:0] q); always @(posedge clk) q <= a ^ 4'd5;"
+                        " endmodule\n");
   std::vector<process> runs;
   for (int i = 0; i < 3; ++i) {
-    auto p = process::spawn({EDA_SIM_BINARY, f, "--top", "c", "--cycles", "20", "--json", "--cache-dir", cache.path("")},
-                            {.out = output_mode::capture, .err = output_mode::capture});
+    auto p =
+        process::spawn({EDA_SIM_BINARY, f, "--top", "c", "--cycles", "20", "--json", "--cache-dir", cache.path("")},
+                       {.out = output_mode::capture, .err = output_mode::capture});
     ASSERT_TRUE(p) << p.error().message;
     runs.push_back(std::move(*p));
   }
@@ -501,7 +513,8 @@ TEST(StimulusVcd, ATestbenchDumpReplaysTheSameRun) {
   // edge; its VCD replayed by eda_sim must receive the same 20 frames and match Icarus.
   testing::temp_dir t;
   const std::string uart = std::string(EDA_DESIGNS_DIR) + "/uart/uart.v";
-  const auto tb = t.file("tb.v",
+  const auto tb = t.file(
+      "tb.v",
       "`timescale 1ns/1ps\nmodule tb;\n"
       "  reg clk = 0, rst_n = 0, tx_start = 0, rx = 1, loopback = 1;\n  reg [7:0] tx_data = 0;\n"
       "  wire tx, tx_busy, rx_valid, rx_error; wire [7:0] rx_data, rx_count;\n"
@@ -509,10 +522,12 @@ TEST(StimulusVcd, ATestbenchDumpReplaysTheSameRun) {
       "           .tx(tx), .tx_busy(tx_busy), .rx_data(rx_data), .rx_valid(rx_valid), .rx_error(rx_error),\n"
       "           .rx_count(rx_count));\n"
       "  always #5 clk = ~clk;\n  integer i;\n"
-      "  initial begin\n    $dumpfile(\"" + t.path("tb.vcd") + "\"); $dumpvars(0, tb);\n    #12 rst_n = 1;\n"
-      "    for (i = 0; i < 20; i = i + 1) begin\n"
-      "      @(negedge clk); tx_start = 1; tx_data = i * 37 + 5;\n      @(negedge clk); tx_start = 0;\n"
-      "      wait (!tx_busy);\n    end\n    #200 $finish;\n  end\nendmodule\n");
+      "  initial begin\n    $dumpfile(\"" +
+          t.path("tb.vcd") +
+          "\"); $dumpvars(0, tb);\n    #12 rst_n = 1;\n"
+          "    for (i = 0; i < 20; i = i + 1) begin\n"
+          "      @(negedge clk); tx_start = 1; tx_data = i * 37 + 5;\n      @(negedge clk); tx_start = 0;\n"
+          "      wait (!tx_busy);\n    end\n    #200 $finish;\n  end\nendmodule\n");
   auto built = run_process({"iverilog", "-g2012", "-o", t.path("tb.vvp"), tb, uart});
   ASSERT_TRUE(built && built->status.success()) << (built ? built->out + built->err : built.error().message);
   auto ran = run_process({"vvp", "-n", t.path("tb.vvp")});
@@ -537,8 +552,9 @@ TEST(StimulusVcd, ATestbenchDumpReplaysTheSameRun) {
   auto c = compare(*d, ref->samples, ours.samples, {0, x_policy::strict});
   EXPECT_TRUE(c.passed()) << c.first->signal << " at cycle " << c.first->cycle;
   // A scope that lacks an input is named in the error.
-  auto bad = vcd_stimulus(*d, t.file("bad.vcd", "$scope module tb $end\n$var wire 1 ! clk $end\n$upscope $end\n"
-                                                "$enddefinitions $end\n#0\n0!\n#5\n1!\n"));
+  auto bad = vcd_stimulus(*d, t.file("bad.vcd",
+                                     "$scope module tb $end\n$var wire 1 ! clk $end\n$upscope $end\n"
+                                     "$enddefinitions $end\n#0\n0!\n#5\n1!\n"));
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("lacks input 'rst_n'"), std::string::npos) << bad.error().message;
   EXPECT_NE(bad.error().message.find("bad.vcd"), std::string::npos) << bad.error().message;

@@ -95,11 +95,14 @@ TEST(Config, AMissingPeerIsNamedEveryFewSecondsAndWaitingEndsWithAnErrorNamingIt
   EXPECT_NE(r.error().message.find("peers not up after 700 ms: `c` (" + dir.ipc("c") + ")"), std::string::npos)
       << r.error().message;
   EXPECT_EQ(r.error().message.find("`b`"), std::string::npos) << "b is up: " << r.error().message;
-  ASSERT_TRUE(ra.wait([&] {
-    return std::count_if(ra.logs.begin(), ra.logs.end(), [](const std::string& l) {
-             return l.find("still waiting for peer `c` at ") != std::string::npos && l.find("not connected") != std::string::npos;
-           }) >= 2;
-  }, 5s));
+  ASSERT_TRUE(ra.wait(
+      [&] {
+        return std::count_if(ra.logs.begin(), ra.logs.end(), [](const std::string& l) {
+                 return l.find("still waiting for peer `c` at ") != std::string::npos &&
+                        l.find("not connected") != std::string::npos;
+               }) >= 2;
+      },
+      5s));
 }
 
 std::vector<char> frame_claiming(const std::string& name) {
@@ -154,7 +157,8 @@ TEST(Logs, AWorldReadableSecretKeyIsWarnedAbout) {
   ::chmod((base + ".key").c_str(), 0644);
   banyan::log::capture cap;
   ASSERT_TRUE(read_key_file(base + ".key").has_value());
-  EXPECT_TRUE(cap.contains(base + ".key: secret key readable by every user (mode 644); run `chmod 600 " + base + ".key`"));
+  EXPECT_TRUE(
+      cap.contains(base + ".key: secret key readable by every user (mode 644); run `chmod 600 " + base + ".key`"));
   EXPECT_TRUE(read_key_file(base + ".pub").has_value());
 }
 

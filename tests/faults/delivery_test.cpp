@@ -33,11 +33,13 @@ TEST(Payloads, UpToTheMaximumArriveWholeAndAboveItSendIsAnError) {
   envelope probe = make_envelope(0);
   const std::size_t text = probe.topic.size();
   const std::vector<std::size_t> sizes{8, oa.max_batch_bytes - 1, oa.max_batch_bytes + 1, 4 << 20, max - text};
-  for (std::size_t i = 0; i < sizes.size(); ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i, sizes[i])).has_value()) << sizes[i];
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    ASSERT_TRUE(f.a->send("b", make_envelope(i, sizes[i])).has_value()) << sizes[i];
   auto too_big = f.a->send("b", make_envelope(99, max - text + 1));
   ASSERT_FALSE(too_big.has_value());
   EXPECT_EQ(too_big.error().code, errc::payload_too_large);
-  EXPECT_NE(too_big.error().message.find("larger than the limit of " + std::to_string(max) + " bytes"), std::string::npos)
+  EXPECT_NE(too_big.error().message.find("larger than the limit of " + std::to_string(max) + " bytes"),
+            std::string::npos)
       << too_big.error().message;
   ASSERT_TRUE(f.rb.wait([&] { return f.rb.got["a"].size() == sizes.size(); }, 30s));
   std::lock_guard lk(f.rb.mu);
@@ -84,11 +86,14 @@ TEST(Payloads, ThreeNodesExchangeManyLargePayloadsExactly) {
   }
   for (auto& s : senders) s.join();
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(rec[i].wait([&] {
-      std::uint64_t c = 0;
-      for (auto& [p, k] : rec[i].count) c += k;
-      return c == 2 * n;
-    }, 60s)) << names[i];
+    ASSERT_TRUE(rec[i].wait(
+        [&] {
+          std::uint64_t c = 0;
+          for (auto& [p, k] : rec[i].count) c += k;
+          return c == 2 * n;
+        },
+        60s))
+        << names[i];
     EXPECT_EQ(rec[i].order_errors, 0u);
     EXPECT_EQ(t[i]->rejects().total(), 0u);
     for (int j = 0; j < 3; ++j) {
@@ -143,9 +148,11 @@ TEST(Memory, SixtyFourKiBPayloadsToASlowReceiverStayWithinTheByteWindow) {
   EXPECT_EQ(f.rb.order_errors, 0u);
   EXPECT_EQ(f.ra.locked(f.ra.stalls, "b"), 0);
   EXPECT_EQ(f.rb.locked(f.rb.stalls, "a"), 0);
-  std::printf("64 KiB x %llu to a slow receiver: at most %llu KiB outstanding at the sender, %llu KiB undelivered at the receiver\n",
-              static_cast<unsigned long long>(n), static_cast<unsigned long long>(s.max_outstanding_bytes >> 10),
-              static_cast<unsigned long long>(f.b->stats("a").max_undelivered_bytes >> 10));
+  std::printf(
+      "64 KiB x %llu to a slow receiver: at most %llu KiB outstanding at the sender, %llu KiB undelivered at the "
+      "receiver\n",
+      static_cast<unsigned long long>(n), static_cast<unsigned long long>(s.max_outstanding_bytes >> 10),
+      static_cast<unsigned long long>(f.b->stats("a").max_undelivered_bytes >> 10));
 }
 
 // The connection from a to b swallows what a writes for a moment and is then cut (both ends
@@ -183,8 +190,8 @@ TEST(Retransmission, EnvelopesLostWhenConnectionsAreCutArriveExactlyOnceInOrder)
   EXPECT_GE((*b)->stats("a").sequence_gaps, 1u);
   EXPECT_GT(s.resent, 0u);
   std::printf("5 cuts: %llu gaps found, %llu envelopes written again, %llu duplicates dropped\n",
-              static_cast<unsigned long long>((*b)->stats("a").sequence_gaps), static_cast<unsigned long long>(s.resent),
-              static_cast<unsigned long long>((*b)->stats("a").duplicates));
+              static_cast<unsigned long long>((*b)->stats("a").sequence_gaps),
+              static_cast<unsigned long long>(s.resent), static_cast<unsigned long long>((*b)->stats("a").duplicates));
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ void say(const std::string& line) {
 int main(int argc, char** argv) {
   args a;
   if (!parse(argc, argv, a)) {
-    std::fprintf(stderr, "usage: fault_node --self N --bind EP [--peer N=EP]... [--send-to N --count C] [--expect E] ...\n");
+    std::fprintf(stderr,
+                 "usage: fault_node --self N --bind EP [--peer N=EP]... [--send-to N --count C] [--expect E] ...\n");
     return 2;
   }
   std::mutex mu;
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
     }
     last[peer] = e.sequence;
     ++received;
-    if (a.hold_us) held.emplace_back(std::chrono::steady_clock::now() + std::chrono::microseconds(a.hold_us), std::move(e.receipt));
+    if (a.hold_us)
+      held.emplace_back(std::chrono::steady_clock::now() + std::chrono::microseconds(a.hold_us), std::move(e.receipt));
     cv.notify_all();
   };
   cb.on_peer_up = [&](const std::string& peer) {

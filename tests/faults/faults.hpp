@@ -208,8 +208,8 @@ bool poll_until(Pred pred, std::chrono::milliseconds limit = 20s) {
   return true;
 }
 
-inline transport_options node_options(const std::string& self, const std::string& bind,
-                                      std::vector<peer_config> peers, std::chrono::milliseconds heartbeat = 300ms) {
+inline transport_options node_options(const std::string& self, const std::string& bind, std::vector<peer_config> peers,
+                                      std::chrono::milliseconds heartbeat = 300ms) {
   transport_options o;
   o.self = self;
   o.bind_endpoint = bind;

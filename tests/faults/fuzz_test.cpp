@@ -20,9 +20,24 @@ namespace {
 namespace fs = std::filesystem;
 
 // The SDK's kinds and reply codes (sdk/src/node_wire.hpp; the test speaks the protocol from outside).
-enum kind : std::uint16_t { data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
-                            child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12,
-                            child_stopped = 13, monitor = 14, down = 15, move = 16 };
+enum kind : std::uint16_t {
+  data = 1,
+  subscribe = 2,
+  unsubscribe = 3,
+  ready = 4,
+  quit = 5,
+  request = 6,
+  reply = 7,
+  child_start = 8,
+  child_stop = 9,
+  child_started = 10,
+  child_failed = 11,
+  undelivered = 12,
+  child_stopped = 13,
+  monitor = 14,
+  down = 15,
+  move = 16
+};
 constexpr std::uint16_t first_unknown_kind = 17;
 // A live move's steps (node_wire.hpp). An authenticated peer's `freeze` (and `frozen`, which stands
 // for one on its way) pauses a node until that move's thaw, by design: those two are not sent.
@@ -169,9 +184,9 @@ std::vector<envelope> mutations(kind k, std::mt19937_64& rng, int per_field) {
         case 13: e.kind = static_cast<std::uint16_t>(m % 2 ? 0 : first_unknown_kind + rng() % 60000); break;
       }
       // A mutation that leaves a `quit` well-formed would end n1 here; the well-formed quit comes last.
-      if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender == no_vertex_field && e.scope == no_vertex_field && e.topic.empty() &&
-          e.target.empty() && e.text.empty() && e.id == 0 && e.origin_sequence == 0 && e.entry == no_vertex_field &&
-          e.from == no_vertex_field && e.timeout_ms == 0 && e.payload.empty()) {
+      if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender == no_vertex_field && e.scope == no_vertex_field &&
+          e.topic.empty() && e.target.empty() && e.text.empty() && e.id == 0 && e.origin_sequence == 0 &&
+          e.entry == no_vertex_field && e.from == no_vertex_field && e.timeout_ms == 0 && e.payload.empty()) {
         continue;
       }
       if (e.kind == move && (e.code == move_freeze || e.code == move_frozen)) continue;
@@ -187,7 +202,8 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
   {
     std::ofstream out(d);
     out << "version: 1\nnodes:\n";
-    for (const char* n : {"n0", "n1"}) out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
+    for (const char* n : {"n0", "n1"})
+      out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
     out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n";
   }
   vertex = mesh_vertices(dir.path);
@@ -201,19 +217,22 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
   node_process node{std::move(*p)};
   ASSERT_TRUE((*n0)->wait_until_up("n1", 30s).has_value()) << node.output();
   // n1 sends its subscriptions and `ready`; ours makes it cluster-ready.
-  ASSERT_TRUE(r0.wait([&] {
-    for (auto& e : r0.got["n1"])
-      if (e.kind == ready) return true;
-    return false;
-  }, 30s)) << node.output();
+  ASSERT_TRUE(r0.wait(
+      [&] {
+        for (auto& e : r0.got["n1"])
+          if (e.kind == ready) return true;
+        return false;
+      },
+      30s))
+      << node.output();
   ASSERT_TRUE((*n0)->send("n1", well_formed(ready), never_block).has_value());
 
   const std::uint64_t seed = 22;
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   std::size_t sent = 0;
-  for (kind k : {data, subscribe, unsubscribe, ready, quit, request, reply, child_start, child_stop, child_started, child_failed,
-                 undelivered, child_stopped, monitor, down, move}) {
+  for (kind k : {data, subscribe, unsubscribe, ready, quit, request, reply, child_start, child_stop, child_started,
+                 child_failed, undelivered, child_stopped, monitor, down, move}) {
     for (auto& e : mutations(k, rng, 8)) {
       ASSERT_TRUE((*n0)->send("n1", std::move(e), never_block).has_value());
       ++sent;
@@ -225,11 +244,14 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
   ask.payload = shared_bytes::copy_of("ping");
   ASSERT_TRUE((*n0)->send("n1", ask, never_block).has_value());
   const envelope* answer = nullptr;
-  ASSERT_TRUE(r0.wait([&] {
-    for (auto& e : r0.got["n1"])
-      if (e.kind == reply && e.id == 424242) answer = &e;
-    return answer != nullptr;
-  }, 30s)) << node.output();
+  ASSERT_TRUE(r0.wait(
+      [&] {
+        for (auto& e : r0.got["n1"])
+          if (e.kind == reply && e.id == 424242) answer = &e;
+        return answer != nullptr;
+      },
+      30s))
+      << node.output();
   {
     std::lock_guard lk(r0.mu);
     EXPECT_EQ(answer->code, 0) << answer->text;

@@ -109,8 +109,8 @@ TEST(Identity, AForgedFrameNamingTheNodesIncarnationIsRefusedWhileThePeerIsLive)
   int zero = 0;
   zmq_setsockopt(spy, ZMQ_LINGER, &zero, sizeof zero);
   ASSERT_EQ(zmq_bind(spy, dir.ipc("spy").c_str()), 0);
-  auto b = transport::start(node_options("b", dir.ipc("b"), {{"a", dir.ipc("a"), ""}, {"spyee", dir.ipc("spy"), ""}}, 1000ms),
-                            rb.make());
+  auto b = transport::start(
+      node_options("b", dir.ipc("b"), {{"a", dir.ipc("a"), ""}, {"spyee", dir.ipc("spy"), ""}}, 1000ms), rb.make());
   ASSERT_TRUE(a && b);
   ASSERT_TRUE((*b)->wait_until_up("a", 10s) && (*a)->wait_until_up("b", 10s));
   std::uint64_t b_incarnation = 0;
@@ -157,10 +157,12 @@ TEST(Identity, AnAuthorisedCurveKeyClaimingAnotherNodesNameIsRefused) {
   };
   recorder ra, rb;
   rb.keep = false;
-  auto a = transport::start(curve(node_options("a", dir.ipc("a"), {{"b", dir.ipc("b"), ""}}, 1000ms), ka, {&kb}), ra.make());
-  auto b = transport::start(curve(node_options("b", dir.ipc("b"), {{"a", dir.ipc("a"), ""}, {"c", dir.ipc("c"), ""}}, 1000ms), kb,
-                                  {&ka, &kc}),
-                            rb.make());
+  auto a =
+      transport::start(curve(node_options("a", dir.ipc("a"), {{"b", dir.ipc("b"), ""}}, 1000ms), ka, {&kb}), ra.make());
+  auto b = transport::start(
+      curve(node_options("b", dir.ipc("b"), {{"a", dir.ipc("a"), ""}, {"c", dir.ipc("c"), ""}}, 1000ms), kb,
+            {&ka, &kc}),
+      rb.make());
   ASSERT_TRUE(a.has_value()) << a.error().what();
   ASSERT_TRUE(b.has_value()) << b.error().what();
   ASSERT_TRUE((*a)->wait_until_up("b", 10s) && (*b)->wait_until_up("a", 10s));
@@ -172,11 +174,14 @@ TEST(Identity, AnAuthorisedCurveKeyClaimingAnotherNodesNameIsRefused) {
     c_claims.back()->send(forged_heartbeat("a", 777, 0));
   });
   // Each claim is refused and logged (fewer than 10, so none is left out of the log).
-  ASSERT_TRUE(rb.wait([&] {
-    return static_cast<std::size_t>(std::count_if(rb.logs.begin(), rb.logs.end(), [](const std::string& l) {
-             return l.find("its CURVE key belongs to `c`") != std::string::npos;
-           })) == c_claims.size();
-  }, 10s)) << (*b)->rejects().impostor << " of " << c_claims.size();
+  ASSERT_TRUE(rb.wait(
+      [&] {
+        return static_cast<std::size_t>(std::count_if(rb.logs.begin(), rb.logs.end(), [](const std::string& l) {
+                 return l.find("its CURVE key belongs to `c`") != std::string::npos;
+               })) == c_claims.size();
+      },
+      10s))
+      << (*b)->rejects().impostor << " of " << c_claims.size();
   EXPECT_EQ((*b)->rejects().impostor, c_claims.size());
   EXPECT_EQ(rb.order_errors, 0u);
   EXPECT_EQ(rb.locked(rb.stalls, "a"), 0);

@@ -56,7 +56,8 @@ struct mesh_nodes {
     while (nodes[i].output().find(text) == std::string::npos) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
-      if (!process::wait_any(all, left) && nodes[i].proc.closed()) return nodes[i].output().find(text) != std::string::npos;
+      if (!process::wait_any(all, left) && nodes[i].proc.closed())
+        return nodes[i].output().find(text) != std::string::npos;
     }
     return true;
   }
@@ -122,7 +123,10 @@ TEST(MeshFaults, SixtyFourKiBPayloadsToSlowSubscribersKeepMemoryBounded) {
   // The probe saw n0 take a live n1 for lost three times here (its I/O thread starved): never again.
   EXPECT_EQ(r->out.find(" lost:"), std::string::npos) << r->out;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r->out, m, std::regex(R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+, max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
+  ASSERT_TRUE(std::regex_search(
+      r->out, m,
+      std::regex(
+          R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+, max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
       << r->out;
   const std::uint64_t received = std::stoull(m[1]), rss = std::stoull(m[3]);
   const std::uint64_t backlog_mib = received * payload >> 20;
@@ -143,9 +147,12 @@ TEST(MeshFaults, APeerThatNeverComesUpEndsTheRunWithAClearError) {
                        {.out = output_mode::capture, .err = output_mode::merge}, 60s);
   ASSERT_TRUE(r.has_value()) << r.error().what();
   EXPECT_EQ(r->status.code, 2) << r->out;
-  EXPECT_NE(r->out.find("banyan: node `n0`: peers not up 4 s after start (--start-timeout): `n1` (" + dir.ipc("n1") + ")"),
-            std::string::npos) << r->out;
-  EXPECT_NE(r->out.find("still waiting for peer `n1` at " + dir.ipc("n1") + ": not connected"), std::string::npos) << r->out;
+  EXPECT_NE(
+      r->out.find("banyan: node `n0`: peers not up 4 s after start (--start-timeout): `n1` (" + dir.ipc("n1") + ")"),
+      std::string::npos)
+      << r->out;
+  EXPECT_NE(r->out.find("still waiting for peer `n1` at " + dir.ipc("n1") + ": not connected"), std::string::npos)
+      << r->out;
 }
 
 // Two nodes started from different deployments (the same nodes, another assignment) refuse each
@@ -165,7 +172,8 @@ TEST(MeshFaults, NodesOfDifferentDeploymentsRefuseEachOther) {
   EXPECT_EQ(other.wait_exit(30s), 2) << other.output();
   EXPECT_NE(m.nodes[0].output().find("banyan: peer `n1` runs another deployment (digest "), std::string::npos)
       << m.all_output();
-  EXPECT_NE(other.output().find("banyan: peer `n0` runs another deployment (digest "), std::string::npos) << other.output();
+  EXPECT_NE(other.output().find("banyan: peer `n0` runs another deployment (digest "), std::string::npos)
+      << other.output();
 }
 
 // A payload above --max-payload is an error value at publish, in a multi-node run, never a silent
@@ -178,7 +186,8 @@ TEST(MeshFaults, APayloadAboveTheMaximumIsAnErrorAtPublish) {
                        {.out = output_mode::capture, .err = output_mode::merge}, 60s);
   ASSERT_TRUE(r.has_value()) << r.error().what();
   EXPECT_NE(r->out.find("publish `data/z0`: a payload of 2000 bytes is larger than --max-payload (1000 bytes)"),
-            std::string::npos) << r->out;
+            std::string::npos)
+      << r->out;
   EXPECT_NE(r->out.find("UNDELIVERED /mesh/zone0/pub refused 20 handed back 0"), std::string::npos) << r->out;
   EXPECT_EQ(digests(r->out).count("0"), 6u) << "no subscriber got any of them: " << r->out;
 }
@@ -225,7 +234,8 @@ TEST(MeshFaults, CopiesLostOnAForwardingNodeAreReportedToTheirPublisher) {
   // n1 forwarded only zone0's messages to n2 (n0 has no other publisher), so zone0's publisher was
   // told of at least the copies n1 held when n2 died, and of no more than it published.
   const std::uint64_t held = first_number(m.nodes[1].output(), R"(, (\d+) forwarded from other nodes)");
-  const std::uint64_t told = first_number(m.nodes[0].output(), R"(UNDELIVERED /mesh/zone0/pub refused 0 handed back (\d+))");
+  const std::uint64_t told =
+      first_number(m.nodes[0].output(), R"(UNDELIVERED /mesh/zone0/pub refused 0 handed back (\d+))");
   EXPECT_GT(held, 0u) << m.all_output();
   EXPECT_GE(told, held) << m.all_output();
   EXPECT_LE(told, messages) << m.all_output();

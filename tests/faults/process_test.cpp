@@ -18,8 +18,11 @@ struct cluster {
   std::unique_ptr<transport> a;
 
   std::vector<std::string> node_b(std::uint64_t count_to_a, std::uint64_t expect, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args{"--self", "b", "--bind", dir.ipc("b"), "--peer", "a=" + dir.ipc("a"), "--heartbeat-ms",
-                                  std::to_string(heartbeat.count()), "--expect", std::to_string(expect)};
+    std::vector<std::string> args{"--self",         "b",
+                                  "--bind",         dir.ipc("b"),
+                                  "--peer",         "a=" + dir.ipc("a"),
+                                  "--heartbeat-ms", std::to_string(heartbeat.count()),
+                                  "--expect",       std::to_string(expect)};
     if (count_to_a) args.insert(args.end(), {"--send-to", "a", "--count", std::to_string(count_to_a)});
     args.insert(args.end(), extra.begin(), extra.end());
     return args;

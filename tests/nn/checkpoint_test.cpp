@@ -1,6 +1,6 @@
 // Checkpoints round-trip exactly; every kind of damage is a clear error, never a crash.
-#include "banyan/nn/adamw.hpp"
 #include "banyan/nn/checkpoint.hpp"
+#include "banyan/nn/adamw.hpp"
 #include "banyan/nn/gpt.hpp"
 
 #include <gtest/gtest.h>
@@ -88,7 +88,8 @@ TEST_F(CheckpointTest, VersionOneFilesStillLoadWithoutAVocabulary) {
   const std::uint32_t header = 48 + 8 * ck_.config.size() + ck_.model.size();
   std::memcpy(b.data() + 12, &header, 4);
   b.resize(b.size() - 4);
-  const std::uint32_t sum = static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size())));
+  const std::uint32_t sum = static_cast<std::uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size())));
   b.append(reinterpret_cast<const char*>(&sum), 4);
   write(b);
   auto r = load_checkpoint(file_);
@@ -139,8 +140,11 @@ TEST_F(CheckpointTest, InconsistentHeaderIsCorrupt) {
 TEST_F(CheckpointTest, MismatchedModelConfigFieldVocabularyOrSizeIsNamed) {
   auto r = load_checkpoint(file_);
   ASSERT_TRUE(r);
-  const checkpoint_identity id{.model = "gpt", .config = ck_.config, .config_fields = gpt_config::field_names(),
-                               .stored_floats = 100, .vocabulary = ck_.vocabulary};
+  const checkpoint_identity id{.model = "gpt",
+                               .config = ck_.config,
+                               .config_fields = gpt_config::field_names(),
+                               .stored_floats = 100,
+                               .vocabulary = ck_.vocabulary};
   EXPECT_TRUE(check_matches(*r, file_, id));
   auto expect_mismatch = [&](const checkpoint_identity& other, const std::string& needle) {
     auto s = check_matches(*r, file_, other);
@@ -181,14 +185,21 @@ TEST_F(CheckpointTest, ResumedTrainingContinuesBitForBit) {
   a->init(1);
   adamw oa(**be, a->params());
   step(*a, oa);
-  checkpoint ck{"gpt", cfg.to_vector(), static_cast<std::uint64_t>(oa.steps()), a->params().to_host(**be), oa.m_host(), oa.v_host(), {}};
+  checkpoint ck{"gpt",
+                cfg.to_vector(),
+                static_cast<std::uint64_t>(oa.steps()),
+                a->params().to_host(**be),
+                oa.m_host(),
+                oa.v_host(),
+                {}};
   ASSERT_TRUE(save_checkpoint(file_, ck));
   step(*a, oa);
 
   auto loaded = load_checkpoint(file_);
   ASSERT_TRUE(loaded) << loaded.error().message;
   auto b = gpt::create(cfg, 1, 4, **be);
-  ASSERT_TRUE(check_matches(*loaded, file_, {.model = "gpt", .config = cfg.to_vector(), .stored_floats = b->params().numel()}));
+  ASSERT_TRUE(
+      check_matches(*loaded, file_, {.model = "gpt", .config = cfg.to_vector(), .stored_floats = b->params().numel()}));
   b->params().from_host(**be, loaded->params);
   adamw ob(**be, b->params());
   ob.restore(loaded->m, loaded->v, static_cast<int>(loaded->step));

@@ -106,7 +106,8 @@ TEST_F(CudaKernels, Layernorm) {
   auto x = random_vector(r_, N * C), w = random_vector(r_, C), b = random_vector(r_, C), d = random_vector(r_, N * C);
   std::vector<float> out(N * C), mean(N), rstd(N), dx(N * C), dw(C), db(C);
   cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                          C);
   float *go = dev(std::vector<float>(N * C)), *gm = dev(std::vector<float>(N)), *gr = dev(std::vector<float>(N));
   float *gx = dev(x), *gw = dev(w);
   gpu_->layernorm_forward(go, gm, gr, gx, gw, dev(b), N, C);
@@ -121,13 +122,15 @@ TEST_F(CudaKernels, Layernorm) {
 
 TEST_F(CudaKernels, MatmulThroughCublas) {
   const int N = 33, C = 20, OC = 45;
-  auto x = random_vector(r_, N * C), w = random_vector(r_, OC * C), b = random_vector(r_, OC), d = random_vector(r_, N * OC);
+  auto x = random_vector(r_, N * C), w = random_vector(r_, OC * C), b = random_vector(r_, OC),
+       d = random_vector(r_, N * OC);
   std::vector<float> out(N * OC), dx(N * C), dw(OC * C), db(OC);
   cpu::matmul_forward(out.data(), x.data(), w.data(), b.data(), N, C, OC);
   cpu::matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, C, OC);
   float *gx = dev(x), *gw = dev(w), *go = dev(std::vector<float>(N * OC));
   gpu_->matmul_forward(go, gx, gw, dev(b), N, C, OC);
-  float *gdx = dev(std::vector<float>(N * C)), *gdw = dev(std::vector<float>(OC * C)), *gdb = dev(std::vector<float>(OC));
+  float *gdx = dev(std::vector<float>(N * C)), *gdw = dev(std::vector<float>(OC * C)),
+        *gdb = dev(std::vector<float>(OC));
   gpu_->matmul_backward(gdx, gdw, gdb, dev(d), gx, gw, N, C, OC);
   expect_same("matmul out", out, go, 1e-5);
   expect_same("matmul dx", dx, gdx, 1e-5);
@@ -142,7 +145,8 @@ TEST_F(CudaKernels, SplitBackwardHalves) {
   std::vector<float> dx(N * C), dw(OC * C), db(OC);
   cpu::matmul_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), N, C, OC);
   float *gx = dev(x), *gw = dev(w), *gd = dev(d);
-  float *gdx = dev(std::vector<float>(N * C)), *gdw = dev(std::vector<float>(OC * C)), *gdb = dev(std::vector<float>(OC));
+  float *gdx = dev(std::vector<float>(N * C)), *gdw = dev(std::vector<float>(OC * C)),
+        *gdb = dev(std::vector<float>(OC));
   gpu_->matmul_backward(nullptr, gdw, gdb, gd, gx, gw, N, C, OC);
   expect_same("matmul W pass leaves dx", std::vector<float>(N * C), gdx);
   gpu_->matmul_backward(gdx, nullptr, nullptr, gd, gx, gw, N, C, OC);
@@ -150,7 +154,8 @@ TEST_F(CudaKernels, SplitBackwardHalves) {
   expect_same("matmul split dw", dw, gdw, 1e-5);
   expect_same("matmul split db", db, gdb, 1e-5);
 
-  auto lx = random_vector(r_, N * C), lw = random_vector(r_, C), lb = random_vector(r_, C), ld = random_vector(r_, N * C);
+  auto lx = random_vector(r_, N * C), lw = random_vector(r_, C), lb = random_vector(r_, C),
+       ld = random_vector(r_, N * C);
   std::vector<float> out(N * C), mean(N), rstd(N), ldx(N * C), ldw(C), ldb(C);
   cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), lx.data(), lw.data(), lb.data(), N, C);
   cpu::layernorm_backward(ldx.data(), ldw.data(), ldb.data(), ld.data(), lx.data(), lw.data(), mean.data(), rstd.data(),
@@ -168,7 +173,8 @@ TEST_F(CudaKernels, SplitBackwardHalves) {
 TEST_F(CudaKernels, Attention) {
   const int B = 2, T = 9, C = 24, NH = 3;
   auto qkv = random_vector(r_, B * T * 3 * C), d = random_vector(r_, B * T * C);
-  std::vector<float> out(B * T * C), pre(B * NH * T * T), att(pre.size()), dqkv(qkv.size()), dpre(pre.size()), datt(pre.size());
+  std::vector<float> out(B * T * C), pre(B * NH * T * T), att(pre.size()), dqkv(qkv.size()), dpre(pre.size()),
+      datt(pre.size());
   cpu::attention_forward(out.data(), pre.data(), att.data(), qkv.data(), B, T, C, NH);
   cpu::attention_backward(dqkv.data(), dpre.data(), datt.data(), d.data(), qkv.data(), att.data(), B, T, C, NH);
   float *gq = dev(qkv), *go = dev(std::vector<float>(out.size())), *gp = dev(std::vector<float>(pre.size())),
@@ -229,7 +235,8 @@ TEST_F(CudaKernels, SoftmaxCrossEntropy) {
 
 TEST_F(CudaKernels, NormScaleAndAdamw) {
   const std::size_t n = 5000;
-  auto p = random_vector(r_, n), g = random_vector(r_, n), m = random_vector(r_, n, 0.1f), v = random_vector(r_, n, 0.1f);
+  auto p = random_vector(r_, n), g = random_vector(r_, n), m = random_vector(r_, n, 0.1f),
+       v = random_vector(r_, n, 0.1f);
   for (auto& x : v) x = std::fabs(x);
   float *gp = dev(p), *gg = dev(g), *gm = dev(m), *gv = dev(v);
   EXPECT_NEAR(gpu_->sum_squares(gg, n), cpu::sum_squares(g.data(), n), 1e-6 * cpu::sum_squares(g.data(), n));

@@ -67,7 +67,8 @@ TEST(Data, BadMagicTruncationAndBadLabelsAreReported) {
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("bad magic"), std::string::npos) << s.error().message;
 
-  write_gz(d / "train-images-idx3-ubyte.gz", std::string("\0\0\x08\x03", 4) + be32(4) + be32(2) + be32(3) + std::string(10, 'a'));
+  write_gz(d / "train-images-idx3-ubyte.gz",
+           std::string("\0\0\x08\x03", 4) + be32(4) + be32(2) + be32(3) + std::string(10, 'a'));
   s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("truncated"), std::string::npos) << s.error().message;
@@ -77,9 +78,11 @@ TEST(Data, BadMagicTruncationAndBadLabelsAreReported) {
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("label 12"), std::string::npos) << s.error().message;
 
-  write_gz(d / "train-images-idx3-ubyte.gz", std::string("\0\0\x08\x03", 4) + be32(5) + be32(2) + be32(3) + std::string(30, 'a'));
+  write_gz(d / "train-images-idx3-ubyte.gz",
+           std::string("\0\0\x08\x03", 4) + be32(5) + be32(2) + be32(3) + std::string(30, 'a'));
   write_set(d, 4);  // labels for 4, images for 4 ...
-  write_gz(d / "train-images-idx3-ubyte.gz", std::string("\0\0\x08\x03", 4) + be32(5) + be32(2) + be32(3) + std::string(30, 'a'));
+  write_gz(d / "train-images-idx3-ubyte.gz",
+           std::string("\0\0\x08\x03", 4) + be32(5) + be32(2) + be32(3) + std::string(30, 'a'));
   s = load_fashion_mnist(d, "train");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, errc::mismatch) << s.error().message;

@@ -1,8 +1,8 @@
 // Pipeline-stage slices of a GPT (gpt_stage.hpp): S stages run over m microbatches, in GPipe order,
 // with the backward split into I and W (W delayed), and 1F1B-like with slots reused, give the whole
 // model's loss and gradients on the concatenated batch; bad cuts and passes out of order are errors.
-#include "banyan/nn/gpt.hpp"
 #include "banyan/nn/gpt_stage.hpp"
+#include "banyan/nn/gpt.hpp"
 #include "banyan/nn/rng.hpp"
 
 #include <gtest/gtest.h>
@@ -312,11 +312,11 @@ TEST(GptStage, BadCutsAreErrorsNamingTheValue) {
     EXPECT_EQ(r.error().code, errc::invalid_argument);
     EXPECT_NE(r.error().message.find(part), std::string::npos) << r.error().message;
   };
-  expect_error(cut_stages(4, {0}), "cut 0 = 0");       // an empty first stage
-  expect_error(cut_stages(4, {2, 2}), "cut 1 = 2");    // an empty middle stage
-  expect_error(cut_stages(4, {1, 4}), "cut 1 = 4");    // an empty last stage
-  expect_error(cut_stages(4, {6}), "cut 0 = 6");       // beyond num_layers
-  expect_error(cut_stages(4, {3, 1}), "cut 1 = 1");    // not increasing
+  expect_error(cut_stages(4, {0}), "cut 0 = 0");     // an empty first stage
+  expect_error(cut_stages(4, {2, 2}), "cut 1 = 2");  // an empty middle stage
+  expect_error(cut_stages(4, {1, 4}), "cut 1 = 4");  // an empty last stage
+  expect_error(cut_stages(4, {6}), "cut 0 = 6");     // beyond num_layers
+  expect_error(cut_stages(4, {3, 1}), "cut 1 = 1");  // not increasing
   auto ok = cut_stages(4, {1, 3});
   ASSERT_TRUE(ok);
   EXPECT_EQ(*ok, (std::vector<stage_slice>{{0, 1, true, false}, {1, 3, false, false}, {3, 4, false, true}}));
@@ -367,7 +367,7 @@ TEST(GptStage, PassesOutOfOrderOnASlotAreErrors) {
   expect_error(st->backward_input(0, dy.data()), "its backward_input already ran");
   ASSERT_TRUE(st->backward_weight(0));
   expect_error(st->backward_weight(0), "its backward_weight already ran");
-  EXPECT_TRUE(st->input_grad_host(0));  // still readable until the slot's next forward
+  EXPECT_TRUE(st->input_grad_host(0));                     // still readable until the slot's next forward
   ASSERT_TRUE(st->forward(0, {.activations = x.data()}));  // a done slot takes the next microbatch
   ASSERT_TRUE(st->release(0));
   ASSERT_TRUE(st->forward(0, {.activations = x.data()}));

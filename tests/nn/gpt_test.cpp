@@ -1,7 +1,7 @@
 // GPT model behaviour: whole-model gradients by finite differences, arena and layer accounting,
 // deterministic initialisation, config validation, training on a fixed batch.
-#include "banyan/nn/adamw.hpp"
 #include "banyan/nn/gpt.hpp"
+#include "banyan/nn/adamw.hpp"
 #include "banyan/nn/rng.hpp"
 
 #include <gtest/gtest.h>
@@ -56,7 +56,8 @@ TEST(Gpt, LayerBytesSumToTheArenas) {
   EXPECT_EQ(acts, packed_acts);
   // GPT-2 parameter count: V*C + maxT*C + L*(12*C*C + 13*C) + 2*C.
   const std::size_t C = tiny.channels, L = tiny.num_layers;
-  EXPECT_EQ(packed_params / sizeof(float), tiny.vocab_size * C + tiny.max_seq_len * C + L * (12 * C * C + 13 * C) + 2 * C);
+  EXPECT_EQ(packed_params / sizeof(float),
+            tiny.vocab_size * C + tiny.max_seq_len * C + L * (12 * C * C + 13 * C) + 2 * C);
   EXPECT_EQ(m->layers().size(), 1u + 6 * L + 3);
 }
 

@@ -29,8 +29,8 @@ inline double dot(const std::vector<float>& a, const std::vector<float>& b) {
 // Checks up to `samples` coordinates of x: (loss(x+h) - loss(x-h)) / 2h against analytic[i], with
 // |diff| <= rtol * max|analytic| + atol. loss() must read x afresh each call.
 inline void expect_gradient(const std::string& what, std::vector<float>& x, const std::vector<float>& analytic,
-                            const std::function<double()>& loss, std::uint64_t seed, int samples = 48,
-                            float h = 1e-2f, double rtol = 1e-2, double atol = 1e-4) {
+                            const std::function<double()>& loss, std::uint64_t seed, int samples = 48, float h = 1e-2f,
+                            double rtol = 1e-2, double atol = 1e-4) {
   ASSERT_EQ(x.size(), analytic.size()) << what;
   double scale = 0.0;
   for (float g : analytic) scale = std::max(scale, static_cast<double>(std::fabs(g)));

@@ -29,7 +29,8 @@ TEST(Kernels, LayernormBackwardMatchesFiniteDifferences) {
   };
   loss();
   std::vector<float> dx(N * C), dw(C), db(C);
-  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  cpu::layernorm_backward(dx.data(), dw.data(), db.data(), R.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                          C);
   expect_gradient("dx", x, dx, loss, seed);
   expect_gradient("dw", w, dw, loss, seed);
   expect_gradient("db", b, db, loss, seed);
@@ -39,7 +40,8 @@ TEST(Kernels, MatmulBackwardMatchesFiniteDifferences) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   rng r(seed + 1);
   const int N = 5, C = 7, OC = 9;
-  auto x = random_vector(r, N * C), w = random_vector(r, OC * C), b = random_vector(r, OC), R = random_vector(r, N * OC);
+  auto x = random_vector(r, N * C), w = random_vector(r, OC * C), b = random_vector(r, OC),
+       R = random_vector(r, N * OC);
   std::vector<float> out(N * OC);
   auto loss = [&] {
     cpu::matmul_forward(out.data(), x.data(), w.data(), b.data(), N, C, OC);
@@ -80,10 +82,12 @@ TEST(Kernels, SplitBackwardHalvesSumToTheFusedBackward) {
     std::vector<float> out(N * C), mean(N), rstd(N);
     cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
     std::vector<float> dx(N * C), dw(C), db(C), sx(N * C), sw(C), sb(C);
-    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    cpu::layernorm_backward(dx.data(), dw.data(), db.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                            C);
     cpu::layernorm_backward(sx.data(), nullptr, nullptr, d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
     EXPECT_EQ(sw, std::vector<float>(C)) << "the input pass must not touch dweight";
-    cpu::layernorm_backward(nullptr, sw.data(), sb.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    cpu::layernorm_backward(nullptr, sw.data(), sb.data(), d.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                            C);
     expect_close("layernorm dx", dx, sx);
     expect_close("layernorm dw", dw, sw);
     expect_close("layernorm db", db, sb);

@@ -225,7 +225,8 @@ TEST(MemoryExecutor, EveryPolicyTrainsBitIdenticallyToTheUnmanagedModel) {
   const trace want = train(*be, std::nullopt, seed, 10);
   const memory_graph g = layout(*be);
   const memory_costs c = unit_costs(g);
-  const std::size_t keep = compile_plan(g, c, std::vector<memory_decision>(g.ops.size(), memory_decision::keep)).peak_bytes;
+  const std::size_t keep =
+      compile_plan(g, c, std::vector<memory_decision>(g.ops.size(), memory_decision::keep)).peak_bytes;
   const std::size_t least = minimum_memory(g, c);
   for (auto policy : {memory_policy::keep, memory_policy::recompute, memory_policy::swap, memory_policy::greedy,
                       memory_policy::knapsack}) {
@@ -271,7 +272,10 @@ TEST(MemoryExecutor, MeasuredPeakStaysInTheBudgetAndMatchesThePlan) {
   auto be = cpu();
   const memory_graph g = layout(*be);
   const memory_costs c = unit_costs(g);
-  const std::size_t budget = (minimum_memory(g, c) + compile_plan(g, c, std::vector<memory_decision>(g.ops.size(), memory_decision::keep)).peak_bytes) / 2;
+  const std::size_t budget =
+      (minimum_memory(g, c) +
+       compile_plan(g, c, std::vector<memory_decision>(g.ops.size(), memory_decision::keep)).peak_bytes) /
+      2;
   auto m = gpt::create(small, B, T, *be, memory_options{.budget = budget, .policy = memory_policy::knapsack});
   ASSERT_TRUE(m) << m.error().message;
   m->init(3);
@@ -313,7 +317,8 @@ TEST(MemoryExecutor, LatePrefetchesAreWaitedForNeverReadStale) {
   const trace got = train(*be, o, seed, 2, [&](gpt& m) {
     // Swap every layer that can be swapped, whatever the measured costs say.
     const memory_graph& g = m.memory()->graph();
-    m.memory()->set_plan(compile_plan(g, unit_costs(g), std::vector<memory_decision>(g.ops.size(), memory_decision::swap)));
+    m.memory()->set_plan(
+        compile_plan(g, unit_costs(g), std::vector<memory_decision>(g.ops.size(), memory_decision::swap)));
   });
   EXPECT_GT(held.load(), 0);
   EXPECT_EQ(got.first_grads, want.first_grads);

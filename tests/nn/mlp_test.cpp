@@ -1,7 +1,7 @@
 // The MLP: gradients by finite differences, and a short Fashion-MNIST run that must beat chance by far.
+#include "banyan/nn/mlp.hpp"
 #include "banyan/nn/adamw.hpp"
 #include "banyan/nn/data.hpp"
-#include "banyan/nn/mlp.hpp"
 
 #include "grad_check.hpp"
 

@@ -48,8 +48,8 @@ double max_diff(const float* a, const float* b, std::size_t n) {
 double expect_close(const std::string& what, const float* ours, const float* ref, std::size_t n, double tol) {
   const double scale = max_abs(ref, n);
   const double diff = max_diff(ours, ref, n);
-  EXPECT_LE(diff, tol * scale) << what << ": max|ours - ref| = " << diff << ", max|ref| = " << scale
-                               << ", relative " << (scale > 0 ? diff / scale : diff) << " > tol " << tol;
+  EXPECT_LE(diff, tol * scale) << what << ": max|ours - ref| = " << diff << ", max|ref| = " << scale << ", relative "
+                               << (scale > 0 ? diff / scale : diff) << " > tol " << tol;
   return scale > 0 ? diff / scale : diff;
 }
 
@@ -78,8 +78,8 @@ TEST(Reference, GptMatchesPytorchGradientsEveryStepAndParametersAfterTenAdamwSte
   SCOPED_TRACE("seed " + std::to_string(seed));
   const gpt_config cfg{.vocab_size = 61, .max_seq_len = 16, .num_layers = 2, .num_heads = 4, .channels = 32};
   const int B = 3, T = 12, steps = 10;
-  const adamw_config opt{.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
-                         .grad_clip = 0.5f};
+  const adamw_config opt{
+      .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .grad_clip = 0.5f};
   auto be = make_backend({.name = "cpu", .threads = 2});
   ASSERT_TRUE(be) << be.error().message;
   auto model = gpt::create(cfg, B, T, **be);
@@ -121,7 +121,8 @@ TEST(Reference, GptMatchesPytorchGradientsEveryStepAndParametersAfterTenAdamwSte
   {
     std::ofstream f(in, std::ios::binary | std::ios::trunc);
     f.write("BNYNREF2", 8);
-    for (int v : {cfg.vocab_size, cfg.max_seq_len, cfg.num_layers, cfg.num_heads, cfg.channels, B, T, steps}) put<int>(f, v);
+    for (int v : {cfg.vocab_size, cfg.max_seq_len, cfg.num_layers, cfg.num_heads, cfg.channels, B, T, steps})
+      put<int>(f, v);
     for (float v : {opt.lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.grad_clip}) put<float>(f, v);
     for (int s = 0; s < steps; ++s) {
       f.write(reinterpret_cast<const char*>(tokens[s].data()), sizeof(int) * tokens[s].size());

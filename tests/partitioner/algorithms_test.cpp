@@ -14,7 +14,8 @@ TEST(Algorithms, NeverLabelOverCapacityFeasible) {
   int checked = 0;
   for (std::uint64_t seed = 1; checked < 60; ++seed) {
     SCOPED_TRACE("seed=" + std::to_string(seed));
-    auto p = testing::tiny_problem(seed, {.max_vertices = 12, .max_nodes = 4, .memory = seed % 2 == 0, .slack_min = 1.0, .slack_max = 1.15});
+    auto p = testing::tiny_problem(
+        seed, {.max_vertices = 12, .max_nodes = 4, .memory = seed % 2 == 0, .slack_min = 1.0, .slack_max = 1.15});
     if (!p) continue;
     ++checked;
     for (const auto& algo : algorithm_names()) {
@@ -48,7 +49,8 @@ TEST(Algorithms, SameSeedSameMapping) {
 TEST(Algorithms, BottomUpIsFeasibleOnGeneratedTreesWithRacks) {
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     SCOPED_TRACE("seed=" + std::to_string(seed));
-    generator_options g{.components = 5000, .seed = seed, .memory = seed % 2 == 0, .nodes = 8, .slack = 1.15, .rack_size = 4};
+    generator_options g{
+        .components = 5000, .seed = seed, .memory = seed % 2 == 0, .nodes = 8, .slack = 1.15, .rack_size = 4};
     const tree t = generate_tree(g);
     auto p = make_problem(t, generate_cluster(t, g));
     ASSERT_TRUE(p) << p.error().message;

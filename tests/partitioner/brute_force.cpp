@@ -95,8 +95,14 @@ std::optional<problem> tiny_problem(std::uint64_t seed, const tiny_options& o) {
     if (o.memory) t.memory.push_back(static_cast<double>(r.in(0, 5)));
   }
   double total = 0, biggest = 0, total_mem = 0, biggest_mem = 0;
-  for (double x : t.cpu) { total += x; biggest = std::max(biggest, x); }
-  for (double x : t.memory) { total_mem += x; biggest_mem = std::max(biggest_mem, x); }
+  for (double x : t.cpu) {
+    total += x;
+    biggest = std::max(biggest, x);
+  }
+  for (double x : t.memory) {
+    total_mem += x;
+    biggest_mem = std::max(biggest_mem, x);
+  }
   const double slack = o.slack_min + (o.slack_max - o.slack_min) * static_cast<double>(r.in(0, 1000)) / 1000.0;
   cluster c;
   for (std::size_t j = 0; j < k; ++j) {
@@ -106,7 +112,8 @@ std::optional<problem> tiny_problem(std::uint64_t seed, const tiny_options& o) {
     // Integer capacities, some nodes bigger than others.
     const double share = total * slack / static_cast<double>(k) * (r.in(0, 1) ? 1.0 : 0.7);
     nd.cpu = {std::max(std::ceil(share), biggest), false};
-    if (o.memory) nd.memory = capacity_spec{std::max(std::ceil(total_mem * slack / static_cast<double>(k)), biggest_mem), false};
+    if (o.memory)
+      nd.memory = capacity_spec{std::max(std::ceil(total_mem * slack / static_cast<double>(k)), biggest_mem), false};
     c.nodes.push_back(nd);
   }
   if (o.link_matrix) {

@@ -37,7 +37,7 @@ bool labelled_within(solve_status s) { return s == solve_status::optimal || s ==
 TEST(Capacity, RuleIsRelativeOnly) {
   EXPECT_TRUE(within_capacity(2e-12, 2e-12));
   EXPECT_TRUE(within_capacity(2e-12 * (1 + 0.5 * capacity_tolerance), 2e-12));
-  EXPECT_FALSE(within_capacity(3e-12, 2e-12));                       // an absolute 1e-12 slack would accept it
+  EXPECT_FALSE(within_capacity(3e-12, 2e-12));  // an absolute 1e-12 slack would accept it
   EXPECT_FALSE(within_capacity(1e-300, 0));
   EXPECT_EQ(within_capacity(3, 2), within_capacity(3e-12, 2e-12));  // scale-free
 }
@@ -184,8 +184,12 @@ TEST(Capacity, BoundedRunKillsAtTheDeadlineAndKeepsTheLastIncumbent) {
   ASSERT_TRUE(stuck.has_value());
   EXPECT_EQ(*stuck, "second");
   EXPECT_LT(clock.seconds(), 2.0);
-  auto done = detail::run_bounded([](const detail::emit_fn& emit) { emit("interim"); return std::string(100000, 'x'); },
-                                  clock.seconds() + 30, clock, &overran);
+  auto done = detail::run_bounded(
+      [](const detail::emit_fn& emit) {
+        emit("interim");
+        return std::string(100000, 'x');
+      },
+      clock.seconds() + 30, clock, &overran);
   EXPECT_FALSE(overran);
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(*done, std::string(100000, 'x'));

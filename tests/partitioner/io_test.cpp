@@ -44,7 +44,8 @@ TEST(Profile, ReadsAndRenumbersRootFirst) {
 }
 
 TEST(Profile, MalformedJsonGivesLineAndColumn) {
-  const std::string bad = replace(good_profile, "\"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}", "\"kind\": \"leaf\" \"load\": 1");
+  const std::string bad =
+      replace(good_profile, "\"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}", "\"kind\": \"leaf\" \"load\": 1");
   auto t = parse_profile(bad, "p.json");
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().code, errc::parse);
@@ -81,16 +82,18 @@ TEST(Files, AFolderIsNamedAsOne) {
   EXPECT_EQ(d.error().message, dir + ": is a directory");
   auto missing = load_cluster(dir + "/banyan-no-such-file.yaml");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.error().message, dir + "/banyan-no-such-file.yaml: cannot open for reading (No such file or directory)");
+  EXPECT_EQ(missing.error().message,
+            dir + "/banyan-no-such-file.yaml: cannot open for reading (No such file or directory)");
 }
 
 // An edge listed twice counts both listings (formats.md does not forbid it), and the reader names
 // it once, with both ends and both places, for the caller to warn about.
 TEST(Profile, RepeatedEdgeIsSummedAndNamedOnce) {
-  const std::string text = replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\", \"messages\": 5, \"bytes\": 100}",
-                                   "{\"parent\": \"/chip\", \"child\": \"/chip/reg\", \"messages\": 5},\n"
-                                   "    {\"parent\": \"/chip\", \"child\": \"/chip/alu\", \"messages\": 7},\n"
-                                   "    {\"parent\": \"/chip\", \"child\": \"/chip/alu\", \"messages\": 1}");
+  const std::string text =
+      replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\", \"messages\": 5, \"bytes\": 100}",
+              "{\"parent\": \"/chip\", \"child\": \"/chip/reg\", \"messages\": 5},\n"
+              "    {\"parent\": \"/chip\", \"child\": \"/chip/alu\", \"messages\": 7},\n"
+              "    {\"parent\": \"/chip\", \"child\": \"/chip/alu\", \"messages\": 1}");
   profile_measurements m;
   auto t = parse_profile(text, "p.json", {}, &m);
   ASSERT_TRUE(t) << t.error().message;
@@ -98,8 +101,9 @@ TEST(Profile, RepeatedEdgeIsSummedAndNamedOnce) {
   EXPECT_EQ(t->weight[2], 5);
   ASSERT_EQ(m.repeated_edges.size(), 1u);
   EXPECT_EQ(m.repeated_edge_count, 1u);
-  EXPECT_EQ(m.repeated_edges[0],
-            "p.json:11:5: edges[2]: `/chip` -> `/chip/alu` is listed again (first as edges[0]); their traffic is summed");
+  EXPECT_EQ(
+      m.repeated_edges[0],
+      "p.json:11:5: edges[2]: `/chip` -> `/chip/alu` is listed again (first as edges[0]); their traffic is summed");
 
   profile_measurements once;
   ASSERT_TRUE(parse_profile(good_profile, "p.json", {}, &once));
@@ -109,7 +113,8 @@ TEST(Profile, RepeatedEdgeIsSummedAndNamedOnce) {
 
 TEST(Profile, UnknownParentNamesTheVertex) {
   auto t = parse_profile(replace(good_profile, "\"parent\": \"/chip\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}",
-                                 "\"parent\": \"/chop\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"), "p.json");
+                                 "\"parent\": \"/chop\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"),
+                         "p.json");
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().code, errc::not_a_tree);
   EXPECT_NE(t.error().message.find("/chip/reg"), std::string::npos) << t.error().message;
@@ -118,7 +123,8 @@ TEST(Profile, UnknownParentNamesTheVertex) {
 
 TEST(Profile, TwoRootsNamesBoth) {
   auto t = parse_profile(replace(good_profile, "\"parent\": \"/chip\", \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}",
-                                 "\"parent\": null, \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"), "p.json");
+                                 "\"parent\": null, \"kind\": \"leaf\", \"load\": {\"cpu\": 0.003}"),
+                         "p.json");
   ASSERT_FALSE(t);
   EXPECT_EQ(t.error().code, errc::not_a_tree);
   EXPECT_NE(t.error().message.find("/chip/reg"), std::string::npos) << t.error().message;
@@ -148,7 +154,12 @@ std::string place_of(const std::string& text, const std::string& token) {
   EXPECT_NE(at, std::string::npos) << token;
   std::size_t line = 1, col = 1;
   for (std::size_t i = 0; i < at; ++i) {
-    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return std::to_string(line) + ":" + std::to_string(col);
 }
@@ -161,17 +172,21 @@ TEST(Profile, OverflowingNumbersAreErrorsWithFileAndPlace) {
     ASSERT_FALSE(t) << big;
     EXPECT_EQ(t.error().code, errc::parse);
     EXPECT_NE(t.error().message.find("p.json:" + place_of(text, big + "}") + ": number `" + big + "` is out of range"),
-              std::string::npos) << t.error().message;
+              std::string::npos)
+        << t.error().message;
   }
   const std::string text = replace(good_profile, "\"messages\": 5,", "\"messages\": 1e999,");
   auto t = parse_profile(text, "p.json");
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("p.json:" + place_of(text, "1e999") + ": number `1e999` is out of range"),
-            std::string::npos) << t.error().message;
+            std::string::npos)
+      << t.error().message;
 }
 
 TEST(Profile, EdgeThatIsNotATreeEdgeIsRejected) {
-  auto t = parse_profile(replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\"", "{\"parent\": \"/chip/alu\", \"child\": \"/chip/reg\""), "p.json");
+  auto t = parse_profile(replace(good_profile, "{\"parent\": \"/chip\", \"child\": \"/chip/reg\"",
+                                 "{\"parent\": \"/chip/alu\", \"child\": \"/chip/reg\""),
+                         "p.json");
   ASSERT_FALSE(t);
   EXPECT_NE(t.error().message.find("edges[1]"), std::string::npos) << t.error().message;
 }
@@ -243,12 +258,14 @@ TEST(Cluster, MatrixErrorsNameFileLineAndColumn) {
   const std::string asym = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix:\n    - [0, 1]\n    - [2, 0]");
   auto c = parse_cluster(asym, "c.yaml");
   ASSERT_FALSE(c);
-  EXPECT_NE(c.error().message.find("c.yaml:" + place_of(asym, "1]") + ": link_cost.matrix[0][1]"), std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("c.yaml:" + place_of(asym, "1]") + ": link_cost.matrix[0][1]"), std::string::npos)
+      << c.error().message;
   EXPECT_NE(c.error().message.find("symmetric"), std::string::npos) << c.error().message;
   const std::string diag = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix:\n    - [0, 3]\n    - [3, 7]");
   auto d = parse_cluster(diag, "c.yaml");
   ASSERT_FALSE(d);
-  EXPECT_NE(d.error().message.find("c.yaml:" + place_of(diag, "7]") + ": link_cost.matrix[1][1]"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("c.yaml:" + place_of(diag, "7]") + ": link_cost.matrix[1][1]"), std::string::npos)
+      << d.error().message;
   EXPECT_NE(d.error().message.find("must be 0"), std::string::npos) << d.error().message;
 }
 
@@ -256,8 +273,10 @@ TEST(Cluster, OverflowingCapacitySaysOutOfRange) {
   const std::string text = replace(good_cluster, "cpu: 0.5", "cpu: 1e999");
   auto c = parse_cluster(text, "c.yaml");
   ASSERT_FALSE(c);
-  EXPECT_NE(c.error().message.find("c.yaml:" + place_of(text, "1e999") + ": node `n0` capacity.cpu: number `1e999` is out of range"),
-            std::string::npos) << c.error().message;
+  EXPECT_NE(c.error().message.find("c.yaml:" + place_of(text, "1e999") +
+                                   ": node `n0` capacity.cpu: number `1e999` is out of range"),
+            std::string::npos)
+      << c.error().message;
 }
 
 TEST(Deployment, UnknownNodeDuplicateAndMissingEndpointsHaveLines) {
@@ -267,32 +286,39 @@ TEST(Deployment, UnknownNodeDuplicateAndMissingEndpointsHaveLines) {
   EXPECT_NE(d.error().message.find("d.yaml:15:"), std::string::npos) << d.error().message;
   EXPECT_NE(d.error().message.find("n7"), std::string::npos) << d.error().message;
 
-  auto dup = parse_deployment(replace(std::string(good_cluster), "ipc:///tmp/n1", "tcp://127.0.0.1:7100") + "assignments:\n  /chip: n0\n", "d.yaml");
+  auto dup = parse_deployment(
+      replace(std::string(good_cluster), "ipc:///tmp/n1", "tcp://127.0.0.1:7100") + "assignments:\n  /chip: n0\n",
+      "d.yaml");
   ASSERT_FALSE(dup);
   EXPECT_NE(dup.error().message.find("d.yaml:8:"), std::string::npos) << dup.error().message;
   EXPECT_NE(dup.error().message.find("another node"), std::string::npos) << dup.error().message;
 
-  auto missing = parse_deployment(replace(std::string(good_cluster), "    endpoint: ipc:///tmp/n1\n", "") + "assignments:\n  /chip: n0\n", "d.yaml");
+  auto missing = parse_deployment(
+      replace(std::string(good_cluster), "    endpoint: ipc:///tmp/n1\n", "") + "assignments:\n  /chip: n0\n",
+      "d.yaml");
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("d.yaml:7:"), std::string::npos) << missing.error().message;
   EXPECT_NE(missing.error().message.find("no endpoint"), std::string::npos) << missing.error().message;
 }
 
 TEST(Deployment, JoinLaterIsReadAndCheckedWithItsLine) {
-  const std::string later = replace(std::string(good_cluster), "    group: rack1\n", "    group: rack1\n    join: later\n") +
-                            "assignments:\n  /chip: n0\n";
+  const std::string later =
+      replace(std::string(good_cluster), "    group: rack1\n", "    group: rack1\n    join: later\n") +
+      "assignments:\n  /chip: n0\n";
   auto d = parse_deployment(later, "d.yaml");
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(d->joins_later, (std::vector<bool>{false, true}));
 
   auto bad = parse_deployment(replace(later, "join: later", "join: soon"), "d.yaml");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("d.yaml:11:11: node `n1`: `join` must be `start` (the default) or `later`"), std::string::npos)
+  EXPECT_NE(bad.error().message.find("d.yaml:11:11: node `n1`: `join` must be `start` (the default) or `later`"),
+            std::string::npos)
       << bad.error().message;
 
   auto none = parse_deployment(replace(later, "    group: rack0\n", "    group: rack0\n    join: later\n"), "d.yaml");
   ASSERT_FALSE(none);
-  EXPECT_NE(none.error().message.find("at least one node must start the deployment"), std::string::npos) << none.error().message;
+  EXPECT_NE(none.error().message.find("at least one node must start the deployment"), std::string::npos)
+      << none.error().message;
 }
 
 TEST(Deployment, WrittenDeploymentReadsBackToTheSameMapping) {
@@ -328,9 +354,10 @@ TEST(Dot, ColoursEveryComponentAndMarksCutEdges) {
 // Labels break lines with DOT's `\n` (not a literal backslash), numbers are plain (20,000, not
 // 2e+04) and carry their units, and a legend says what they are.
 TEST(Dot, LabelsArePlainNumbersWithUnitsOnTwoLines) {
-  auto t = parse_profile(replace(replace(good_profile, "\"messages\": 800, \"bytes\": 51200", "\"messages\": 20000, \"bytes\": 51200"),
-                                 "\"load\": {\"cpu\": 0.003}", "\"load\": {\"cpu\": 1234567}"),
-                         "p.json");
+  auto t = parse_profile(
+      replace(replace(good_profile, "\"messages\": 800, \"bytes\": 51200", "\"messages\": 20000, \"bytes\": 51200"),
+              "\"load\": {\"cpu\": 0.003}", "\"load\": {\"cpu\": 1234567}"),
+      "p.json");
   ASSERT_TRUE(t) << t.error().message;
   auto c = parse_cluster(replace(replace(good_cluster, "\"40%\"", "2000000"), "cpu: 0.5", "cpu: 3000000"), "c.yaml");
   ASSERT_TRUE(c) << c.error().message;

@@ -54,8 +54,8 @@ TEST(LowerBound, UnequalCapacitiesCountNodesLargestFirst) {
 TEST(LowerBound, NeverAboveTheOptimumAndOftenPositive) {
   int checked = 0, positive = 0, tight = 0;
   for (std::uint64_t seed = 1; checked < 240; ++seed) {
-    const testing::tiny_options opts{.max_vertices = 10, .link_matrix = seed % 3 == 0, .memory = seed % 4 == 0,
-                                     .slack_min = 1.0, .slack_max = 1.3};
+    const testing::tiny_options opts{
+        .max_vertices = 10, .link_matrix = seed % 3 == 0, .memory = seed % 4 == 0, .slack_min = 1.0, .slack_max = 1.3};
     auto p = testing::tiny_problem(seed, opts);
     if (!p) continue;
     const auto truth = testing::brute_force(*p);

@@ -1,6 +1,6 @@
+#include "banyan/partitioner/migration.hpp"
 #include "banyan/partitioner/algorithm.hpp"
 #include "banyan/partitioner/generator.hpp"
-#include "banyan/partitioner/migration.hpp"
 
 #include "brute_force.hpp"
 
@@ -217,9 +217,11 @@ TEST(Migration, NoSubtreeMoveGainsAfterThePlan) {
         for (node_id j = 0; j < static_cast<node_id>(p.k()); ++j) {
           if (j == plan->map[u]) continue;
           mapping m = plan->map;
-          for (std::size_t x = u; x < p.t.size(); ++x) if (in[x]) m[x] = j;
+          for (std::size_t x = u; x < p.t.size(); ++x)
+            if (in[x]) m[x] = j;
           if (!testing::naive_feasible(p, m)) continue;
-          EXPECT_GE(objective(m), base - 1e-9 * (base + 1)) << "moving " << p.t.name(static_cast<vertex_id>(u)) << " to " << j;
+          EXPECT_GE(objective(m), base - 1e-9 * (base + 1))
+              << "moving " << p.t.name(static_cast<vertex_id>(u)) << " to " << j;
         }
       }
     }

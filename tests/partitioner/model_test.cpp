@@ -79,7 +79,8 @@ TEST(Model, OverCapacityMessagesPrintNumbersThatDiffer) {
   t.cpu = {0.25, 0.25, 0.25, 1.0 + 1e-7};
   auto heavy = make_problem(t, two_nodes(1));
   ASSERT_FALSE(heavy);
-  EXPECT_NE(heavy.error().message.find("(cpu 1.0000001) is heavier than every node (largest cpu capacity 1)"), std::string::npos)
+  EXPECT_NE(heavy.error().message.find("(cpu 1.0000001) is heavier than every node (largest cpu capacity 1)"),
+            std::string::npos)
       << heavy.error().message;
 
   t.cpu = {0.25, 0.25, 0.25, 0.25 + 3e-7};
@@ -122,7 +123,8 @@ TEST(Model, EvaluateAgreesWithNaiveRecomputationOnEveryMapping) {
   int checked = 0;
   for (std::uint64_t seed = 1; checked < 40; ++seed) {
     SCOPED_TRACE("seed=" + std::to_string(seed));
-    auto p = testing::tiny_problem(seed, {.max_vertices = 7, .max_nodes = 3, .link_matrix = seed % 2 == 0, .memory = seed % 3 == 0});
+    auto p = testing::tiny_problem(
+        seed, {.max_vertices = 7, .max_nodes = 3, .link_matrix = seed % 2 == 0, .memory = seed % 3 == 0});
     if (!p) continue;
     ++checked;
     const std::size_t n = p->t.size(), k = p->k();

@@ -67,8 +67,8 @@ TEST(Quality, BottomUpNearOptimalOnEveryFamily) {
 TEST(Quality, TwoNodesExactOnChainsAndBinaryTrees) {
   for (family_shape shape : {family_shape::chain, family_shape::binary, family_shape::caterpillar}) {
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-      family_options f{.shape = shape, .components = 12, .traffic = family_traffic::pareto, .slack = 1.02,
-                       .nodes = 2, .seed = seed};
+      family_options f{
+          .shape = shape, .components = 12, .traffic = family_traffic::pareto, .slack = 1.02, .nodes = 2, .seed = seed};
       SCOPED_TRACE(describe(f));
       auto p = generate_family(f);
       ASSERT_TRUE(p) << p.error().message;
@@ -119,8 +119,12 @@ TEST(Quality, TightSlackNearSmt) {
 
 TEST(Quality, ScaleFree) {
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    family_options f{.shape = family_shape::binary, .components = 31, .traffic = family_traffic::pareto, .slack = 1.1,
-                     .nodes = 4, .seed = seed};
+    family_options f{.shape = family_shape::binary,
+                     .components = 31,
+                     .traffic = family_traffic::pareto,
+                     .slack = 1.1,
+                     .nodes = 4,
+                     .seed = seed};
     SCOPED_TRACE(describe(f));
     auto big = generate_family(f);
     ASSERT_TRUE(big);

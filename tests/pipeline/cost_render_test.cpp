@@ -8,7 +8,8 @@
 namespace bp = banyan::pipeline;
 
 TEST(Costs, BackwardSplitsFollowTheGivenFields) {
-  auto c = bp::parse_costs(R"({"stages": [{"t_f": 1, "t_b": 2}, {"t_f": 1, "t_i": 1.5, "t_w": 0.5}, {"t_f": 1, "t_b": 3, "t_w": 1, "mem": 4}],
+  auto c = bp::parse_costs(
+      R"({"stages": [{"t_f": 1, "t_b": 2}, {"t_f": 1, "t_i": 1.5, "t_w": 0.5}, {"t_f": 1, "t_b": 3, "t_w": 1, "mem": 4}],
                                "latency": 0.5, "bandwidth": 100})");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_DOUBLE_EQ(c->units[0].t_i, 1);
@@ -24,7 +25,8 @@ TEST(Costs, ErrorsNameTheEntryAndKey) {
     auto c = bp::parse_costs(text, "c.json");
     return c ? std::string("no error") : c.error().message;
   };
-  EXPECT_EQ(e(R"({"stages": [{"t_f": 1, "t_b": 2}, {"t_f": -1, "t_b": 2}]})"), "c.json: stages[1].t_f: must be a finite number >= 0");
+  EXPECT_EQ(e(R"({"stages": [{"t_f": 1, "t_b": 2}, {"t_f": -1, "t_b": 2}]})"),
+            "c.json: stages[1].t_f: must be a finite number >= 0");
   EXPECT_EQ(e(R"({"stages": [{"t_f": 1}]})"), "c.json: stages[0]: give t_b, or t_i and t_w");
   EXPECT_EQ(e(R"({"stages": [{"t_f": 1, "t_b": 2, "tf": 3}]})"),
             "c.json: stages[0]: unknown key `tf` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)");
@@ -37,8 +39,7 @@ TEST(Costs, ErrorsNameTheEntryAndKey) {
 TEST(Costs, LayersArePartitionedToBalanceTheSlowestStage) {
   bp::costs c;
   c.per_layer = true;
-  for (double t : {1.0, 1.0, 1.0, 1.0, 4.0, 1.0, 1.0})
-    c.units.push_back({t, 2 * t, t, t, 1, 0, 0});
+  for (double t : {1.0, 1.0, 1.0, 1.0, 4.0, 1.0, 1.0}) c.units.push_back({t, 2 * t, t, t, 1, 0, 0});
   auto s = bp::stage_costs(c, 3);
   ASSERT_TRUE(s) << s.error().message;
   ASSERT_EQ(s->size(), 3u);

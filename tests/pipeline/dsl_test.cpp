@@ -66,7 +66,8 @@ TEST(Dsl, ParseErrorsGiveLineColumnAndExpectation) {
   EXPECT_EQ(error_of("rank all: F^(p-1 B*\n"), "bad.pipe:1:18: expected `)`, found `B`");
   EXPECT_EQ(error_of("name \"x\"\nrank all F*\n"), "bad.pipe:2:10: expected `:`, found `F`");
   EXPECT_EQ(error_of("rank all: X\n"), "bad.pipe:1:11: expected F, B, I, W or `(`, found `X`");
-  EXPECT_EQ(error_of("place diagonal\nrank all: F* B*\n"), "bad.pipe:1:7: expected `loop` or `vshape`, found `diagonal`");
+  EXPECT_EQ(error_of("place diagonal\nrank all: F* B*\n"),
+            "bad.pipe:1:7: expected `loop` or `vshape`, found `diagonal`");
   EXPECT_EQ(error_of("name \"x\n"), "bad.pipe:1:6: unterminated string; expected `\"`");
   EXPECT_EQ(error_of("name \"x\"\n"), "bad.pipe: no `rank` line; a program needs at least `rank all: ...`");
   EXPECT_EQ(bp::parse_program("rank all: X\n", "bad.pipe").error().code, bp::errc::parse);
@@ -155,8 +156,8 @@ TEST(Dsl, InterleavedRefusesExactlyTheShapesThatDeadlock) {
         }
       }
   EXPECT_GT(partial_ok, 0);
-  std::printf("interleaved-1f1b, p 1..6, m 1..12, v 2..3: %d shapes with a partial group run, %d refused\n",
-              partial_ok, refused);
+  std::printf("interleaved-1f1b, p 1..6, m 1..12, v 2..3: %d shapes with a partial group run, %d refused\n", partial_ok,
+              refused);
 }
 
 // An item that cannot run where it stands is an error, not skipped (skipping it would compile
@@ -170,13 +171,16 @@ TEST(Dsl, AnItemThatCannotRunIsAnErrorNamingIt) {
     return t ? std::string("no error") : t.error().message;
   };
   EXPECT_EQ(compile_error("rank all: B F* B*\n", {2, 4, 1}),
-            "bad.pipe:1:11: rank 0 (p=2 m=4 v=1): `B` (item 1) cannot run here: its forward (chunk 0, microbatch 0) is not issued "
+            "bad.pipe:1:11: rank 0 (p=2 m=4 v=1): `B` (item 1) cannot run here: its forward (chunk 0, microbatch 0) is "
+            "not issued "
             "yet on this rank; only `X*`, `X^n` and `X?` may run zero times");
   // Inside a plain group, the op that failed is named too.
   EXPECT_EQ(compile_error("rank all: F (F W) F* B*\n", {1, 4, 1}),
-            "bad.pipe:1:13: rank 0 (p=1 m=4 v=1): `(F W)` (item 2) cannot run here: `W` at 1:16: no weight gradient is pending "
+            "bad.pipe:1:13: rank 0 (p=1 m=4 v=1): `(F W)` (item 2) cannot run here: `W` at 1:16: no weight gradient is "
+            "pending "
             "(every `I` has had its `W`); only `X*`, `X^n` and `X?` may run zero times");
-  EXPECT_NE(compile_error("chunks 2\nrank all: F[1]* F[1] F* B*\n", {2, 2, 1}).find("`F[1]` (item 2) cannot run here: every forward of chunk 1 is issued"),
+  EXPECT_NE(compile_error("chunks 2\nrank all: F[1]* F[1] F* B*\n", {2, 2, 1})
+                .find("`F[1]` (item 2) cannot run here: every forward of chunk 1 is issued"),
             std::string::npos);
   // Repeats may run zero times: `F?`, `B^n` and `W*` here find nothing to take.
   auto t = compile_ok("rank all: F* F? B^(p-1-r) B* W*\n", {2, 2, 1});
@@ -205,14 +209,17 @@ TEST(Dsl, DescendingMicrobatchOrder) {
   ASSERT_TRUE(waits);
   auto w = bp::compile(*waits, {1, 2, 1});
   ASSERT_FALSE(w);
-  EXPECT_NE(w.error().message.find("`B[desc]` (item 2) cannot run here: its forward (chunk 0, microbatch 1) is not issued yet"), std::string::npos)
+  EXPECT_NE(w.error().message.find(
+                "`B[desc]` (item 2) cannot run here: its forward (chunk 0, microbatch 1) is not issued yet"),
+            std::string::npos)
       << w.error().message;
   // The explicit form writes the direction back.
   auto text = bp::explicit_program(*looped, 2, 2, bp::placement::loop, "bfs");
   ASSERT_TRUE(text) << text.error().message;
   EXPECT_NE(text->find("rank 0: F[0]^3 F[1]^3 B[1, desc]^3 B[0, desc]^3"), std::string::npos) << *text;
   EXPECT_EQ(compile_ok(*text, {2, 3, 2}), *looped);
-  EXPECT_EQ(error_of("rank all: F* I* W[desc]*\n"), "bad.pipe:1:19: `W` takes the order of the `I`s; `desc` applies to F, B and I");
+  EXPECT_EQ(error_of("rank all: F* I* W[desc]*\n"),
+            "bad.pipe:1:19: `W` takes the order of the `I`s; `desc` applies to F, B and I");
   EXPECT_EQ(error_of("rank all: F[0, down]* B*\n"), "bad.pipe:1:16: expected `desc` or `asc`, found `down`");
   EXPECT_EQ(error_of("let desc = 1\nrank all: F* B*\n"), "bad.pipe:1:1: `desc` is reserved; pick another name");
 }
@@ -234,7 +241,10 @@ TEST(Dsl, EveryBuiltinCompilesAndValidatesOnTheUsualShapes) {
 }
 
 TEST(Dsl, ExpressionsUseFloorDivisionAndComparisons) {
-  auto t = compile_ok("require (0 - 3) / 2 == -2 && (0 - 3) % 2 == 1 && min(3, 1, 2) <= max(0, 1) && 2 > 1 && 1 != 2 && (0 || 1)\nrank all: F* B*\n", {1, 1, 1});
+  auto t = compile_ok(
+      "require (0 - 3) / 2 == -2 && (0 - 3) % 2 == 1 && min(3, 1, 2) <= max(0, 1) && 2 > 1 && 1 != 2 && (0 || 1)\nrank "
+      "all: F* B*\n",
+      {1, 1, 1});
   EXPECT_EQ(t.num_ranks(), 1);
 }
 
@@ -243,17 +253,24 @@ TEST(Dsl, ExpressionsUseFloorDivisionAndComparisons) {
 // an operator chain (`1+1+...`, as deep a tree as it is long, with no parenthesis at all).
 TEST(Dsl, DeepNestingIsAParseErrorNotACrash) {
   const int n = 20000;
-  const std::string deep = " nested deeper than 100 levels (each group, parenthesis, unary `-` and chained operator is one); simplify the program";
-  EXPECT_EQ(error_of("rank all: " + std::string(n, '(') + "F" + std::string(n, ')') + "* B*\n"), "bad.pipe:1:111:" + deep);
+  const std::string deep =
+      " nested deeper than 100 levels (each group, parenthesis, unary `-` and chained operator is one); simplify the "
+      "program";
+  EXPECT_EQ(error_of("rank all: " + std::string(n, '(') + "F" + std::string(n, ')') + "* B*\n"),
+            "bad.pipe:1:111:" + deep);
   EXPECT_EQ(error_of("let x = " + std::string(n, '-') + "1\nrank all: F* B*\n"), "bad.pipe:1:108:" + deep);
-  EXPECT_EQ(error_of("let x = " + std::string(n, '(') + "1" + std::string(n, ')') + "\nrank all: F* B*\n"), "bad.pipe:1:109:" + deep);
-  EXPECT_EQ(error_of("rank all: F^" + std::string(n, '(') + "1" + std::string(n, ')') + " F* B*\n"), "bad.pipe:1:113:" + deep);
+  EXPECT_EQ(error_of("let x = " + std::string(n, '(') + "1" + std::string(n, ')') + "\nrank all: F* B*\n"),
+            "bad.pipe:1:109:" + deep);
+  EXPECT_EQ(error_of("rank all: F^" + std::string(n, '(') + "1" + std::string(n, ')') + " F* B*\n"),
+            "bad.pipe:1:113:" + deep);
   std::string chain = "1";
   for (int i = 0; i < 5 * n; ++i) chain += "+1";
   const std::string chained = error_of("require " + chain + "\nrank all: F* B*\n");
   EXPECT_EQ(chained.rfind("bad.pipe:1:", 0), 0u) << chained;
   EXPECT_NE(chained.find(deep), std::string::npos) << chained;
-  EXPECT_EQ(bp::parse_program("rank all: " + std::string(n, '(') + "F" + std::string(n, ')') + "\n", "bad.pipe").error().code, bp::errc::parse);
+  EXPECT_EQ(
+      bp::parse_program("rank all: " + std::string(n, '(') + "F" + std::string(n, ')') + "\n", "bad.pipe").error().code,
+      bp::errc::parse);
 }
 
 // Up to the limit, nesting parses, compiles and evaluates (the compiler and eval() recurse as deep).
@@ -265,7 +282,8 @@ TEST(Dsl, NestingUpToTheLimitCompiles) {
   for (int i = 0; i < 99; ++i) chain += "+1";
   const std::string negations(98, '-');  // an even count: 3
   // a = 99 and b = 3: three warm-up forwards.
-  auto u = compile_ok("let a = " + chain + "\nlet b = " + negations + "3\nrank all: F^(a - 99 + b) (F B)* B*\n", {1, 5, 1});
+  auto u =
+      compile_ok("let a = " + chain + "\nlet b = " + negations + "3\nrank all: F^(a - 99 + b) (F B)* B*\n", {1, 5, 1});
   EXPECT_EQ(bp::write_csv(u), "0F0,0F1,0F2,0F3,0B0,0F4,0B1,0B2,0B3,0B4\n");
 }
 
@@ -279,9 +297,11 @@ TEST(Dsl, GroupBelowOneAndNegativeModuloAreErrors) {
     auto t = bp::compile(*prog, s);
     return t ? std::string("no error") : t.error().message;
   };
-  EXPECT_EQ(compile_error("group 0\nrank all: F* B*\n", {2, 4, 1}),
-            "e.pipe:1:7: `group` evaluates to 0 for p=2 m=4 v=1; expected 1 or more (a group larger than m is all of m)");
-  EXPECT_NE(compile_error("group p - 3\nrank all: F* B*\n", {2, 4, 1}).find("`group` evaluates to -1"), std::string::npos);
+  EXPECT_EQ(
+      compile_error("group 0\nrank all: F* B*\n", {2, 4, 1}),
+      "e.pipe:1:7: `group` evaluates to 0 for p=2 m=4 v=1; expected 1 or more (a group larger than m is all of m)");
+  EXPECT_NE(compile_error("group p - 3\nrank all: F* B*\n", {2, 4, 1}).find("`group` evaluates to -1"),
+            std::string::npos);
   EXPECT_EQ(compile_error("group m + 5\nrank all: F* B*\n", {2, 4, 1}), "no error");
   EXPECT_EQ(compile_error("let k = r % (0 - 2)\nrank all: F^k F* B*\n", {2, 4, 1}),
             "e.pipe:1:11: `%` by a negative divisor (-2); `%` takes a positive one");

@@ -104,7 +104,8 @@ TEST(ReferenceOrders, ZbH1IsTorchZb1pForEveryShapeTorchAccepts) {
 // counts the r deferred W over the steady phase and the cool-down together).
 TEST(ReferenceOrders, ZbH1DefersWWithFewMicrobatchesAsTorchDoes) {
   const auto t = shipped("zb-h1", {4, 2, 1});
-  EXPECT_EQ(bp::write_csv(t), "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1F1,1I0,1I1,1W0,1W1\n2F0,2F1,2I0,2I1,2W0,2W1\n3F0,3I0,3F1,3I1,3W0,3W1\n");
+  EXPECT_EQ(bp::write_csv(t),
+            "0F0,0F1,0I0,0W0,0I1,0W1\n1F0,1F1,1I0,1I1,1W0,1W1\n2F0,2F1,2I0,2I1,2W0,2W1\n3F0,3I0,3F1,3I1,3W0,3W1\n");
 }
 
 TEST(ReferenceOrders, InterleavedIsMegatronForEveryWholeGroupShape) {

@@ -111,7 +111,8 @@ TEST(Greedy, TablesAreValidAndWithinTheCap) {
       pol.w_delay.push_back(std::uniform_int_distribution<int>(-1, 3)(rng));
     }
     const double cap = std::uniform_int_distribution<int>(1, 2 * p)(rng);
-    SCOPED_TRACE("trial " + std::to_string(trial) + " p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v) + " cap=" + std::to_string(cap));
+    SCOPED_TRACE("trial " + std::to_string(trial) + " p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                 " v=" + std::to_string(v) + " cap=" + std::to_string(cap));
     auto stages = bp::stage_costs(bp::uniform_costs(p, 1, 1, 1), p * v);
     auto t = bp::greedy_schedule(p, m, *stages, {}, cap, pol);
     if (!t) continue;  // a stall under a tight cap is an ordinary outcome

@@ -36,10 +36,12 @@ struct case_ {
   int p, m;
   double tf, ti, tw;
 };
-const case_ balanced[] = {{4, 8, 1, 1, 1}, {4, 16, 1, 1.5, 0.5}, {8, 16, 2, 2, 2}, {8, 32, 1, 2, 1}, {2, 5, 1, 1, 1}, {6, 12, 3, 2, 1}};
+const case_ balanced[] = {{4, 8, 1, 1, 1},  {4, 16, 1, 1.5, 0.5}, {8, 16, 2, 2, 2},
+                          {8, 32, 1, 2, 1}, {2, 5, 1, 1, 1},      {6, 12, 3, 2, 1}};
 
 std::string label(const case_& c) {
-  return "p=" + std::to_string(c.p) + " m=" + std::to_string(c.m) + " tf=" + std::to_string(c.tf) + " ti=" + std::to_string(c.ti) + " tw=" + std::to_string(c.tw);
+  return "p=" + std::to_string(c.p) + " m=" + std::to_string(c.m) + " tf=" + std::to_string(c.tf) +
+         " ti=" + std::to_string(c.ti) + " tw=" + std::to_string(c.tw);
 }
 
 }  // namespace
@@ -98,7 +100,9 @@ TEST(Simulate, PeakMemoryMatchesClosedForms) {
     if (c.m < 2 * c.p) continue;
     SCOPED_TRACE(label(c));
     const double mb = 2.5;  // M_B, activation memory of one microbatch on one stage
-    auto peak = [&](const char* name) { return run(builtin_table(name, c.p, c.m), c.p, c.tf, c.ti, c.tw, mb).max_peak_memory(); };
+    auto peak = [&](const char* name) {
+      return run(builtin_table(name, c.p, c.m), c.p, c.tf, c.ti, c.tw, mb).max_peak_memory();
+    };
     EXPECT_DOUBLE_EQ(peak("gpipe"), c.m * mb);
     EXPECT_DOUBLE_EQ(peak("1f1b"), c.p * mb);
     EXPECT_DOUBLE_EQ(peak("zb-h1"), c.p * mb);

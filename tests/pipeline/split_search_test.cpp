@@ -207,7 +207,8 @@ TEST(Splits, NeverWorseThanAShippedProgramOnTheEvenSplit) {
       shipped.push_back({b.name + " v=" + std::to_string(v), s->makespan, s->max_peak_memory()});
     }
   }
-  const auto best = *std::min_element(shipped.begin(), shipped.end(), [](const run& a, const run& b) { return a.makespan < b.makespan; });
+  const auto best = *std::min_element(shipped.begin(), shipped.end(),
+                                      [](const run& a, const run& b) { return a.makespan < b.makespan; });
   EXPECT_EQ(best.what, "zb-v v=2");
   auto o = budgeted(p, m, 1, 300);
   o.mem_cap = best.peak + 1e-6;
@@ -215,7 +216,8 @@ TEST(Splits, NeverWorseThanAShippedProgramOnTheEvenSplit) {
   ASSERT_TRUE(r) << r.error().message;
   for (const auto& s : shipped)
     if (s.peak <= o.mem_cap) {
-      EXPECT_LE(r->best.sim.makespan, s.makespan + 1e-9) << s.what << " on the even split; search gave " << r->best.origin;
+      EXPECT_LE(r->best.sim.makespan, s.makespan + 1e-9)
+          << s.what << " on the even split; search gave " << r->best.origin;
     }
   ASSERT_TRUE(r->best_predefined);
   EXPECT_LE(r->best_predefined->sim.makespan, best.makespan + 1e-9) << r->best_predefined->origin;

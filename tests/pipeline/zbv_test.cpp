@@ -85,7 +85,9 @@ TEST(ZbV, EqualsTorchOrderForEveryMFrom2PMinus1) {
   const int status = pclose(pipe);
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   while (!text.empty() && text.back() == '\n') text.pop_back();
-  if (rc == 77 || rc == 127) GTEST_SKIP() << "no torch.distributed.pipelining here (" << text << "); checked against tests/pipeline/zbv_torch_orders.txt only";
+  if (rc == 77 || rc == 127)
+    GTEST_SKIP() << "no torch.distributed.pipelining here (" << text
+                 << "); checked against tests/pipeline/zbv_torch_orders.txt only";
   ASSERT_EQ(rc, 0) << text;
   std::istringstream in(text);
   const auto orders = read_orders(in);

@@ -143,8 +143,9 @@ TEST(BadFrames, GarbageIsCountedLoggedAndTheNodeKeepsServing) {
   EXPECT_TRUE(f.rec.logged("rejected garbage frame from connection "));
   {
     std::lock_guard lk(f.rec.mu);
-    const auto lines = std::count_if(f.rec.logs.begin(), f.rec.logs.end(),
-                                     [](const std::string& l) { return l.find("rejected garbage") != std::string::npos; });
+    const auto lines = std::count_if(f.rec.logs.begin(), f.rec.logs.end(), [](const std::string& l) {
+      return l.find("rejected garbage") != std::string::npos;
+    });
     EXPECT_EQ(lines, 10) << "the first 10 rejections per reason are logged, then powers of ten";
   }
   // Still serving: a well-formed data frame is delivered.

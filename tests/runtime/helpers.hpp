@@ -57,12 +57,12 @@ struct gate {
 struct recorder {
   std::mutex mu;
   std::condition_variable cv;
-  std::map<std::string, std::vector<envelope>> got;  // by sending peer
+  std::map<std::string, std::vector<envelope>> got;                 // by sending peer
   std::map<std::string, int> ups, downs, credits, stalls, resumes;  // credits: on_credit calls
-  std::map<std::string, std::vector<envelope>> undelivered;  // handed back by on_undelivered (receipts dropped)
+  std::map<std::string, std::vector<envelope>> undelivered;         // handed back by on_undelivered (receipts dropped)
   std::vector<std::string> logs;
   std::function<void(const std::string&, const envelope&)> on_envelope_hook;  // runs before recording
-  bool keep = true;  // store envelopes (off for large runs: count only)
+  bool keep = true;            // store envelopes (off for large runs: count only)
   bool hold_receipts = false;  // keep delivery receipts in `receipts` (the sender's credit waits for them)
   std::vector<std::shared_ptr<const void>> receipts;
   std::map<std::string, std::uint64_t> count, next_seq;

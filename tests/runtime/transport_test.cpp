@@ -309,11 +309,14 @@ TEST(Transport, ThreeNodesDeliverEveryMessageInPerPairOrder) {
   for (auto& s : senders) s.join();
   for (auto& node : t) node->flush();  // every send is written (and counted) before we look
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(rec[i].wait([&] {
-      std::uint64_t c = 0;
-      for (auto& [p, n] : rec[i].count) c += n;
-      return c == 2 * per_link;
-    }, 120s)) << names[i];
+    ASSERT_TRUE(rec[i].wait(
+        [&] {
+          std::uint64_t c = 0;
+          for (auto& [p, n] : rec[i].count) c += n;
+          return c == 2 * per_link;
+        },
+        120s))
+        << names[i];
     EXPECT_EQ(rec[i].order_errors, 0u) << names[i];
     for (int j = 0; j < 3; ++j) {
       if (j == i) continue;

@@ -22,7 +22,9 @@ using namespace std::chrono_literals;
 
 class scratch {
  public:
-  scratch() : path_(fs::temp_directory_path() / ("banyan-deployment-" + std::to_string(::getpid()) + "-" + std::to_string(next_++))) {
+  scratch()
+      : path_(fs::temp_directory_path() /
+              ("banyan-deployment-" + std::to_string(::getpid()) + "-" + std::to_string(next_++))) {
     fs::create_directories(path_);
   }
   ~scratch() {
@@ -78,12 +80,14 @@ TEST(Deployment, MalformedCurveEntriesNameFileLineAndColumn) {
   struct bad_case {
     std::string n0, n1, message;
   };
-  for (const auto& c : {bad_case{"{secret: n0.key}", "{public: n1.pub}", "d.yaml:6:12: node `n0`: curve needs `public`"},
-                        bad_case{"{public: n0.pub, secrte: n0.key}", "{public: n1.pub}",
-                                 "d.yaml:6:29: node `n0`: unknown curve key `secrte`"},
-                        bad_case{"n0.pub", "{public: n1.pub}", "d.yaml:6:12: node `n0`: `curve` must be a mapping"},
-                        bad_case{"{public: n0.pub}", "", "d.yaml:7:5: node `n1` has no `curve` keys but other nodes have"},
-                        bad_case{"{public: [a, b]}", "{public: n1.pub}", "d.yaml:6:21: node `n0`: curve.public must name a key file"}}) {
+  for (const auto& c :
+       {bad_case{"{secret: n0.key}", "{public: n1.pub}", "d.yaml:6:12: node `n0`: curve needs `public`"},
+        bad_case{"{public: n0.pub, secrte: n0.key}", "{public: n1.pub}",
+                 "d.yaml:6:29: node `n0`: unknown curve key `secrte`"},
+        bad_case{"n0.pub", "{public: n1.pub}", "d.yaml:6:12: node `n0`: `curve` must be a mapping"},
+        bad_case{"{public: n0.pub}", "", "d.yaml:7:5: node `n1` has no `curve` keys but other nodes have"},
+        bad_case{"{public: [a, b]}", "{public: n1.pub}",
+                 "d.yaml:6:21: node `n0`: curve.public must name a key file"}}) {
     auto d = partitioner::parse_deployment(deployment_text(dir, c.n0, c.n1), "d.yaml");
     ASSERT_FALSE(d) << c.message;
     EXPECT_NE(d.error().message.find(c.message), std::string::npos) << d.error().message;
@@ -112,18 +116,22 @@ TEST(Deployment, ANodeReadsItsKeysFromTheFilesTheDeploymentNames) {
   auto options = testing::test_options();
   options.max_runtime = 100ms;
   options.node = "n0";
-  options.deployment = dir.write("d.yaml", deployment_text(dir, "{public: n0.pub, secret: n0.key}", "{public: n1.pub}")).string();
+  options.deployment =
+      dir.write("d.yaml", deployment_text(dir, "{public: n0.pub, secret: n0.key}", "{public: n1.pub}")).string();
   auto ok = run(a, options);
   EXPECT_EQ(ok.exit_code, 0) << ok.error;
 
-  options.deployment = dir.write("no-secret.yaml", deployment_text(dir, "{public: n0.pub}", "{public: n1.pub}")).string();
+  options.deployment =
+      dir.write("no-secret.yaml", deployment_text(dir, "{public: n0.pub}", "{public: n1.pub}")).string();
   auto no_secret = run(a, options);
   EXPECT_EQ(no_secret.exit_code, 2);
   EXPECT_NE(no_secret.error.find("no-secret.yaml:6:12: node `n0` curve: this node needs `secret`"), std::string::npos)
       << no_secret.error;
 
   dir.write("broken.pub", "not a key\n");
-  options.deployment = dir.write("broken.yaml", deployment_text(dir, "{public: n0.pub, secret: n0.key}", "{public: broken.pub}")).string();
+  options.deployment =
+      dir.write("broken.yaml", deployment_text(dir, "{public: n0.pub, secret: n0.key}", "{public: broken.pub}"))
+          .string();
   auto broken = run(a, options);
   EXPECT_EQ(broken.exit_code, 2);
   EXPECT_NE(broken.error.find("broken.yaml:10:12: node `n1` curve: "), std::string::npos) << broken.error;
@@ -169,13 +177,15 @@ TEST(Launcher, EndpointsThatMeetOnOneHostAreAClearError) {
                                  "version: 1\nnodes:\n"
                                  "  - {name: n0, endpoint: \"tcp://{host}:7301\", capacity: {cpu: 1}}\n"
                                  "  - {name: n1, endpoint: \"tcp://{host}:7301\", capacity: {cpu: 1}}\n"
-                                 "assignments:\n  /app: n0\n").string();
+                                 "assignments:\n  /app: n0\n")
+                           .string();
   ::setenv("BANYAN_HOSTS", "localhost:2", 1);
   auto clash = run(a, options);
   ::unsetenv("BANYAN_HOSTS");
   EXPECT_EQ(clash.exit_code, 2);
-  EXPECT_NE(clash.error.find("d.yaml:4: node `n1` endpoint `tcp://{host}:7301` is `tcp://localhost:7301` on this host list, as "
-                             "node `n0`'s is"),
+  EXPECT_NE(clash.error.find(
+                "d.yaml:4: node `n1` endpoint `tcp://{host}:7301` is `tcp://localhost:7301` on this host list, as "
+                "node `n0`'s is"),
             std::string::npos)
       << clash.error;
 }

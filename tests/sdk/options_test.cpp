@@ -54,8 +54,9 @@ TEST(Options, EveryValueTypeParses) {
   app a{"app"};
   config c;
   add_all(a.options(), c);
-  args in{"--count", "7", "--big", "18446744073709551615", "--rate", "1.25", "--name", "n1", "--verbose",
-          "--pause", "1.5s", "--sizes", "1,2,4"};
+  args in{
+      "--count", "7",       "--big", "18446744073709551615", "--rate", "1.25", "--name", "n1", "--verbose", "--pause",
+      "1.5s",    "--sizes", "1,2,4"};
   EXPECT_FALSE(a.options().parse(in.argc(), in.argv()).has_value());
   EXPECT_EQ(c.count, 7);
   EXPECT_EQ(c.big, 18446744073709551615ull);
@@ -80,10 +81,21 @@ TEST(Options, DefaultsStayWhenNotGivenAndParsingTwiceGivesTheSameValues) {
 }
 
 TEST(Options, BadValuesAndUnknownOptionsAreExitCode2) {
-  for (auto bad : {std::vector<std::string>{"--count", "x"}, {"--count", "0"}, {"--count", "99999999999"},
-                   {"--rate", "fast"}, {"--pause", "-1s"}, {"--pause", "5 parsecs"}, {"--sizes", "1,0"},
-                   {"--sizes", "1,a"}, {"--nope"}, {"--count"}, {"--mode", "flat"}, {"--node", "n1"},
-                   {"--deployment", "d.yaml"}, {"--heartbeat-timeout", "0"}, {"--run-for", "soon"}}) {
+  for (auto bad : {std::vector<std::string>{"--count", "x"},
+                   {"--count", "0"},
+                   {"--count", "99999999999"},
+                   {"--rate", "fast"},
+                   {"--pause", "-1s"},
+                   {"--pause", "5 parsecs"},
+                   {"--sizes", "1,0"},
+                   {"--sizes", "1,a"},
+                   {"--nope"},
+                   {"--count"},
+                   {"--mode", "flat"},
+                   {"--node", "n1"},
+                   {"--deployment", "d.yaml"},
+                   {"--heartbeat-timeout", "0"},
+                   {"--run-for", "soon"}}) {
     app a{"app"};
     config c;
     add_all(a.options(), c);
@@ -149,7 +161,8 @@ struct probe_config {
 class probe_leaf : public leaf {
  public:
   probe_leaf(std::shared_ptr<std::string> out, int n, probe_config c, int plain)
-      : out_(std::move(out)), text_(std::to_string(n) + " " + std::to_string(c.a) + " " + c.b + " " + std::to_string(plain)) {}
+      : out_(std::move(out)),
+        text_(std::to_string(n) + " " + std::to_string(c.a) + " " + c.b + " " + std::to_string(plain)) {}
   void on_start(context& ctx) override {
     *out_ = text_;
     ctx.quit(0);

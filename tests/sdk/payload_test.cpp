@@ -43,7 +43,10 @@ TEST(Payload, TypedRoundTrip) {
 
 TEST(Payload, GarbageFailsValidationWithAClearError) {
   // A segment table claiming a huge segment: Cap'n Proto must reject it, not read past the buffer.
-  std::string garbage("\x00\x00\x00\x00\xff\xff\xff\x0f" "abcdefgh", 16);
+  std::string garbage(
+      "\x00\x00\x00\x00\xff\xff\xff\x0f"
+      "abcdefgh",
+      16);
   bool called = false;
   auto r = read_as<Sample>(payload::copy_of(garbage), "topic `net/x`", [&](Sample::Reader) { called = true; });
   ASSERT_FALSE(r.has_value());

@@ -1,8 +1,8 @@
 // End-to-end property test through real component actors: random trees (up to 2,000 components),
 // random subscriptions and random scoped publishes. Delivered messages must equal a brute-force
 // computation, and every edge counter must equal an independent computation of propagation paths.
-#include "test_support.hpp"
 #include "../support/topic_oracle.hpp"
+#include "test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,8 +20,8 @@ struct publish_step {
 };
 
 struct script {
-  std::vector<std::vector<std::string>> filters;    // per vertex
-  std::vector<std::vector<publish_step>> publishes; // per vertex
+  std::vector<std::vector<std::string>> filters;     // per vertex
+  std::vector<std::vector<publish_step>> publishes;  // per vertex
   std::vector<bool> is_leaf;
   std::vector<std::string> leaf_paths;
   std::string starter;  // the leaf that asks every leaf to `go` (written before the run ends)
@@ -38,14 +38,18 @@ class prop_leaf : public leaf {
   prop_leaf(std::shared_ptr<script> s, vertex_id v) : s_(std::move(s)), v_(v) {}
   void on_start(context& ctx) override {
     for (const auto& f : s_->filters[v_]) {
-      ASSERT_TRUE(ctx.subscribe(f, [this, &ctx, f](const delivery& d) {
-        {
-          std::lock_guard lock(s_->mutex);
-          s_->got.insert(ctx.path() + "|" + f + "|" + d.topic() + "|" + d.sender() + "|" + std::to_string(d.sequence()));
-        }
-        s_->delivered.fetch_add(1);
-        maybe_quit(ctx);
-      }).has_value()) << f;
+      ASSERT_TRUE(ctx.subscribe(f,
+                                [this, &ctx, f](const delivery& d) {
+                                  {
+                                    std::lock_guard lock(s_->mutex);
+                                    s_->got.insert(ctx.path() + "|" + f + "|" + d.topic() + "|" + d.sender() + "|" +
+                                                   std::to_string(d.sequence()));
+                                  }
+                                  s_->delivered.fetch_add(1);
+                                  maybe_quit(ctx);
+                                })
+                      .has_value())
+          << f;
     }
     ctx.serve("go", [this, &ctx](const payload&) -> result<payload> {
       for (const auto& p : s_->publishes[v_]) {
@@ -60,7 +64,8 @@ class prop_leaf : public leaf {
       // Every leaf has subscribed: start all publishers.
       s_->starter = ctx.path();
       for (const auto& path : s_->leaf_paths)
-        ctx.request(path, "go", payload{}, std::chrono::seconds(30), [](result<payload> r) { EXPECT_TRUE(r.has_value()); });
+        ctx.request(path, "go", payload{}, std::chrono::seconds(30),
+                    [](result<payload> r) { EXPECT_TRUE(r.has_value()); });
     }
   }
 
@@ -155,8 +160,10 @@ void run_case(std::uint64_t seed, std::size_t max_n, routing_mode mode) {
       for (auto t : targets) {
         auto ua = ancestors(static_cast<vertex_id>(p)), ub = ancestors(t);
         std::set<vertex_id> sa(ua.begin(), ua.end()), sb(ub.begin(), ub.end());
-        for (auto v : sa) if (!sb.count(v)) ++copies[v];
-        for (auto v : sb) if (!sa.count(v)) ++copies[v];
+        for (auto v : sa)
+          if (!sb.count(v)) ++copies[v];
+        for (auto v : sb)
+          if (!sa.count(v)) ++copies[v];
       }
       for (auto [e, c] : copies) edge_messages[e] += mode == routing_mode::hier ? 1 : c;
     }
@@ -174,8 +181,10 @@ void run_case(std::uint64_t seed, std::size_t max_n, routing_mode mode) {
     auto ua = ancestors(static_cast<vertex_id>(starter - paths.begin()));
     auto ub = ancestors(static_cast<vertex_id>(std::find(paths.begin(), paths.end(), leaf_path) - paths.begin()));
     std::set<vertex_id> sa(ua.begin(), ua.end()), sb(ub.begin(), ub.end());
-    for (auto v : sa) if (!sb.count(v)) edge_messages[v] += 2;
-    for (auto v : sb) if (!sa.count(v)) edge_messages[v] += 2;
+    for (auto v : sa)
+      if (!sb.count(v)) edge_messages[v] += 2;
+    for (auto v : sb)
+      if (!sa.count(v)) edge_messages[v] += 2;
   }
   // The run numbers vertices its own way: compare edges by path.
   for (std::size_t v = 1; v < n; ++v)

@@ -42,11 +42,13 @@ class talker : public leaf {
     ASSERT_TRUE(ctx.subscribe("done", [&ctx](const delivery&) { ctx.quit(0); }).has_value());
     // Siblings start after us; post so that their on_start (and subscriptions) run first is not
     // guaranteed, so wait for the root's start signal instead.
-    ASSERT_TRUE(ctx.subscribe("go", [this, &ctx](const delivery&) {
-      auto ok = ctx.publish(topic_, std::string_view("payload"), where_);
-      ASSERT_TRUE(ok.has_value()) << ok.error().what();
-      ASSERT_TRUE(ctx.publish("done", std::string_view(""), scope::self()).has_value());
-    }).has_value());
+    ASSERT_TRUE(ctx.subscribe("go",
+                              [this, &ctx](const delivery&) {
+                                auto ok = ctx.publish(topic_, std::string_view("payload"), where_);
+                                ASSERT_TRUE(ok.has_value()) << ok.error().what();
+                                ASSERT_TRUE(ctx.publish("done", std::string_view(""), scope::self()).has_value());
+                              })
+                    .has_value());
   }
 
  private:
@@ -166,8 +168,10 @@ class burst : public leaf {
       auto shared = payload::copy_of(std::string_view("same bytes for everyone"));
       for (int k = 0; k < n_; ++k) {
         auto p = payload::build<Sample>([k](Sample::Builder b) { b.setValue(static_cast<std::uint64_t>(k)); });
-        ASSERT_TRUE(ctx.publish<Sample>("seq", [k](Sample::Builder b) { b.setValue(static_cast<std::uint64_t>(k)); },
-                                        scope::parent()).has_value());
+        ASSERT_TRUE(
+            ctx.publish<Sample>(
+                   "seq", [k](Sample::Builder b) { b.setValue(static_cast<std::uint64_t>(k)); }, scope::parent())
+                .has_value());
       }
       ASSERT_TRUE(ctx.publish("shared", shared, scope::parent()).has_value());
       return;
@@ -188,16 +192,23 @@ class ordered_sub : public leaf {
       : rec_(std::move(rec)), kept_(std::move(kept)), n_(n) {}
   void on_start(context& ctx) override {
     ctx.serve("ready", [](const payload&) -> result<payload> { return payload{}; });
-    ASSERT_TRUE(ctx.subscribe<Sample>("seq", [this, &ctx](Sample::Reader r, const delivery& d) {
-      if (r.getValue() != next_) rec_->add(ctx.path() + " out of order: " + std::to_string(r.getValue()));
-      if (d.sequence() != next_ + 1) rec_->add(ctx.path() + " bad sequence " + std::to_string(d.sequence()));
-      ++next_;
-    }).has_value());
-    ASSERT_TRUE(ctx.subscribe("shared", [this, &ctx](const delivery& d) {
-      kept_->push_back(d.data());  // only touched after the run (read in the test thread) ...
-      if (next_ != static_cast<std::uint64_t>(n_)) rec_->add(ctx.path() + " shared before all seq");
-      if (rec_->bump("shared") == 2) ctx.quit(0);
-    }).has_value());
+    ASSERT_TRUE(ctx.subscribe<Sample>("seq",
+                                      [this, &ctx](Sample::Reader r, const delivery& d) {
+                                        if (r.getValue() != next_)
+                                          rec_->add(ctx.path() + " out of order: " + std::to_string(r.getValue()));
+                                        if (d.sequence() != next_ + 1)
+                                          rec_->add(ctx.path() + " bad sequence " + std::to_string(d.sequence()));
+                                        ++next_;
+                                      })
+                    .has_value());
+    ASSERT_TRUE(ctx.subscribe("shared",
+                              [this, &ctx](const delivery& d) {
+                                kept_->push_back(d.data());  // only touched after the run (read in the test thread) ...
+                                if (next_ != static_cast<std::uint64_t>(n_))
+                                  rec_->add(ctx.path() + " shared before all seq");
+                                if (rec_->bump("shared") == 2) ctx.quit(0);
+                              })
+                    .has_value());
   }
 
  private:
@@ -238,7 +249,9 @@ class fast_publisher : public leaf {
  public:
   fast_publisher(std::shared_ptr<flow_state> s, std::uint64_t n) : s_(std::move(s)), n_(n) {}
   // The subscriber is an earlier sibling, so its subscription exists (siblings start in order).
-  void on_start(context& ctx) override { ctx.post([this, &ctx] { burst(ctx); }); }
+  void on_start(context& ctx) override {
+    ctx.post([this, &ctx] { burst(ctx); });
+  }
 
  private:
   void burst(context& ctx) {
@@ -256,14 +269,16 @@ class slow_subscriber : public leaf {
  public:
   slow_subscriber(std::shared_ptr<flow_state> s, std::uint64_t n) : s_(std::move(s)), n_(n) {}
   void on_start(context& ctx) override {
-    ASSERT_TRUE(ctx.subscribe("flow", [this, &ctx](const delivery&) {
-      const auto got = s_->received.fetch_add(1) + 1;
-      s_->max_lag = std::max(s_->max_lag.load(), s_->published.load() - got);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(25);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-      if (got == n_) ctx.quit(0);
-    }).has_value());
+    ASSERT_TRUE(ctx.subscribe("flow",
+                              [this, &ctx](const delivery&) {
+                                const auto got = s_->received.fetch_add(1) + 1;
+                                s_->max_lag = std::max(s_->max_lag.load(), s_->published.load() - got);
+                                const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(25);
+                                while (std::chrono::steady_clock::now() < until) {
+                                }
+                                if (got == n_) ctx.quit(0);
+                              })
+                    .has_value());
   }
 
  private:
@@ -481,7 +496,8 @@ class early_child : public leaf {
 class answering_sibling : public leaf {
  public:
   void on_start(context& ctx) override {
-    (void)ctx.subscribe("ready", [&ctx](const delivery&) { (void)ctx.publish("go", std::string_view{}, scope::root()); });
+    (void)ctx.subscribe("ready",
+                        [&ctx](const delivery&) { (void)ctx.publish("go", std::string_view{}, scope::root()); });
   }
 };
 

@@ -23,7 +23,9 @@ class server : public leaf {
       std::string s = text(p);
       return payload::copy_of(std::string(s.rbegin(), s.rend()));
     });
-    ctx.serve("fail", [](const payload&) -> result<payload> { return error{sdk::errc::invalid_argument, "no thanks"}; });
+    ctx.serve("fail", [](const payload&) -> result<payload> {
+      return error{sdk::errc::invalid_argument, "no thanks"};
+    });
     ctx.serve("stall", [this](const payload&) -> result<payload> {
       gate_->wait();
       return payload{};
@@ -76,7 +78,8 @@ TEST(RequestReply, RepliesErrorsAndTimeoutsAreValues) {
   };
   EXPECT_TRUE(has("echo: ok cba"));
   EXPECT_TRUE(has("fail: request failed: request `fail` to `/app/server`: invalid argument: no thanks"));
-  EXPECT_TRUE(has("unknown method: request failed: request `nope` to `/app/server`: `/app/server` serves no method `nope`"));
+  EXPECT_TRUE(
+      has("unknown method: request failed: request `nope` to `/app/server`: `/app/server` serves no method `nope`"));
   EXPECT_TRUE(has("unknown path: no such component: path `/app/ghost` names no component"));
   EXPECT_TRUE(has("stall: timeout: request `stall` to `/app/server`: no reply within 50 ms"));
   EXPECT_EQ(events.size(), 5u);
@@ -148,10 +151,12 @@ TEST(RequestReply, TypedServicesValidateBothWaysAndKeepErrorsAsValues) {
   EXPECT_TRUE(has("typed: ok 42 hi!")) << ::testing::PrintToString(events);
   EXPECT_TRUE(has("handler error: request failed: request `double` to `/app/server`: invalid argument: zero"))
       << ::testing::PrintToString(events);
-  EXPECT_TRUE(has("invalid request: request failed: request `double` to `/app/server`: invalid payload: request `double` to "
-                  "`/app/server`: payload of 9 bytes is not a valid message"))
+  EXPECT_TRUE(
+      has("invalid request: request failed: request `double` to `/app/server`: invalid payload: request `double` to "
+          "`/app/server`: payload of 9 bytes is not a valid message"))
       << ::testing::PrintToString(events);
-  EXPECT_TRUE(has("invalid reply: invalid payload: reply to `upper` from `/app/server`: payload of 3 bytes is not a valid message"))
+  EXPECT_TRUE(has(
+      "invalid reply: invalid payload: reply to `upper` from `/app/server`: payload of 3 bytes is not a valid message"))
       << ::testing::PrintToString(events);
   EXPECT_TRUE(has("text: ok ABC")) << ::testing::PrintToString(events);
   EXPECT_EQ(events.size(), 5u);

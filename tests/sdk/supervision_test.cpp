@@ -64,7 +64,7 @@ struct three_children {
   app a{"app"};
   three_children(restart_strategy strategy, int failures, bool in_handler) {
     auto& g = a.root().add_composite<group>("group", {strategy, 3, std::chrono::seconds(30)}, rec,
-                                             std::string("/app/group/middle"), failures + 1);
+                                            std::string("/app/group/middle"), failures + 1);
     g.add_leaf<steady>("first", rec);
     g.add_leaf<flaky>("middle", rec, failures, in_handler);
     g.add_leaf<steady>("last", rec);
@@ -148,7 +148,8 @@ class watcher : public composite {
 
 TEST(Supervision, TheFailureReasonIsTheUsersMessage) {
   auto rec = std::make_shared<recorder>();
-  app a{"app", supervision{restart_strategy::one_for_one, 3, std::chrono::seconds(30)}, std::in_place_type<watcher>, rec};
+  app a{"app", supervision{restart_strategy::one_for_one, 3, std::chrono::seconds(30)}, std::in_place_type<watcher>,
+        rec};
   a.root().add_leaf<flaky>("once", rec, 1, false);
   a.root().add_leaf<steady>("done", rec);
   auto r = run(a, test_options());
@@ -196,7 +197,8 @@ class tally_driver : public composite {
     auto space = todo.front().find(' ');
     std::string path = todo.front().substr(0, space), method = todo.front().substr(space + 1);
     todo.erase(todo.begin());
-    ctx.request(path, method, payload{}, std::chrono::seconds(20), [this, &ctx, todo](result<payload>) { step(ctx, todo); });
+    ctx.request(path, method, payload{}, std::chrono::seconds(20),
+                [this, &ctx, todo](result<payload>) { step(ctx, todo); });
   }
   std::shared_ptr<recorder> rec_;
 };
@@ -258,7 +260,8 @@ class quitter : public leaf {
 // Ends the run from a timer chain: each tick checks whether `done` holds (at most 200 ticks of 10 ms).
 class ender : public composite {
  public:
-  ender(std::shared_ptr<recorder> rec, std::function<bool(const recorder&)> done) : rec_(std::move(rec)), done_(std::move(done)) {}
+  ender(std::shared_ptr<recorder> rec, std::function<bool(const recorder&)> done)
+      : rec_(std::move(rec)), done_(std::move(done)) {}
   void on_children_started(context& ctx) override { tick(ctx, 0); }
   void on_child_failure(context&, const std::string& child, const std::string& reason) override {
     rec_->add("failure " + child + ": " + reason);
@@ -276,7 +279,8 @@ class ender : public composite {
 TEST(RestartTypes, PermanentIsRestartedAfterStopTransientAndTemporaryAreNot) {
   auto rec = std::make_shared<recorder>();
   app a{"app", {}, std::in_place_type<ender>, rec, std::function<bool(const recorder&)>([](const recorder& r) {
-          return r.count("start /app/permanent") == 2 && r.count("stop /app/transient") == 1 && r.count("stop /app/temporary") == 1;
+          return r.count("start /app/permanent") == 2 && r.count("stop /app/transient") == 1 &&
+                 r.count("stop /app/temporary") == 1;
         })};
   a.root().add_leaf<quitter>("permanent", rec, false);
   a.root().add_leaf<quitter>("transient", rec, false).restart(restart_type::transient);
@@ -291,8 +295,12 @@ TEST(RestartTypes, PermanentIsRestartedAfterStopTransientAndTemporaryAreNot) {
 
 TEST(RestartTypes, AFailedTemporaryChildIsReportedAndNeitherItNorItsSiblingsRestart) {
   auto rec = std::make_shared<recorder>();
-  app a{"app", {restart_strategy::one_for_all, 3, std::chrono::seconds(30)}, std::in_place_type<ender>, rec,
-        std::function<bool(const recorder&)>([](const recorder& r) { return r.count("failure /app/temporary: quitter failed") == 1; })};
+  app a{"app",
+        {restart_strategy::one_for_all, 3, std::chrono::seconds(30)},
+        std::in_place_type<ender>,
+        rec,
+        std::function<bool(const recorder&)>(
+            [](const recorder& r) { return r.count("failure /app/temporary: quitter failed") == 1; })};
   a.root().add_leaf<steady>("first", rec);
   a.root().add_leaf<quitter>("temporary", rec, true).restart(restart_type::temporary);
   a.root().add_leaf<steady>("last", rec);
@@ -306,7 +314,10 @@ TEST(RestartTypes, AFailedTemporaryChildIsReportedAndNeitherItNorItsSiblingsRest
 
 TEST(RestartTypes, ATemporarySiblingIsNotRestartedWithAFailedOne) {
   auto rec = std::make_shared<recorder>();
-  app a{"app", {restart_strategy::one_for_all, 3, std::chrono::seconds(30)}, std::in_place_type<ender>, rec,
+  app a{"app",
+        {restart_strategy::one_for_all, 3, std::chrono::seconds(30)},
+        std::in_place_type<ender>,
+        rec,
         std::function<bool(const recorder&)>([](const recorder& r) { return r.count("start /app/failing") == 2; })};
   a.root().add_leaf<steady>("temporary", rec).restart(restart_type::temporary);
   a.root().add_leaf<quitter>("failing", rec, true);
@@ -341,7 +352,9 @@ class cleaner : public leaf {
     rec_->add("start " + ctx.path());
     if (rec_->bump(ctx.path()) == 1) throw std::runtime_error("dirty");
   }
-  void on_failure(context& ctx, const std::string& reason) override { rec_->add("cleanup " + ctx.path() + ": " + reason); }
+  void on_failure(context& ctx, const std::string& reason) override {
+    rec_->add("cleanup " + ctx.path() + ": " + reason);
+  }
 
  private:
   std::shared_ptr<recorder> rec_;
@@ -430,8 +443,10 @@ TEST(DynamicChildren, AParentStartsASupervisedChildAtRunTimeAndRemovesIt) {
   const auto events = rec->events();
   auto at = [&](const std::string& e) { return std::find(events.begin(), events.end(), e) - events.begin(); };
   EXPECT_LT(at("before start_child"), at("start /app/worker")) << ::testing::PrintToString(events);
-  EXPECT_EQ(rec->count("invalid argument: stop_child `worker`: it is not running"), 1u) << ::testing::PrintToString(events);
-  EXPECT_EQ(rec->count("invalid argument: `fixed` is no dynamic child of `/app`"), 1u) << ::testing::PrintToString(events);
+  EXPECT_EQ(rec->count("invalid argument: stop_child `worker`: it is not running"), 1u)
+      << ::testing::PrintToString(events);
+  EXPECT_EQ(rec->count("invalid argument: `fixed` is no dynamic child of `/app`"), 1u)
+      << ::testing::PrintToString(events);
   EXPECT_EQ(rec->count("start /app/worker"), 2u) << ::testing::PrintToString(events);  // restarted after its failure
   EXPECT_EQ(rec->count("failure /app/worker: dirty"), 1u);
   EXPECT_EQ(rec->count("down /app/worker: dirty"), 1u);

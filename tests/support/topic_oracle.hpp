@@ -23,8 +23,8 @@ inline std::vector<std::string> split(const std::string& s) {
 
 // Whether filter levels f[i..] match topic levels t[j..]: `+` takes exactly one level, `#` (last)
 // any number, zero included; any other level must be equal.
-inline bool brute_match(const std::vector<std::string>& f, const std::vector<std::string>& t,
-                        std::size_t i = 0, std::size_t j = 0) {
+inline bool brute_match(const std::vector<std::string>& f, const std::vector<std::string>& t, std::size_t i = 0,
+                        std::size_t j = 0) {
   if (i == f.size()) return j == t.size();
   if (f[i] == "#") return true;
   if (j == t.size()) return false;

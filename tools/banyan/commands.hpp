@@ -6,12 +6,12 @@
 
 namespace banyan::cli {
 
-action setup_gen_tree(CLI::App& sub);   // gen_tree_command.cpp
-action setup_partition(CLI::App& sub);  // partition_command.cpp
-action setup_pipeline(CLI::App& sub);   // pipeline_command.cpp
-action setup_keygen(CLI::App& sub);     // keygen_command.cpp
-action setup_launch(CLI::App& sub);     // launch_command.cpp
-action setup_profile(CLI::App& sub);    // profile_command.cpp
+action setup_gen_tree(CLI::App& sub);     // gen_tree_command.cpp
+action setup_partition(CLI::App& sub);    // partition_command.cpp
+action setup_pipeline(CLI::App& sub);     // pipeline_command.cpp
+action setup_keygen(CLI::App& sub);       // keygen_command.cpp
+action setup_launch(CLI::App& sub);       // launch_command.cpp
+action setup_profile(CLI::App& sub);      // profile_command.cpp
 action setup_reconfigure(CLI::App& sub);  // reconfigure_command.cpp
 
 }  // namespace banyan::cli

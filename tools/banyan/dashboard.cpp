@@ -58,12 +58,14 @@ std::optional<dashboard_address> parse_dashboard_address(const std::string& spec
   if (const auto colon = spec.rfind(':'); colon != std::string::npos) {
     a.host = spec.substr(0, colon);
     port = spec.substr(colon + 1);
-    if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']') a.host = a.host.substr(1, a.host.size() - 2);
+    if (a.host.size() >= 2 && a.host.front() == '[' && a.host.back() == ']')
+      a.host = a.host.substr(1, a.host.size() - 2);
   }
   char* end = nullptr;
   const long p = std::strtol(port.c_str(), &end, 10);
   if (port.empty() || *end != '\0' || p < 0 || p > 65535) {
-    why = "--dashboard `" + spec + "`: expected ADDR:PORT (e.g. 127.0.0.1:8080; port 0 picks a free one), got port `" + port + "`";
+    why = "--dashboard `" + spec + "`: expected ADDR:PORT (e.g. 127.0.0.1:8080; port 0 picks a free one), got port `" +
+          port + "`";
     return std::nullopt;
   }
   a.port = static_cast<int>(p);
@@ -72,7 +74,8 @@ std::optional<dashboard_address> parse_dashboard_address(const std::string& spec
     return std::nullopt;
   }
   if (!remote && !is_loopback(a.host)) {
-    why = "--dashboard `" + spec + "`: `" + a.host + "` is not a loopback address; the dashboard has no authentication " +
+    why = "--dashboard `" + spec + "`: `" + a.host +
+          "` is not a loopback address; the dashboard has no authentication " +
           "and anyone who reaches it sees the run, so it listens on 127.0.0.1 or ::1 only unless --dashboard-remote " +
           "is given (or reach it through `ssh -L`)";
     return std::nullopt;
@@ -90,8 +93,8 @@ struct dashboard::impl {
   std::condition_variable cv;
   std::atomic<bool> wanted{false};
   bool closing = false;
-  clock_type::time_point last_ask;  // when a page last asked for a fresh reading
-  std::optional<dashboard_reading> latest;           // the newest reading, failed or not
+  clock_type::time_point last_ask;                                 // when a page last asked for a fresh reading
+  std::optional<dashboard_reading> latest;                         // the newest reading, failed or not
   std::deque<std::pair<clock_type::time_point, profile>> history;  // good readings, oldest first
   std::uint64_t readings = 0;
   std::vector<int> node_of;   // per vertex of the app's tree, index into o.deployment.c.nodes
@@ -112,7 +115,8 @@ struct dashboard::impl {
     if (latest && asked - latest->taken < std::chrono::milliseconds(500)) return true;
     last_ask = asked;
     wanted = true;
-    return cv.wait_for(lock, std::chrono::seconds(15), [&] { return closing || (latest && latest->taken >= asked); }) && !closing;
+    return cv.wait_for(lock, std::chrono::seconds(15), [&] { return closing || (latest && latest->taken >= asked); }) &&
+           !closing;
   }
 
   // Which node each component runs on, from the deployment the launch started (the rule the nodes
@@ -167,9 +171,13 @@ struct dashboard::impl {
       }
     s["nodes"] = json::array();
     for (std::size_t i = 0; i < nodes.size(); ++i) {
-      json n{{"name", nodes[i].name}, {"index", i}, {"process", process.count(nodes[i].name) ? process[nodes[i].name] : "unknown"},
-             {"publisher_pauses", nullptr}, {"components", 0}};
-      if (auto h = health.find(nodes[i].name); h != health.end()) n["publisher_pauses"] = h->second.value("publisher_pauses", 0);
+      json n{{"name", nodes[i].name},
+             {"index", i},
+             {"process", process.count(nodes[i].name) ? process[nodes[i].name] : "unknown"},
+             {"publisher_pauses", nullptr},
+             {"components", 0}};
+      if (auto h = health.find(nodes[i].name); h != health.end())
+        n["publisher_pauses"] = h->second.value("publisher_pauses", 0);
       s["nodes"].push_back(n);
     }
     if (history.empty()) return s;
@@ -184,8 +192,12 @@ struct dashboard::impl {
     for (vertex_id v = 0; v < p.tree->size(); ++v) {
       const std::string& path = p.tree->path(v);
       const int node = v < node_of.size() ? node_of[v] : -1;
-      if (node >= 0) s["nodes"][static_cast<std::size_t>(node)]["components"] = s["nodes"][static_cast<std::size_t>(node)]["components"].get<int>() + 1;
-      json c{{"path", path}, {"name", path.substr(path.rfind('/') + 1)}, {"node", node},
+      if (node >= 0)
+        s["nodes"][static_cast<std::size_t>(node)]["components"] =
+            s["nodes"][static_cast<std::size_t>(node)]["components"].get<int>() + 1;
+      json c{{"path", path},
+             {"name", path.substr(path.rfind('/') + 1)},
+             {"node", node},
              {"parent", v == 0 ? -1 : static_cast<long long>(p.tree->parent(v))},
              {"composite", v < p.composite.size() && p.composite[v]}};
       if (v < p.loads.size()) {
@@ -197,8 +209,9 @@ struct dashboard::impl {
       if (v == 0 || v >= p.edges.size()) continue;
       const auto& e = p.edges[v];
       const int parent_node = p.tree->parent(v) < node_of.size() ? node_of[p.tree->parent(v)] : -1;
-      json ej{{"child", v}, {"messages", e.messages}, {"bytes", e.bytes}, {"cut", node >= 0 && node != parent_node},
-              {"rate", nullptr}, {"byte_rate", nullptr}};
+      json ej{{"child", v},       {"messages", e.messages},
+              {"bytes", e.bytes}, {"cut", node >= 0 && node != parent_node},
+              {"rate", nullptr},  {"byte_rate", nullptr}};
       if (base && v < base->edges.size()) {
         ej["rate"] = rate(e.messages, base->edges[v].messages, dt);
         ej["byte_rate"] = rate(e.bytes, base->edges[v].bytes, dt);
@@ -211,8 +224,8 @@ struct dashboard::impl {
     json links = json::array();
     std::uint64_t cross_messages = 0, cross_bytes = 0;
     for (const auto& l : p.links) {
-      json lj{{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}, {"rate", nullptr},
-              {"byte_rate", nullptr}, {"health", "unknown"}};
+      json lj{{"from", l.from},  {"to", l.to},           {"messages", l.messages}, {"bytes", l.bytes},
+              {"rate", nullptr}, {"byte_rate", nullptr}, {"health", "unknown"}};
       cross_messages += l.messages;
       cross_bytes += l.bytes;
       if (base)
@@ -237,14 +250,17 @@ struct dashboard::impl {
       links.push_back(lj);
     }
     s["links"] = std::move(links);
-    s["totals"] = {{"edge_messages", edge_messages}, {"cross_node_messages", cross_messages}, {"cross_node_bytes", cross_bytes}};
+    s["totals"] = {
+        {"edge_messages", edge_messages}, {"cross_node_messages", cross_messages}, {"cross_node_bytes", cross_bytes}};
     return s;
   }
 
   // POST /api/propose: the migration plan from the running deployment for the traffic of the
   // window asked for. Errors are {"error": TEXT} with status 422 (400 for a malformed request).
   std::pair<int, std::string> propose(const std::string& body) {
-    const auto fail = [](int status, const std::string& why) { return std::pair<int, std::string>{status, error_body(why)}; };
+    const auto fail = [](int status, const std::string& why) {
+      return std::pair<int, std::string>{status, error_body(why)};
+    };
     std::string why;
     const auto request = parse_proposal_request(body, why);
     if (!request) return fail(400, why);
@@ -274,7 +290,8 @@ struct dashboard::impl {
     const std::string host = req.get_header_value("Host");
     const std::string p = ":" + std::to_string(port);
     const bool v6 = o.address.find(':') != std::string::npos;
-    for (const std::string& ok : {(v6 ? "[" + o.address + "]" : o.address) + p, "localhost" + p, "127.0.0.1" + p, "[::1]" + p})
+    for (const std::string& ok :
+         {(v6 ? "[" + o.address + "]" : o.address) + p, "localhost" + p, "127.0.0.1" + p, "[::1]" + p})
       if (host == ok) return true;
     return false;
   }
@@ -283,14 +300,16 @@ struct dashboard::impl {
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (host_allowed(req)) return httplib::Server::HandlerResponse::Unhandled;
       res.status = 403;
-      res.set_content("banyan dashboard: Host `" + req.get_header_value("Host") + "` is not this dashboard's address\n", "text/plain");
+      res.set_content("banyan dashboard: Host `" + req.get_header_value("Host") + "` is not this dashboard's address\n",
+                      "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     });
     server.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_header("Cache-Control", "no-store");
       // Nothing on the page may come from elsewhere: scripts and styles are inline, data is ours.
       res.set_header("Content-Security-Policy",
-                     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:");
+                     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                     "img-src data:");
       res.set_content(dashboard_page, "text/html; charset=utf-8");
     });
     server.Get("/api/state", [this](const httplib::Request&, httplib::Response& res) {
@@ -344,8 +363,8 @@ std::optional<proposal_request> parse_proposal_request(const std::string& body, 
   return r;
 }
 
-std::pair<int, std::string> plan_proposal(const profile& window, const bp::deployment& d, const std::string& deployment_file,
-                                          const proposal_request& r) {
+std::pair<int, std::string> plan_proposal(const profile& window, const bp::deployment& d,
+                                          const std::string& deployment_file, const proposal_request& r) {
   const auto fail = [](const std::string& why) { return std::pair<int, std::string>{422, error_body(why)}; };
   const double window_s = window.duration_s;
   bp::profile_options po;
@@ -353,14 +372,18 @@ std::pair<int, std::string> plan_proposal(const profile& window, const bp::deplo
   auto t = bp::parse_profile(window.to_json_text(), "the live profile", po);
   if (!t) return fail(t.error().message);
   if (r.load == "cores") {
-    if (!(window_s > 0)) return fail("the window has no length yet, so its CPU seconds cannot be read as cores; ask again, or choose CPU seconds");
+    if (!(window_s > 0))
+      return fail(
+          "the window has no length yet, so its CPU seconds cannot be read as cores; ask again, or choose CPU seconds");
     for (auto& c : t->cpu) c /= window_s;
   }
   auto pr = bp::make_problem(std::move(*t), d.c);
   if (!pr) {
     std::ostringstream unit;
-    unit << (r.load == "cores" ? "cores (CPU seconds per second of a " : "CPU seconds (of a ") << window_s << " s window)";
-    return fail("the live profile on " + deployment_file + "'s nodes, loads in " + unit.str() + ": " + pr.error().message);
+    unit << (r.load == "cores" ? "cores (CPU seconds per second of a " : "CPU seconds (of a ") << window_s
+         << " s window)";
+    return fail("the live profile on " + deployment_file + "'s nodes, loads in " + unit.str() + ": " +
+                pr.error().message);
   }
   const bp::problem& p = *pr;
   auto current = bp::mapping_of(p.t, d);  // the deployment's own nodes: same numbering
@@ -371,27 +394,40 @@ std::pair<int, std::string> plan_proposal(const profile& window, const bp::deplo
     candidates.push_back(heuristic->map);
   const auto started = clock_type::now();
   // A plan for `banyan reconfigure`, which moves everything but the root.
-  auto plan = bp::plan_migration(p, *current, {.alpha = r.migration_cost, .candidates = std::move(candidates), .seed = 1,
-                                               .root_stays = true});
+  auto plan = bp::plan_migration(
+      p, *current, {.alpha = r.migration_cost, .candidates = std::move(candidates), .seed = 1, .root_stays = true});
   if (!plan) return fail(plan.error().message);
   json moves = json::array();
   for (const auto& mv : plan->moves)
-    moves.push_back({{"path", p.t.name(mv.root)}, {"from", p.c.nodes[mv.from].name}, {"to", p.c.nodes[mv.to].name},
-                     {"components", mv.components}, {"state_bytes", mv.state_bytes}});
+    moves.push_back({{"path", p.t.name(mv.root)},
+                     {"from", p.c.nodes[mv.from].name},
+                     {"to", p.c.nodes[mv.to].name},
+                     {"components", mv.components},
+                     {"state_bytes", mv.state_bytes}});
   std::ostringstream yaml;
   std::ostringstream head;
-  head << "migration plan from " << deployment_file << " at " << r.migration_cost << " per byte: cost " << plan->cost_before << " -> "
-       << plan->cost_after << " (" << r.weight << " x link cost over " << window_s << " s), " << plan->bytes_moved
-       << " bytes of state moved";
+  head << "migration plan from " << deployment_file << " at " << r.migration_cost << " per byte: cost "
+       << plan->cost_before << " -> " << plan->cost_after << " (" << r.weight << " x link cost over " << window_s
+       << " s), " << plan->bytes_moved << " bytes of state moved";
   bp::write_deployment(yaml, p, plan->map, {"proposed by banyan launch --dashboard from the live profile", head.str()});
   const double saving = plan->cost_before - plan->cost_after;
-  json out{{"window_s", window_s}, {"weight", r.weight}, {"load", r.load}, {"migration_cost", r.migration_cost},
-           {"cost_before", plan->cost_before}, {"cost_after", plan->cost_after}, {"saving", saving},
+  json out{{"window_s", window_s},
+           {"weight", r.weight},
+           {"load", r.load},
+           {"migration_cost", r.migration_cost},
+           {"cost_before", plan->cost_before},
+           {"cost_after", plan->cost_after},
+           {"saving", saving},
            {"saving_share", plan->cost_before > 0 ? json(saving / plan->cost_before) : json(nullptr)},
            {"saving_per_s", window_s > 0 ? json(saving / window_s) : json(nullptr)},
-           {"bytes_moved", plan->bytes_moved}, {"objective", plan->objective}, {"objective_current", plan->objective_current},
-           {"current_feasible", plan->current_feasible}, {"start", plan->start}, {"moves", moves},
-           {"has_memory", p.t.has_memory()}, {"deployment", yaml.str()},
+           {"bytes_moved", plan->bytes_moved},
+           {"objective", plan->objective},
+           {"objective_current", plan->objective_current},
+           {"current_feasible", plan->current_feasible},
+           {"start", plan->start},
+           {"moves", moves},
+           {"has_memory", p.t.has_memory()},
+           {"deployment", yaml.str()},
            {"seconds", seconds_between(started, clock_type::now())}};
   if (!plan->current_feasible) out["current_violation"] = plan->current_violation;
   return {200, out.dump(-1, ' ', false, json::error_handler_t::replace)};
@@ -412,7 +448,8 @@ std::unique_ptr<dashboard> dashboard::start(dashboard_options o, std::string& wh
     i->port = i->o.port;
   }
   if (i->port <= 0) {
-    why = "--dashboard " + i->o.address + ":" + std::to_string(i->o.port) + ": cannot listen there (in use, or not an address of this machine)";
+    why = "--dashboard " + i->o.address + ":" + std::to_string(i->o.port) +
+          ": cannot listen there (in use, or not an address of this machine)";
     return nullptr;
   }
   i->thread = std::thread([p = i.get()] { p->server.listen_after_bind(); });

@@ -35,18 +35,18 @@
 namespace banyan::cli {
 
 struct dashboard_options {
-  std::string address = "127.0.0.1";  // a loopback address unless `remote`
-  int port = 0;                       // 0: the system picks one (see url())
-  bool remote = false;                // allow any address, and any Host header
-  std::string deployment_file;        // shown on the page and in the plan's deployment header
-  partitioner::deployment deployment; // the running one: node names, capacities, assignments
+  std::string address = "127.0.0.1";   // a loopback address unless `remote`
+  int port = 0;                        // 0: the system picks one (see url())
+  bool remote = false;                 // allow any address, and any Host header
+  std::string deployment_file;         // shown on the page and in the plan's deployment header
+  partitioner::deployment deployment;  // the running one: node names, capacities, assignments
 };
 
 // One reading of every node, merged, taken by the launch.
 struct dashboard_reading {
-  std::optional<profile> total;    // the run's merged profile so far; empty when the reading failed
-  std::string error;               // why it failed ("node n1 has ended; ...")
-  std::vector<std::string> health; // per node that answered: its <node>.live.health.json text
+  std::optional<profile> total;     // the run's merged profile so far; empty when the reading failed
+  std::string error;                // why it failed ("node n1 has ended; ...")
+  std::vector<std::string> health;  // per node that answered: its <node>.live.health.json text
   // Per node of the deployment, what the launch sees of its process: "running", "exited 0",
   // "killed by signal 9", "not started" (join: later).
   std::vector<std::pair<std::string, std::string>> processes;
@@ -66,9 +66,9 @@ std::optional<dashboard_address> parse_dashboard_address(const std::string& spec
 
 // What POST /api/propose asks for; a field the body leaves out keeps its default here.
 struct proposal_request {
-  double window_s = 30;              // the traffic of the last S seconds; 0: of the run so far
-  double migration_cost = 0;         // cost per byte of state moved
-  std::string weight = "messages";   // or "bytes": the edge figure the cost counts
+  double window_s = 30;             // the traffic of the last S seconds; 0: of the run so far
+  double migration_cost = 0;        // cost per byte of state moved
+  std::string weight = "messages";  // or "bytes": the edge figure the cost counts
   // How the deployment's absolute `capacity.cpu` reads against the window's loads: "cores", CPU
   // seconds per second of the window (`cpu: 2` for two cores), or "cpu", the window's CPU seconds.
   // "cores" is the default because it is the only reading under which one capacity means the same

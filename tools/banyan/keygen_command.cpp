@@ -25,7 +25,8 @@ int run(const options& o) {
   namespace fs = std::filesystem;
   const fs::path base(o.out);
   if (base.filename().empty())
-    return fail(tool, "--out `" + o.out + "`: expected DIR/NAME (a file name base), not a directory", exit_bad_arguments);
+    return fail(tool, "--out `" + o.out + "`: expected DIR/NAME (a file name base), not a directory",
+                exit_bad_arguments);
   if (base.has_parent_path() && !fs::is_directory(base.parent_path()))
     return fail(tool, "--out `" + o.out + "`: directory `" + base.parent_path().string() + "` does not exist",
                 exit_bad_arguments);
@@ -39,8 +40,8 @@ int run(const options& o) {
                      .dump(2)
               << "\n";
   } else {
-    std::printf("keygen: wrote %s.key (secret, mode 0600) and %s.pub (public key %s)\n", o.out.c_str(),
-                o.out.c_str(), keys->public_key.c_str());
+    std::printf("keygen: wrote %s.key (secret, mode 0600) and %s.pub (public key %s)\n", o.out.c_str(), o.out.c_str(),
+                keys->public_key.c_str());
   }
   return 0;
 }

@@ -65,7 +65,8 @@ bp::solution run_one(const std::string& name, const bp::problem& p, const bp::so
   banyan::progress bar(name, exact ? static_cast<std::uint64_t>(o.timeout_s * 10) : 0,
                        {.summary_after = std::chrono::seconds(1)});
   while (fut.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-    bar.update(static_cast<std::uint64_t>(bar.elapsed_seconds() * 10), exact ? "(tenths of the time limit)" : "solving");
+    bar.update(static_cast<std::uint64_t>(bar.elapsed_seconds() * 10),
+               exact ? "(tenths of the time limit)" : "solving");
   }
   bp::solution s = fut.get();
   bar.finish(bp::to_string(s.status));
@@ -93,15 +94,17 @@ int write_dot_and_results(const options& o, const bp::problem& p, const bp::mapp
 
 // The current deployment's mapping in the cluster's node numbering: every assigned node must be a
 // node of the cluster (by name), every path a component of the profile.
-bp::result<bp::mapping> current_mapping(const bp::problem& p, const bp::deployment& d, const std::string& cluster_name) {
+bp::result<bp::mapping> current_mapping(const bp::problem& p, const bp::deployment& d,
+                                        const std::string& cluster_name) {
   auto m = bp::mapping_of(p.t, d);
   if (!m) return m.error();
   std::vector<bp::node_id> to_cluster(d.c.size(), bp::no_node);
   for (std::size_t i = 0; i < d.c.size(); ++i) to_cluster[i] = p.c.find(d.c.nodes[i].name);
   for (const auto& a : d.assignments) {
     if (to_cluster[a.node] == bp::no_node) {
-      return bp::error{bp::errc::invalid, d.name + ":" + std::to_string(a.line) + ": assignment `" + a.path + "` is on node `" +
-                                              d.c.nodes[a.node].name + "`, which cluster " + cluster_name + " does not have"};
+      return bp::error{bp::errc::invalid, d.name + ":" + std::to_string(a.line) + ": assignment `" + a.path +
+                                              "` is on node `" + d.c.nodes[a.node].name + "`, which cluster " +
+                                              cluster_name + " does not have"};
     }
   }
   for (auto& n : *m) n = to_cluster[n];
@@ -109,21 +112,33 @@ bp::result<bp::mapping> current_mapping(const bp::problem& p, const bp::deployme
 }
 
 // Prints (or writes as JSON) the migration plan and writes its deployment with --out.
-int report_migration(const options& o, const bp::problem& p, const std::string& cluster_name, const bp::migration_plan& plan,
-                     const std::vector<std::string>& candidate_names, nlohmann::json& summary) {
+int report_migration(const options& o, const bp::problem& p, const std::string& cluster_name,
+                     const bp::migration_plan& plan, const std::vector<std::string>& candidate_names,
+                     nlohmann::json& summary) {
   const std::string start = plan.candidate < 0 ? plan.start
-                                               : candidate_names[static_cast<std::size_t>(plan.candidate)] + "'s mapping" +
-                                                     (plan.relabelled ? " (nodes relabelled)" : "");
+                                               : candidate_names[static_cast<std::size_t>(plan.candidate)] +
+                                                     "'s mapping" + (plan.relabelled ? " (nodes relabelled)" : "");
   nlohmann::json moves = nlohmann::json::array();
   for (const auto& m : plan.moves) {
-    moves.push_back({{"path", p.t.name(m.root)}, {"from", p.c.nodes[m.from].name}, {"to", p.c.nodes[m.to].name},
-                     {"components", m.components}, {"state_bytes", m.state_bytes}});
+    moves.push_back({{"path", p.t.name(m.root)},
+                     {"from", p.c.nodes[m.from].name},
+                     {"to", p.c.nodes[m.to].name},
+                     {"components", m.components},
+                     {"state_bytes", m.state_bytes}});
   }
-  nlohmann::json mig{{"current", o.current}, {"migration_cost", o.migration_cost}, {"state", "load.memory"},
-                     {"traffic_unit", o.unit}, {"current_feasible", plan.current_feasible},
-                     {"cost_before", plan.cost_before}, {"cost_after", plan.cost_after}, {"bytes_moved", plan.bytes_moved},
-                     {"objective", plan.objective}, {"objective_current", plan.objective_current},
-                     {"start", start}, {"local_moves", plan.local_moves}, {"moves", moves}};
+  nlohmann::json mig{{"current", o.current},
+                     {"migration_cost", o.migration_cost},
+                     {"state", "load.memory"},
+                     {"traffic_unit", o.unit},
+                     {"current_feasible", plan.current_feasible},
+                     {"cost_before", plan.cost_before},
+                     {"cost_after", plan.cost_after},
+                     {"bytes_moved", plan.bytes_moved},
+                     {"objective", plan.objective},
+                     {"objective_current", plan.objective_current},
+                     {"start", start},
+                     {"local_moves", plan.local_moves},
+                     {"moves", moves}};
   if (!plan.current_feasible) mig["current_violation"] = plan.current_violation;
   summary["migration"] = mig;
   summary["cost"] = plan.cost_after;
@@ -136,7 +151,8 @@ int report_migration(const options& o, const bp::problem& p, const std::string& 
     std::ostringstream head;
     head << "migration plan from " << o.current << " at " << o.migration_cost << " per byte: cost " << plan.cost_before
          << " -> " << plan.cost_after << ", " << plan.bytes_moved << " bytes of state moved";
-    bp::write_deployment(f, p, plan.map, {"written by banyan partition from " + o.profile + " and " + cluster_name, head.str()});
+    bp::write_deployment(f, p, plan.map,
+                         {"written by banyan partition from " + o.profile + " and " + cluster_name, head.str()});
     summary["deployment"] = o.out;
   }
   if (int code = write_dot_and_results(o, p, &plan.map, summary)) return code;
@@ -144,7 +160,9 @@ int report_migration(const options& o, const bp::problem& p, const std::string& 
     std::cout << summary.dump(2) << "\n";
     return 0;
   }
-  if (!plan.current_feasible) std::printf("current deployment %s is over capacity (%s); repaired\n", o.current.c_str(), plan.current_violation.c_str());
+  if (!plan.current_feasible)
+    std::printf("current deployment %s is over capacity (%s); repaired\n", o.current.c_str(),
+                plan.current_violation.c_str());
   if (plan.moves.empty()) {
     std::printf("nothing moves: no move saves more traffic than its state costs at %g per byte\n", o.migration_cost);
   } else {
@@ -154,9 +172,11 @@ int report_migration(const options& o, const bp::problem& p, const std::string& 
                   p.c.nodes[m.to].name.c_str(), m.components, m.state_bytes);
     }
   }
-  std::printf("traffic cost (%s x link cost): %g before, %g after; %g bytes of state moved; objective %g (staying: %g%s); from %s\n",
-              o.unit.c_str(), plan.cost_before, plan.cost_after, plan.bytes_moved, plan.objective,
-              plan.objective_current, plan.current_feasible ? "" : ", over capacity", start.c_str());
+  std::printf(
+      "traffic cost (%s x link cost): %g before, %g after; %g bytes of state moved; objective %g (staying: %g%s); from "
+      "%s\n",
+      o.unit.c_str(), plan.cost_before, plan.cost_after, plan.bytes_moved, plan.objective, plan.objective_current,
+      plan.current_feasible ? "" : ", over capacity", start.c_str());
   if (!o.out.empty()) std::printf("deployment written to %s\n", o.out.c_str());
   return 0;
 }
@@ -165,20 +185,23 @@ int run(const options& o) {
   bp::profile_options po;
   if (o.unit == "bytes") po.unit = bp::traffic_unit::bytes;
   else if (o.unit != "messages") return bad_input("--weight must be `messages` or `bytes`, got `" + o.unit + "`");
-  if (o.load != "cpu" && o.load != "messages") return bad_input("--load must be `cpu` or `messages`, got `" + o.load + "`");
+  if (o.load != "cpu" && o.load != "messages")
+    return bad_input("--load must be `cpu` or `messages`, got `" + o.load + "`");
   if (!std::isfinite(o.migration_cost) || o.migration_cost < 0) {
     std::ostringstream got;
     got << o.migration_cost;
     return bad_input("--migration-cost must be a non-negative number of cost units per byte, got " + got.str());
   }
   if (o.current.empty() && o.migration_cost != 0) return bad_input("--migration-cost needs --current DEPLOYMENT.yaml");
-  if (o.current.empty() && o.cluster.empty()) return bad_input("--cluster is required (or --current, whose cluster is used)");
+  if (o.current.empty() && o.cluster.empty())
+    return bad_input("--cluster is required (or --current, whose cluster is used)");
   bp::profile_measurements measured;  // read in the same pass as the tree
   auto t = bp::load_profile(o.profile, po, &measured);
   if (!t) return bad_input(t.error().message);
   for (const auto& repeated : measured.repeated_edges) banyan::log::warning(tool, repeated);
   if (measured.repeated_edge_count > measured.repeated_edges.size()) {
-    banyan::log::warning(tool, o.profile + ": " + std::to_string(measured.repeated_edge_count - measured.repeated_edges.size()) +
+    banyan::log::warning(tool, o.profile + ": " +
+                                   std::to_string(measured.repeated_edge_count - measured.repeated_edges.size()) +
                                    " more edges are listed more than once; each one's traffic is summed");
   }
   std::optional<bp::deployment> current;
@@ -196,8 +219,9 @@ int run(const options& o) {
     if (auto ok = use_message_loads(*t, measured, o.profile); !ok) return bad_input(ok.error().message);
     for (const auto& n : c->nodes) {
       if (!n.cpu.percent) {
-        banyan::log::warning(tool, o.cluster + ": node `" + n.name + "` has an absolute capacity.cpu, read as "
-                                   "messages with --load messages; give capacities as percentages (\"40%\")");
+        banyan::log::warning(tool, o.cluster + ": node `" + n.name +
+                                       "` has an absolute capacity.cpu, read as "
+                                       "messages with --load messages; give capacities as percentages (\"40%\")");
       }
     }
   } else if (!confidence.trusted()) {
@@ -212,8 +236,9 @@ int run(const options& o) {
     if (!m) return bad_input(m.error().message);
     current_map = std::move(*m);
     if (!p.t.has_memory()) {
-      banyan::log::warning(tool, o.profile + ": no component reports load.memory, so every component's state counts "
-                                 "0 bytes and --migration-cost has no effect");
+      banyan::log::warning(tool, o.profile +
+                                     ": no component reports load.memory, so every component's state counts "
+                                     "0 bytes and --migration-cost has no effect");
     }
   }
 
@@ -236,8 +261,8 @@ int run(const options& o) {
   sols.reserve(names.size());  // `warm` points into it
   const bp::mapping* warm = nullptr;
   for (const auto& a : names) {
-    bp::solve_options so{.timeout_s = std::chrono::duration<double>(o.time_limit).count(), .seed = o.seed,
-                         .warm_start = warm};
+    bp::solve_options so{
+        .timeout_s = std::chrono::duration<double>(o.time_limit).count(), .seed = o.seed, .warm_start = warm};
     sols.push_back(run_one(a, p, so));
     if (a == "bottom-up" && sols.back().status == bp::solve_status::feasible) warm = &sols.back().map;
   }
@@ -251,8 +276,11 @@ int run(const options& o) {
 
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& s : sols) {
-    nlohmann::json r{{"algorithm", s.algorithm}, {"status", bp::to_string(s.status)}, {"seconds", s.seconds},
-                     {"lower_bound", s.lower_bound}, {"message", s.message}};
+    nlohmann::json r{{"algorithm", s.algorithm},
+                     {"status", bp::to_string(s.status)},
+                     {"seconds", s.seconds},
+                     {"lower_bound", s.lower_bound},
+                     {"message", s.message}};
     if (!s.map.empty()) {
       const auto e = bp::evaluate(p, s.map);
       r["cost"] = e.cost;
@@ -268,9 +296,14 @@ int run(const options& o) {
                       {"messages", confidence.messages},
                       {"cpu_confidence", confidence.level()}};
   if (confidence.judged()) load["cpu_well_sampled_share"] = confidence.well_sampled_share;
-  nlohmann::json summary{{"profile", o.profile}, {"cluster", cluster_name}, {"components", p.t.size()}, {"nodes", p.k()},
+  nlohmann::json summary{{"profile", o.profile},
+                         {"cluster", cluster_name},
+                         {"components", p.t.size()},
+                         {"nodes", p.k()},
                          {"load", load},
-                         {"lower_bound", bound}, {"results", rows}, {"chosen", best ? nlohmann::json(best->algorithm) : nlohmann::json(nullptr)}};
+                         {"lower_bound", bound},
+                         {"results", rows},
+                         {"chosen", best ? nlohmann::json(best->algorithm) : nlohmann::json(nullptr)}};
   // Subtree roots in the deployment: the root and every component on another node than its parent.
   std::size_t assignments = 0;
   if (best) {
@@ -290,8 +323,9 @@ int run(const options& o) {
         candidate_names.push_back(s.algorithm);
       }
     }
-    auto plan = bp::plan_migration(p, current_map, {.alpha = o.migration_cost, .candidates = std::move(candidates), .seed = o.seed,
-                                                    .root_stays = !o.move_root});
+    auto plan = bp::plan_migration(
+        p, current_map,
+        {.alpha = o.migration_cost, .candidates = std::move(candidates), .seed = o.seed, .root_stays = !o.move_root});
     if (!plan) return fail(o.current + " on " + cluster_name + ": " + plan.error().message);
     return report_migration(o, p, cluster_name, *plan, candidate_names, summary);
   }
@@ -301,8 +335,10 @@ int run(const options& o) {
     if (!f) return fail(o.out + ": cannot open for writing");
     std::ostringstream cost;
     cost << best->cost;
-    bp::write_deployment(f, p, best->map, {"written by banyan partition from " + o.profile + " and " + o.cluster,
-                                           "algorithm " + best->algorithm + " (" + bp::to_string(best->status) + "), cross-node cost " + cost.str()});
+    bp::write_deployment(
+        f, p, best->map,
+        {"written by banyan partition from " + o.profile + " and " + o.cluster,
+         "algorithm " + best->algorithm + " (" + bp::to_string(best->status) + "), cross-node cost " + cost.str()});
     summary["deployment"] = o.out;
   }
   if (int code = write_dot_and_results(o, p, best ? &best->map : nullptr, summary)) return code;
@@ -313,7 +349,8 @@ int run(const options& o) {
     std::printf("%s: %zu components on %zu nodes; loads in %s (cpu confidence %s); best lower bound %s\n",
                 o.profile.c_str(), p.t.size(), p.k(), o.load == "messages" ? "messages" : "cpu s", confidence.level(),
                 bound > 0 ? std::to_string(bound).c_str() : "none proven");
-    std::printf("%-18s %14s %9s %8s %9s %9s  %s\n", "algorithm", "cost", "vs.bound", "max.util", "cut.edges", "time.s", "status");
+    std::printf("%-18s %14s %9s %8s %9s %9s  %s\n", "algorithm", "cost", "vs.bound", "max.util", "cut.edges", "time.s",
+                "status");
     for (const auto& s : sols) {
       if (s.map.empty()) {
         std::printf("%-18s %14s %9s %8s %9s %9.3f  %s%s%s\n", s.algorithm.c_str(), "-", "-", "-", "-", s.seconds,
@@ -325,7 +362,8 @@ int run(const options& o) {
       if (bound > 0) std::snprintf(ratio, sizeof ratio, "%.4f", e.cost / bound);
       std::printf("%-18s %14.6g %9s %8.3f %9zu %9.3f  %s%s%s\n", s.algorithm.c_str(), e.cost, ratio, e.max_utilisation,
                   e.cut_edges, s.seconds, bp::to_string(s.status),
-                  s.status == bp::solve_status::optimal || s.message.empty() ? "" : ": ", s.status == bp::solve_status::optimal ? "" : s.message.c_str());
+                  s.status == bp::solve_status::optimal || s.message.empty() ? "" : ": ",
+                  s.status == bp::solve_status::optimal ? "" : s.message.c_str());
     }
     if (best) {
       std::printf("chosen: %s, cost %g, %zu assignments%s%s\n", best->algorithm.c_str(), best->cost, assignments,
@@ -343,7 +381,10 @@ action setup_partition(CLI::App& sub) {
   auto o = std::make_shared<options>();
   sub.add_option("profile", o->profile, "profile JSON (docs/formats.md)")->required();
   sub.add_option("--cluster", o->cluster, "cluster or deployment YAML (docs/formats.md); optional with --current");
-  auto* algorithm = sub.add_option("--algorithm", o->algo, "bottom-up | smt | mip | metis | greedy | round-robin | round-robin-leaves | hash | random | all, or a comma list")->capture_default_str();
+  auto* algorithm = sub.add_option("--algorithm", o->algo,
+                                   "bottom-up | smt | mip | metis | greedy | round-robin | round-robin-leaves | hash | "
+                                   "random | all, or a comma list")
+                        ->capture_default_str();
   auto* time_limit = add_duration_option(sub, "--time-limit", o->time_limit, "time for each exact solver (smt, mip)");
   sub.add_option("--out,-o", o->out, "write the cheapest feasible mapping as a deployment YAML");
   auto* results = sub.add_option("--results", o->results, "write every algorithm's result as JSON");
@@ -360,9 +401,10 @@ action setup_partition(CLI::App& sub) {
   sub.add_option("--migration-cost", o->migration_cost,
                  "with --current: cost units (traffic unit x link cost) per byte of state moved (load.memory)")
       ->capture_default_str();
-  sub.add_flag("--move-root", o->move_root,
-               "with --current: the plan may put the root on another node (only a fresh launch can; `banyan reconfigure` "
-               "moves everything but the root)");
+  sub.add_flag(
+      "--move-root", o->move_root,
+      "with --current: the plan may put the root on another node (only a fresh launch can; `banyan reconfigure` "
+      "moves everything but the root)");
   add_deprecated_alias(sub, algorithm, "--algo", tool);
   add_deprecated_alias(sub, time_limit, "--timeout", tool);
   add_deprecated_alias(sub, results, "--report", tool);

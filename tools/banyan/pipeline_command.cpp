@@ -104,7 +104,9 @@ banyan::result<loaded> load_schedule(const options& o) {
   } else {
     std::string names;
     for (const auto& b : pl::builtin_programs()) names += " " + b.name;
-    return banyan::error{pl::errc::invalid, "`" + o.schedule + "` is not a .csv table, a .pipe program or a shipped program (shipped:" + names + ")"};
+    return banyan::error{
+        pl::errc::invalid,
+        "`" + o.schedule + "` is not a .csv table, a .pipe program or a shipped program (shipped:" + names + ")"};
   }
   auto prog = pl::parse_program(text, source);
   if (!prog) return prog.error();
@@ -140,7 +142,7 @@ nlohmann::json table_json(const pl::table& t) {
 
 nlohmann::json sim_json(const pl::sim_result& s) {
   return {{"makespan", s.makespan}, {"bubble_ratio", s.bubble_ratio}, {"span_bubble_ratio", s.span_bubble_ratio},
-          {"busy", s.busy}, {"peak_memory", s.peak_memory}, {"max_peak_memory", s.max_peak_memory()}};
+          {"busy", s.busy},         {"peak_memory", s.peak_memory},   {"max_peak_memory", s.max_peak_memory()}};
 }
 
 void add_shape_options(CLI::App& sub, options& o) {
@@ -166,7 +168,8 @@ void add_cost_options(CLI::App& sub, options& o) {
   sub.add_option("--latency", o.latency, "message latency (overrides the --costs file's)")
       ->check(CLI::NonNegativeNumber)
       ->each([&o](const std::string&) { o.latency_given = true; });
-  sub.add_option("--bandwidth", o.bandwidth, "link bandwidth, bytes per time unit (0 = infinite; overrides the --costs file's)")
+  sub.add_option("--bandwidth", o.bandwidth,
+                 "link bandwidth, bytes per time unit (0 = infinite; overrides the --costs file's)")
       ->check(CLI::NonNegativeNumber)
       ->each([&o](const std::string&) { o.bandwidth_given = true; });
 }
@@ -192,8 +195,8 @@ int run_show(const options& o) {
     j["name"] = l->name;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("%s: %d ranks, %d stages, %d microbatches\n%s", l->name.c_str(), t.num_ranks(), t.stages, t.microbatches,
-                pl::format_table(t).c_str());
+    std::printf("%s: %d ranks, %d stages, %d microbatches\n%s", l->name.c_str(), t.num_ranks(), t.stages,
+                t.microbatches, pl::format_table(t).c_str());
   }
   return 0;
 }
@@ -209,8 +212,9 @@ int run_validate(const options& o) {
   } else if (v) {
     std::printf("%s: invalid: %s\n", l->name.c_str(), v->message.c_str());
   } else {
-    std::printf("%s: valid (%d ranks, %d stages, %d microbatches, %s)\n", l->name.c_str(), l->t.num_ranks(), l->t.stages,
-                l->t.microbatches, l->t.has_comms() ? "with communication" : "compute only; lowering adds deadlock-free communication");
+    std::printf("%s: valid (%d ranks, %d stages, %d microbatches, %s)\n", l->name.c_str(), l->t.num_ranks(),
+                l->t.stages, l->t.microbatches,
+                l->t.has_comms() ? "with communication" : "compute only; lowering adds deadlock-free communication");
   }
   return v ? 1 : 0;
 }
@@ -221,16 +225,20 @@ int run_simulate(const options& o) {
   auto c = load_costs(o, l->t.num_ranks());
   if (!c) return bad_input(c.error().message);
   auto stages = pl::stage_costs(*c, l->t.stages);
-  if (!stages) return bad_input((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.error().message);
+  if (!stages)
+    return bad_input((o.costs_file.empty() ? std::string("costs") : o.costs_file) + ": " + stages.error().message);
   if (!o.layers_per_stage.empty()) {
     // A split as `search` prints it: per stage, how many layers, in order.
     const int n = static_cast<int>(c->units.size());
     if (!c->per_layer) return bad_input("--layers-per-stage: needs per-layer costs (\"layers\" in --costs)");
     if (static_cast<int>(o.layers_per_stage.size()) != l->t.stages)
-      return bad_input("--layers-per-stage: gives " + std::to_string(o.layers_per_stage.size()) + " stages, the schedule has " + std::to_string(l->t.stages));
+      return bad_input("--layers-per-stage: gives " + std::to_string(o.layers_per_stage.size()) +
+                       " stages, the schedule has " + std::to_string(l->t.stages));
     std::vector<int> cuts{0};
     for (int k : o.layers_per_stage) cuts.push_back(cuts.back() + k);
-    if (cuts.back() != n) return bad_input("--layers-per-stage: sums to " + std::to_string(cuts.back()) + " layers, the costs have " + std::to_string(n));
+    if (cuts.back() != n)
+      return bad_input("--layers-per-stage: sums to " + std::to_string(cuts.back()) + " layers, the costs have " +
+                       std::to_string(n));
     stages = pl::stages_from_cuts(*c, cuts);
   }
   pl::sim_options so;
@@ -245,8 +253,9 @@ int run_simulate(const options& o) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("%s: makespan %.4g, bubble %.2f%% (global: idle / busy over all ranks), %.2f%% (inside each rank's span)\n",
-              l->name.c_str(), s->makespan, 100 * s->bubble_ratio, 100 * s->span_bubble_ratio);
+  std::printf(
+      "%s: makespan %.4g, bubble %.2f%% (global: idle / busy over all ranks), %.2f%% (inside each rank's span)\n",
+      l->name.c_str(), s->makespan, 100 * s->bubble_ratio, 100 * s->span_bubble_ratio);
   std::printf("peak memory per rank:");
   for (double x : s->peak_memory) std::printf(" %.4g", x);
   std::printf("\n");
@@ -260,15 +269,16 @@ int run_search(const options& o) {
   if (!c) return bad_input(c.error().message);
   pl::search_options so;
   so.p = o.p, so.m = o.m, so.mem_cap = o.cap, so.chunk_options = o.chunk_counts;
-  so.time_limit_s = std::chrono::duration<double>(o.time_limit).count(), so.generations = o.generations, so.seed = o.seed;
+  so.time_limit_s = std::chrono::duration<double>(o.time_limit).count(), so.generations = o.generations,
+  so.seed = o.seed;
   so.local_steps = 1000000;  // the budget or the time limit ends it
   so.max_evaluations = o.budget;
   const auto budget = static_cast<std::uint64_t>(o.time_limit.count() / 100);  // tenths of a second
   banyan::progress bar("pipeline search", budget);
   so.progress = [&](const pl::search_progress& pr) {
     char detail[160];
-    std::snprintf(detail, sizeof detail, "%s %d/%d  best makespan %.4g  %d schedules tried", pr.phase.c_str(), pr.step, pr.steps,
-                  pr.best_makespan, pr.evaluations);
+    std::snprintf(detail, sizeof detail, "%s %d/%d  best makespan %.4g  %d schedules tried", pr.phase.c_str(), pr.step,
+                  pr.steps, pr.best_makespan, pr.evaluations);
     bar.update(std::min<std::uint64_t>(budget, static_cast<std::uint64_t>(pr.elapsed_s * 10)), detail);
   };
   auto r = pl::search(*c, so);
@@ -284,18 +294,26 @@ int run_search(const options& o) {
   // train_gpt runs it (its --layers-per-stage takes these counts).
   std::string split;
   for (int n : layers_per_stage(r->best.cuts)) split += (split.empty() ? "" : ",") + std::to_string(n);
-  const std::string dsl = split.empty() ? r->dsl : "# layers per stage: " + split + " (train_gpt --layers-per-stage " + split + ")\n" + r->dsl;
+  const std::string dsl =
+      split.empty() ? r->dsl
+                    : "# layers per stage: " + split + " (train_gpt --layers-per-stage " + split + ")\n" + r->dsl;
   if (!o.out_dsl.empty() && !write_file(o.out_dsl, dsl)) return fail(o.out_dsl + ": cannot write");
   if (!o.out_csv.empty() && !write_file(o.out_csv, pl::write_csv(r->best.t))) return fail(o.out_csv + ": cannot write");
   const double base = r->best_predefined ? r->best_predefined->sim.makespan : 0;
   const double bound = pl::makespan_lower_bound(*c, o.p, o.m);
-  const std::string reproduce = "seed " + std::to_string(o.seed) + ", " + std::to_string(r->evaluations) + " evaluations" +
-                                (r->time_cut ? " (the time limit cut the search short: rerun with --budget " + std::to_string(r->evaluations) +
-                                                   " and a generous --time-limit to reproduce it)"
-                                             : o.budget > 0 ? " (--budget " + std::to_string(o.budget) + ")" : "");
+  const std::string reproduce =
+      "seed " + std::to_string(o.seed) + ", " + std::to_string(r->evaluations) + " evaluations" +
+      (r->time_cut ? " (the time limit cut the search short: rerun with --budget " + std::to_string(r->evaluations) +
+                         " and a generous --time-limit to reproduce it)"
+       : o.budget > 0 ? " (--budget " + std::to_string(o.budget) + ")"
+                      : "");
   if (o.json) {
-    nlohmann::json j{{"best", {{"origin", r->best.origin}, {"v", r->best.v}, {"sim", sim_json(r->best.sim)}, {"dsl", dsl},
-                               {"table", table_json(r->best.t)}}},
+    nlohmann::json j{{"best",
+                      {{"origin", r->best.origin},
+                       {"v", r->best.v},
+                       {"sim", sim_json(r->best.sim)},
+                       {"dsl", dsl},
+                       {"table", table_json(r->best.t)}}},
                      {"evaluations", r->evaluations},
                      {"seed", o.seed},
                      {"budget", o.budget},
@@ -305,7 +323,8 @@ int run_search(const options& o) {
                      {"seconds", r->seconds},
                      {"notes", r->notes}};
     if (r->best_predefined)
-      j["best_predefined"] = {{"origin", r->best_predefined->origin}, {"sim", sim_json(r->best_predefined->sim)},
+      j["best_predefined"] = {{"origin", r->best_predefined->origin},
+                              {"sim", sim_json(r->best_predefined->sim)},
                               {"speedup", base / r->best.sim.makespan}};
     if (!r->best.cuts.empty()) {
       j["best"]["cuts"] = r->best.cuts;
@@ -313,25 +332,28 @@ int run_search(const options& o) {
       if (r->best_predefined) j["best_predefined"]["layers_per_stage"] = layers_per_stage(r->best_predefined->cuts);
     }
     if (r->best_predefined_any_split)
-      j["best_predefined_any_split"] = {{"origin", r->best_predefined_any_split->origin}, {"sim", sim_json(r->best_predefined_any_split->sim)},
+      j["best_predefined_any_split"] = {{"origin", r->best_predefined_any_split->origin},
+                                        {"sim", sim_json(r->best_predefined_any_split->sim)},
                                         {"layers_per_stage", layers_per_stage(r->best_predefined_any_split->cuts)},
                                         {"speedup", r->best_predefined_any_split->sim.makespan / r->best.sim.makespan}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   for (const auto& n : r->notes) std::printf("  %s\n", n.c_str());
-  std::printf("best: %s, makespan %.4g, bubble %.2f%%, peak memory %.4g (cap %s)\n", r->best.origin.c_str(), r->best.sim.makespan,
-              100 * r->best.sim.bubble_ratio, r->best.sim.max_peak_memory(), o.cap > 0 ? std::to_string(o.cap).c_str() : "none");
+  std::printf("best: %s, makespan %.4g, bubble %.2f%%, peak memory %.4g (cap %s)\n", r->best.origin.c_str(),
+              r->best.sim.makespan, 100 * r->best.sim.bubble_ratio, r->best.sim.max_peak_memory(),
+              o.cap > 0 ? std::to_string(o.cap).c_str() : "none");
   if (r->best_predefined)
-    std::printf("vs best shipped program within the cap (%s, makespan %.4g): %.3fx\n", r->best_predefined->origin.c_str(), base,
-                base / r->best.sim.makespan);
+    std::printf("vs best shipped program within the cap (%s, makespan %.4g): %.3fx\n",
+                r->best_predefined->origin.c_str(), base, base / r->best.sim.makespan);
   if (!r->best.cuts.empty()) {
     std::printf("layers per stage:");
     for (int n : layers_per_stage(r->best.cuts)) std::printf(" %d", n);
     std::printf("\n");
     if (r->best_predefined_any_split)
-      std::printf("vs best shipped program on any split tried (%s, makespan %.4g): %.3fx\n", r->best_predefined_any_split->origin.c_str(),
-                  r->best_predefined_any_split->sim.makespan, r->best_predefined_any_split->sim.makespan / r->best.sim.makespan);
+      std::printf("vs best shipped program on any split tried (%s, makespan %.4g): %.3fx\n",
+                  r->best_predefined_any_split->origin.c_str(), r->best_predefined_any_split->sim.makespan,
+                  r->best_predefined_any_split->sim.makespan / r->best.sim.makespan);
   }
   std::printf("lower bound %.4g (docs/pipeline.md): gap %.2f%%\n", bound, 100 * (r->best.sim.makespan / bound - 1));
   std::printf("reproduce: %s\n", reproduce.c_str());
@@ -341,7 +363,8 @@ int run_search(const options& o) {
   const std::string& file = !o.out_csv.empty() ? o.out_csv : o.out_dsl;
   if (!split.empty() && !file.empty()) {
     std::printf("run it: train_gpt --pipeline %d --microbatches %d --schedule %s%s --layers-per-stage %s\n", o.p, o.m,
-                file.c_str(), !o.out_csv.empty() || r->best.v == 1 ? "" : (" --interleave " + std::to_string(r->best.v)).c_str(),
+                file.c_str(),
+                !o.out_csv.empty() || r->best.v == 1 ? "" : (" --interleave " + std::to_string(r->best.v)).c_str(),
                 split.c_str());
   }
   return 0;
@@ -352,7 +375,8 @@ int run_search(const options& o) {
 action setup_pipeline(CLI::App& app) {
   auto o = std::make_shared<options>();
   app.require_subcommand(1);
-  auto* show = app.add_subcommand("show", "Print the action table of a program or CSV (or --list the shipped programs)");
+  auto* show =
+      app.add_subcommand("show", "Print the action table of a program or CSV (or --list the shipped programs)");
   show->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table");
   show->add_flag("--list", o->list, "list the shipped programs");
   show->add_flag("--lower", o->lower, "include the lowered SEND/RECV actions");
@@ -365,7 +389,9 @@ action setup_pipeline(CLI::App& app) {
   simulate->add_option("schedule", o->schedule, "shipped program name, .pipe program or .csv table")->required();
   add_shape_options(*simulate, *o);
   add_cost_options(*simulate, *o);
-  simulate->add_option("--layers-per-stage", o->layers_per_stage, "with per-layer costs: the split, e.g. 5,4,4,1 (default the balanced one)")
+  simulate
+      ->add_option("--layers-per-stage", o->layers_per_stage,
+                   "with per-layer costs: the split, e.g. 5,4,4,1 (default the balanced one)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
   simulate->add_option("--trace", o->trace, "write a Chrome trace (chrome://tracing, Perfetto)");
@@ -374,15 +400,20 @@ action setup_pipeline(CLI::App& app) {
   search->add_option("-p,--ranks", o->p, "ranks")->check(CLI::Range(1, 1024));
   search->add_option("-m,--microbatches", o->m, "microbatches")->check(CLI::Range(1, 100000));
   add_cost_options(*search, *o);
-  search->add_option("--cap", o->cap, "per-rank memory cap in the costs' memory unit (0 = none)")->check(CLI::NonNegativeNumber);
-  auto* chunk_counts = search->add_option("--chunk-counts", o->chunk_counts, "chunks per rank to consider (v), a comma list")
-                           ->delimiter(',')->check(CLI::Range(1, 16));
+  search->add_option("--cap", o->cap, "per-rank memory cap in the costs' memory unit (0 = none)")
+      ->check(CLI::NonNegativeNumber);
+  auto* chunk_counts =
+      search->add_option("--chunk-counts", o->chunk_counts, "chunks per rank to consider (v), a comma list")
+          ->delimiter(',')
+          ->check(CLI::Range(1, 16));
   add_deprecated_alias(*search, chunk_counts, "--chunks", tool);
-  add_duration_option(*search, "--time-limit", o->time_limit, "time the search may take", std::chrono::milliseconds(100),
-                      std::chrono::hours(1));
+  add_duration_option(*search, "--time-limit", o->time_limit, "time the search may take",
+                      std::chrono::milliseconds(100), std::chrono::hours(1));
   search->add_option("--generations", o->generations, "genetic generations at most")->check(CLI::Range(0, 100000));
   search->add_option("--seed", o->seed, "random seed");
-  search->add_option("--budget", o->budget, "simulations at most (0 = until --time-limit); same seed and budget, same result")
+  search
+      ->add_option("--budget", o->budget,
+                   "simulations at most (0 = until --time-limit); same seed and budget, same result")
       ->check(CLI::NonNegativeNumber);
   search->add_option("--out-dsl", o->out_dsl, "write the best schedule as a DSL program");
   search->add_option("--out-csv", o->out_csv, "write the best schedule as torch CSV");

@@ -20,13 +20,14 @@ std::string load_confidence::describe() const {
                      (window_s > 0 ? "a " + fixed(window_s, 2) + " s window" : "an unrecorded window");
   if (!judged()) return line + (has_messages ? "" : " (no message counts: confidence not judged)");
   line += ", " + std::to_string(messages) + " messages; " + fixed(100 * well_sampled_share, 0) +
-          "% of the load from components with >= " + std::to_string(min_messages) + " messages and >= " +
-          fixed(min_cpu_s * 1e3, 0) + " ms";
+          "% of the load from components with >= " + std::to_string(min_messages) +
+          " messages and >= " + fixed(min_cpu_s * 1e3, 0) + " ms";
   if (trusted()) return line;
   line += ": too noisy to trust (" + std::to_string(thin_components) + " components thinly sampled";
   if (cpu_s < min_total_cpu_s) line += ", under " + fixed(min_total_cpu_s * 1e3, 0) + " ms measured in all";
-  return line + "); the same app can partition very differently from run to run. Profile a longer run "
-                "(--run-for), or partition by --load messages";
+  return line +
+         "); the same app can partition very differently from run to run. Profile a longer run "
+         "(--run-for), or partition by --load messages";
 }
 
 load_confidence judge_loads(const bp::tree& t, const bp::profile_measurements& m) {
@@ -52,8 +53,9 @@ result<void> use_message_loads(bp::tree& t, const bp::profile_measurements& m, c
   double total = 0;
   for (double x : m.messages) total += x;
   if (!m.has_messages || total == 0) {
-    return error{bp::errc::invalid, file + ": --load messages: the profile has no message counts (load.messages), "
-                                           "as a run's --profile writes; this one may be synthetic (gen-tree)"};
+    return error{bp::errc::invalid, file +
+                                        ": --load messages: the profile has no message counts (load.messages), "
+                                        "as a run's --profile writes; this one may be synthetic (gen-tree)"};
   }
   for (std::size_t v = 0; v < t.size(); ++v) t.cpu[v] = m.messages[v];
   return {};

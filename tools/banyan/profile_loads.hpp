@@ -29,11 +29,11 @@ struct load_confidence {
   static constexpr double min_well_sampled_share = 0.8;
   static constexpr double min_total_cpu_s = 0.01;
 
-  double window_s = 0;            // the profile's duration_s: how long the run measured (0: not recorded)
-  double cpu_s = 0;               // total handler CPU seconds
-  std::uint64_t messages = 0;     // total messages handled
-  bool has_messages = false;      // the profile records load.messages (a run's profile does; gen-tree's not)
-  double well_sampled_share = 0;  // share of cpu_s held by well-sampled components (1 when cpu_s is 0)
+  double window_s = 0;              // the profile's duration_s: how long the run measured (0: not recorded)
+  double cpu_s = 0;                 // total handler CPU seconds
+  std::uint64_t messages = 0;       // total messages handled
+  bool has_messages = false;        // the profile records load.messages (a run's profile does; gen-tree's not)
+  double well_sampled_share = 0;    // share of cpu_s held by well-sampled components (1 when cpu_s is 0)
   std::size_t thin_components = 0;  // components with CPU load that is not well sampled
 
   // Judged only when the profile has message counts (a synthetic profile's loads are exact).
@@ -53,6 +53,7 @@ load_confidence judge_loads(const partitioner::tree& t, const partitioner::profi
 
 // Replaces `t`'s CPU loads by the messages each component handled. Errors name `file`: the profile
 // has no message counts, or none is above 0.
-result<void> use_message_loads(partitioner::tree& t, const partitioner::profile_measurements& m, const std::string& file);
+result<void> use_message_loads(partitioner::tree& t, const partitioner::profile_measurements& m,
+                               const std::string& file);
 
 }  // namespace banyan::cli

@@ -15,10 +15,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
-#include <future>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -101,7 +101,8 @@ class pub_leaf : public banyan::leaf {
     if (run_->messages) {
       ctx.post([this, &ctx] {
         run_->start_ns = now_ns();
-        for (std::size_t i = 0; i < run_->messages; ++i) (void)ctx.publish("bench/data", make_payload(0), banyan::scope::root());
+        for (std::size_t i = 0; i < run_->messages; ++i)
+          (void)ctx.publish("bench/data", make_payload(0), banyan::scope::root());
       });
       return;
     }
@@ -230,13 +231,18 @@ int main(int argc, char** argv) {
         std::string name = std::string(ours ? "banyan" : "raw_caf") + "/fanout:" + std::to_string(fanout) +
                            "/depth:" + std::to_string(depth);
         benchmark::RegisterBenchmark(name.c_str(), bench_case, ours, fanout, depth)
-            ->UseManualTime()->Iterations(1)->Repetitions(3)->Unit(benchmark::kMillisecond);
+            ->UseManualTime()
+            ->Iterations(1)
+            ->Repetitions(3)
+            ->Unit(benchmark::kMillisecond);
       }
     }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
-  std::printf("\n| fan-out | depth | banyan deliveries/s | raw CAF deliveries/s | ratio | banyan p50/p99 µs | raw CAF p50/p99 µs |\n");
+  std::printf(
+      "\n| fan-out | depth | banyan deliveries/s | raw CAF deliveries/s | ratio | banyan p50/p99 µs | raw CAF p50/p99 "
+      "µs |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int fanout : {1, 10, 100}) {
     for (int depth : {1, 4, 8}) {

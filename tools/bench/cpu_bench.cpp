@@ -114,7 +114,8 @@ int run(const options& o) {
     return 2;
   }
   const int N = where->size();
-  std::fprintf(stderr, "cpu_bench: topology %s; %d workers: %s\n", topo->summary().c_str(), N, where->describe().c_str());
+  std::fprintf(stderr, "cpu_bench: topology %s; %d workers: %s\n", topo->summary().c_str(), N,
+               where->describe().c_str());
   json results = json::array();
   for (const auto& model : o.models) {
     const bool is_gpt = model == "gpt";
@@ -125,8 +126,11 @@ int run(const options& o) {
         continue;
       }
       const int b = B / N;
-      const banyan::nn::gpt_config gcfg{.vocab_size = o.vocab, .max_seq_len = o.seq, .num_layers = o.layers,
-                                        .num_heads = o.heads, .channels = o.channels};
+      const banyan::nn::gpt_config gcfg{.vocab_size = o.vocab,
+                                        .max_seq_len = o.seq,
+                                        .num_layers = o.layers,
+                                        .num_heads = o.heads,
+                                        .channels = o.channels};
       const banyan::nn::mlp_config mcfg{.inputs = 784, .hidden = o.hidden, .classes = 10};
       const banyan::nn::adamw_config cfg{.lr = 1e-4f, .grad_clip = is_gpt ? o.gpt_clip : 0.0f};
       // Single instance on N threads.
@@ -181,7 +185,8 @@ int run(const options& o) {
           master = &g.mlp->params();
         }
         g.opt.emplace(*one.be, *master);
-        auto factory = is_gpt ? banyan::cpu::gpt_replicas(gcfg, b, o.seq, text) : banyan::cpu::mlp_replicas(mcfg, b, images);
+        auto factory =
+            is_gpt ? banyan::cpu::gpt_replicas(gcfg, b, o.seq, text) : banyan::cpu::mlp_replicas(mcfg, b, images);
         auto started = banyan::cpu::worker_group::start(
             {.where = *where, .topo = *topo, .optimizer = cfg, .overlap = k == 0}, *master, *g.opt, factory);
         if (!started) {
@@ -206,8 +211,10 @@ int run(const options& o) {
           s_group[k] += o.steps;
           (k == 0 ? t_overlap : t_after).push_back(ms_since(t0) / o.steps);
         }
-        std::fprintf(stderr, "cpu_bench: %s batch %d round %d/%d: single %.2f ms/step, workers %.2f (overlap) %.2f (after backward)\n",
-                     model.c_str(), B, round + 1, o.rounds, t_one.back(), t_overlap.back(), t_after.back());
+        std::fprintf(
+            stderr,
+            "cpu_bench: %s batch %d round %d/%d: single %.2f ms/step, workers %.2f (overlap) %.2f (after backward)\n",
+            model.c_str(), B, round + 1, o.rounds, t_one.back(), t_overlap.back(), t_after.back());
       }
       const double m1 = median(t_one), mo = median(t_overlap), ma = median(t_after);
       // Per round, single over workers: the two ran back to back, so load that drifts between rounds
@@ -216,17 +223,29 @@ int run(const options& o) {
       for (std::size_t i = 0; i < t_one.size(); ++i) per_round.push_back(t_one[i] / t_overlap[i]);
       const auto& st = sides[0].group->stats();
       const double group_steps = static_cast<double>(s_group[0]);
-      results.push_back(json{{"model", model}, {"batch", B}, {"workers", N}, {"per_worker_batch", b},
-                             {"single_ms", m1}, {"workers_ms", mo}, {"workers_after_backward_ms", ma},
-                             {"single_samples_per_s", B * 1000.0 / m1}, {"workers_samples_per_s", B * 1000.0 / mo},
-                             {"speedup", m1 / mo}, {"speedup_round_median", median(per_round)}, {"hidden_ms", ma - mo},
+      results.push_back(json{{"model", model},
+                             {"batch", B},
+                             {"workers", N},
+                             {"per_worker_batch", b},
+                             {"single_ms", m1},
+                             {"workers_ms", mo},
+                             {"workers_after_backward_ms", ma},
+                             {"single_samples_per_s", B * 1000.0 / m1},
+                             {"workers_samples_per_s", B * 1000.0 / mo},
+                             {"speedup", m1 / mo},
+                             {"speedup_round_median", median(per_round)},
+                             {"hidden_ms", ma - mo},
                              {"wait_ms_per_step", st.wait_ms / N / group_steps},
                              {"aggregate_ms_per_step", st.aggregate_ms / N / group_steps},
-                             {"rounds_single_ms", t_one}, {"rounds_workers_ms", t_overlap},
+                             {"rounds_single_ms", t_one},
+                             {"rounds_workers_ms", t_overlap},
                              {"rounds_after_ms", t_after}});
     }
   }
-  const json all{{"topology", topo->summary()}, {"workers", o.workers}, {"steps", o.steps}, {"rounds", o.rounds},
+  const json all{{"topology", topo->summary()},
+                 {"workers", o.workers},
+                 {"steps", o.steps},
+                 {"rounds", o.rounds},
                  {"results", results}};
   if (!o.results.empty()) {
     std::FILE* f = std::fopen(o.results.c_str(), "w");
@@ -246,9 +265,11 @@ int run(const options& o) {
               "ratio", "per-round", "hidden ms", "agg ms");
   for (const auto& r : results) {
     std::printf("%-5s %6d %10.1f %12.1f %12.1f %7.2fx %8.2fx %10.2f %10.2f\n", r["model"].get<std::string>().c_str(),
-                r["batch"].get<int>(), r["single_samples_per_s"].get<double>(), r["workers_samples_per_s"].get<double>(),
-                r["batch"].get<int>() * 1000.0 / r["workers_after_backward_ms"].get<double>(), r["speedup"].get<double>(),
-                r["speedup_round_median"].get<double>(), r["hidden_ms"].get<double>(), r["aggregate_ms_per_step"].get<double>());
+                r["batch"].get<int>(), r["single_samples_per_s"].get<double>(),
+                r["workers_samples_per_s"].get<double>(),
+                r["batch"].get<int>() * 1000.0 / r["workers_after_backward_ms"].get<double>(),
+                r["speedup"].get<double>(), r["speedup_round_median"].get<double>(), r["hidden_ms"].get<double>(),
+                r["aggregate_ms_per_step"].get<double>());
   }
   return 0;
 }
@@ -257,25 +278,40 @@ int run(const options& o) {
 
 int main(int argc, char** argv) {
   options o;
-  CLI::App cli{"cpu_bench: per-core workers (one single-threaded replica per core, fixed-order NUMA-aware gradient "
-               "reduction overlapping backward) vs one instance on as many OpenMP threads, same cores, same global "
-               "batch; GPT and MLP, a batch sweep; alternating rounds, medians"};
-  cli.add_option("--models", o.models, "gpt, mlp or both, a comma list")->delimiter(',')->check(CLI::IsMember({"gpt", "mlp"}))
+  CLI::App cli{
+      "cpu_bench: per-core workers (one single-threaded replica per core, fixed-order NUMA-aware gradient "
+      "reduction overlapping backward) vs one instance on as many OpenMP threads, same cores, same global "
+      "batch; GPT and MLP, a batch sweep; alternating rounds, medians"};
+  cli.add_option("--models", o.models, "gpt, mlp or both, a comma list")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"gpt", "mlp"}))
       ->capture_default_str();
-  cli.add_option("--gpt-batches", o.gpt_batches, "global GPT batches (sequences), a comma list")->delimiter(',')
-      ->check(CLI::Range(1, 1 << 16))->capture_default_str();
-  cli.add_option("--mlp-batches", o.mlp_batches, "global MLP batches (images), a comma list")->delimiter(',')
-      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cli.add_option("--gpt-batches", o.gpt_batches, "global GPT batches (sequences), a comma list")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  cli.add_option("--mlp-batches", o.mlp_batches, "global MLP batches (images), a comma list")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   cli.add_option("--workers", o.workers, "per-core, per-pu or a count; the single instance gets as many threads")
       ->capture_default_str();
-  cli.add_option("--steps", o.steps, "timed steps per side per round")->capture_default_str()->check(CLI::Range(1, 100000));
-  cli.add_option("--warmup", o.warmup, "untimed steps before each measurement")->capture_default_str()->check(CLI::Range(0, 1000));
-  cli.add_option("--rounds", o.rounds, "alternating rounds; each side's median is reported")->capture_default_str()
+  cli.add_option("--steps", o.steps, "timed steps per side per round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cli.add_option("--warmup", o.warmup, "untimed steps before each measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  cli.add_option("--rounds", o.rounds, "alternating rounds; each side's median is reported")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cli.add_option("--seq", o.seq, "GPT context length")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cli.add_option("--layers", o.layers, "GPT blocks")->capture_default_str()->check(CLI::Range(1, 1024));
-  cli.add_option("--channels", o.channels, "GPT width (a multiple of 4 heads)")->capture_default_str()->check(CLI::Range(4, 1 << 16));
-  cli.add_option("--gpt-clip", o.gpt_clip, "GPT global-norm clip (0: off, layer-by-layer updates)")->capture_default_str();
+  cli.add_option("--channels", o.channels, "GPT width (a multiple of 4 heads)")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 1 << 16));
+  cli.add_option("--gpt-clip", o.gpt_clip, "GPT global-norm clip (0: off, layer-by-layer updates)")
+      ->capture_default_str();
   cli.add_flag("--json", o.json, "print results as JSON");
   cli.add_option("--results", o.results, "also write the JSON results to FILE");
   try {

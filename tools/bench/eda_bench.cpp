@@ -5,7 +5,8 @@
 //   - Verilator on that same netlist (a C++ harness clocks the model; only the loop is timed).
 // Every simulator's outputs are compared with ours (Verilator is 2-state: from the end of reset on).
 //
-//   eda_bench --top soc samples/eda_sim/designs/{soc/soc,cpu/cpu,multiplier/multiplier,alu_regfile/alu_regfile,fifo/fifo}.v
+//   eda_bench --top soc
+//   samples/eda_sim/designs/{soc/soc,cpu/cpu,multiplier/multiplier,alu_regfile/alu_regfile,fifo/fifo}.v
 //             --cycles 2000 [--results out.json] [--json] [--no-verilator] [-I DIR] [-D NAME] [-P NAME=VALUE]
 //             [--hold NAME=VALUE] [--map-memories]
 //
@@ -41,8 +42,8 @@ constexpr const char* tool = "eda_bench";
 
 // Runs a build or simulation step in `dir`; its merged output, and whether it succeeded.
 bool run_step(const std::vector<std::string>& argv, const std::string& dir, std::string& output) {
-  auto r = banyan::run_process(argv, {.working_dir = dir, .out = banyan::output_mode::capture,
-                                      .err = banyan::output_mode::merge});
+  auto r = banyan::run_process(
+      argv, {.working_dir = dir, .out = banyan::output_mode::capture, .err = banyan::output_mode::merge});
   if (!r) {
     output += r.error().message + "\n";
     return false;
@@ -65,14 +66,16 @@ std::string harness(const eda::design& d, std::uint64_t cycles) {
     << "    const std::string& s = stim[c]; std::size_t pos = s.size();\n";
   for (const auto& p : d.inputs) {
     const auto w = p.slots.size();
-    h << "    { std::uint64_t v = 0; for (std::size_t i = 0; i < " << w << "; ++i) v |= std::uint64_t(s[pos - 1 - i] == '1') << i;"
+    h << "    { std::uint64_t v = 0; for (std::size_t i = 0; i < " << w
+      << "; ++i) v |= std::uint64_t(s[pos - 1 - i] == '1') << i;"
       << " pos -= " << w << "; m." << p.name << " = v; }\n";
   }
   if (!d.clock.empty()) h << "    m." << d.clock << " = 0;\n";
   h << "    m.eval();\n    std::string& o = out[c];\n";
   for (auto it = d.outputs.rbegin(); it != d.outputs.rend(); ++it) {
     const auto w = it->slots.size();
-    h << "    { std::uint64_t v = m." << it->name << "; for (std::size_t i = " << w << "; i-- > 0;) o += char('0' + ((v >> i) & 1)); }\n";
+    h << "    { std::uint64_t v = m." << it->name << "; for (std::size_t i = " << w
+      << "; i-- > 0;) o += char('0' + ((v >> i) & 1)); }\n";
   }
   if (!d.clock.empty()) h << "    m." << d.clock << " = 1;\n    m.eval();\n";
   h << "  }\n  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();\n"
@@ -114,7 +117,8 @@ int main(int argc, char** argv) {
   } else if (!json_file.empty()) {
     files.insert(files.begin(), json_file);  // `--json a.v b.v`: the flag, then the files
   }
-  if (files.empty()) return banyan::cli::fail(tool, "no Verilog files given (see --help)", banyan::cli::exit_bad_arguments);
+  if (files.empty())
+    return banyan::cli::fail(tool, "no Verilog files given (see --help)", banyan::cli::exit_bad_arguments);
 
   fs::create_directories(work);
   work = fs::absolute(work).string();
@@ -143,8 +147,12 @@ int main(int argc, char** argv) {
   if (!d) return fail(d.error().message);
   auto stim = eda::random_stimulus(*d, rand_opts);
   if (!stim) return fail(stim.error().message);
-  json out = {{"design", top}, {"gates", d->gates}, {"flip_flops", d->flops}, {"memory_bits", d->memory_bits},
-              {"leaves", d->leaves.size()}, {"cycles", cycles}};
+  json out = {{"design", top},
+              {"gates", d->gates},
+              {"flip_flops", d->flops},
+              {"memory_bits", d->memory_bits},
+              {"leaves", d->leaves.size()},
+              {"cycles", cycles}};
 
   step("2/6 eda_sim engine, 1 lane and 64 lanes; the leaf exchange, 1 lane");
   eda::sim_options ro;
@@ -199,14 +207,13 @@ int main(int argc, char** argv) {
     std::ofstream(vdir + "/harness.cpp") << harness(*d, cycles);
     eda::reference_options ref{files, top, cycles, 1};
     ref.sources = sources;
-    auto st = eda::write_testbench(*d, **stim, ref, vdir + "/tb_unused.v", vdir + "/stim.mem",
-                                   vdir + "/unused.txt");
+    auto st = eda::write_testbench(*d, **stim, ref, vdir + "/tb_unused.v", vdir + "/stim.mem", vdir + "/unused.txt");
     if (!st) return fail(st.error().message);
     std::string log;
-    const bool built = run_step({"verilator", "--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-                                 "--top-module", top, "-Mdir", vdir + "/obj", gl, simcells, vdir + "/harness.cpp",
-                                 "-j", "2", "-CFLAGS", "-O2"},
-                                vdir, log);
+    const bool built = run_step(
+        {"verilator", "--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style", "--top-module", top,
+         "-Mdir", vdir + "/obj", gl, simcells, vdir + "/harness.cpp", "-j", "2", "-CFLAGS", "-O2"},
+        vdir, log);
     step("6/6 Verilator run");
     std::string run_log;
     if (!built || !run_step({vdir + "/obj/V" + top}, vdir, run_log)) {

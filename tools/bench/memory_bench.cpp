@@ -101,9 +101,10 @@ struct measured {
 
 int main(int argc, char** argv) {
   options o;
-  CLI::App app{"memory_bench: memory-managed GPT training per policy and budget against keep-all, and the largest "
-               "batch each policy fits into keep-all's budget; PyTorch (no checkpointing, torch.utils.checkpoint) as "
-               "the anchor"};
+  CLI::App app{
+      "memory_bench: memory-managed GPT training per policy and budget against keep-all, and the largest "
+      "batch each policy fits into keep-all's budget; PyTorch (no checkpointing, torch.utils.checkpoint) as "
+      "the anchor"};
   app.add_option("--vocab", o.vocab, "Vocabulary size")->check(CLI::PositiveNumber);
   app.add_option("--layers", o.layers, "Transformer blocks")->check(CLI::PositiveNumber);
   app.add_option("--heads", o.heads, "Attention heads")->check(CLI::PositiveNumber);
@@ -113,9 +114,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "CPU compute threads (0: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--steps", o.steps, "Steps per timed round")->check(CLI::PositiveNumber);
   app.add_option("--rounds", o.rounds, "Alternating rounds (medians)")->check(CLI::PositiveNumber);
-  app.add_option("--fractions", o.fractions, "Budgets for greedy and knapsack, as fractions of keep-all's peak (a comma list)")
+  app.add_option("--fractions", o.fractions,
+                 "Budgets for greedy and knapsack, as fractions of keep-all's peak (a comma list)")
       ->delimiter(',');
-  app.add_option("--max-slowdown", o.max_slowdown, "Step-time ratio allowed for 'memory saved'")->check(CLI::PositiveNumber);
+  app.add_option("--max-slowdown", o.max_slowdown, "Step-time ratio allowed for 'memory saved'")
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-batch-factor", o.max_batch_factor, "Largest batch searched, in multiples of --batch")
       ->check(CLI::PositiveNumber);
   app.add_option("--backend", o.backend, "cpu or cuda");
@@ -129,7 +132,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   nn::backend& be = **be_made;
-  const nn::gpt_config cfg{.vocab_size = o.vocab, .max_seq_len = o.seq, .num_layers = o.layers, .num_heads = o.heads,
+  const nn::gpt_config cfg{.vocab_size = o.vocab,
+                           .max_seq_len = o.seq,
+                           .num_layers = o.layers,
+                           .num_heads = o.heads,
                            .channels = o.channels};
   if (auto v = cfg.validate(); !v) {
     std::fprintf(stderr, "memory_bench: %s\n", v.error().message.c_str());
@@ -168,9 +174,17 @@ int main(int argc, char** argv) {
     const auto& plan = t->model->memory()->plan();
     // The fastest round of each: on a shared machine other processes only ever add time, so the
     // minimum is the closest to the unloaded step (the medians are in the JSON too).
-    measured m{nn::to_string(policy), budget, t->model->memory()->stats().peak_bytes, plan.host_bytes, fastest(mine),
-               fastest(theirs), 0.0, plan.compute_ms > 0 ? plan.predicted_ms / plan.compute_ms : 0.0,
-               t->model->memory()->stats().late_copies, median(mine), median(theirs)};
+    measured m{nn::to_string(policy),
+               budget,
+               t->model->memory()->stats().peak_bytes,
+               plan.host_bytes,
+               fastest(mine),
+               fastest(theirs),
+               0.0,
+               plan.compute_ms > 0 ? plan.predicted_ms / plan.compute_ms : 0.0,
+               t->model->memory()->stats().late_copies,
+               median(mine),
+               median(theirs)};
     m.ratio = m.ms / m.base_ms;
     m.held = t->model->memory()->stats().held_for_backward;
     std::fprintf(stderr,
@@ -202,7 +216,8 @@ int main(int argc, char** argv) {
       saved[p] = nullptr;
       continue;
     }
-    saved[p] = {{"peak_bytes", best->peak}, {"ratio", best->ratio},
+    saved[p] = {{"peak_bytes", best->peak},
+                {"ratio", best->ratio},
                 {"saved_vs_keep", 1.0 - static_cast<double>(best->peak) / static_cast<double>(keep_peak)},
                 {"saved_vs_arenas", 1.0 - static_cast<double>(best->peak) / static_cast<double>(arenas)}};
   }
@@ -210,8 +225,8 @@ int main(int argc, char** argv) {
   // Largest batch in keep-all's budget, per policy.
   json batches = json::object();
   double keep_ms_per_sample = 0.0;
-  for (auto policy : {nn::memory_policy::keep, nn::memory_policy::recompute, nn::memory_policy::swap,
-                      nn::memory_policy::knapsack}) {
+  for (auto policy :
+       {nn::memory_policy::keep, nn::memory_policy::recompute, nn::memory_policy::swap, nn::memory_policy::knapsack}) {
     auto fits = [&](int b) {
       auto m = nn::gpt::create(cfg, b, o.seq, be, nn::memory_options{.budget = keep_peak, .policy = policy});
       return static_cast<bool>(m);
@@ -240,7 +255,8 @@ int main(int argc, char** argv) {
     const double ms = t->run(1);
     const double per_sample = ms / lo;
     if (policy == nn::memory_policy::keep) keep_ms_per_sample = per_sample;
-    batches[nn::to_string(policy)] = {{"batch", lo}, {"vs_keep", static_cast<double>(lo) / o.batch},
+    batches[nn::to_string(policy)] = {{"batch", lo},
+                                      {"vs_keep", static_cast<double>(lo) / o.batch},
                                       {"peak_bytes", t->model->memory()->stats().peak_bytes},
                                       {"ms_per_sample", per_sample},
                                       {"host_bytes", t->model->memory()->plan().host_bytes}};
@@ -255,8 +271,10 @@ int main(int argc, char** argv) {
   json same_memory = nullptr;
   if (recompute) {
     if (auto k = measure(nn::memory_policy::knapsack, recompute->peak)) {
-      same_memory = {{"budget", recompute->peak},      {"recompute_ratio", recompute->ratio},
-                     {"knapsack_ratio", k->ratio},      {"knapsack_peak_bytes", k->peak},
+      same_memory = {{"budget", recompute->peak},
+                     {"recompute_ratio", recompute->ratio},
+                     {"knapsack_ratio", k->ratio},
+                     {"knapsack_peak_bytes", k->peak},
                      {"knapsack_vs_recompute", k->ratio / recompute->ratio}};
     }
   }
@@ -266,11 +284,11 @@ int main(int argc, char** argv) {
   if (!o.skip_torch) {
     // OpenBLAS's own threads stay off (nn_bench.cpp: Debian's torch otherwise starts a pool per
     // core beside OpenMP's, which slows it several times on a shared machine).
-    const std::string cmd = std::string("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 ") + BANYAN_SOURCE_DIR + "/tools/bench/memory_bench.py " +
-                            std::to_string(o.vocab) + " " + std::to_string(o.layers) + " " + std::to_string(o.heads) +
-                            " " + std::to_string(o.channels) + " " + std::to_string(o.seq) + " " +
-                            std::to_string(o.batch) + " " + std::to_string(o.threads) + " " +
-                            std::to_string(o.steps * o.rounds) + " " + o.backend;
+    const std::string cmd = std::string("OPENBLAS_NUM_THREADS=1 /usr/bin/python3 ") + BANYAN_SOURCE_DIR +
+                            "/tools/bench/memory_bench.py " + std::to_string(o.vocab) + " " + std::to_string(o.layers) +
+                            " " + std::to_string(o.heads) + " " + std::to_string(o.channels) + " " +
+                            std::to_string(o.seq) + " " + std::to_string(o.batch) + " " + std::to_string(o.threads) +
+                            " " + std::to_string(o.steps * o.rounds) + " " + o.backend;
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r")) {
       char buf[4096];
@@ -281,28 +299,49 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "memory_bench: the PyTorch anchor failed: %s\n", cmd.c_str());
       torch = nullptr;
     } else {
-      std::fprintf(stderr, "  PyTorch: no checkpointing %.2f ms/step, %s saved; checkpoint per block %.2f ms/step (x%.3f), %s saved\n",
-                   torch["plain"]["ms"].get<double>(),
-                   nn::format_bytes(torch["plain"]["saved_bytes"].get<std::size_t>()).c_str(),
-                   torch["checkpoint"]["ms"].get<double>(),
-                   torch["checkpoint"]["ms"].get<double>() / torch["plain"]["ms"].get<double>(),
-                   nn::format_bytes(torch["checkpoint"]["saved_bytes"].get<std::size_t>()).c_str());
+      std::fprintf(
+          stderr,
+          "  PyTorch: no checkpointing %.2f ms/step, %s saved; checkpoint per block %.2f ms/step (x%.3f), %s saved\n",
+          torch["plain"]["ms"].get<double>(),
+          nn::format_bytes(torch["plain"]["saved_bytes"].get<std::size_t>()).c_str(),
+          torch["checkpoint"]["ms"].get<double>(),
+          torch["checkpoint"]["ms"].get<double>() / torch["plain"]["ms"].get<double>(),
+          nn::format_bytes(torch["checkpoint"]["saved_bytes"].get<std::size_t>()).c_str());
     }
   }
 
   json runs_json = json::array();
   for (const auto& m : runs) {
-    runs_json.push_back({{"policy", m.policy}, {"budget", m.budget}, {"peak_bytes", m.peak}, {"host_bytes", m.host},
+    runs_json.push_back({{"policy", m.policy},
+                         {"budget", m.budget},
+                         {"peak_bytes", m.peak},
+                         {"host_bytes", m.host},
                          {"held_for_backward_bytes", m.held},
-                         {"ms", m.ms}, {"baseline_ms", m.base_ms}, {"ratio", m.ratio},
-                         {"median_ms", m.median_ms}, {"median_baseline_ms", m.median_base_ms},
-                         {"predicted_ratio", m.predicted_ratio}, {"late_copies", m.late}});
+                         {"ms", m.ms},
+                         {"baseline_ms", m.base_ms},
+                         {"ratio", m.ratio},
+                         {"median_ms", m.median_ms},
+                         {"median_baseline_ms", m.median_base_ms},
+                         {"predicted_ratio", m.predicted_ratio},
+                         {"late_copies", m.late}});
   }
-  const json result{{"config", {{"vocab", o.vocab}, {"layers", o.layers}, {"heads", o.heads}, {"channels", o.channels},
-                                {"seq", o.seq}, {"batch", o.batch}, {"backend", be.name()}}},
-                    {"arenas_bytes", arenas}, {"keep_peak_bytes", keep_peak}, {"least_bytes", least},
-                    {"runs", runs_json}, {"saved_at_max_slowdown", saved}, {"max_slowdown", o.max_slowdown},
-                    {"largest_batch", batches}, {"knapsack_at_recompute_memory", same_memory}, {"torch", torch}};
+  const json result{{"config",
+                     {{"vocab", o.vocab},
+                      {"layers", o.layers},
+                      {"heads", o.heads},
+                      {"channels", o.channels},
+                      {"seq", o.seq},
+                      {"batch", o.batch},
+                      {"backend", be.name()}}},
+                    {"arenas_bytes", arenas},
+                    {"keep_peak_bytes", keep_peak},
+                    {"least_bytes", least},
+                    {"runs", runs_json},
+                    {"saved_at_max_slowdown", saved},
+                    {"max_slowdown", o.max_slowdown},
+                    {"largest_batch", batches},
+                    {"knapsack_at_recompute_memory", same_memory},
+                    {"torch", torch}};
   if (o.json) {
     std::printf("%s\n", result.dump(2).c_str());
     return 0;
@@ -319,7 +358,8 @@ int main(int argc, char** argv) {
   }
   std::printf("largest batch in keep-all's budget (%s):\n", nn::format_bytes(keep_peak).c_str());
   for (auto& [p, v] : batches.items()) {
-    if (!v.is_null()) std::printf("  %-9s %4d  (x%.2f)\n", p.c_str(), v["batch"].get<int>(), v["vs_keep"].get<double>());
+    if (!v.is_null())
+      std::printf("  %-9s %4d  (x%.2f)\n", p.c_str(), v["batch"].get<int>(), v["vs_keep"].get<double>());
   }
   if (!same_memory.is_null()) {
     std::printf("knapsack vs sqrt(n) recompute at %s: x%.3f step time (x%.3f and x%.3f of keep-all)\n",
@@ -329,10 +369,12 @@ int main(int argc, char** argv) {
   }
   if (!torch.is_null()) {
     const double plain = torch["plain"]["ms"].get<double>(), ck = torch["checkpoint"]["ms"].get<double>();
-    const double ps = torch["plain"]["saved_bytes"].get<double>(), cs = torch["checkpoint"]["saved_bytes"].get<double>();
-    std::printf("PyTorch, same GPT and batch: torch.utils.checkpoint per block saves %.1f%% of the saved activations "
-                "at x%.3f step time; banyan at %.2f ms/step is x%.3f of PyTorch without checkpointing\n",
-                100.0 * (1.0 - cs / ps), ck / plain, runs.front().base_ms, runs.front().base_ms / plain);
+    const double ps = torch["plain"]["saved_bytes"].get<double>(),
+                 cs = torch["checkpoint"]["saved_bytes"].get<double>();
+    std::printf(
+        "PyTorch, same GPT and batch: torch.utils.checkpoint per block saves %.1f%% of the saved activations "
+        "at x%.3f step time; banyan at %.2f ms/step is x%.3f of PyTorch without checkpointing\n",
+        100.0 * (1.0 - cs / ps), ck / plain, runs.front().base_ms, runs.front().base_ms / plain);
   }
   return 0;
 }

@@ -129,8 +129,11 @@ int run_child(const options& o) {
     step();
     json layers = json::array();
     for (const auto& l : model->layers()) {
-      layers.push_back({{"name", l.name}, {"forward_ms", l.forward_ms}, {"backward_ms", l.backward_ms},
-                        {"param_bytes", l.param_bytes}, {"activation_bytes", l.activation_bytes}});
+      layers.push_back({{"name", l.name},
+                        {"forward_ms", l.forward_ms},
+                        {"backward_ms", l.backward_ms},
+                        {"param_bytes", l.param_bytes},
+                        {"activation_bytes", l.activation_bytes}});
     }
     j["layers"] = layers;
   }
@@ -154,7 +157,8 @@ struct config {
   json last;                                             // the child's last JSON line
 
   std::string describe() const {
-    std::string s = side == "pytorch" ? "set_num_threads(" + std::to_string(threads) + ")" : "threads " + std::to_string(threads);
+    std::string s =
+        side == "pytorch" ? "set_num_threads(" + std::to_string(threads) + ")" : "threads " + std::to_string(threads);
     for (const char* var : {"OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"}) {
       if (side == "banyan" && std::string(var) == "OPENBLAS_NUM_THREADS") continue;  // always 1 (the backend sets it)
       auto it = std::find_if(env.begin(), env.end(), [&](const auto& kv) { return kv.first == var; });
@@ -194,8 +198,10 @@ banyan::result<json> measure(const options& o, const std::string& self, config& 
     for (int v : {o.vocab, o.ctx, o.layers, o.heads, o.channels, o.batch, o.seq}) a.push_back(std::to_string(v));
   };
   if (c.side == "banyan") {
-    argv = {self, "--child", "--threads", std::to_string(c.threads), "--steps", std::to_string(steps), "--warmup",
-            std::to_string(o.warmup)};
+    argv = {self,        "--child",
+            "--threads", std::to_string(c.threads),
+            "--steps",   std::to_string(steps),
+            "--warmup",  std::to_string(o.warmup)};
     const char* names[] = {"--vocab", "--ctx", "--layers", "--heads", "--channels", "--batch", "--seq"};
     std::vector<std::string> values;
     model_args(values);
@@ -210,7 +216,8 @@ banyan::result<json> measure(const options& o, const std::string& self, config& 
     model_args(argv);
     for (int v : {c.threads, steps, o.warmup}) argv.push_back(std::to_string(v));
   }
-  const banyan::spawn_options so{.env = c.env, .out = banyan::output_mode::capture, .err = banyan::output_mode::capture};
+  const banyan::spawn_options so{
+      .env = c.env, .out = banyan::output_mode::capture, .err = banyan::output_mode::capture};
   auto run = banyan::run_process(argv, so);
   if (!run) return run.error();
   if (!run->status.success()) {
@@ -230,8 +237,12 @@ json gemm_table(const options& o, int threads) {
   nn::rng r(11);
   openblas_set_num_threads(1);
   const int N = o.batch * o.seq, C = o.channels;
-  struct shape { const char* name; int in, out; };
-  const shape shapes[] = {{"qkv", C, 3 * C}, {"attn proj", C, C}, {"fc", C, 4 * C}, {"fc proj", 4 * C, C}, {"lm_head", C, o.vocab}};
+  struct shape {
+    const char* name;
+    int in, out;
+  };
+  const shape shapes[] = {
+      {"qkv", C, 3 * C}, {"attn proj", C, C}, {"fc", C, 4 * C}, {"fc proj", 4 * C, C}, {"lm_head", C, o.vocab}};
   auto be = nn::make_backend({.name = "cpu", .threads = threads});  // sets the OpenMP threads
   json gemms = json::array();
   for (const auto& s : shapes) {
@@ -240,23 +251,32 @@ json gemm_table(const options& o, int threads) {
     for (auto& v : x) v = r.normal();
     for (auto& v : w) v = 0.02f * r.normal();
     const double flops = 2.0 * N * s.in * s.out;
-    const double f_ours = time_per_call([&] { nn::cpu::matmul_forward(y.data(), x.data(), w.data(), b.data(), N, s.in, s.out); });
+    const double f_ours =
+        time_per_call([&] { nn::cpu::matmul_forward(y.data(), x.data(), w.data(), b.data(), N, s.in, s.out); });
     const double b_ours = time_per_call([&] {
       nn::cpu::matmul_backward(dx.data(), dw.data(), db.data(), y.data(), x.data(), w.data(), N, s.in, s.out);
     });
     // The anchor is OpenBLAS as a user would call it: its own threads, the same count.
     openblas_set_num_threads(threads);
     const double f_blas = time_per_call([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, s.out, s.in, 1.0f, x.data(), s.in, w.data(), s.in, 0.0f, y.data(), s.out);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, s.out, s.in, 1.0f, x.data(), s.in, w.data(), s.in, 0.0f,
+                  y.data(), s.out);
     });
     const double b_blas = time_per_call([&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, s.in, s.out, 1.0f, y.data(), s.out, w.data(), s.in, 1.0f, dx.data(), s.in);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.out, s.in, N, 1.0f, y.data(), s.out, x.data(), s.in, 1.0f, dw.data(), s.in);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, s.in, s.out, 1.0f, y.data(), s.out, w.data(), s.in,
+                  1.0f, dx.data(), s.in);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, s.out, s.in, N, 1.0f, y.data(), s.out, x.data(), s.in, 1.0f,
+                  dw.data(), s.in);
     });
     openblas_set_num_threads(1);
-    gemms.push_back({{"layer", s.name}, {"M", N}, {"K", s.in}, {"N", s.out},
-                     {"forward_gflops", flops / f_ours * 1e-9}, {"forward_sgemm_gflops", flops / f_blas * 1e-9},
-                     {"backward_gflops", 2 * flops / b_ours * 1e-9}, {"backward_sgemm_gflops", 2 * flops / b_blas * 1e-9}});
+    gemms.push_back({{"layer", s.name},
+                     {"M", N},
+                     {"K", s.in},
+                     {"N", s.out},
+                     {"forward_gflops", flops / f_ours * 1e-9},
+                     {"forward_sgemm_gflops", flops / f_blas * 1e-9},
+                     {"backward_gflops", 2 * flops / b_ours * 1e-9},
+                     {"backward_sgemm_gflops", 2 * flops / b_blas * 1e-9}});
   }
   return gemms;
 }
@@ -265,9 +285,10 @@ json gemm_table(const options& o, int threads) {
 
 int main(int argc, char** argv) {
   options o;
-  CLI::App cli{"nn_bench: banyan GPT training step vs PyTorch on the CPU, each side in its best threading configuration "
-               "(searched and printed), at 1 thread and at all cores, in alternating rounds; per-layer times; layer GEMMs "
-               "vs sgemm; peak RSS with and without the CUDA backend"};
+  CLI::App cli{
+      "nn_bench: banyan GPT training step vs PyTorch on the CPU, each side in its best threading configuration "
+      "(searched and printed), at 1 thread and at all cores, in alternating rounds; per-layer times; layer GEMMs "
+      "vs sgemm; peak RSS with and without the CUDA backend"};
   cli.add_option("--vocab", o.vocab)->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cli.add_option("--ctx", o.ctx, "max sequence length")->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cli.add_option("--layers", o.layers)->capture_default_str()->check(CLI::Range(1, 1024));
@@ -275,14 +296,21 @@ int main(int argc, char** argv) {
   cli.add_option("--channels", o.channels)->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cli.add_option("--batch", o.batch)->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cli.add_option("--seq", o.seq)->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cli.add_option("--threads", o.threads, "thread counts to measure, a comma list (default: 1 and all cores)")->delimiter(',')
+  cli.add_option("--threads", o.threads, "thread counts to measure, a comma list (default: 1 and all cores)")
+      ->delimiter(',')
       ->check(CLI::Range(1, 4096));
-  cli.add_option("--rounds", o.rounds, "alternating measurement rounds; each side's median is reported")->capture_default_str()
+  cli.add_option("--rounds", o.rounds, "alternating measurement rounds; each side's median is reported")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1000));
-  cli.add_option("--steps", o.steps, "timed steps per side per round")->capture_default_str()->check(CLI::Range(1, 100000));
-  cli.add_option("--warmup", o.warmup, "untimed steps before each measurement")->capture_default_str()->check(CLI::Range(0, 1000));
+  cli.add_option("--steps", o.steps, "timed steps per side per round")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cli.add_option("--warmup", o.warmup, "untimed steps before each measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   cli.add_option("--search-steps", o.search_steps, "timed steps per configuration tried (0: no search, the defaults)")
-      ->capture_default_str()->check(CLI::Range(0, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   cli.add_flag("--json", o.json, "print results as JSON");
   cli.add_flag("--skip-torch", o.skip_torch, "do not run the PyTorch side");
   cli.add_flag("--skip-gemms", o.skip_gemms, "do not time the layer GEMMs against sgemm");
@@ -334,8 +362,8 @@ int main(int argc, char** argv) {
       for (auto& p : runs) {
         for (std::size_t k = 0; k < p.tried.size(); ++k) {
           config& c = p.tried[pass == 0 ? k : p.tried.size() - 1 - k];
-          std::fprintf(stderr, "\rnn_bench: search pass %d/2, %d threads: %-8s %-70s", pass + 1, p.threads, c.side.c_str(),
-                       c.describe().c_str());
+          std::fprintf(stderr, "\rnn_bench: search pass %d/2, %d threads: %-8s %-70s", pass + 1, p.threads,
+                       c.side.c_str(), c.describe().c_str());
           auto j = measure(o, self, c, o.search_steps, false);
           if (!j) return fail(j.error());
           c.search_ms.push_back((*j)["ms_per_step"].get<double>());
@@ -371,7 +399,8 @@ int main(int argc, char** argv) {
       for (int idx : {p.best_banyan, p.best_torch}) {
         if (idx < 0) continue;
         config& c = p.tried[idx];
-        std::fprintf(stderr, "\rnn_bench: round %d/%d, %d threads: %-8s", round + 1, o.rounds, p.threads, c.side.c_str());
+        std::fprintf(stderr, "\rnn_bench: round %d/%d, %d threads: %-8s", round + 1, o.rounds, p.threads,
+                     c.side.c_str());
         auto j = measure(o, self, c, o.steps, c.side == "banyan" && round == o.rounds - 1);
         if (!j) return fail(j.error());
         c.round_ms.push_back((*j)["ms_per_step"].get<double>());
@@ -384,9 +413,22 @@ int main(int argc, char** argv) {
     // In a child with banyan's chosen configuration at the most threads (the wait policy matters).
     const config& b = runs.back().tried[runs.back().best_banyan];
     std::fprintf(stderr, "nn_bench: layer GEMMs at %d threads (%s)...\n", b.threads, b.describe().c_str());
-    std::vector<std::string> args{self, "--child", "--gemms", "--threads", std::to_string(b.threads), "--batch",
-                                  std::to_string(o.batch), "--seq", std::to_string(o.seq), "--ctx", std::to_string(o.ctx),
-                                  "--channels", std::to_string(o.channels), "--heads", std::to_string(o.heads), "--vocab",
+    std::vector<std::string> args{self,
+                                  "--child",
+                                  "--gemms",
+                                  "--threads",
+                                  std::to_string(b.threads),
+                                  "--batch",
+                                  std::to_string(o.batch),
+                                  "--seq",
+                                  std::to_string(o.seq),
+                                  "--ctx",
+                                  std::to_string(o.ctx),
+                                  "--channels",
+                                  std::to_string(o.channels),
+                                  "--heads",
+                                  std::to_string(o.heads),
+                                  "--vocab",
                                   std::to_string(o.vocab)};
     auto run = banyan::run_process(args, {.env = b.env, .out = banyan::output_mode::capture});
     if (!run) return fail(run.error());
@@ -405,14 +447,21 @@ int main(int argc, char** argv) {
     json tried = json::array();
     for (std::size_t k = 0; k < p.tried.size(); ++k) {
       const auto& c = p.tried[k];
-      tried.push_back({{"side", c.side}, {"config", c.describe()}, {"search_ms", c.search_ms},
+      tried.push_back({{"side", c.side},
+                       {"config", c.describe()},
+                       {"search_ms", c.search_ms},
                        {"chosen", static_cast<int>(k) == p.best_banyan || static_cast<int>(k) == p.best_torch}});
     }
     const config& b = p.tried[p.best_banyan];
-    json r{{"threads", p.threads}, {"tried", tried}, {"banyan_config", b.describe()}, {"banyan_rounds_ms", b.round_ms},
-           {"banyan_ms", median(b.round_ms)}, {"banyan_peak_rss_kb", b.last.value("peak_rss_kb", 0L)},
+    json r{{"threads", p.threads},
+           {"tried", tried},
+           {"banyan_config", b.describe()},
+           {"banyan_rounds_ms", b.round_ms},
+           {"banyan_ms", median(b.round_ms)},
+           {"banyan_peak_rss_kb", b.last.value("peak_rss_kb", 0L)},
            {"banyan_peak_rss_kb_with_cuda", b.last.value("peak_rss_kb_with_cuda", 0L)},
-           {"cuda", b.last.value("cuda", std::string())}, {"layers", b.last.value("layers", json::array())}};
+           {"cuda", b.last.value("cuda", std::string())},
+           {"layers", b.last.value("layers", json::array())}};
     if (p.best_torch >= 0) {
       const config& t = p.tried[p.best_torch];
       r["torch_config"] = t.describe();
@@ -424,10 +473,24 @@ int main(int argc, char** argv) {
     results.push_back(r);
   }
   const auto params = runs.front().tried[runs.front().best_banyan].last.value("params", 0UL);
-  json j{{"config", {{"vocab", o.vocab}, {"ctx", o.ctx}, {"layers", o.layers}, {"heads", o.heads}, {"channels", o.channels},
-                     {"batch", o.batch}, {"seq", o.seq}, {"params", params}, {"cores", cores}, {"rounds", o.rounds},
-                     {"steps", o.steps}, {"warmup", o.warmup}, {"search_steps", o.search_steps}}},
-         {"load_average_start", load_start}, {"load_average_end", load_end}, {"results", results}, {"gemms", gemms}};
+  json j{{"config",
+          {{"vocab", o.vocab},
+           {"ctx", o.ctx},
+           {"layers", o.layers},
+           {"heads", o.heads},
+           {"channels", o.channels},
+           {"batch", o.batch},
+           {"seq", o.seq},
+           {"params", params},
+           {"cores", cores},
+           {"rounds", o.rounds},
+           {"steps", o.steps},
+           {"warmup", o.warmup},
+           {"search_steps", o.search_steps}}},
+         {"load_average_start", load_start},
+         {"load_average_end", load_end},
+         {"results", results},
+         {"gemms", gemms}};
   if (o.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -457,23 +520,29 @@ int main(int argc, char** argv) {
       return std::string(buf);
     };
     const std::string torch = r.contains("torch_ms") ? cell(r["torch_rounds_ms"], r["torch_ms"].get<double>()) : "-";
-    std::printf("  %-7d %-26s %-26s %s\n", r["threads"].get<int>(), cell(r["banyan_rounds_ms"], r["banyan_ms"].get<double>()).c_str(),
-                torch.c_str(), r.contains("ratio_banyan_over_torch") ? std::to_string(r["ratio_banyan_over_torch"].get<double>()).substr(0, 5).c_str() : "-");
+    std::printf("  %-7d %-26s %-26s %s\n", r["threads"].get<int>(),
+                cell(r["banyan_rounds_ms"], r["banyan_ms"].get<double>()).c_str(), torch.c_str(),
+                r.contains("ratio_banyan_over_torch")
+                    ? std::to_string(r["ratio_banyan_over_torch"].get<double>()).substr(0, 5).c_str()
+                    : "-");
   }
   for (const auto& r : results) {
-    std::printf("  %d threads: banyan %s; PyTorch %s\n", r["threads"].get<int>(), r["banyan_config"].get<std::string>().c_str(),
-                r.value("torch_config", std::string("-")).c_str());
+    std::printf("  %d threads: banyan %s; PyTorch %s\n", r["threads"].get<int>(),
+                r["banyan_config"].get<std::string>().c_str(), r.value("torch_config", std::string("-")).c_str());
   }
   const auto& last = results.back();
   std::printf("peak RSS: banyan %.1f MiB, %.1f MiB after asking for the CUDA backend (%s); PyTorch %.1f MiB\n",
-              last["banyan_peak_rss_kb"].get<long>() / 1024.0, last["banyan_peak_rss_kb_with_cuda"].get<long>() / 1024.0,
-              last["cuda"].get<std::string>().c_str(), last.value("torch_peak_rss_kb", 0L) / 1024.0);
+              last["banyan_peak_rss_kb"].get<long>() / 1024.0,
+              last["banyan_peak_rss_kb_with_cuda"].get<long>() / 1024.0, last["cuda"].get<std::string>().c_str(),
+              last.value("torch_peak_rss_kb", 0L) / 1024.0);
   std::printf("per-layer times of one profiled step (ms, forward + backward, summed over the blocks):\n");
   std::printf("  %-12s", "layer");
   for (const auto& r : results) std::printf("  %9s", (std::to_string(r["threads"].get<int>()) + " thr").c_str());
   std::printf("\n");
   std::vector<std::string> kinds;
-  auto kind_of = [](const std::string& name) { return name.find('.') != std::string::npos ? name.substr(name.find('.') + 1) : name; };
+  auto kind_of = [](const std::string& name) {
+    return name.find('.') != std::string::npos ? name.substr(name.find('.') + 1) : name;
+  };
   for (const auto& l : last["layers"]) {
     const std::string k = kind_of(l["name"].get<std::string>());
     if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
@@ -483,22 +552,26 @@ int main(int argc, char** argv) {
     for (const auto& r : results) {
       double ms = 0.0;
       for (const auto& l : r["layers"]) {
-        if (kind_of(l["name"].get<std::string>()) == k) ms += l["forward_ms"].get<double>() + l["backward_ms"].get<double>();
+        if (kind_of(l["name"].get<std::string>()) == k)
+          ms += l["forward_ms"].get<double>() + l["backward_ms"].get<double>();
       }
       std::printf("  %9.2f", ms);
     }
     std::printf("\n");
   }
   if (!gemms.empty()) {
-    std::printf("layer GEMMs at %d threads, GFLOP/s (ours: split over OpenMP, OpenBLAS 1 thread; sgemm: OpenBLAS's own threads):\n",
-                runs.back().threads);
-    std::printf("%-10s %6s %5s %5s  %9s %9s %6s  %9s %9s %6s\n", "GEMM", "M", "K", "N", "fwd GF/s", "sgemm", "ratio", "bwd GF/s",
-                "sgemm", "ratio");
+    std::printf(
+        "layer GEMMs at %d threads, GFLOP/s (ours: split over OpenMP, OpenBLAS 1 thread; sgemm: OpenBLAS's own "
+        "threads):\n",
+        runs.back().threads);
+    std::printf("%-10s %6s %5s %5s  %9s %9s %6s  %9s %9s %6s\n", "GEMM", "M", "K", "N", "fwd GF/s", "sgemm", "ratio",
+                "bwd GF/s", "sgemm", "ratio");
     for (const auto& g : gemms) {
-      std::printf("%-10s %6d %5d %5d  %9.1f %9.1f %6.3f  %9.1f %9.1f %6.3f\n", g["layer"].get<std::string>().c_str(), g["M"].get<int>(),
-                  g["K"].get<int>(), g["N"].get<int>(), g["forward_gflops"].get<double>(), g["forward_sgemm_gflops"].get<double>(),
-                  g["forward_gflops"].get<double>() / g["forward_sgemm_gflops"].get<double>(), g["backward_gflops"].get<double>(),
-                  g["backward_sgemm_gflops"].get<double>(),
+      std::printf("%-10s %6d %5d %5d  %9.1f %9.1f %6.3f  %9.1f %9.1f %6.3f\n", g["layer"].get<std::string>().c_str(),
+                  g["M"].get<int>(), g["K"].get<int>(), g["N"].get<int>(), g["forward_gflops"].get<double>(),
+                  g["forward_sgemm_gflops"].get<double>(),
+                  g["forward_gflops"].get<double>() / g["forward_sgemm_gflops"].get<double>(),
+                  g["backward_gflops"].get<double>(), g["backward_sgemm_gflops"].get<double>(),
                   g["backward_gflops"].get<double>() / g["backward_sgemm_gflops"].get<double>());
     }
   }

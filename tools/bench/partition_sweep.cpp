@@ -11,10 +11,10 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -49,11 +49,12 @@ family_options draw(std::uint64_t seed, std::size_t i, std::size_t components) {
 
 bool ok(const solution& s) { return s.status == solve_status::optimal || s.status == solve_status::feasible; }
 
-void table(const char* title, const std::vector<outcome>& rows, const std::function<std::string(const family_options&)>& key) {
+void table(const char* title, const std::vector<outcome>& rows,
+           const std::function<std::string(const family_options&)>& key) {
   std::map<std::string, std::vector<const outcome*>> groups;
   for (const auto& r : rows) groups[key(r.f)].push_back(&r);
-  std::printf("\n%-16s %5s %6s %9s %9s %5s %10s %10s %8s %8s %10s\n", title, "inst", "proven", "bu.med", "bu.worst", ">5%",
-              "best.med", "best.worst", ">metis", ">greedy", "bu/bound");
+  std::printf("\n%-16s %5s %6s %9s %9s %5s %10s %10s %8s %8s %10s\n", title, "inst", "proven", "bu.med", "bu.worst",
+              ">5%", "best.med", "best.worst", ">metis", ">greedy", "bu/bound");
   for (const auto& [name, g] : groups) {
     std::vector<double> rs, gaps, vs_best;
     int proven = 0, over5 = 0, above_metis = 0, above_greedy = 0, n = 0;
@@ -75,7 +76,8 @@ void table(const char* title, const std::vector<outcome>& rows, const std::funct
     }
     std::printf("%-16s %5d %6d %9.4f %9.4f %5d %10.4f %10.4f %8d %8d %10.3f\n", name.c_str(), n, proven, median(rs),
                 rs.empty() ? NAN : *std::max_element(rs.begin(), rs.end()), over5, median(vs_best),
-                vs_best.empty() ? NAN : *std::max_element(vs_best.begin(), vs_best.end()), above_metis, above_greedy, median(gaps));
+                vs_best.empty() ? NAN : *std::max_element(vs_best.begin(), vs_best.end()), above_metis, above_greedy,
+                median(gaps));
   }
 }
 
@@ -101,7 +103,8 @@ int run_family_sweep(const family_sweep_options& o) {
     if (ok(gr)) r.greedy = gr.cost;
     r.bound = bu.lower_bound;
     double best = INFINITY;
-    for (const auto* s : {&bu, &me, &gr}) if (ok(*s)) best = std::min(best, s->cost);
+    for (const auto* s : {&bu, &me, &gr})
+      if (ok(*s)) best = std::min(best, s->cost);
     const mapping* warm = ok(bu) ? &bu.map : nullptr;
     std::string proof = "best-known";
     for (const char* e : {"smt", "mip"}) {
@@ -126,16 +129,29 @@ int run_family_sweep(const family_sweep_options& o) {
                 describe(r.f).c_str(), r.bu, r.reference, proof.c_str(), ratio(r.bu, r.reference), r.bound, r.metis,
                 r.greedy, r.bu_seconds);
     std::fflush(stdout);
-    out.push_back({{"instance", describe(r.f)}, {"proven", r.proven}, {"infeasible", r.infeasible},
-                   {"bottom_up", std::isfinite(r.bu) ? r.bu : -1}, {"reference", std::isfinite(r.reference) ? r.reference : -1},
-                   {"lower_bound", r.bound}, {"metis", std::isnan(r.metis) ? -1 : r.metis},
-                   {"greedy", std::isnan(r.greedy) ? -1 : r.greedy}, {"seconds", r.bu_seconds}});
+    out.push_back({{"instance", describe(r.f)},
+                   {"proven", r.proven},
+                   {"infeasible", r.infeasible},
+                   {"bottom_up", std::isfinite(r.bu) ? r.bu : -1},
+                   {"reference", std::isfinite(r.reference) ? r.reference : -1},
+                   {"lower_bound", r.bound},
+                   {"metis", std::isnan(r.metis) ? -1 : r.metis},
+                   {"greedy", std::isnan(r.greedy) ? -1 : r.greedy},
+                   {"seconds", r.bu_seconds}});
     rows.push_back(r);
   }
   table("shape", rows, [](const family_options& f) { return std::string(to_string(f.shape)); });
   table("traffic", rows, [](const family_options& f) { return std::string(to_string(f.traffic)); });
-  table("load scale", rows, [](const family_options& f) { char b[32]; std::snprintf(b, sizeof b, "%g", f.load_scale); return std::string(b); });
-  table("slack", rows, [](const family_options& f) { char b[32]; std::snprintf(b, sizeof b, "%g", f.slack); return std::string(b); });
+  table("load scale", rows, [](const family_options& f) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", f.load_scale);
+    return std::string(b);
+  });
+  table("slack", rows, [](const family_options& f) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", f.slack);
+    return std::string(b);
+  });
   table("capacities", rows, [](const family_options& f) { return std::string(f.unequal ? "unequal" : "equal"); });
   table("k", rows, [](const family_options& f) { return std::to_string(f.nodes); });
   table("links", rows, [](const family_options& f) { return std::string(to_string(f.links)); });

@@ -2,28 +2,29 @@
 // costs, in the same run. Prints one line per case and a JSON summary (--results FILE).
 //
 //   pipeline_bench --splits [--costs layers.json] [--budget 20000] [--ranks P] [--microbatches M]
-//   pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit 20s] [--results out.json] [--costs layers.json]
+//   pipeline_bench [--quick] [--ranks P] [--microbatches M] [--time-limit 20s] [--results out.json] [--costs
+//   layers.json]
 //
 // Cases: p in {4, 8}, m in {8, 16, 32}; balanced stages and two unbalanced profiles; memory caps
 // from tight (1F1B's p activations) to loose (2p). With --costs, per-layer costs measured by the nn
 // engine (the `layers` JSON form) replace the synthetic profiles.
 #include <banyan/pipeline/cost.hpp>
 #include <banyan/pipeline/dsl.hpp>
-#include <banyan/pipeline/simulate.hpp>
 #include <banyan/pipeline/search.hpp>
+#include <banyan/pipeline/simulate.hpp>
 
 #include "banyan/cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <algorithm>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -187,7 +188,8 @@ int run_splits(const std::string& costs_path, int only_p, int only_m, int budget
     ss << in.rdbuf();
     auto c = bp::parse_costs(ss.str(), costs_path);
     if (!c || !c->per_layer) {
-      std::fprintf(stderr, "pipeline_bench: %s\n", c ? (costs_path + ": --splits needs per-layer costs").c_str() : c.error().message.c_str());
+      std::fprintf(stderr, "pipeline_bench: %s\n",
+                   c ? (costs_path + ": --splits needs per-layer costs").c_str() : c.error().message.c_str());
       return 1;
     }
     profiles.push_back({"gpt2-head", *c});
@@ -195,9 +197,10 @@ int run_splits(const std::string& costs_path, int only_p, int only_m, int budget
   std::vector<int> ps{4, 8}, ms{8, 16, 32};
   if (only_p) ps = {only_p};
   if (only_m) ms = {only_m};
-  std::printf("%-10s %2s %3s | %8s %8s | %8s %8s | %-26s %8s | %-26s %8s | %8s %-12s | %8s %6s | %6s %6s %6s %6s %6s\n", "costs", "p", "m",
-              "gpipe/ev", "1f1b/ev", "gpipe/dp", "1f1b/dp", "best shipped, DP split", "makespan", "best shipped, any split", "makespan",
-              "searched", "layers", "LB", "gap", "xGPev", "x1Fev", "xGPdp", "x1Fdp", "xShip");
+  std::printf("%-10s %2s %3s | %8s %8s | %8s %8s | %-26s %8s | %-26s %8s | %8s %-12s | %8s %6s | %6s %6s %6s %6s %6s\n",
+              "costs", "p", "m", "gpipe/ev", "1f1b/ev", "gpipe/dp", "1f1b/dp", "best shipped, DP split", "makespan",
+              "best shipped, any split", "makespan", "searched", "layers", "LB", "gap", "xGPev", "x1Fev", "xGPdp",
+              "x1Fdp", "xShip");
   double min_koala = INFINITY, min_ship = INFINITY, max_gap = 0, min_ship_any = INFINITY;
   for (int p : ps) {
     auto local = profiles;
@@ -224,26 +227,43 @@ int run_splits(const std::string& costs_path, int only_p, int only_m, int budget
         const double best = r->best.sim.makespan, lb_free = bp::makespan_lower_bound(c, p, m);
         const double lb = std::max(lb_free, min_over_splits_bound(c, p, m, opt.chunk_options));
         std::string layers;
-        for (std::size_t j = 0; j + 1 < r->best.cuts.size(); ++j) layers += (j ? "," : "") + std::to_string(r->best.cuts[j + 1] - r->best.cuts[j]);
-        std::printf("%-10s %2d %3d | %8.2f %8.2f | %8.2f %8.2f | %-26s %8.2f | %-26s %8.2f | %8.2f %-12s | %8.2f %5.1f%% | %5.3f %5.3f %5.3f %5.3f %5.3f\n",
-                    name.c_str(), p, m, gp_ev, f1_ev, gp_dp, f1_dp, r->best_predefined->origin.substr(8).c_str(), ship,
-                    r->best_predefined_any_split->origin.substr(8).c_str(), ship_any, best, layers.c_str(), lb, 100 * (best / lb - 1),
-                    gp_ev / best, f1_ev / best, gp_dp / best, f1_dp / best, ship / best);
+        for (std::size_t j = 0; j + 1 < r->best.cuts.size(); ++j)
+          layers += (j ? "," : "") + std::to_string(r->best.cuts[j + 1] - r->best.cuts[j]);
+        std::printf(
+            "%-10s %2d %3d | %8.2f %8.2f | %8.2f %8.2f | %-26s %8.2f | %-26s %8.2f | %8.2f %-12s | %8.2f %5.1f%% | "
+            "%5.3f %5.3f %5.3f %5.3f %5.3f\n",
+            name.c_str(), p, m, gp_ev, f1_ev, gp_dp, f1_dp, r->best_predefined->origin.substr(8).c_str(), ship,
+            r->best_predefined_any_split->origin.substr(8).c_str(), ship_any, best, layers.c_str(), lb,
+            100 * (best / lb - 1), gp_ev / best, f1_ev / best, gp_dp / best, f1_dp / best, ship / best);
         std::fflush(stdout);
         min_koala = std::min({min_koala, gp_dp / best, f1_dp / best});
         min_ship = std::min(min_ship, ship / best);
         min_ship_any = std::min(min_ship_any, ship_any / best);
         max_gap = std::max(max_gap, best / lb - 1);
-        rows.push_back({{"costs", name}, {"p", p}, {"m", m}, {"gpipe_even", gp_ev}, {"1f1b_even", f1_ev}, {"gpipe_dp", gp_dp}, {"1f1b_dp", f1_dp},
-                        {"best_shipped_dp", ship}, {"best_shipped_dp_origin", r->best_predefined->origin},
-                        {"best_shipped_any_split", ship_any}, {"searched", best}, {"searched_origin", r->best.origin},
-                        {"cuts", r->best.cuts}, {"lower_bound", lb}, {"lower_bound_closed_form", lb_free}, {"evaluations", r->evaluations}, {"seed", 1}});
+        rows.push_back({{"costs", name},
+                        {"p", p},
+                        {"m", m},
+                        {"gpipe_even", gp_ev},
+                        {"1f1b_even", f1_ev},
+                        {"gpipe_dp", gp_dp},
+                        {"1f1b_dp", f1_dp},
+                        {"best_shipped_dp", ship},
+                        {"best_shipped_dp_origin", r->best_predefined->origin},
+                        {"best_shipped_any_split", ship_any},
+                        {"searched", best},
+                        {"searched_origin", r->best.origin},
+                        {"cuts", r->best.cuts},
+                        {"lower_bound", lb},
+                        {"lower_bound_closed_form", lb_free},
+                        {"evaluations", r->evaluations},
+                        {"seed", 1}});
       }
     }
   }
-  std::printf("smallest speedup vs GPipe/1F1B on the balanced DP split: %.3f; vs the best shipped program (DP split): %.3f; "
-              "vs the best shipped program on any split tried: %.3f; largest gap to the lower bound: %.1f%%\n",
-              min_koala, min_ship, min_ship_any, 100 * max_gap);
+  std::printf(
+      "smallest speedup vs GPipe/1F1B on the balanced DP split: %.3f; vs the best shipped program (DP split): %.3f; "
+      "vs the best shipped program on any split tried: %.3f; largest gap to the lower bound: %.1f%%\n",
+      min_koala, min_ship, min_ship_any, 100 * max_gap);
   return 0;
 }
 
@@ -264,13 +284,17 @@ int main(int argc, char** argv) {
   app.add_option("--costs", costs_path, "per-layer costs measured by the nn engine (`layers` JSON form)");
   bool splits = false;
   int budget = 20000;
-  app.add_flag("--splits", splits, "search the stage split too, on per-layer costs (--costs, default actors/pipeline/examples/gpt2_lm_head_layers.json from the repository root) and seeded jagged layers");
-  app.add_option("--budget", budget, "with --splits: simulations per case (seed 1), so the figures reproduce")->check(CLI::Range(1, 100000000));
+  app.add_flag("--splits", splits,
+               "search the stage split too, on per-layer costs (--costs, default "
+               "actors/pipeline/examples/gpt2_lm_head_layers.json from the repository root) and seeded jagged layers");
+  app.add_option("--budget", budget, "with --splits: simulations per case (seed 1), so the figures reproduce")
+      ->check(CLI::Range(1, 100000000));
   if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
   if (splits) {
     nlohmann::json rows = nlohmann::json::array();
-    const int rc = run_splits(costs_path.empty() ? std::string("actors/pipeline/examples/gpt2_lm_head_layers.json") : costs_path,
-                              only_p, only_m, budget, rows);
+    const int rc =
+        run_splits(costs_path.empty() ? std::string("actors/pipeline/examples/gpt2_lm_head_layers.json") : costs_path,
+                   only_p, only_m, budget, rows);
     if (!json_path.empty()) std::ofstream(json_path) << nlohmann::json{{"cases", rows}}.dump(2) << "\n";
     return rc;
   }
@@ -280,8 +304,9 @@ int main(int argc, char** argv) {
   if (only_p) ps = {only_p};
   if (only_m) ms = {only_m};
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-9s %2s %3s %5s %-24s %8s %-18s %8s %7s %7s %11s %5s\n", "costs", "p", "m", "cap", "best shipped (fits)", "makespan",
-              "searched (origin)", "makespan", "ratio", "vs lit", "LB gap b/s", "secs");
+  std::printf("%-9s %2s %3s %5s %-24s %8s %-18s %8s %7s %7s %11s %5s\n", "costs", "p", "m", "cap",
+              "best shipped (fits)", "makespan", "searched (origin)", "makespan", "ratio", "vs lit", "LB gap b/s",
+              "secs");
   double worst = INFINITY, best_unbalanced_min = INFINITY, min_lit_unbalanced = INFINITY;
   for (int p : ps) {
     std::vector<profile> profiles;
@@ -313,7 +338,8 @@ int main(int argc, char** argv) {
           auto r = bp::search(prof.c, opt);
           const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           if (!r) {
-            std::printf("%-9s %2d %3d %5.1f  error: %s\n", prof.name.c_str(), p, m, opt.mem_cap, r.error().message.c_str());
+            std::printf("%-9s %2d %3d %5.1f  error: %s\n", prof.name.c_str(), p, m, opt.mem_cap,
+                        r.error().message.c_str());
             continue;
           }
           const double base = r->best_predefined ? r->best_predefined->sim.makespan : NAN;
@@ -323,28 +349,45 @@ int main(int argc, char** argv) {
           const double gap = r->best.sim.makespan / lb - 1, base_gap = base / lb - 1;
           const double lit = best_literature(prof.c, p, m, opt.mem_cap, opt.chunk_options);
           const double lit_ratio = lit / r->best.sim.makespan;
-          std::printf("%-9s %2d %3d %5.1f %-24s %8.2f %-18s %8.2f %6.3fx %6.3fx %5.1f/%4.1f%% %5.1f\n", prof.name.c_str(), p, m, opt.mem_cap,
+          std::printf("%-9s %2d %3d %5.1f %-24s %8.2f %-18s %8.2f %6.3fx %6.3fx %5.1f/%4.1f%% %5.1f\n",
+                      prof.name.c_str(), p, m, opt.mem_cap,
                       r->best_predefined ? r->best_predefined->origin.substr(8).c_str() : "(none fits)", base,
                       origin.c_str(), r->best.sim.makespan, ratio, lit_ratio, 100 * base_gap, 100 * gap, secs);
-          if (!std::isnan(lit_ratio) && prof.name != "balanced") min_lit_unbalanced = std::min(min_lit_unbalanced, lit_ratio);
+          if (!std::isnan(lit_ratio) && prof.name != "balanced")
+            min_lit_unbalanced = std::min(min_lit_unbalanced, lit_ratio);
           std::fflush(stdout);
           if (!std::isnan(ratio)) {
             worst = std::min(worst, ratio);
             if (prof.name != "balanced") best_unbalanced_min = std::min(best_unbalanced_min, ratio);
           }
-          rows.push_back({{"costs", prof.name}, {"p", p}, {"m", m}, {"cap", opt.mem_cap},
+          rows.push_back({{"costs", prof.name},
+                          {"p", p},
+                          {"m", m},
+                          {"cap", opt.mem_cap},
                           {"best_predefined", r->best_predefined ? r->best_predefined->origin : ""},
-                          {"predefined_makespan", base}, {"searched_makespan", r->best.sim.makespan},
-                          {"searched_origin", r->best.origin}, {"ratio", ratio}, {"seconds", secs}, {"lower_bound", lb}, {"literature_makespan", lit},
+                          {"predefined_makespan", base},
+                          {"searched_makespan", r->best.sim.makespan},
+                          {"searched_origin", r->best.origin},
+                          {"ratio", ratio},
+                          {"seconds", secs},
+                          {"lower_bound", lb},
+                          {"literature_makespan", lit},
                           {"evaluations", r->evaluations}});
         }
       }
     }
   }
-  std::printf("worst ratio vs all shipped programs (never worse means >= 1): %.3f; smallest on unbalanced cases: %.3f; "
-              "smallest vs the literature's schedules on unbalanced cases: %.3f\n", worst, best_unbalanced_min, min_lit_unbalanced);
+  std::printf(
+      "worst ratio vs all shipped programs (never worse means >= 1): %.3f; smallest on unbalanced cases: %.3f; "
+      "smallest vs the literature's schedules on unbalanced cases: %.3f\n",
+      worst, best_unbalanced_min, min_lit_unbalanced);
   if (!json_path.empty()) {
-    std::ofstream(json_path) << nlohmann::json{{"cases", rows}, {"worst_ratio", worst}, {"min_unbalanced_ratio", best_unbalanced_min}, {"min_unbalanced_literature_ratio", min_lit_unbalanced}}.dump(2) << "\n";
+    std::ofstream(json_path) << nlohmann::json{{"cases", rows},
+                                               {"worst_ratio", worst},
+                                               {"min_unbalanced_ratio", best_unbalanced_min},
+                                               {"min_unbalanced_literature_ratio", min_lit_unbalanced}}
+                                    .dump(2)
+                             << "\n";
   }
   return 0;
 }

@@ -2,12 +2,12 @@
 // processes over tcp loopback, for banyan's transport and, in the same run, raw ZeroMQ with the same
 // socket types (DEALER -> ROUTER each way) and payload sizes. Results: docs/benchmarks.md, "Runtime".
 //
-// Each case forks a receiver process `b` (banyan::process::spawn_function); the parent `a` sends. Throughput: a sends N messages, b
-// answers "done" after the N-th. Latency: a sends one ping at a time, b stamps the one-way delay from
-// the CLOCK_MONOTONIC time in the payload (same machine, same clock) and echoes it; b reports p50/p99.
-// CPU per message: the CPU time (user + system, every thread) both processes spent in the
-// throughput run, divided by N; b measures its own from the first message to the N-th and puts it
-// in "done". Unlike the rate, it hardly moves when other work shares the cores.
+// Each case forks a receiver process `b` (banyan::process::spawn_function); the parent `a` sends. Throughput: a sends N
+// messages, b answers "done" after the N-th. Latency: a sends one ping at a time, b stamps the one-way delay from the
+// CLOCK_MONOTONIC time in the payload (same machine, same clock) and echoes it; b reports p50/p99. CPU per message: the
+// CPU time (user + system, every thread) both processes spent in the throughput run, divided by N; b measures its own
+// from the first message to the N-th and puts it in "done". Unlike the rate, it hardly moves when other work shares the
+// cores.
 #include "banyan/base/log.hpp"
 #include "banyan/base/process.hpp"
 #include "banyan/cli.hpp"
@@ -62,7 +62,6 @@ std::int64_t cpu_ns() {
   auto ns = [](const timeval& t) { return std::int64_t{t.tv_sec} * 1000000000 + std::int64_t{t.tv_usec} * 1000; };
   return ns(u.ru_utime) + ns(u.ru_stime);
 }
-
 
 std::vector<char> message(char type, std::size_t size) {
   std::vector<char> m(std::max<std::size_t>(size, 16), 'x');
@@ -184,8 +183,9 @@ result_row raw_sender(const params& p) {
   do a.recv(&m);
   while (static_cast<const char*>(zmq_msg_data(&m))[0] != done);
   const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-  r.cpu_ns_per_msg = double(cpu_ns() - cpu0 + cpu_of_done({static_cast<const char*>(zmq_msg_data(&m)), zmq_msg_size(&m)})) /
-                     double(p.messages);
+  r.cpu_ns_per_msg =
+      double(cpu_ns() - cpu0 + cpu_of_done({static_cast<const char*>(zmq_msg_data(&m)), zmq_msg_size(&m)})) /
+      double(p.messages);
   r.msgs_per_s = p.messages / s;
   r.mb_per_s = p.messages * double(p.size) / s / 1e6;
   for (std::uint64_t i = 1; i < p.pings; ++i) exchange_ping();
@@ -293,11 +293,11 @@ result_row banyan_sender(const params& p) {
     std::unique_lock lk(mu);
     if (!cv.wait_for(lk, std::chrono::seconds(30), [&] { return last == kind; })) {
       const auto s = a.stats("b");
-      throw std::runtime_error(std::string("no '") + kind + "' reply within 30 s (link up " + std::to_string(s.up) +
-                               ", sent " + std::to_string(s.messages_sent) + ", received " +
-                               std::to_string(s.messages_received) + ", sessions " + std::to_string(s.sessions) +
-                               ", send failures " + std::to_string(s.send_failures) + ", gaps " +
-                               std::to_string(s.sequence_gaps) + ", rejects " + std::to_string(a.rejects().total()) + ")");
+      throw std::runtime_error(
+          std::string("no '") + kind + "' reply within 30 s (link up " + std::to_string(s.up) + ", sent " +
+          std::to_string(s.messages_sent) + ", received " + std::to_string(s.messages_received) + ", sessions " +
+          std::to_string(s.sessions) + ", send failures " + std::to_string(s.send_failures) + ", gaps " +
+          std::to_string(s.sequence_gaps) + ", rejects " + std::to_string(a.rejects().total()) + ")");
     }
     last = 0;
   };
@@ -325,9 +325,7 @@ result_row banyan_sender(const params& p) {
   r.msgs_per_s = p.messages / s;
   r.mb_per_s = p.messages * double(p.size) / s / 1e6;
   for (std::uint64_t i = 1; i < p.pings; ++i) exchange_ping();
-  {
-    (void)a.send("b", make(ping, p.size, now_ns()));
-  }
+  { (void)a.send("b", make(ping, p.size, now_ns())); }
   {
     std::unique_lock lk(mu);
     cv.wait(lk, [&] { return !report_text.empty(); });
@@ -364,7 +362,8 @@ int main(int argc, char** argv) {
   app.add_option("--messages-64", small, "messages in the 64 B throughput run")->capture_default_str();
   app.add_option("--messages-4k", large, "messages in the 4 KiB throughput run")->capture_default_str();
   app.add_option("--pings", pings, "ping-pong round trips for latency")->capture_default_str();
-  app.add_option("--repeats", repeats, "runs per case; the best rate and the median latencies are kept")->capture_default_str();
+  app.add_option("--repeats", repeats, "runs per case; the best rate and the median latencies are kept")
+      ->capture_default_str();
   app.add_flag("--json", json, "print the results as JSON on stdout");
   if (auto code = banyan::cli::parse(app, argc, argv)) return *code;
   if (repeats < 1 || small < 1 || large < 1 || pings < 1)
@@ -384,8 +383,8 @@ int main(int argc, char** argv) {
                       runs.back().cpu_ns_per_msg);
         banyan::log::info("runtime_bench", line);
       }
-      result_row best = *std::max_element(runs.begin(), runs.end(),
-                                          [](auto& x, auto& y) { return x.msgs_per_s < y.msgs_per_s; });
+      result_row best =
+          *std::max_element(runs.begin(), runs.end(), [](auto& x, auto& y) { return x.msgs_per_s < y.msgs_per_s; });
       std::sort(runs.begin(), runs.end(), [](auto& x, auto& y) { return x.p50_us < y.p50_us; });
       best.p50_us = runs[runs.size() / 2].p50_us;
       best.p99_us = runs[runs.size() / 2].p99_us;
@@ -402,9 +401,15 @@ int main(int argc, char** argv) {
     const double cpu_ratio = r.cpu_ns_per_msg / rows[i & ~std::size_t{1}].cpu_ns_per_msg;
     std::printf("%-8s %6zu %14.0f %10.1f %9.1f %9.1f %14.2f %12.0f %12.2f\n", r.impl.c_str(), r.size, r.msgs_per_s,
                 r.mb_per_s, r.p50_us, r.p99_us, ratio, r.cpu_ns_per_msg, cpu_ratio);
-    out.push_back({{"impl", r.impl}, {"size", r.size}, {"msgs_per_s", r.msgs_per_s}, {"mb_per_s", r.mb_per_s},
-                   {"p50_us", r.p50_us}, {"p99_us", r.p99_us}, {"rate_vs_raw", ratio},
-                   {"cpu_ns_per_msg", r.cpu_ns_per_msg}, {"cpu_vs_raw", cpu_ratio}});
+    out.push_back({{"impl", r.impl},
+                   {"size", r.size},
+                   {"msgs_per_s", r.msgs_per_s},
+                   {"mb_per_s", r.mb_per_s},
+                   {"p50_us", r.p50_us},
+                   {"p99_us", r.p99_us},
+                   {"rate_vs_raw", ratio},
+                   {"cpu_ns_per_msg", r.cpu_ns_per_msg},
+                   {"cpu_vs_raw", cpu_ratio}});
   }
   if (json) std::cout << out.dump(2) << "\n";
   const double target = rows[1].msgs_per_s / rows[0].msgs_per_s;

@@ -19,9 +19,7 @@ struct bitmap {
   ~bitmap() { hwloc_bitmap_free(b); }
 };
 
-std::string plural(int n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
-}
+std::string plural(int n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
 
 std::string pu_list(const std::vector<int>& pus) {
   std::string s = pus.size() == 1 ? "PU " : "PUs ";
@@ -114,7 +112,8 @@ std::string topology::summary() const {
 }
 
 result<void> topology::bind_current_thread(const std::vector<int>& pus) const {
-  if (!this_system_) return error{errc::unsupported, "cannot bind to " + pu_list(pus) + ": the topology is not this machine's"};
+  if (!this_system_)
+    return error{errc::unsupported, "cannot bind to " + pu_list(pus) + ": the topology is not this machine's"};
   bitmap set;
   for (int pu : pus) hwloc_bitmap_set(set.b, static_cast<unsigned>(pu));
   if (hwloc_set_cpubind(topo_.get(), set.b, HWLOC_CPUBIND_THREAD) != 0) {

@@ -68,9 +68,9 @@ struct worker_group::impl {
   std::vector<std::vector<float>> domain_sum;
   std::vector<const float*> domain_out;
   std::vector<float> node_sum;
-  std::vector<nn::arena*> domain_params;  // share_params: the copy domain d reads (domain 0: master)
-  std::unique_ptr<std::atomic<int>[]> domain_count;  // [layer * D + d]
-  std::unique_ptr<std::atomic<int>[]> node_count;    // [layer]
+  std::vector<nn::arena*> domain_params;                 // share_params: the copy domain d reads (domain 0: master)
+  std::unique_ptr<std::atomic<int>[]> domain_count;      // [layer * D + d]
+  std::unique_ptr<std::atomic<int>[]> node_count;        // [layer]
   std::unique_ptr<std::atomic<std::int64_t>[]> version;  // [layer]: updates applied to its parameters
   std::atomic<int> layers_done{0};
   // The whole-step update (clipping or a cluster level): AdamW in chunks that every worker waiting for
@@ -173,7 +173,8 @@ struct worker_group::impl {
     // Clipping and a cluster level both need the whole step's sum before any update.
     const bool whole_step = options.optimizer.grad_clip > 0.0f || static_cast<bool>(options.exchange);
     if (!whole_step) {
-      opt->update_range(master->base(), node_sum.data(), r.begin, r.end, options.optimizer, t0 + static_cast<int>(j) + 1);
+      opt->update_range(master->base(), node_sum.data(), r.begin, r.end, options.optimizer,
+                        t0 + static_cast<int>(j) + 1);
       publish(l, j);
     }
     if (layers_done.fetch_add(1, std::memory_order_acq_rel) + 1 < static_cast<int>(backward_order.size())) return;
@@ -276,10 +277,19 @@ struct worker_group::impl {
         w.rep = std::move(rep).value();
         w.have.assign(ranges.size(), -1);
         if (options.overlap) {
-          w.rep->set_layer_hooks({.before_forward = [this, &w](int l) { if (has_params(l)) await(w, l); },
-                                  .after_backward = [this, &w](int l) { if (has_params(l)) arrive(w, l); }});
+          w.rep->set_layer_hooks({.before_forward =
+                                      [this, &w](int l) {
+                                        if (has_params(l)) await(w, l);
+                                      },
+                                  .after_backward =
+                                      [this, &w](int l) {
+                                        if (has_params(l)) arrive(w, l);
+                                      }});
         } else {
-          w.rep->set_layer_hooks({.before_forward = [this, &w](int l) { if (has_params(l)) await(w, l); },
+          w.rep->set_layer_hooks({.before_forward =
+                                      [this, &w](int l) {
+                                        if (has_params(l)) await(w, l);
+                                      },
                                   .after_backward = {}});
         }
       }
@@ -511,7 +521,8 @@ memory_report worker_group::memory() const {
   const impl& p = *impl_;
   memory_report m;
   m.param_bytes = p.master->bytes();
-  m.parameter_copies = 1 + (p.options.share_params ? static_cast<std::size_t>(p.D() - 1) : static_cast<std::size_t>(p.N()));
+  m.parameter_copies =
+      1 + (p.options.share_params ? static_cast<std::size_t>(p.D() - 1) : static_cast<std::size_t>(p.N()));
   m.gradient_bytes = p.node_sum.size() * sizeof(float);
   for (const auto& d : p.domain_sum) m.gradient_bytes += d.size() * sizeof(float);
   for (const auto& w : p.workers) {

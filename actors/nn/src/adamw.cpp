@@ -27,16 +27,15 @@ float adamw::step(float* params, float* grads, const adamw_config& cfg) {
     if (coef < 1.0) be_->scale(grads, static_cast<float>(coef), n_);
   }
   ++t_;
-  be_->adamw_update(params, grads, m_.f32(), v_.f32(), n_, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps,
-                    cfg.weight_decay, t_);
+  be_->adamw_update(params, grads, m_.f32(), v_.f32(), n_, cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, t_);
   return static_cast<float>(norm);
 }
 
-void adamw::update_range(float* params, const float* grads, std::size_t begin, std::size_t end,
-                         const adamw_config& cfg, int t) {
+void adamw::update_range(float* params, const float* grads, std::size_t begin, std::size_t end, const adamw_config& cfg,
+                         int t) {
   assert(begin <= end && end <= n_);
-  be_->adamw_update(params + begin, grads + begin, m_.f32() + begin, v_.f32() + begin, end - begin, cfg.lr,
-                    cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay, t);
+  be_->adamw_update(params + begin, grads + begin, m_.f32() + begin, v_.f32() + begin, end - begin, cfg.lr, cfg.beta1,
+                    cfg.beta2, cfg.eps, cfg.weight_decay, t);
 }
 
 std::vector<float> adamw::m_host() const {

@@ -90,7 +90,8 @@ result<std::unique_ptr<backend>> make_backend(const backend_options& options) {
     }
     return error{errc::unsupported, "backend `cuda`: the plugin returned an unknown status"};
 #else
-    return error{errc::unsupported, "backend `cuda`: this build has no CUDA (configure with nvcc and BANYAN_ENABLE_CUDA)"};
+    return error{errc::unsupported,
+                 "backend `cuda`: this build has no CUDA (configure with nvcc and BANYAN_ENABLE_CUDA)"};
 #endif
   }
   return error{errc::invalid_argument, "backend `" + options.name + "`: unknown (expected `cpu` or `cuda`)"};

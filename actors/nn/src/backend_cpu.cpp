@@ -40,44 +40,43 @@ void cpu_backend::download(void* dst, const void* src, std::size_t bytes) { std:
 void cpu_backend::zero(void* p, std::size_t bytes) { std::memset(p, 0, bytes); }
 void cpu_backend::synchronize() {}
 
-void cpu_backend::encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe,
-                                  int B, int T, int C) {
+void cpu_backend::encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                                  int C) {
   own_threads();
   cpu::encoder_forward(out, tokens, wte, wpe, B, T, C);
 }
-void cpu_backend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens,
-                                   int B, int T, int C) {
+void cpu_backend::encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
+                                   int C) {
   own_threads();
   cpu::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
 }
-void cpu_backend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                    const float* weight, const float* bias, int N, int C) {
+void cpu_backend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                    const float* bias, int N, int C) {
   own_threads();
   cpu::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
 }
-void cpu_backend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                     const float* inp, const float* weight, const float* mean,
-                                     const float* rstd, int N, int C) {
+void cpu_backend::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                     const float* weight, const float* mean, const float* rstd, int N, int C) {
   own_threads();
   cpu::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
-void cpu_backend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                                 int N, int C, int OC) {
+void cpu_backend::matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                                 int OC) {
   own_threads();
   cpu::matmul_forward(out, inp, weight, bias, N, C, OC);
 }
-void cpu_backend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, int N, int C, int OC) {
+void cpu_backend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, int N, int C, int OC) {
   own_threads();
   cpu::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
-void cpu_backend::attention_forward(float* out, float* preatt, float* att, const float* qkv, int B,
-                                    int T, int C, int NH) {
+void cpu_backend::attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                                    int NH) {
   own_threads();
   cpu::attention_forward(out, preatt, att, qkv, B, T, C, NH);
 }
-void cpu_backend::attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout,
-                                     const float* qkv, const float* att, int B, int T, int C, int NH) {
+void cpu_backend::attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                                     const float* att, int B, int T, int C, int NH) {
   own_threads();
   cpu::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
 }
@@ -105,13 +104,13 @@ void cpu_backend::residual_backward(float* da, float* db, const float* dout, std
   own_threads();
   cpu::residual_backward(da, db, dout, n);
 }
-void cpu_backend::softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
-                                               const int* targets, int N, int V) {
+void cpu_backend::softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets,
+                                               int N, int V) {
   own_threads();
   cpu::softmax_crossentropy_forward(losses, probs, logits, targets, N, V);
 }
-void cpu_backend::softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets,
-                                                float dloss, int N, int V) {
+void cpu_backend::softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss,
+                                                int N, int V) {
   own_threads();
   cpu::softmax_crossentropy_backward(dlogits, probs, targets, dloss, N, V);
 }
@@ -123,9 +122,8 @@ void cpu_backend::scale(float* x, float s, std::size_t n) {
   own_threads();
   cpu::scale(x, s, n);
 }
-void cpu_backend::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
-                               float lr, float beta1, float beta2, float eps, float weight_decay,
-                               int t) {
+void cpu_backend::adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, float lr,
+                               float beta1, float beta2, float eps, float weight_decay, int t) {
   own_threads();
   cpu::adamw_update(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay, t);
 }

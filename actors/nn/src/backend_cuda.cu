@@ -141,7 +141,8 @@ class cuda_backend final : public backend {
   }
   std::unique_ptr<copy_engine> make_copy_engine() override { return std::make_unique<cuda_copy_engine>(stream_); }
 
-  void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) override {
+  void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                       int C) override {
     cuda::encoder_forward(stream_, out, tokens, wte, wpe, B, T, C);
   }
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) override {
@@ -157,7 +158,8 @@ class cuda_backend final : public backend {
   }
   // Row-major (N,OC) = (N,C) @ (OC,C)^T is column-major out^T = W^T' ... see the derivation in
   // docs/nn.md: cuBLAS sees every row-major matrix as its transpose.
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) override {
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
     float beta = 0.0f;
     if (bias != nullptr) {
       cuda::fill_rows(stream_, out, bias, N, OC);
@@ -179,7 +181,8 @@ class cuda_backend final : public backend {
           "sgemm dweight");
     if (dbias != nullptr) cuda::column_sums(stream_, dbias, dout, N, OC);
   }
-  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override {
     cuda::attention_forward(stream_, out, preatt, att, qkv, B, T, C, NH);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,

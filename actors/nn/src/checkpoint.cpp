@@ -110,18 +110,19 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   if (!f.read(in.data(), static_cast<std::streamsize>(size))) return error{errc::io, name + ": read failed"};
   if (in.size() < fixed_header_v1 + 4) {
     return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
-                                         std::to_string(fixed_header_v1 + 4) + "-byte minimum (truncated?)"};
+                                    std::to_string(fixed_header_v1 + 4) + "-byte minimum (truncated?)"};
   }
-  if (std::memcmp(in.data(), magic, 8) != 0) return error{errc::corrupt, name + ": bad magic (not a banyan checkpoint)"};
+  if (std::memcmp(in.data(), magic, 8) != 0)
+    return error{errc::corrupt, name + ": bad magic (not a banyan checkpoint)"};
   const auto version = get<std::uint32_t>(in, 8);
   if (version != 1 && version != checkpoint_version) {
-    return error{errc::unsupported, name + ": version " + std::to_string(version) + ", this build reads versions 1 and " +
-                                             std::to_string(checkpoint_version)};
+    return error{errc::unsupported, name + ": version " + std::to_string(version) +
+                                        ", this build reads versions 1 and " + std::to_string(checkpoint_version)};
   }
   const std::size_t fixed = version == 1 ? fixed_header_v1 : fixed_header;
   if (in.size() < fixed + 4) {
     return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
-                                         std::to_string(fixed + 4) + "-byte minimum (truncated?)"};
+                                    std::to_string(fixed + 4) + "-byte minimum (truncated?)"};
   }
   const auto header = get<std::uint32_t>(in, 12);
   const auto step = get<std::uint64_t>(in, 16);
@@ -132,22 +133,24 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   const std::uint32_t D = version == 1 ? 0 : get<std::uint32_t>(in, 48);
   if (M > max_model_name || K > 1024 || D > max_vocabulary || header != fixed + 8ull * K + M + D) {
     return error{errc::corrupt, name + ": inconsistent header (header bytes " + std::to_string(header) +
-                                         ", config length " + std::to_string(K) + ", name length " + std::to_string(M) +
-                                         ", vocabulary length " + std::to_string(D) + ")"};
+                                    ", config length " + std::to_string(K) + ", name length " + std::to_string(M) +
+                                    ", vocabulary length " + std::to_string(D) + ")"};
   }
   if (P > (1ull << 40) || payload != 12 * P) {
     return error{errc::corrupt, name + ": payload bytes " + std::to_string(payload) + " disagree with " +
-                                         std::to_string(P) + " parameters"};
+                                    std::to_string(P) + " parameters"};
   }
   const std::uint64_t expected = header + payload + 4;
   if (in.size() != expected) {
     return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, header promises " +
-                                         std::to_string(expected) + (in.size() < expected ? " (truncated)" : " (trailing bytes)")};
+                                    std::to_string(expected) +
+                                    (in.size() < expected ? " (truncated)" : " (trailing bytes)")};
   }
   const auto stored = get<std::uint32_t>(in, in.size() - 4);
   const auto computed = crc(in.data(), in.size() - 4);
   if (stored != computed) {
-    return error{errc::corrupt, name + ": checksum mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")"};
+    return error{errc::corrupt,
+                 name + ": checksum mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")"};
   }
   checkpoint ck;
   ck.step = step;
@@ -172,30 +175,30 @@ result<void> check_matches(const checkpoint& ck, const fs::path& file, const che
   const auto& config = expected.config;
   if (ck.config.size() != config.size()) {
     return error{errc::mismatch, name + ": config has " + std::to_string(ck.config.size()) + " values, expected " +
-                                          std::to_string(config.size())};
+                                     std::to_string(config.size())};
   }
   for (std::size_t i = 0; i < config.size(); ++i) {
     if (ck.config[i] != config[i]) {
       const std::string field =
           i < expected.config_fields.size() ? expected.config_fields[i] : "config value " + std::to_string(i);
       return error{errc::mismatch, name + ": " + field + " is " + std::to_string(ck.config[i]) + ", this model has " +
-                                            std::to_string(config[i])};
+                                       std::to_string(config[i])};
     }
   }
   if (!ck.vocabulary.empty() && ck.vocabulary != expected.vocabulary) {
     if (ck.vocabulary.size() != expected.vocabulary.size()) {
       return error{errc::mismatch, name + ": trained on a vocabulary of " + std::to_string(ck.vocabulary.size()) +
-                                            " bytes, this data has " + std::to_string(expected.vocabulary.size())};
+                                       " bytes, this data has " + std::to_string(expected.vocabulary.size())};
     }
     std::size_t id = 0;
     while (ck.vocabulary[id] == expected.vocabulary[id]) ++id;
     return error{errc::mismatch, name + ": trained on another vocabulary: token " + std::to_string(id) + " is byte " +
-                                          hex(ck.vocabulary[id]) + " there, " + hex(expected.vocabulary[id]) +
-                                          " in this data (another corpus?)"};
+                                     hex(ck.vocabulary[id]) + " there, " + hex(expected.vocabulary[id]) +
+                                     " in this data (another corpus?)"};
   }
   if (ck.params.size() != expected.stored_floats) {
     return error{errc::mismatch, name + ": " + std::to_string(ck.params.size()) + " stored floats, model has " +
-                                          std::to_string(expected.stored_floats)};
+                                     std::to_string(expected.stored_floats)};
   }
   return {};
 }

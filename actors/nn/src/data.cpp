@@ -102,16 +102,19 @@ result<idx_file> read_idx_gz(const fs::path& file, int expected_rank) {
   int zerr = Z_OK;
   const std::string zmsg = gzerror(gz, &zerr);  // a truncated stream shows up here as Z_BUF_ERROR
   gzclose(gz);
-  if (failed || (zerr != Z_OK && zerr != Z_STREAM_END)) return error{errc::corrupt, "idx file " + name + ": gzip stream is corrupt (" + zmsg + ")"};
+  if (failed || (zerr != Z_OK && zerr != Z_STREAM_END))
+    return error{errc::corrupt, "idx file " + name + ": gzip stream is corrupt (" + zmsg + ")"};
   if (bytes.size() < 4) {
-    return error{errc::corrupt, "idx file " + name + ": " + std::to_string(bytes.size()) + " bytes, too short for the header"};
+    return error{errc::corrupt,
+                 "idx file " + name + ": " + std::to_string(bytes.size()) + " bytes, too short for the header"};
   }
   if (bytes[0] != 0 || bytes[1] != 0 || bytes[2] != 0x08) {
     return error{errc::corrupt, "idx file " + name + ": bad magic (expected 00 00 08 <rank>, unsigned-byte data)"};
   }
   const int rank = bytes[3];
   if (rank != expected_rank) {
-    return error{errc::corrupt, "idx file " + name + ": rank " + std::to_string(rank) + ", expected " + std::to_string(expected_rank)};
+    return error{errc::corrupt,
+                 "idx file " + name + ": rank " + std::to_string(rank) + ", expected " + std::to_string(expected_rank)};
   }
   const std::size_t header = 4 + 4 * static_cast<std::size_t>(rank);
   if (bytes.size() < header) return error{errc::corrupt, "idx file " + name + ": truncated in the dimensions header"};
@@ -119,17 +122,19 @@ result<idx_file> read_idx_gz(const fs::path& file, int expected_rank) {
   std::size_t total = 1;
   for (int i = 0; i < rank; ++i) {
     const unsigned char* p = bytes.data() + 4 + 4 * i;
-    const std::uint32_t d = (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
+    const std::uint32_t d =
+        (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
     if (d == 0 || d > (1u << 24)) {
-      return error{errc::corrupt, "idx file " + name + ": dimension " + std::to_string(i) + " = " + std::to_string(d) + " is out of range"};
+      return error{errc::corrupt, "idx file " + name + ": dimension " + std::to_string(i) + " = " + std::to_string(d) +
+                                      " is out of range"};
     }
     out.dims.push_back(static_cast<int>(d));
     total *= d;
   }
   if (bytes.size() - header != total) {
     return error{errc::corrupt, "idx file " + name + ": header promises " + std::to_string(total) +
-                                         " data bytes, file has " + std::to_string(bytes.size() - header) +
-                                         (bytes.size() - header < total ? " (truncated)" : " (trailing bytes)")};
+                                    " data bytes, file has " + std::to_string(bytes.size() - header) +
+                                    (bytes.size() - header < total ? " (truncated)" : " (trailing bytes)")};
   }
   out.data.assign(bytes.begin() + static_cast<std::ptrdiff_t>(header), bytes.end());
   return out;
@@ -143,8 +148,8 @@ result<image_set> load_fashion_mnist(const fs::path& dir, const std::string& pre
   auto labels = read_idx_gz(lbl_path, 1);
   if (!labels) return labels.error();
   if (images->dims[0] != labels->dims[0]) {
-    return error{errc::mismatch, "fashion-mnist `" + prefix + "`: " + std::to_string(images->dims[0]) +
-                                          " images but " + std::to_string(labels->dims[0]) + " labels"};
+    return error{errc::mismatch, "fashion-mnist `" + prefix + "`: " + std::to_string(images->dims[0]) + " images but " +
+                                     std::to_string(labels->dims[0]) + " labels"};
   }
   image_set s;
   s.count = images->dims[0];
@@ -156,7 +161,7 @@ result<image_set> load_fashion_mnist(const fs::path& dir, const std::string& pre
   for (std::size_t i = 0; i < labels->data.size(); ++i) {
     if (labels->data[i] > 9) {
       return error{errc::corrupt, "idx file `" + lbl_path.string() + "`: label " + std::to_string(labels->data[i]) +
-                                           " at index " + std::to_string(i) + " is not in [0, 9]"};
+                                      " at index " + std::to_string(i) + " is not in [0, 9]"};
     }
     s.labels[i] = labels->data[i];
   }

@@ -35,8 +35,7 @@ int layer_loss(int L) { return 3 + L * NBL; }
 
 result<void> gpt_config::validate() const {
   auto bad = [](const std::string& field, int v, const std::string& rule) {
-    return error{errc::invalid_argument,
-                      "gpt config: " + field + " = " + std::to_string(v) + " " + rule};
+    return error{errc::invalid_argument, "gpt config: " + field + " = " + std::to_string(v) + " " + rule};
   };
   if (vocab_size <= 0) return bad("vocab_size", vocab_size, "must be positive");
   if (max_seq_len <= 0) return bad("max_seq_len", max_seq_len, "must be positive");
@@ -65,8 +64,7 @@ result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& 
   }
   if (seq_len <= 0 || seq_len > cfg.max_seq_len) {
     return error{errc::invalid_argument, "gpt: seq_len = " + std::to_string(seq_len) +
-                                                  " must be in [1, max_seq_len = " +
-                                                  std::to_string(cfg.max_seq_len) + "]"};
+                                             " must be in [1, max_seq_len = " + std::to_string(cfg.max_seq_len) + "]"};
   }
   if (!memory) return gpt(cfg, batch, seq_len, be, true);
   if (memory->budget == 0) return error{errc::invalid_argument, "gpt: memory budget 0 bytes: must be positive"};
@@ -97,8 +95,8 @@ result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& 
 
 gpt::gpt(const gpt_config& cfg, int batch, int seq_len, backend& be, bool allocate_activations)
     : cfg_(cfg), batch_(batch), seq_len_(seq_len), be_(&be) {
-  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, L = cfg.num_layers, NH = cfg.num_heads,
-            C = cfg.channels, B = batch, T = seq_len;
+  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, L = cfg.num_layers, NH = cfg.num_heads, C = cfg.channels,
+            B = batch, T = seq_len;
   layer_names_.push_back("embedding");
   for (int l = 0; l < L; ++l) {
     const std::string h = "h" + std::to_string(l) + ".";
@@ -183,8 +181,8 @@ void gpt::init(std::uint64_t seed) {
 
 template <class F>
 void gpt::timed(int layer, bool forward, F&& f) {
-  detail::layer_call(*be_, profiling_ || measuring_, forward ? fwd_ms_[layer] : bwd_ms_[layer], hooks_, layer,
-                     forward, std::forward<F>(f));
+  detail::layer_call(*be_, profiling_ || measuring_, forward ? fwd_ms_[layer] : bwd_ms_[layer], hooks_, layer, forward,
+                     std::forward<F>(f));
 }
 
 float gpt::forward(const int* tokens, const int* targets, int B, int T) {
@@ -243,8 +241,8 @@ void gpt::forward_layer(int layer, bool again) {
   }
   if (layer == layer_loss(L)) {
     run([&] {
-      be.softmax_crossentropy_forward(A(a_fin(L, LOSSES)), A(a_fin(L, PROBS)), A(a_fin(L, LOGITS)), targets_.i32(),
-                                      N, V);
+      be.softmax_crossentropy_forward(A(a_fin(L, LOSSES)), A(a_fin(L, PROBS)), A(a_fin(L, LOGITS)), targets_.i32(), N,
+                                      V);
     });
     return;
   }
@@ -349,8 +347,8 @@ void gpt::backward_layer(int layer) {
       break;
     case L_LN2:
       run([&] {
-        be.layernorm_backward(da(RES2), ga(LN2W), ga(LN2B), da(LN2), aa(RES2), pa(LN2W), aa(LN2_MEAN), aa(LN2_RSTD),
-                              N, C);
+        be.layernorm_backward(da(RES2), ga(LN2W), ga(LN2B), da(LN2), aa(RES2), pa(LN2W), aa(LN2_MEAN), aa(LN2_RSTD), N,
+                              C);
       });
       break;
     case L_RES1: run([&] { be.residual_backward(D(in), da(ATTPROJ), da(RES2), NC); }); break;
@@ -376,7 +374,8 @@ memory_graph gpt::memory_layout() const {
   g.tensors[a_fin(L, LOSSES)].result = true;
   g.ops.resize(layer_names_.size());
   for (std::size_t i = 0; i < layer_names_.size(); ++i) g.ops[i].name = layer_names_[i];
-  for (std::size_t t = 0; t < g.tensors.size(); ++t) g.ops[g.tensors[t].producer].outputs.push_back(static_cast<int>(t));
+  for (std::size_t t = 0; t < g.tensors.size(); ++t)
+    g.ops[g.tensors[t].producer].outputs.push_back(static_cast<int>(t));
   auto set = [&](int layer, std::vector<int> in, std::vector<int> saved, std::vector<int> grads) {
     g.ops[layer].inputs = std::move(in);
     g.ops[layer].saved_reads = std::move(saved);
@@ -443,8 +442,7 @@ std::vector<layer_info> gpt::layers() const {
   std::vector<layer_info> out;
   for (std::size_t i = 0; i < layer_names_.size(); ++i) {
     const int id = static_cast<int>(i);
-    out.push_back(layer_info{layer_names_[i], params_.layer_bytes(id), acts_.layer_bytes(id), fwd_ms_[i],
-                             bwd_ms_[i]});
+    out.push_back(layer_info{layer_names_[i], params_.layer_bytes(id), acts_.layer_bytes(id), fwd_ms_[i], bwd_ms_[i]});
   }
   return out;
 }

@@ -13,16 +13,31 @@ namespace banyan::nn::detail {
 enum block_param { LN1W, LN1B, QKVW, QKVB, PROJW, PROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, NBP };
 // Activation tensors of one block, in arena order.
 enum block_act {
-  LN1, LN1_MEAN, LN1_RSTD, QKV, PREATT, ATT, ATTY, ATTPROJ, RES2, LN2, LN2_MEAN, LN2_RSTD, FCH,
-  FCH_GELU, FCPROJ, RES3, NBA
+  LN1,
+  LN1_MEAN,
+  LN1_RSTD,
+  QKV,
+  PREATT,
+  ATT,
+  ATTY,
+  ATTPROJ,
+  RES2,
+  LN2,
+  LN2_MEAN,
+  LN2_RSTD,
+  FCH,
+  FCH_GELU,
+  FCPROJ,
+  RES3,
+  NBA
 };
 // Activation tensors after the last block, in arena order.
 enum final_act { LNF, LNF_MEAN, LNF_RSTD, LOGITS, PROBS, LOSSES };
 
 // The parameter names of block l's tensors, in block_param order ("h3.qkv_w").
 inline std::string block_param_name(int l, int k) {
-  static const char* const names[NBP] = {"ln1_w", "ln1_b", "qkv_w",   "qkv_b", "proj_w",  "proj_b",
-                                         "ln2_w", "ln2_b", "fc_w",    "fc_b",  "fcproj_w", "fcproj_b"};
+  static const char* const names[NBP] = {"ln1_w", "ln1_b", "qkv_w", "qkv_b", "proj_w",   "proj_b",
+                                         "ln2_w", "ln2_b", "fc_w",  "fc_b",  "fcproj_w", "fcproj_b"};
   return "h" + std::to_string(l) + "." + names[k];
 }
 

@@ -47,8 +47,8 @@ result<gpt_stage> gpt_stage::create(const gpt_config& cfg, const stage_slice& sl
     return bad("gpt_stage: first_block = " + str(slice.first_block) + " must be in [0, num_layers = " + str(L) + "]");
   }
   if (slice.last_block < slice.first_block || slice.last_block > L) {
-    return bad("gpt_stage: last_block = " + str(slice.last_block) + " must be in [first_block = " +
-               str(slice.first_block) + ", num_layers = " + str(L) + "]");
+    return bad("gpt_stage: last_block = " + str(slice.last_block) +
+               " must be in [first_block = " + str(slice.first_block) + ", num_layers = " + str(L) + "]");
   }
   if (slice.first_block == slice.last_block && !slice.has_embedding && !slice.has_head) {
     return bad("gpt_stage: blocks [" + str(slice.first_block) + ", " + str(slice.last_block) +
@@ -130,8 +130,8 @@ gpt_stage::gpt_stage(const gpt_config& cfg, const stage_slice& slice, const stag
     for (int l = slice.first_block; l < slice.last_block; ++l) {
       const int layer = 1 + l - slice.first_block;
       // As gpt's: block_param order.
-      const std::vector<int> shapes[NBP] = {{C},     {C},     {3 * C, C}, {3 * C}, {C, C},     {C},
-                                            {C},     {C},     {4 * C, C}, {4 * C}, {C, 4 * C}, {C}};
+      const std::vector<int> shapes[NBP] = {{C}, {C}, {3 * C, C}, {3 * C}, {C, C},     {C},
+                                            {C}, {C}, {4 * C, C}, {4 * C}, {C, 4 * C}, {C}};
       for (int k = 0; k < NBP; ++k) {
         const int id = a->add(block_param_name(l, k), shapes[k], layer);
         if (l == slice.first_block && k == 0) p_blocks_ = id;
@@ -222,7 +222,8 @@ result<float> gpt_stage::forward(int slot, const stage_input& in) {
                (s.state == slot_state::forwarded ? "backward" : "backward_weight") +
                " has not run (release() drops it)");
   }
-  if (slice_.has_embedding && in.tokens == nullptr) return bad(where() + ": forward on slot " + str(slot) + " without tokens");
+  if (slice_.has_embedding && in.tokens == nullptr)
+    return bad(where() + ": forward on slot " + str(slot) + " without tokens");
   if (!slice_.has_embedding && in.activations == nullptr) {
     return bad(where() + ": forward on slot " + str(slot) + " without input activations");
   }
@@ -364,7 +365,8 @@ result<void> gpt_stage::backward_weight(int slot) {
   auto D = [&](int id) { return s.dacts.data(id); };
   if (slice_.has_head) {
     const int last = a_out();
-    be.matmul_backward(nullptr, G(p_wte_), nullptr, D(a_fin(slice_, LOGITS)), A(a_fin(slice_, LNF)), P(p_wte_), N, C, V);
+    be.matmul_backward(nullptr, G(p_wte_), nullptr, D(a_fin(slice_, LOGITS)), A(a_fin(slice_, LNF)), P(p_wte_), N, C,
+                       V);
     be.layernorm_backward(nullptr, G(p_lnfw_), G(p_lnfb_), D(a_fin(slice_, LNF)), A(last), P(p_lnfw_),
                           A(a_fin(slice_, LNF_MEAN)), A(a_fin(slice_, LNF_RSTD)), N, C);
   }
@@ -390,8 +392,8 @@ void gpt_stage::block_backward_weight(slot_data& s, int l) {
   be.layernorm_backward(nullptr, ga(LN2W), ga(LN2B), da(LN2), aa(RES2), pa(LN2W), aa(LN2_MEAN), aa(LN2_RSTD), N, C);
   be.matmul_backward(nullptr, ga(PROJW), ga(PROJB), da(ATTPROJ), aa(ATTY), pa(PROJW), N, C, C);
   be.matmul_backward(nullptr, ga(QKVW), ga(QKVB), da(QKV), aa(LN1), pa(QKVW), N, C, 3 * C);
-  be.layernorm_backward(nullptr, ga(LN1W), ga(LN1B), da(LN1), s.acts.data(in), pa(LN1W), aa(LN1_MEAN), aa(LN1_RSTD),
-                        N, C);
+  be.layernorm_backward(nullptr, ga(LN1W), ga(LN1B), da(LN1), s.acts.data(in), pa(LN1W), aa(LN1_MEAN), aa(LN1_RSTD), N,
+                        C);
 }
 
 result<void> gpt_stage::backward(int slot, const float* output_grad) {
@@ -421,7 +423,8 @@ result<std::vector<float>> gpt_stage::output_host(int slot) const {
 
 result<std::vector<float>> gpt_stage::input_grad_host(int slot) const {
   if (auto c = check_slot(slot, "input_grad_host"); !c) return c.error();
-  if (slice_.has_embedding) return bad(where() + ": input_grad_host: the first stage's input is tokens, with no gradient");
+  if (slice_.has_embedding)
+    return bad(where() + ": input_grad_host: the first stage's input is tokens, with no gradient");
   const slot_data& s = slots_[slot];
   if (s.state != slot_state::input_done && s.state != slot_state::done) {
     return bad(where() + ": input_grad_host on slot " + str(slot) + " before its backward_input");

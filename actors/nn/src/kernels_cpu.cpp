@@ -12,8 +12,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cassert>
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -224,9 +224,8 @@ SIMD_CLONES void adamw_span(float* params, const float* grads, float* m, float* 
 
 }  // namespace
 
-void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
-                     int C) {
-#pragma omp parallel for collapse(2) if (static_cast<std::size_t>(B) * T * C >= parallel_min)
+void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+#pragma omp parallel for collapse(2) if (static_cast <std::size_t>(B) * T * C >= parallel_min)
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       float* o = out + (static_cast<std::size_t>(b) * T + t) * C;
@@ -237,8 +236,7 @@ void encoder_forward(float* out, const int* tokens, const float* wte, const floa
   }
 }
 
-void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
-                      int C) {
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
   // Rows of dwte may repeat across (b,t): serial scatter keeps it race-free and deterministic.
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
@@ -247,7 +245,7 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
       for (int i = 0; i < C; ++i) e[i] += d[i];
     }
   }
-#pragma omp parallel for if (static_cast<std::size_t>(B) * T * C >= parallel_min)
+#pragma omp parallel for if (static_cast <std::size_t>(B) * T * C >= parallel_min)
   for (int t = 0; t < T; ++t) {
     float* p = dwpe + static_cast<std::size_t>(t) * C;
     for (int b = 0; b < B; ++b) {
@@ -257,18 +255,17 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* to
   }
 }
 
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C) {
-#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(N) * C >= parallel_min)
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight, const float* bias,
+                       int N, int C) {
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(N) * C >= parallel_min)
   for (int n = 0; n < N; ++n) {
     const std::size_t row = static_cast<std::size_t>(n) * C;
     layernorm_forward_row(out + row, mean + n, rstd + n, inp + row, weight, bias, C);
   }
 }
 
-void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean, const float* rstd,
-                        int N, int C) {
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
   // Rows in parallel; each thread sums its rows' weight and bias gradients into its own partial
   // (contiguous, vectorised), and the partials are added in thread order afterwards, so the result
   // is the same on every run with the same thread count.
@@ -333,8 +330,7 @@ void split_rows(int rows, long long work_per_row, F&& f) {
 
 }  // namespace
 
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
-                    int C, int OC) {
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
   split_rows(N, static_cast<long long>(C) * OC, [&](int n0, int n1) {
     float beta = 0.0f;
     float* o = out + static_cast<std::size_t>(n0) * OC;
@@ -344,8 +340,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
       }
       beta = 1.0f;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n1 - n0, OC, C, 1.0f,
-                inp + static_cast<std::size_t>(n0) * C, C, weight, C, beta, o, OC);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n1 - n0, OC, C, 1.0f, inp + static_cast<std::size_t>(n0) * C,
+                C, weight, C, beta, o, OC);
   });
 }
 
@@ -355,7 +351,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   // block t of dweight's rows.
   assert((dweight != nullptr || dbias == nullptr) && (dinp != nullptr || dweight != nullptr));
   const long long work = static_cast<long long>(N) * C * OC;
-  const int nt = std::min({threads_for(static_cast<std::size_t>(work), 65536), std::max(1, N / 8), std::max(1, OC / 8)});
+  const int nt =
+      std::min({threads_for(static_cast<std::size_t>(work), 65536), std::max(1, N / 8), std::max(1, OC / 8)});
   auto part = [&](int t) {
     if (dinp != nullptr) {
       // dinp rows [n0,n1) += dout rows [n0,n1) @ W
@@ -371,8 +368,8 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     const int j0 = static_cast<int>(static_cast<long long>(OC) * t / nt);
     const int j1 = static_cast<int>(static_cast<long long>(OC) * (t + 1) / nt);
     if (dweight == nullptr || j1 <= j0) return;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j1 - j0, C, N, 1.0f, dout + j0, OC, inp, C,
-                1.0f, dweight + static_cast<std::size_t>(j0) * C, C);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j1 - j0, C, N, 1.0f, dout + j0, OC, inp, C, 1.0f,
+                dweight + static_cast<std::size_t>(j0) * C, C);
     if (dbias != nullptr) {
       float* db = dbias + j0;
       for (int n = 0; n < N; ++n) {
@@ -416,8 +413,7 @@ SIMD_CLONES void causal_softmax_row(float* a, float* pre, int t, int T) {
 // one OpenBLAS call on one thread; the (b,h) pairs are spread over the OpenMP threads. The score
 // GEMMs cover the whole TxT square (twice the causal work, at GEMM speed); the masked half is zeroed
 // in the scores and probabilities, which keeps the other GEMMs exact over the square.
-void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
-                       int NH) {
+void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const float sc = 1.0f / std::sqrt(static_cast<float>(hs));
   const int C3 = 3 * C;
@@ -442,8 +438,8 @@ void attention_forward(float* out, float* preatt, float* att, const float* qkv, 
   }
 }
 
-void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout,
-                        const float* qkv, const float* att, int B, int T, int C, int NH) {
+void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv, const float* att,
+                        int B, int T, int C, int NH) {
   const int hs = C / NH;
   const float sc = 1.0f / std::sqrt(static_cast<float>(hs));
   const int C3 = 3 * C;
@@ -523,18 +519,16 @@ void residual_backward(float* da, float* db, const float* dout, std::size_t n) {
   }
 }
 
-void softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
-                                  const int* targets, int N, int V) {
-#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(N) * V >= parallel_min)
+void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N, int V) {
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(N) * V >= parallel_min)
   for (int n = 0; n < N; ++n) {
     const std::size_t row = static_cast<std::size_t>(n) * V;
     softmax_crossentropy_row(losses + n, probs + row, logits + row, targets[n], V);
   }
 }
 
-void softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss,
-                                   int N, int V) {
-#pragma omp parallel for schedule(static) if (static_cast<std::size_t>(N) * V >= parallel_min)
+void softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
+#pragma omp parallel for schedule(static) if (static_cast <std::size_t>(N) * V >= parallel_min)
   for (int n = 0; n < N; ++n) {
     const float* p = probs + static_cast<std::size_t>(n) * V;
     float* d = dlogits + static_cast<std::size_t>(n) * V;
@@ -557,8 +551,8 @@ void scale(float* x, float s, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) x[i] *= s;
 }
 
-void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int t) {
+void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int t) {
   const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(t));
   const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(t));
   const float step = lr / bc1;

@@ -17,14 +17,16 @@ __device__ float warp_sum(float v) {
   return v;
 }
 
-__global__ void encoder_forward_k(float* out, const int* tokens, const float* wte, const float* wpe, int N, int T, int C) {
+__global__ void encoder_forward_k(float* out, const int* tokens, const float* wte, const float* wpe, int N, int T,
+                                  int C) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<std::size_t>(N) * C) return;
   const int n = static_cast<int>(i / C), c = static_cast<int>(i % C), t = n % T;
   out[i] = wte[static_cast<std::size_t>(tokens[n]) * C + c] + wpe[static_cast<std::size_t>(t) * C + c];
 }
 
-__global__ void encoder_backward_k(float* dwte, float* dwpe, const float* dout, const int* tokens, int N, int T, int C) {
+__global__ void encoder_backward_k(float* dwte, float* dwpe, const float* dout, const int* tokens, int N, int T,
+                                   int C) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<std::size_t>(N) * C) return;
   const int n = static_cast<int>(i / C), c = static_cast<int>(i % C), t = n % T;
@@ -104,7 +106,8 @@ __global__ void column_sums_k(float* dbias, const float* dout, int N, int OC) {
 }
 
 // One thread per (b, h, t) query row.
-__global__ void attention_forward_k(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
+__global__ void attention_forward_k(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                                    int NH) {
   const int idx = blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= B * NH * T) return;
   const int t = idx % T, h = (idx / T) % NH, b = idx / (T * NH);
@@ -140,7 +143,8 @@ __global__ void attention_forward_k(float* out, float* preatt, float* att, const
   float* o = out + (static_cast<std::size_t>(b) * T + t) * C + h * hs;
   for (int i = 0; i < hs; ++i) {
     float s = 0.0f;
-    for (int t2 = 0; t2 <= t; ++t2) s += att[row + t2] * qkv[(static_cast<std::size_t>(b) * T + t2) * C3 + 2 * C + h * hs + i];
+    for (int t2 = 0; t2 <= t; ++t2)
+      s += att[row + t2] * qkv[(static_cast<std::size_t>(b) * T + t2) * C3 + 2 * C + h * hs + i];
     o[i] = s;
   }
 }
@@ -190,7 +194,8 @@ __global__ void gelu_backward_k(float* dinp, const float* inp, const float* dout
   if (i >= n) return;
   const float x = inp[i];
   const float th = tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x));
-  const float local = 0.5f * (1.0f + th) + x * 0.5f * (1.0f - th * th) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+  const float local =
+      0.5f * (1.0f + th) + x * 0.5f * (1.0f - th * th) * 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
   dinp[i] += local * dout[i];
 }
 
@@ -216,7 +221,8 @@ __global__ void residual_backward_k(float* da, float* db, const float* dout, std
   db[i] += dout[i];
 }
 
-__global__ void softmax_xent_forward_k(float* losses, float* probs, const float* logits, const int* targets, int N, int V) {
+__global__ void softmax_xent_forward_k(float* losses, float* probs, const float* logits, const int* targets, int N,
+                                       int V) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   if (n >= N) return;
   const float* l = logits + static_cast<std::size_t>(n) * V;
@@ -233,7 +239,8 @@ __global__ void softmax_xent_forward_k(float* losses, float* probs, const float*
   losses[n] = logf(sum) + maxv - l[targets[n]];
 }
 
-__global__ void softmax_xent_backward_k(float* dlogits, const float* probs, const int* targets, float dloss, int N, int V) {
+__global__ void softmax_xent_backward_k(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                                        int V) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= static_cast<std::size_t>(N) * V) return;
   const int n = static_cast<int>(i / V), v = static_cast<int>(i % V);
@@ -276,23 +283,27 @@ __global__ void adamw_k(float* params, const float* grads, float* m, float* v, s
 
 }  // namespace
 
-void encoder_forward(cudaStream_t s, float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C) {
+void encoder_forward(cudaStream_t s, float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                     int C) {
   const std::size_t n = static_cast<std::size_t>(B) * T * C;
   encoder_forward_k<<<blocks_for(n), threads, 0, s>>>(out, tokens, wte, wpe, B * T, T, C);
 }
-void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C) {
+void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
+                      int C) {
   const std::size_t n = static_cast<std::size_t>(B) * T * C;
   encoder_backward_k<<<blocks_for(n), threads, 0, s>>>(dwte, dwpe, dout, tokens, B * T, T, C);
 }
 void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int N, int C) {
-  layernorm_forward_k<<<blocks_for(static_cast<std::size_t>(N) * 32), threads, 0, s>>>(out, mean, rstd, inp, weight, bias, N, C);
+  layernorm_forward_k<<<blocks_for(static_cast<std::size_t>(N) * 32), threads, 0, s>>>(out, mean, rstd, inp, weight,
+                                                                                       bias, N, C);
 }
 void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C) {
   // Either half may be skipped (kernels.hpp: the split backward of pipeline stages).
   if (dinp != nullptr) {
-    layernorm_backward_dx_k<<<blocks_for(static_cast<std::size_t>(N) * 32), threads, 0, s>>>(dinp, dout, inp, weight, mean, rstd, N, C);
+    layernorm_backward_dx_k<<<blocks_for(static_cast<std::size_t>(N) * 32), threads, 0, s>>>(dinp, dout, inp, weight,
+                                                                                             mean, rstd, N, C);
   }
   if (dweight != nullptr) {
     layernorm_backward_dw_k<<<blocks_for(C), threads, 0, s>>>(dweight, dbias, dout, inp, mean, rstd, N, C);
@@ -304,18 +315,25 @@ void fill_rows(cudaStream_t s, float* out, const float* row, int N, int OC) {
 void column_sums(cudaStream_t s, float* dbias, const float* dout, int N, int OC) {
   column_sums_k<<<blocks_for(OC), threads, 0, s>>>(dbias, dout, N, OC);
 }
-void attention_forward(cudaStream_t s, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH) {
-  attention_forward_k<<<blocks_for(static_cast<std::size_t>(B) * NH * T), threads, 0, s>>>(out, preatt, att, qkv, B, T, C, NH);
+void attention_forward(cudaStream_t s, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                       int NH) {
+  attention_forward_k<<<blocks_for(static_cast<std::size_t>(B) * NH * T), threads, 0, s>>>(out, preatt, att, qkv, B, T,
+                                                                                           C, NH);
 }
 void attention_backward(cudaStream_t s, float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH) {
-  attention_backward_k<<<blocks_for(static_cast<std::size_t>(B) * NH * T), threads, 0, s>>>(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH);
+  attention_backward_k<<<blocks_for(static_cast<std::size_t>(B) * NH * T), threads, 0, s>>>(dqkv, dpreatt, datt, dout,
+                                                                                            qkv, att, B, T, C, NH);
 }
-void gelu_forward(cudaStream_t s, float* out, const float* inp, std::size_t n) { gelu_forward_k<<<blocks_for(n), threads, 0, s>>>(out, inp, n); }
+void gelu_forward(cudaStream_t s, float* out, const float* inp, std::size_t n) {
+  gelu_forward_k<<<blocks_for(n), threads, 0, s>>>(out, inp, n);
+}
 void gelu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, std::size_t n) {
   gelu_backward_k<<<blocks_for(n), threads, 0, s>>>(dinp, inp, dout, n);
 }
-void relu_forward(cudaStream_t s, float* out, const float* inp, std::size_t n) { relu_forward_k<<<blocks_for(n), threads, 0, s>>>(out, inp, n); }
+void relu_forward(cudaStream_t s, float* out, const float* inp, std::size_t n) {
+  relu_forward_k<<<blocks_for(n), threads, 0, s>>>(out, inp, n);
+}
 void relu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, std::size_t n) {
   relu_backward_k<<<blocks_for(n), threads, 0, s>>>(dinp, inp, dout, n);
 }
@@ -331,7 +349,8 @@ void softmax_crossentropy_forward(cudaStream_t s, float* losses, float* probs, c
 }
 void softmax_crossentropy_backward(cudaStream_t s, float* dlogits, const float* probs, const int* targets, float dloss,
                                    int N, int V) {
-  softmax_xent_backward_k<<<blocks_for(static_cast<std::size_t>(N) * V), threads, 0, s>>>(dlogits, probs, targets, dloss, N, V);
+  softmax_xent_backward_k<<<blocks_for(static_cast<std::size_t>(N) * V), threads, 0, s>>>(dlogits, probs, targets,
+                                                                                          dloss, N, V);
 }
 void sum_squares(cudaStream_t s, double* acc, const float* x, std::size_t n) {
   const unsigned b = blocks_for(n) < 1024 ? (blocks_for(n) ? blocks_for(n) : 1) : 1024;

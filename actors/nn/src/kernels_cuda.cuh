@@ -8,15 +8,18 @@
 
 namespace banyan::nn::cuda {
 
-void encoder_forward(cudaStream_t s, float* out, const int* tokens, const float* wte, const float* wpe, int B, int T, int C);
-void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T, int C);
+void encoder_forward(cudaStream_t s, float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                     int C);
+void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
+                      int C);
 void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, int N, int C);
 void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 void fill_rows(cudaStream_t s, float* out, const float* row, int N, int OC);
 void column_sums(cudaStream_t s, float* dbias, const float* dout, int N, int OC);
-void attention_forward(cudaStream_t s, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C, int NH);
+void attention_forward(cudaStream_t s, float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                       int NH);
 void attention_backward(cudaStream_t s, float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                         const float* att, int B, int T, int C, int NH);
 void gelu_forward(cudaStream_t s, float* out, const float* inp, std::size_t n);

@@ -23,8 +23,7 @@ void timed_call(backend& be, bool on, double& slot, F&& f) {
 
 // One layer's forward or backward: timed, with the layer hooks around it.
 template <class F>
-void layer_call(backend& be, bool profiling, double& slot, const layer_hooks& hooks, int layer, bool forward,
-                F&& f) {
+void layer_call(backend& be, bool profiling, double& slot, const layer_hooks& hooks, int layer, bool forward, F&& f) {
   if (forward && hooks.before_forward) hooks.before_forward(layer);
   timed_call(be, profiling, slot, std::forward<F>(f));
   if (!forward && hooks.after_backward) hooks.after_backward(layer);

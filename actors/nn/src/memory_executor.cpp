@@ -43,7 +43,8 @@ memory_executor::memory_executor(backend& be, memory_graph g, memory_options o)
       const std::size_t k = std::min<std::size_t>(n, 4096);
       be.synchronize();
       const auto start = std::chrono::steady_clock::now();
-      copies_->wait((round % 2) != 0 ? copies_->to_host(host, probe.get(), k) : copies_->to_device(probe.get(), host, k));
+      copies_->wait((round % 2) != 0 ? copies_->to_host(host, probe.get(), k)
+                                     : copies_->to_device(probe.get(), host, k));
       be.synchronize();
       small.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }

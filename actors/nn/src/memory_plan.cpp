@@ -67,10 +67,12 @@ result<void> memory_graph::validate() const {
       }
     }
     for (int t : ops[i].outputs) {
-      if (tensors[t].producer != i) return bad("op `" + ops[i].name + "` writes `" + tensors[t].name + "` of another op");
+      if (tensors[t].producer != i)
+        return bad("op `" + ops[i].name + "` writes `" + tensors[t].name + "` of another op");
     }
     for (int t : ops[i].inputs) {
-      if (tensors[t].producer >= i) return bad("op `" + ops[i].name + "` reads `" + tensors[t].name + "` before it is made");
+      if (tensors[t].producer >= i)
+        return bad("op `" + ops[i].name + "` reads `" + tensors[t].name + "` before it is made");
     }
   }
   return {};
@@ -107,12 +109,12 @@ class first_fit {
 // What the compiler and the estimates read about the graph, once.
 struct facts {
   int n = 0, T = 0;
-  std::vector<int> last_fwd;                 // per tensor: op index of its last forward reader (or producer)
-  std::vector<bool> saved;                   // read by some backward
-  std::vector<int> bwd_first, bwd_last;      // positions of its first and last backward reader
-  std::vector<int> grad_first, grad_last;    // positions of the first and last backward touching its gradient
+  std::vector<int> last_fwd;                    // per tensor: op index of its last forward reader (or producer)
+  std::vector<bool> saved;                      // read by some backward
+  std::vector<int> bwd_first, bwd_last;         // positions of its first and last backward reader
+  std::vector<int> grad_first, grad_last;       // positions of the first and last backward touching its gradient
   std::vector<std::vector<int>> saved_outputs;  // per op
-  std::vector<std::size_t> size;             // aligned bytes
+  std::vector<std::size_t> size;                // aligned bytes
 
   facts(const memory_graph& g, std::size_t alignment) {
     n = static_cast<int>(g.ops.size());
@@ -337,7 +339,8 @@ double simulate(const memory_graph& g, const memory_costs& c, const memory_plan&
   double now = 0.0, d2h_free = 0.0, h2d_free = 0.0;
   std::vector<double> done(g.tensors.size(), 0.0);
   for (const auto& in : p.program) {
-    const double bytes = static_cast<double>(in.id >= 0 && in.id < static_cast<int>(g.tensors.size()) ? g.tensors[in.id].bytes : 0);
+    const double bytes =
+        static_cast<double>(in.id >= 0 && in.id < static_cast<int>(g.tensors.size()) ? g.tensors[in.id].bytes : 0);
     switch (in.what) {
       case memory_instr::kind::forward:
       case memory_instr::kind::recompute: now += c.forward_ms[in.id]; break;
@@ -402,8 +405,8 @@ struct estimates {
   double cost(int op) const { return std::min(swap_ms[op], recompute_ms[op]); }
 };
 
-memory_plan finish(const memory_graph& g, const memory_costs& c, const facts& f, const estimates& e,
-                   memory_plan p, memory_policy policy, std::size_t budget) {
+memory_plan finish(const memory_graph& g, const memory_costs& c, const facts& f, const estimates& e, memory_plan p,
+                   memory_policy policy, std::size_t budget) {
   p.policy = policy;
   p.budget = budget;
   p.extra_ms.assign(f.n, 0.0);
@@ -487,9 +490,11 @@ std::vector<memory_decision> knapsack(const facts& f, const estimates& e, std::s
 
 error too_small(std::size_t budget, std::size_t needed, memory_policy policy, std::size_t least) {
   return error{errc::invalid_argument, "memory budget " + format_bytes(budget) + " (" + std::to_string(budget) +
-                                           " bytes): below the " + format_bytes(needed) + " (" + std::to_string(needed) +
-                                           " bytes) the " + to_string(policy) + " plan needs; a leaner policy fits (the "
-                                           "least any plan needs is " + format_bytes(least) + ")"};
+                                           " bytes): below the " + format_bytes(needed) + " (" +
+                                           std::to_string(needed) + " bytes) the " + to_string(policy) +
+                                           " plan needs; a leaner policy fits (the "
+                                           "least any plan needs is " +
+                                           format_bytes(least) + ")"};
 }
 
 }  // namespace
@@ -515,8 +520,8 @@ std::size_t minimum_memory(const memory_graph& g, const memory_costs& c, const p
   return least;
 }
 
-result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, std::size_t budget,
-                                memory_policy policy, const planner_options& o) {
+result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, std::size_t budget, memory_policy policy,
+                                const planner_options& o) {
   if (auto v = g.validate(); !v) return v.error();
   if (c.forward_ms.size() != g.ops.size() || c.backward_ms.size() != g.ops.size()) {
     return error{errc::invalid_argument, "memory costs: " + std::to_string(c.forward_ms.size()) + " forward and " +
@@ -554,7 +559,8 @@ result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, st
         int pick = -1;
         double best = -1.0;
         for (int i = 0; i < f.n; ++i) {
-          if (p.decisions[i] != memory_decision::keep || f.saved_outputs[i].empty() || !std::isfinite(e.cost(i))) continue;
+          if (p.decisions[i] != memory_decision::keep || f.saved_outputs[i].empty() || !std::isfinite(e.cost(i)))
+            continue;
           if (d[i] != memory_decision::keep) continue;
           const double ratio = static_cast<double>(f.saved_bytes(i)) / (e.cost(i) + 1e-9);
           if (ratio > best) {

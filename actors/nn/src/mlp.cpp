@@ -19,7 +19,8 @@ result<void> mlp_config::validate() const {
   if (inputs <= 0) return bad("inputs = " + std::to_string(inputs) + " must be positive");
   if (classes < 2) return bad("classes = " + std::to_string(classes) + " must be at least 2");
   for (std::size_t i = 0; i < hidden.size(); ++i) {
-    if (hidden[i] <= 0) return bad("hidden[" + std::to_string(i) + "] = " + std::to_string(hidden[i]) + " must be positive");
+    if (hidden[i] <= 0)
+      return bad("hidden[" + std::to_string(i) + "] = " + std::to_string(hidden[i]) + " must be positive");
   }
   return {};
 }
@@ -148,8 +149,8 @@ void mlp::backward() {
         be.relu_backward(dacts_.data(2 * i), acts_.data(2 * i), dacts_.data(2 * i + 1),
                          static_cast<std::size_t>(B) * out_w);
       }
-      be.matmul_backward(din, grads_.data(2 * i), grads_.data(2 * i + 1), dout, in, params_.data(2 * i), B,
-                         fan_in, out_w);
+      be.matmul_backward(din, grads_.data(2 * i), grads_.data(2 * i + 1), dout, in, params_.data(2 * i), B, fan_in,
+                         out_w);
     });
   }
 }

@@ -20,8 +20,6 @@ float rng::normal() {
   return std::sqrt(-2.0f * std::log(u1)) * std::cos(6.283185307179586f * u2);
 }
 
-std::uint32_t rng::below(std::uint32_t n) {
-  return static_cast<std::uint32_t>((next_u64() >> 32) % n);
-}
+std::uint32_t rng::below(std::uint32_t n) { return static_cast<std::uint32_t>((next_u64() >> 32) % n); }
 
 }  // namespace banyan::nn

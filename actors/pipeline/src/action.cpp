@@ -10,9 +10,14 @@
 namespace banyan::pipeline {
 
 namespace {
-constexpr std::array<std::pair<std::string_view, kind>, 8> kind_names{{
-    {"SEND_F", kind::send_f}, {"RECV_F", kind::recv_f}, {"SEND_B", kind::send_b},
-    {"RECV_B", kind::recv_b}, {"F", kind::F}, {"B", kind::B}, {"I", kind::I}, {"W", kind::W}}};
+constexpr std::array<std::pair<std::string_view, kind>, 8> kind_names{{{"SEND_F", kind::send_f},
+                                                                       {"RECV_F", kind::recv_f},
+                                                                       {"SEND_B", kind::send_b},
+                                                                       {"RECV_B", kind::recv_b},
+                                                                       {"F", kind::F},
+                                                                       {"B", kind::B},
+                                                                       {"I", kind::I},
+                                                                       {"W", kind::W}}};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -63,11 +68,12 @@ result<action> parse_action(std::string_view text) {
     }
   }
   if (!found)
-    return error{errc::parse, "action " + quoted +
-                 ": expected a kind after the stage (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)"};
+    return error{errc::parse,
+                 "action " + quoted + ": expected a kind after the stage (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)"};
   if (!read_number(s, a.microbatch))
     return error{errc::parse, "action " + quoted + ": expected a microbatch number after the kind"};
-  if (!s.empty()) return error{errc::parse, "action " + quoted + ": unexpected `" + log::escape(s, 40) + "` at the end"};
+  if (!s.empty())
+    return error{errc::parse, "action " + quoted + ": unexpected `" + log::escape(s, 40) + "` at the end"};
   return a;
 }
 
@@ -110,8 +116,8 @@ result<table> infer_shape(std::vector<std::vector<action>> ranks) {
       int& owner = t.stage_rank[a.stage];
       if (owner != -1 && owner != r)
         return error{errc::invalid, "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
-                     "): stage " + std::to_string(a.stage) + " already runs on rank " +
-                     std::to_string(owner) + "; a stage must live on one rank"};
+                                        "): stage " + std::to_string(a.stage) + " already runs on rank " +
+                                        std::to_string(owner) + "; a stage must live on one rank"};
       owner = r;
     }
   }
@@ -126,8 +132,8 @@ result<table> infer_shape(std::vector<std::vector<action>> ranks) {
       const int other = (a.op == kind::send_f || a.op == kind::recv_b) ? a.stage + 1 : a.stage - 1;
       if (other < 0 || other >= t.stages)
         return error{errc::invalid, "rank " + std::to_string(r) + " step " + std::to_string(i) + " (" + to_string(a) +
-                     "): stage " + std::to_string(a.stage) + " has no neighbour stage " +
-                     std::to_string(other) + " to talk to"};
+                                        "): stage " + std::to_string(a.stage) + " has no neighbour stage " +
+                                        std::to_string(other) + " to talk to"};
       a.peer = t.stage_rank[other];
     }
   }

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <optional>
 #include <limits>
+#include <optional>
 
 namespace banyan::pipeline {
 
@@ -33,7 +33,8 @@ result<stage_cost> parse_unit(const nlohmann::json& j, const std::string& where)
   for (const auto& [key, _] : j.items()) {
     static const char* known[] = {"t_f", "t_b", "t_i", "t_w", "mem", "comm_bytes", "static_mem", "name"};
     if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) == std::end(known))
-      return error{errc::invalid, where + ": unknown key `" + key + "` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)"};
+      return error{errc::invalid, where + ": unknown key `" + key +
+                                      "` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)"};
   }
   stage_cost c;
   bool has_f, has_b, has_i, has_w, has;
@@ -46,7 +47,8 @@ result<stage_cost> parse_unit(const nlohmann::json& j, const std::string& where)
   if (auto e = num("comm_bytes", c.comm_bytes, has)) return *e;
   if (auto e = num("static_mem", c.static_mem, has)) return *e;
   if (has_b && has_i && has_w) {
-    if (std::abs(c.t_i + c.t_w - c.t_b) > 1e-9 * std::max(1.0, c.t_b)) return error{errc::invalid, where + ": t_b must equal t_i + t_w"};
+    if (std::abs(c.t_i + c.t_w - c.t_b) > 1e-9 * std::max(1.0, c.t_b))
+      return error{errc::invalid, where + ": t_b must equal t_i + t_w"};
   } else if (has_b && has_i) {
     if (c.t_i > c.t_b) return error{errc::invalid, where + ": t_i is larger than t_b"};
     c.t_w = c.t_b - c.t_i;
@@ -79,7 +81,8 @@ result<costs> parse_costs(std::string_view json_text, const std::string& source)
   const char* key = has_stages ? "stages" : "layers";
   c.per_layer = has_layers;
   const auto& list = j.at(key);
-  if (!list.is_array() || list.empty()) return error{errc::invalid, source + ": \"" + key + "\" must be a non-empty array"};
+  if (!list.is_array() || list.empty())
+    return error{errc::invalid, source + ": \"" + key + "\" must be a non-empty array"};
   for (std::size_t i = 0; i < list.size(); ++i) {
     auto u = parse_unit(list[i], source + ": " + key + "[" + std::to_string(i) + "]");
     if (!u) return u.error();
@@ -87,7 +90,8 @@ result<costs> parse_costs(std::string_view json_text, const std::string& source)
   }
   for (const char* k : {"latency", "bandwidth"}) {
     if (!j.contains(k)) continue;
-    if (!j.at(k).is_number() || j.at(k).get<double>() < 0) return error{errc::invalid, source + ": \"" + k + "\" must be a number >= 0"};
+    if (!j.at(k).is_number() || j.at(k).get<double>() < 0)
+      return error{errc::invalid, source + ": \"" + k + "\" must be a number >= 0"};
     (std::string(k) == "latency" ? c.latency : c.bandwidth) = j.at(k).get<double>();
   }
   return c;
@@ -117,8 +121,8 @@ result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
   if (!c.per_layer) {
     if (S == n) return c.units;
     if (S % n != 0)
-      return error{errc::invalid, "costs give " + std::to_string(n) + " stages; cannot split them into " + std::to_string(S) +
-                   " (need a multiple of " + std::to_string(n) + ")"};
+      return error{errc::invalid, "costs give " + std::to_string(n) + " stages; cannot split them into " +
+                                      std::to_string(S) + " (need a multiple of " + std::to_string(n) + ")"};
     const int v = S / n;
     std::vector<stage_cost> out;
     for (const auto& u : c.units)
@@ -134,7 +138,9 @@ result<std::vector<stage_cost>> stage_costs(const costs& c, int S) {
 result<std::vector<int>> balanced_cuts(const costs& c, int S) {
   const int n = static_cast<int>(c.units.size());
   if (S <= 0) return error{errc::invalid, "stage count must be positive, got " + std::to_string(S)};
-  if (n < S) return error{errc::invalid, "costs give " + std::to_string(n) + " layers, fewer than the " + std::to_string(S) + " stages wanted"};
+  if (n < S)
+    return error{errc::invalid,
+                 "costs give " + std::to_string(n) + " layers, fewer than the " + std::to_string(S) + " stages wanted"};
   // best[j][i] = min over cuts of the first i layers into j groups of the slowest group.
   std::vector<double> prefix(n + 1, 0);
   for (int i = 0; i < n; ++i) prefix[i + 1] = prefix[i] + c.units[i].t_f + c.units[i].t_b;

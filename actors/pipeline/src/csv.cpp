@@ -23,7 +23,9 @@ result<table> read_csv(std::string_view text, const std::string& source) {
       if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') cell = cell.substr(1, cell.size() - 2);
       if (cell.find_first_not_of(" \t") != std::string_view::npos) {
         auto a = parse_action(cell);
-        if (!a) return error{a.error().code, source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + a.error().message};
+        if (!a)
+          return error{a.error().code,
+                       source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + a.error().message};
         actions.push_back(*a);
       }
       cell_start = comma + 1;

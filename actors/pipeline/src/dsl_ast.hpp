@@ -13,11 +13,11 @@ struct expr_node {
   enum class type { number, name, binary, negate, call };
   type t = type::number;
   long long value = 0;
-  std::string id;        // name, or function for call
-  char op = 0;           // + - * / %
+  std::string id;          // name, or function for call
+  char op = 0;             // + - * / %
   std::vector<expr> args;  // binary: lhs, rhs; negate: operand; call: arguments
   int line = 0, col = 0;
-  int depth = 1;           // levels of this tree: eval() recurses this deep (the parser bounds it)
+  int depth = 1;  // levels of this tree: eval() recurses this deep (the parser bounds it)
 };
 
 namespace detail {

@@ -64,7 +64,8 @@ struct compiler {
   }
 
   // The chunk of the next unit in the unit order (`desc`: the order with microbatch k read m-1-k).
-  int next_chunk(const std::vector<unit>& order, std::size_t& cursor, const std::vector<issued>& done, bool desc) const {
+  int next_chunk(const std::vector<unit>& order, std::size_t& cursor, const std::vector<issued>& done,
+                 bool desc) const {
     auto mb = [&](const unit& u) { return desc ? m - 1 - u.mb : u.mb; };
     while (cursor < order.size() && done[order[cursor].chunk].has(mb(order[cursor]))) ++cursor;
     return cursor < order.size() ? order[cursor].chunk : -1;
@@ -82,7 +83,9 @@ struct compiler {
       auto c = eval(it.chunk, vars, prog.source);
       if (!c) return failure = c.error(), false;
       if (*c < 0 || *c >= v)
-        return failure = error{errc::invalid, where(it) + "rank " + std::to_string(r) + ": chunk " + std::to_string(*c) + " out of range 0.." + std::to_string(v - 1)}, false;
+        return failure = error{errc::invalid, where(it) + "rank " + std::to_string(r) + ": chunk " +
+                                                  std::to_string(*c) + " out of range 0.." + std::to_string(v - 1)},
+               false;
       chunk = static_cast<int>(*c);
     }
     const bool desc = it.descending;
@@ -100,7 +103,8 @@ struct compiler {
         if (chunk < 0 || st.b[chunk].done()) return refuse(it, "every backward" + of_chunk + " is issued");
         const int mb = st.b[chunk].peek(desc);
         if (!st.f[chunk].has(mb))
-          return refuse(it, "its forward (chunk " + std::to_string(chunk) + ", microbatch " + std::to_string(mb) + ") is not issued yet on this rank");
+          return refuse(it, "its forward (chunk " + std::to_string(chunk) + ", microbatch " + std::to_string(mb) +
+                                ") is not issued yet on this rank");
         st.b[chunk].take(desc);
         out.push_back({it.op, {chunk, mb}});
         if (it.op == kind::I) st.pending_w[chunk].push_back({st.seq++, mb});
@@ -113,7 +117,8 @@ struct compiler {
             if (!st.pending_w[c].empty() && (best < 0 || st.pending_w[c].front().first < best))
               best = st.pending_w[c].front().first, chunk = c;
         }
-        if (chunk < 0 || st.pending_w[chunk].empty()) return refuse(it, "no weight gradient" + of_chunk + " is pending (every `I` has had its `W`)");
+        if (chunk < 0 || st.pending_w[chunk].empty())
+          return refuse(it, "no weight gradient" + of_chunk + " is pending (every `I` has had its `W`)");
         out.push_back({kind::W, {chunk, st.pending_w[chunk].front().second}});
         st.pending_w[chunk].pop_front();
         break;
@@ -183,7 +188,8 @@ result<int> chunks_of(const program& prog, const shape& s) {
   env vars{{"p", s.p}, {"m", s.m}, {"v", s.v}};
   auto c = eval(prog.chunks, vars, prog.source);
   if (!c) return c.error();
-  if (*c < 1 || *c > 64) return error{errc::invalid, prog.source + ": `chunks` evaluates to " + std::to_string(*c) + "; expected 1..64"};
+  if (*c < 1 || *c > 64)
+    return error{errc::invalid, prog.source + ": `chunks` evaluates to " + std::to_string(*c) + "; expected 1..64"};
   return static_cast<int>(*c);
 }
 
@@ -197,8 +203,10 @@ result<table> compile(const program& prog, const shape& s) {
     auto ok = eval(cond, base, prog.source);
     if (!ok) return ok.error();
     if (*ok == 0)
-      return error{errc::unsupported, prog.source + ":" + std::to_string(cond->line) + ": this program does not support p=" + std::to_string(p) +
-                   " m=" + std::to_string(m) + " v=" + std::to_string(v) + " (a `require` condition is false)"};
+      return error{errc::unsupported, prog.source + ":" + std::to_string(cond->line) +
+                                          ": this program does not support p=" + std::to_string(p) +
+                                          " m=" + std::to_string(m) + " v=" + std::to_string(v) +
+                                          " (a `require` condition is false)"};
   }
   long long g = p;
   if (prog.group) {
@@ -206,9 +214,10 @@ result<table> compile(const program& prog, const shape& s) {
     if (!e) return e.error();
     g = *e;
     if (g < 1)
-      return error{errc::invalid, prog.source + ":" + std::to_string(prog.group->line) + ":" + std::to_string(prog.group->col) + ": `group` evaluates to " +
-                                      std::to_string(g) + " for p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" + std::to_string(v) +
-                                      "; expected 1 or more (a group larger than m is all of m)"};
+      return error{errc::invalid, prog.source + ":" + std::to_string(prog.group->line) + ":" +
+                                      std::to_string(prog.group->col) + ": `group` evaluates to " + std::to_string(g) +
+                                      " for p=" + std::to_string(p) + " m=" + std::to_string(m) + " v=" +
+                                      std::to_string(v) + "; expected 1 or more (a group larger than m is all of m)"};
   }
   g = std::min<long long>(g, m);
   // Unit order: groups of g microbatches, chunk by chunk inside a group; backwards visit the chunks
@@ -231,7 +240,9 @@ result<table> compile(const program& prog, const shape& s) {
       if (!b) return b.error();
       lo = *a, hi = *b;
       if (lo < 0 || hi >= p || lo > hi)
-        return error{errc::invalid, prog.source + ":" + std::to_string(rule.line) + ": rank range " + std::to_string(lo) + ".." + std::to_string(hi) + " is not inside 0.." + std::to_string(p - 1)};
+        return error{errc::invalid, prog.source + ":" + std::to_string(rule.line) + ": rank range " +
+                                        std::to_string(lo) + ".." + std::to_string(hi) + " is not inside 0.." +
+                                        std::to_string(p - 1)};
     }
     for (long long r = lo; r <= hi; ++r) rule_of[r] = &rule;
   }
@@ -263,17 +274,21 @@ result<table> compile(const program& prog, const shape& s) {
       if (ran) continue;
       std::string why = "`" + log::escape(it.text, 40) + "` (item " + std::to_string(i + 1) + ") cannot run here: ";
       if (cc.refused && cc.refused != &it)
-        why += "`" + log::escape(cc.refused->text, 40) + "` at " + std::to_string(cc.refused->line) + ":" + std::to_string(cc.refused->col) + ": ";
+        why += "`" + log::escape(cc.refused->text, 40) + "` at " + std::to_string(cc.refused->line) + ":" +
+               std::to_string(cc.refused->col) + ": ";
       why += cc.refusal + "; only `X*`, `X^n` and `X?` may run zero times";
-      return error{errc::invalid, cc.where(it) + "rank " + std::to_string(r) + " (p=" + std::to_string(p) + " m=" + std::to_string(m) +
-                                      " v=" + std::to_string(v) + "): " + why};
+      return error{errc::invalid, cc.where(it) + "rank " + std::to_string(r) + " (p=" + std::to_string(p) +
+                                      " m=" + std::to_string(m) + " v=" + std::to_string(v) + "): " + why};
     }
     int left_f = 0, left_b = 0, left_w = 0;
-    for (int c = 0; c < v; ++c) left_f += st.f[c].left(), left_b += st.b[c].left(), left_w += static_cast<int>(st.pending_w[c].size());
+    for (int c = 0; c < v; ++c)
+      left_f += st.f[c].left(), left_b += st.b[c].left(), left_w += static_cast<int>(st.pending_w[c].size());
     if (left_f || left_b || left_w)
-      return error{errc::invalid, prog.source + ":" + std::to_string(rule_of[r]->line) + ": rank " + std::to_string(r) + " (p=" + std::to_string(p) +
-                   " m=" + std::to_string(m) + " v=" + std::to_string(v) + "): the sequence leaves " + std::to_string(left_f) +
-                   " forwards, " + std::to_string(left_b) + " backwards and " + std::to_string(left_w) + " weight gradients unscheduled"};
+      return error{errc::invalid, prog.source + ":" + std::to_string(rule_of[r]->line) + ": rank " + std::to_string(r) +
+                                      " (p=" + std::to_string(p) + " m=" + std::to_string(m) +
+                                      " v=" + std::to_string(v) + "): the sequence leaves " + std::to_string(left_f) +
+                                      " forwards, " + std::to_string(left_b) + " backwards and " +
+                                      std::to_string(left_w) + " weight gradients unscheduled"};
     for (const auto& [k, u] : cc.out) t.ranks[r].push_back({stage_of(prog.place, p, u.chunk, r), u.mb, k});
   }
   // A program may fit some shapes only (Megatron's interleaved warm-up deadlocks for some partial
@@ -287,7 +302,10 @@ result<table> compile(const program& prog, const shape& s) {
 
 result<std::string> explicit_program(const table& t, int p, int v, placement place, const std::string& name) {
   if (t.has_comms()) return error{errc::invalid, "explicit_program: give a compute-only table (strip_comms)"};
-  if (t.num_ranks() != p || t.stages != p * v) return error{errc::invalid, "explicit_program: table has " + std::to_string(t.num_ranks()) + " ranks and " + std::to_string(t.stages) + " stages, expected p=" + std::to_string(p) + " and p*v=" + std::to_string(p * v)};
+  if (t.num_ranks() != p || t.stages != p * v)
+    return error{errc::invalid, "explicit_program: table has " + std::to_string(t.num_ranks()) + " ranks and " +
+                                    std::to_string(t.stages) + " stages, expected p=" + std::to_string(p) +
+                                    " and p*v=" + std::to_string(p * v)};
   std::string out = "name \"" + name + "\"\n";
   if (v > 1) out += "chunks " + std::to_string(v) + "\n";
   if (place == placement::vshape) out += "place vshape\n";
@@ -323,7 +341,10 @@ result<std::string> explicit_program(const table& t, int p, int v, placement pla
           break;
         default: break;
       }
-      if (!in_order) return error{errc::unsupported, here + "the microbatch is neither the lowest nor the highest one left, the only ones the DSL issues"};
+      if (!in_order)
+        return error{
+            errc::unsupported,
+            here + "the microbatch is neither the lowest nor the highest one left, the only ones the DSL issues"};
       std::string tok(kind_name(a.op));
       if (v > 1) tok += "[" + std::to_string(c) + (desc ? ", desc]" : "]");
       else if (desc) tok += "[desc]";

@@ -41,7 +41,8 @@ class parser {
       if (accept_newline()) continue;
       if (auto e = statement(prog)) return *e;
     }
-    if (prog.rules.empty()) return error{errc::parse, source_ + ": no `rank` line; a program needs at least `rank all: ...`"};
+    if (prog.rules.empty())
+      return error{errc::parse, source_ + ": no `rank` line; a program needs at least `rank all: ...`"};
     return prog;
   }
 
@@ -83,11 +84,12 @@ class parser {
       } else if (ch == '"') {
         std::size_t j = i + 1;
         while (j < text_.size() && text_[j] != '"' && text_[j] != '\n') ++j;
-        if (j >= text_.size() || text_[j] != '"') return error{errc::parse, at(l, c) + "unterminated string; expected `\"`"};
+        if (j >= text_.size() || text_[j] != '"')
+          return error{errc::parse, at(l, c) + "unterminated string; expected `\"`"};
         push(token::type::string, std::string(text_.substr(i + 1, j - i - 1)), l, c, i, j + 1);
         col += static_cast<int>(j + 1 - i), i = j + 1;
-      } else if (const auto two = text_.substr(i, 2);
-                 two == ".." || two == "==" || two == "!=" || two == "<=" || two == ">=" || two == "&&" || two == "||") {
+      } else if (const auto two = text_.substr(i, 2); two == ".." || two == "==" || two == "!=" || two == "<=" ||
+                                                      two == ">=" || two == "&&" || two == "||") {
         push(token::type::symbol, std::string(two), l, c, i, i + 2);
         i += 2, col += 2;
       } else if (std::string_view("()[]^*?+-/%:=,<>").find(ch) != std::string_view::npos) {
@@ -111,7 +113,9 @@ class parser {
     return i < text_.size() && text_[i] != '\n' && text_[i] != '#';
   }
 
-  std::string at(int line, int col) const { return source_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": "; }
+  std::string at(int line, int col) const {
+    return source_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": ";
+  }
   const token& peek() const { return toks_[pos_]; }
   token next() { return toks_[pos_ < toks_.size() - 1 ? pos_++ : pos_]; }
   // The source text from token `first` to the last token consumed.
@@ -119,7 +123,9 @@ class parser {
     const std::size_t b = toks_[first].begin, e = pos_ > first ? toks_[pos_ - 1].end : b;
     return std::string(text_.substr(b, e - b));
   }
-  bool is_direction() const { return peek().t == token::type::ident && (peek().text == "desc" || peek().text == "asc"); }
+  bool is_direction() const {
+    return peek().t == token::type::ident && (peek().text == "desc" || peek().text == "asc");
+  }
   bool is_symbol(const char* s) const { return peek().t == token::type::symbol && peek().text == s; }
   bool accept_newline() {
     if (peek().t != token::type::newline) return false;
@@ -160,13 +166,13 @@ class parser {
     } else if (kw.text == "place") {
       if (peek().t == token::type::ident && (peek().text == "loop" || peek().text == "vshape"))
         prog.place = next().text == "loop" ? placement::loop : placement::vshape;
-      else
-        return expected("`loop` or `vshape`");
+      else return expected("`loop` or `vshape`");
     } else if (kw.text == "let") {
       if (peek().t != token::type::ident) return expected("a name");
       std::string name = next().text;
       for (const char* reserved : {"p", "m", "v", "r", "F", "B", "I", "W", "min", "max", "asc", "desc"})
-        if (name == reserved) return error{errc::parse, at(kw.line, kw.col) + "`" + name + "` is reserved; pick another name"};
+        if (name == reserved)
+          return error{errc::parse, at(kw.line, kw.col) + "`" + name + "` is reserved; pick another name"};
       if (auto e = expect_symbol("=")) return e;
       auto e = expression();
       if (!e) return e.error();
@@ -194,7 +200,10 @@ class parser {
       rule.sequence = std::move(*seq);
       prog.rules.push_back(std::move(rule));
     } else {
-      return error{errc::parse, at(kw.line, kw.col) + "expected a statement (name, doc, chunks, place, group, let, require, rank), found " + describe(kw)};
+      return error{errc::parse,
+                   at(kw.line, kw.col) +
+                       "expected a statement (name, doc, chunks, place, group, let, require, rank), found " +
+                       describe(kw)};
     }
     return end_of_statement();
   }
@@ -213,8 +222,9 @@ class parser {
     parser& p_;
   };
   error too_deep(int line, int col) const {
-    return error{errc::parse, at(line, col) + "nested deeper than " + std::to_string(detail::max_nesting) +
-                                  " levels (each group, parenthesis, unary `-` and chained operator is one); simplify the program"};
+    return error{errc::parse,
+                 at(line, col) + "nested deeper than " + std::to_string(detail::max_nesting) +
+                     " levels (each group, parenthesis, unary `-` and chained operator is one); simplify the program"};
   }
 
   result<std::vector<seq_item>> sequence() {
@@ -233,7 +243,8 @@ class parser {
         if (auto e = expect_symbol(")")) return *e;
         item.is_group = true;
         item.children = std::move(*inner);
-      } else if (peek().t == token::type::ident && peek().text.size() == 1 && std::string_view("FBIW").find(peek().text[0]) != std::string_view::npos) {
+      } else if (peek().t == token::type::ident && peek().text.size() == 1 &&
+                 std::string_view("FBIW").find(peek().text[0]) != std::string_view::npos) {
         const char c = next().text[0];
         item.op = c == 'F' ? kind::F : c == 'B' ? kind::B : c == 'I' ? kind::I : kind::W;
         // `[c]` picks the chunk, `[desc]` or `[c, desc]` the descending microbatch order.
@@ -251,7 +262,8 @@ class parser {
           if (is_direction()) {
             const token d = next();
             if (item.op == kind::W)
-              return error{errc::parse, at(d.line, d.col) + "`W` takes the order of the `I`s; `" + d.text + "` applies to F, B and I"};
+              return error{errc::parse, at(d.line, d.col) + "`W` takes the order of the `I`s; `" + d.text +
+                                            "` applies to F, B and I"};
             item.descending = d.text == "desc";
           }
           if (auto err = expect_symbol("]")) return *err;
@@ -316,7 +328,8 @@ class parser {
   result<expr> comparison() {
     auto lhs = sum();
     if (!lhs) return lhs;
-    static const std::pair<const char*, char> ops[] = {{"==", '='}, {"!=", '!'}, {"<=", 'l'}, {">=", 'g'}, {"<", '<'}, {">", '>'}};
+    static const std::pair<const char*, char> ops[] = {{"==", '='}, {"!=", '!'}, {"<=", 'l'},
+                                                       {">=", 'g'}, {"<", '<'},  {">", '>'}};
     for (const auto& [text, code] : ops) {
       if (!is_symbol(text)) continue;
       const token op = next();
@@ -370,7 +383,8 @@ class parser {
     if (t.t == token::type::ident) {
       next();
       // Only the known functions take `(`: in `F^n (F B)*` the `(` opens a group, not a call.
-      if (!is_symbol("(") || (t.text != "min" && t.text != "max")) return make({expr_node::type::name, 0, t.text, 0, {}, t.line, t.col});
+      if (!is_symbol("(") || (t.text != "min" && t.text != "max"))
+        return make({expr_node::type::name, 0, t.text, 0, {}, t.line, t.col});
       next();
       std::vector<expr> args;
       while (true) {
@@ -416,7 +430,8 @@ result<long long> eval(const expr& e, const env& vars, const std::string& source
     case expr_node::type::name: {
       auto it = vars.find(e->id);
       if (it == vars.end())
-        return error{errc::invalid, where + "unknown name `" + e->id + "` (known: p, m, v, r inside rank sequences, and `let` names)"};
+        return error{errc::invalid,
+                     where + "unknown name `" + e->id + "` (known: p, m, v, r inside rank sequences, and `let` names)"};
       return it->second;
     }
     case expr_node::type::negate: {
@@ -446,7 +461,9 @@ result<long long> eval(const expr& e, const env& vars, const std::string& source
           if (*b == 0) return error{errc::invalid, where + "division by zero"};
           // A negative divisor would give a negative remainder (or, truncating, a surprising one):
           // `%` is for wrapping indices, so it is refused rather than given a rule nobody expects.
-          if (e->op == '%' && *b < 0) return error{errc::invalid, where + "`%` by a negative divisor (" + std::to_string(*b) + "); `%` takes a positive one"};
+          if (e->op == '%' && *b < 0)
+            return error{errc::invalid,
+                         where + "`%` by a negative divisor (" + std::to_string(*b) + "); `%` takes a positive one"};
           // Floor division and a non-negative remainder, so (r - 1) % p wraps like a rank index.
           long long q = *a / *b, rem = *a % *b;
           if (rem != 0 && ((rem < 0) != (*b < 0))) --q, rem += *b;

@@ -20,7 +20,8 @@ int stage_of(placement place, int p, int chunk, int r) {
 result<table> greedy_schedule(int p, int m, const std::vector<stage_cost>& stage, const link_model& link,
                               double mem_cap, const greedy_policy& pol) {
   const int v = pol.v, S = p * v;
-  if (static_cast<int>(stage.size()) != S) return error{errc::invalid, "greedy: need " + std::to_string(S) + " stage costs"};
+  if (static_cast<int>(stage.size()) != S)
+    return error{errc::invalid, "greedy: need " + std::to_string(S) + " stage costs"};
   table t;
   t.stages = S;
   t.microbatches = m;
@@ -30,7 +31,9 @@ result<table> greedy_schedule(int p, int m, const std::vector<stage_cost>& stage
   for (int r = 0; r < p; ++r)
     for (int c = 0; c < v; ++c) t.stage_rank[stages_of[r][c] = stage_of(pol.place, p, c, r)] = r;
   auto transfer = [&](int from, int to, int s_bytes) {
-    return t.stage_rank[from] == t.stage_rank[to] ? 0.0 : link.latency + (link.bandwidth > 0 ? stage[s_bytes].comm_bytes / link.bandwidth : 0.0);
+    return t.stage_rank[from] == t.stage_rank[to]
+               ? 0.0
+               : link.latency + (link.bandwidth > 0 ? stage[s_bytes].comm_bytes / link.bandwidth : 0.0);
   };
   // Ready times of inputs (never = not produced yet).
   grid<double> f_in(S, m, never), b_in(S, m, never), f_end(S, m, never);
@@ -45,7 +48,9 @@ result<table> greedy_schedule(int p, int m, const std::vector<stage_cost>& stage
     double need = 0;
     for (int c = 0; c < v; ++c) need = std::max(need, stage[stages_of[r][c]].mem);
     if (mem_cap > 0 && mem[r] + need > mem_cap + 1e-9)
-      return error{errc::infeasible, "memory cap " + std::to_string(mem_cap) + " is below what rank " + std::to_string(r) + " needs for one microbatch (" + std::to_string(mem[r] + need) + ")"};
+      return error{errc::infeasible, "memory cap " + std::to_string(mem_cap) + " is below what rank " +
+                                         std::to_string(r) + " needs for one microbatch (" +
+                                         std::to_string(mem[r] + need) + ")"};
   }
   const std::size_t total = static_cast<std::size_t>(p) * v * m * (pol.split_backward ? 3 : 2);
   std::size_t done = 0;
@@ -54,7 +59,8 @@ result<table> greedy_schedule(int p, int m, const std::vector<stage_cost>& stage
     int r = -1;
     for (int q = 0; q < p; ++q)
       if (!blocked[q] && (r < 0 || clock[q] < clock[r])) r = q;
-    if (r < 0) return error{errc::infeasible, "greedy: every rank waits on another (memory cap or in-flight limit too tight)"};
+    if (r < 0)
+      return error{errc::infeasible, "greedy: every rank waits on another (memory cap or in-flight limit too tight)"};
     const double now = clock[r];
     double next_event = never;
     int best_f = -1, best_b = -1, best_w = -1;

@@ -79,8 +79,8 @@ result<void> check(const measure_options& opt) {
   if (auto v = opt.model.validate(); !v) return v.error();
   if (opt.rows < 1) return bad("measure: rows = " + std::to_string(opt.rows) + ": must be positive");
   if (opt.seq_len < 1 || opt.seq_len > opt.model.max_seq_len) {
-    return bad("measure: seq_len = " + std::to_string(opt.seq_len) + ": must be in [1, max_seq_len = " +
-               std::to_string(opt.model.max_seq_len) + "]");
+    return bad("measure: seq_len = " + std::to_string(opt.seq_len) +
+               ": must be in [1, max_seq_len = " + std::to_string(opt.model.max_seq_len) + "]");
   }
   if (opt.warmup < 0) return bad("measure: warmup = " + std::to_string(opt.warmup) + ": must be >= 0");
   if (opt.steps < 1) return bad("measure: steps = " + std::to_string(opt.steps) + ": must be positive");
@@ -156,8 +156,9 @@ result<measured_costs> measure_costs(const measure_options& opt, const std::func
   }
 
   auto slice_of = [&](int k) {
-    return k == 0 ? nn::stage_slice{0, 0, true, false}
-                  : k == n - 1 ? nn::stage_slice{L, L, false, true} : nn::stage_slice{k - 1, k, false, false};
+    return k == 0       ? nn::stage_slice{0, 0, true, false}
+           : k == n - 1 ? nn::stage_slice{L, L, false, true}
+                        : nn::stage_slice{k - 1, k, false, false};
   };
   auto timed = [&](int k) { return time_stage(opt, slice_of(k), **be, tokens, acts, grad, tick); };
   std::vector<pass_times> stage(n);

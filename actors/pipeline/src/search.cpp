@@ -70,7 +70,8 @@ tokens to_tokens(const table& t, int p, const shape_info& sh) {
 
 // Rebuilds a table from tokens of one rank; false when an action would precede what it needs on
 // this rank (a backward before its forward, a W before its I).
-bool decode_rank(const std::vector<std::pair<kind, int>>& seq, int p, int r, const shape_info& sh, std::vector<action>& out) {
+bool decode_rank(const std::vector<std::pair<kind, int>>& seq, int p, int r, const shape_info& sh,
+                 std::vector<action>& out) {
   std::vector<int> nf(sh.v, 0), nb(sh.v, 0);
   std::vector<std::deque<int>> pend(sh.v);
   out.clear();
@@ -138,7 +139,9 @@ class searcher {
     if (c_.per_layer && opt_.search_splits) splits();
     genetic();
     local();
-    if (!best_) return error{errc::infeasible, "search: no schedule fits the memory cap " + std::to_string(opt_.mem_cap) + " (even 1F1B-like policies need more)"};
+    if (!best_)
+      return error{errc::infeasible, "search: no schedule fits the memory cap " + std::to_string(opt_.mem_cap) +
+                                         " (even 1F1B-like policies need more)"};
     search_result out;
     out.best = *best_;
     out.best_predefined = best_predefined_;
@@ -152,7 +155,8 @@ class searcher {
     } else {
       auto text = explicit_program(best_->t, p, best_->v, best_->place, "searched");
       if (!text) return error{text.error().code, "search: " + text.error().message};
-      out.dsl = "# found by `banyan pipeline search` (" + best_->origin + "), p=" + std::to_string(p) + " m=" + std::to_string(opt_.m) + "\n" + *text;
+      out.dsl = "# found by `banyan pipeline search` (" + best_->origin + "), p=" + std::to_string(p) +
+                " m=" + std::to_string(opt_.m) + "\n" + *text;
     }
     return out;
   }
@@ -200,7 +204,8 @@ class searcher {
         if (!vc || *vc != sh.v || prog->place != sh.place) continue;
         auto t = compile(*prog, {opt_.p, opt_.m, sh.v});
         if (!t || validate(*t)) continue;
-        const std::string origin = "program " + b.name + " v=" + std::to_string(sh.v) + (sh.split.empty() ? "" : ", " + sh.split);
+        const std::string origin =
+            "program " + b.name + " v=" + std::to_string(sh.v) + (sh.split.empty() ? "" : ", " + sh.split);
         const auto before = best_ ? best_->sim.makespan : INFINITY;
         sim_result s;
         const double ms = consider(*t, i, origin, &s);
@@ -213,7 +218,8 @@ class searcher {
       }
     }
     if (best_) shapes_[best_shape_].active = true;  // a reference split that a seed won on
-    notes_.push_back(best_predefined_ ? "best shipped program within the cap: " + best_predefined_->origin + ", makespan " + std::to_string(best_predefined_->sim.makespan)
+    notes_.push_back(best_predefined_ ? "best shipped program within the cap: " + best_predefined_->origin +
+                                            ", makespan " + std::to_string(best_predefined_->sim.makespan)
                                       : "no shipped program fits the cap");
     report("seeds", 1, 1);
   }
@@ -226,9 +232,11 @@ class searcher {
     for (const auto& [name, t] : program_tables_) {
       if (t.first != sh.v || t.second.place != sh.place) continue;
       sim_result s;
-      const double ms = consider(t.second.t, shape, "program " + name + " v=" + std::to_string(sh.v) + " (split search)", &s);
+      const double ms =
+          consider(t.second.t, shape, "program " + name + " v=" + std::to_string(sh.v) + " (split search)", &s);
       if (!std::isinf(ms) && (!best_shipped_any_ || ms < best_shipped_any_->sim.makespan - 1e-12))
-        best_shipped_any_ = scored_schedule{"program " + name + " v=" + std::to_string(sh.v), sh.v, sh.place, t.second.t, s, sh.cuts};
+        best_shipped_any_ =
+            scored_schedule{"program " + name + " v=" + std::to_string(sh.v), sh.v, sh.place, t.second.t, s, sh.cuts};
       best = std::min(best, ms);
     }
     for (bool like_1f1b : {false, true})
@@ -283,7 +291,9 @@ class searcher {
           auto next = cur;
           next[j] += d;
           if (next[j] <= next[j - 1] || next[j] >= next[j + 1]) continue;
-          if (std::find_if(tried_cuts_.begin(), tried_cuts_.end(), [&](const auto& tc) { return tc.first == base && tc.second == next; }) != tried_cuts_.end()) continue;
+          if (std::find_if(tried_cuts_.begin(), tried_cuts_.end(),
+                           [&](const auto& tc) { return tc.first == base && tc.second == next; }) != tried_cuts_.end())
+            continue;
           tried_cuts_.push_back({base, next});
           shapes_.push_back({shapes_[base].v, shapes_[base].place, stages_from_cuts(c_, next), next, false});
           ++tried;
@@ -304,9 +314,13 @@ class searcher {
     split_pool_.clear();
     std::string cuts_text;
     if (best_)
-      for (std::size_t j = 0; j + 1 < best_->cuts.size(); ++j) cuts_text += (j ? "," : "") + std::to_string(best_->cuts[j + 1] - best_->cuts[j]);
-    notes_.push_back("split search: " + std::to_string(tried) + " splits tried, " + std::to_string(moved) + " boundary moves taken; best so far " +
-                     (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) + ", layers per stage " + cuts_text : std::string("none")));
+      for (std::size_t j = 0; j + 1 < best_->cuts.size(); ++j)
+        cuts_text += (j ? "," : "") + std::to_string(best_->cuts[j + 1] - best_->cuts[j]);
+    notes_.push_back(
+        "split search: " + std::to_string(tried) + " splits tried, " + std::to_string(moved) +
+        " boundary moves taken; best so far " +
+        (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) + ", layers per stage " + cuts_text
+               : std::string("none")));
     report("splits", 1, 1);
   }
 
@@ -318,9 +332,11 @@ class searcher {
     pol.split_backward = std::bernoulli_distribution(0.75)(rng_);
     pol.deep_chunk_first = std::bernoulli_distribution(0.5)(rng_);
     for (int r = 0; r < p; ++r) {
-      pol.max_inflight.push_back(std::bernoulli_distribution(0.3)(rng_) ? 0 : std::uniform_int_distribution<int>(1, 2 * p * v)(rng_));
+      pol.max_inflight.push_back(
+          std::bernoulli_distribution(0.3)(rng_) ? 0 : std::uniform_int_distribution<int>(1, 2 * p * v)(rng_));
       pol.prefer_forward.push_back(std::bernoulli_distribution(0.15)(rng_));
-      pol.w_delay.push_back(std::bernoulli_distribution(0.5)(rng_) ? -1 : std::uniform_int_distribution<int>(0, 2 * p)(rng_));
+      pol.w_delay.push_back(
+          std::bernoulli_distribution(0.5)(rng_) ? -1 : std::uniform_int_distribution<int>(0, 2 * p)(rng_));
     }
     return pol;
   }
@@ -428,7 +444,9 @@ class searcher {
     std::sort(pop.begin(), pop.end(), by_makespan);
     for (int i = 0; i < std::min<int>(3, static_cast<int>(pop.size())); ++i)
       if (!std::isinf(pop[i].makespan)) pool_.push_back(pop[i]);
-    notes_.push_back("genetic search: " + std::to_string(gen) + " generations, best so far " + (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) : std::string("none")));
+    notes_.push_back(
+        "genetic search: " + std::to_string(gen) + " generations, best so far " +
+        (best_ ? best_->origin + " makespan " + std::to_string(best_->sim.makespan) : std::string("none")));
   }
 
   // Try-test local search on action orders: move one action of one rank a few places, keep the move
@@ -443,7 +461,8 @@ class searcher {
     };
     std::vector<walker> walkers;
     walkers.push_back({best_shape_, to_tokens(best_->t, opt_.p, shapes_[best_shape_]), best_->t, best_->sim.makespan});
-    std::sort(pool_.begin(), pool_.end(), [](const individual& a, const individual& b) { return a.makespan < b.makespan; });
+    std::sort(pool_.begin(), pool_.end(),
+              [](const individual& a, const individual& b) { return a.makespan < b.makespan; });
     for (const auto& ind : pool_) {
       if (walkers.size() >= 3) break;
       if (std::abs(ind.makespan - walkers.front().makespan) < 1e-12) continue;
@@ -485,7 +504,8 @@ class searcher {
       if (step % 200 == 0) report("local", step, opt_.local_steps);
     }
     report("local", step, opt_.local_steps);
-    notes_.push_back("local search: " + std::to_string(step) + " moves, makespan " + std::to_string(start_best) + " -> " + std::to_string(best_->sim.makespan));
+    notes_.push_back("local search: " + std::to_string(step) + " moves, makespan " + std::to_string(start_best) +
+                     " -> " + std::to_string(best_->sim.makespan));
   }
 
   const costs& c_;

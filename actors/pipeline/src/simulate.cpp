@@ -21,7 +21,8 @@ using detail::grid;
 constexpr double not_yet = -1;  // completion times are >= 0
 
 struct times {
-  times(int S, int m) : f(S, m, not_yet), bwd(S, m, not_yet), i(S, m, not_yet), sent_f(S, m, not_yet), sent_b(S, m, not_yet) {}
+  times(int S, int m)
+      : f(S, m, not_yet), bwd(S, m, not_yet), i(S, m, not_yet), sent_f(S, m, not_yet), sent_b(S, m, not_yet) {}
   grid<double> f, bwd, i, sent_f, sent_b;  // bwd: end of B or I; sent_*: arrival time of the message
 };
 
@@ -30,7 +31,8 @@ struct times {
 result<sim_result> simulate(const table& input, const std::vector<stage_cost>& stage, const link_model& link,
                             const sim_options& opt) {
   if (static_cast<int>(stage.size()) != input.stages)
-    return error{errc::invalid, "costs give " + std::to_string(stage.size()) + " stages, the table has " + std::to_string(input.stages)};
+    return error{errc::invalid, "costs give " + std::to_string(stage.size()) + " stages, the table has " +
+                                    std::to_string(input.stages)};
   if (opt.validate)
     if (auto v = validate(input)) return error{errc::invalid, v->message};
   const table lowered = input.has_comms() ? input : lower_comms(input);
@@ -45,7 +47,9 @@ result<sim_result> simulate(const table& input, const std::vector<stage_cost>& s
   std::vector<double> clock(R, 0), mem(R, 0);
   for (int s = 0; s < S; ++s) mem[t.stage_rank[s]] += stage[s].static_mem;
   for (int r = 0; r < R; ++r) out.peak_memory[r] = mem[r];
-  auto transfer = [&](int s) { return link.latency + (link.bandwidth > 0 ? stage[s].comm_bytes / link.bandwidth : 0.0); };
+  auto transfer = [&](int s) {
+    return link.latency + (link.bandwidth > 0 ? stage[s].comm_bytes / link.bandwidth : 0.0);
+  };
 
   std::vector<std::size_t> pc(R, 0);
   std::size_t total = 0, executed = 0;
@@ -62,13 +66,15 @@ result<sim_result> simulate(const table& input, const std::vector<stage_cost>& s
         bool can = true;
         switch (a.op) {
           case kind::F:
-            if (s > 0 && t.stage_rank[s - 1] == r) can = tm.f(s - 1, k) != not_yet, ready = std::max(ready, tm.f(s - 1, k));
+            if (s > 0 && t.stage_rank[s - 1] == r)
+              can = tm.f(s - 1, k) != not_yet, ready = std::max(ready, tm.f(s - 1, k));
             duration = c.t_f;
             break;
           case kind::B:
           case kind::I:
             can = tm.f(s, k) != not_yet;
-            if (s + 1 < S && t.stage_rank[s + 1] == r) can = can && tm.bwd(s + 1, k) != not_yet, ready = std::max(ready, tm.bwd(s + 1, k));
+            if (s + 1 < S && t.stage_rank[s + 1] == r)
+              can = can && tm.bwd(s + 1, k) != not_yet, ready = std::max(ready, tm.bwd(s + 1, k));
             duration = a.op == kind::B ? c.t_b : c.t_i;
             break;
           case kind::W:
@@ -101,7 +107,8 @@ result<sim_result> simulate(const table& input, const std::vector<stage_cost>& s
           out.start[r] = std::min(out.start[r], start);
           out.end[r] = std::max(out.end[r], end);
         }
-        if (opt.record_events) out.events.push_back({r, a, a.op == kind::recv_f || a.op == kind::recv_b ? clock[r] : start, end});
+        if (opt.record_events)
+          out.events.push_back({r, a, a.op == kind::recv_f || a.op == kind::recv_b ? clock[r] : start, end});
         clock[r] = end;
         ++pc[r];
         ++executed;
@@ -112,8 +119,9 @@ result<sim_result> simulate(const table& input, const std::vector<stage_cost>& s
   if (executed < total) {
     for (int r = 0; r < R; ++r)
       if (pc[r] < t.ranks[r].size())
-        return error{errc::deadlock, "rank " + std::to_string(r) + " step " + std::to_string(pc[r]) + " (" + to_string(t.ranks[r][pc[r]]) +
-                     "): deadlock: the schedule cannot make progress"};
+        return error{errc::deadlock, "rank " + std::to_string(r) + " step " + std::to_string(pc[r]) + " (" +
+                                         to_string(t.ranks[r][pc[r]]) +
+                                         "): deadlock: the schedule cannot make progress"};
   }
   double busy_total = 0, idle = 0, span_idle = 0;
   for (int r = 0; r < R; ++r) out.makespan = std::max(out.makespan, out.end[r]);

@@ -47,7 +47,11 @@ result<gradient_message> decode_gradient(const payload& p, const std::string& wh
                " bytes follow it");
   }
   if (h.workers == 0) return bad("a worker count of 0");
-  return gradient_message{h.rank, h.workers, h.loss, h.step, reinterpret_cast<const float*>(b.data() + sizeof h),
+  return gradient_message{h.rank,
+                          h.workers,
+                          h.loss,
+                          h.step,
+                          reinterpret_cast<const float*>(b.data() + sizeof h),
                           static_cast<std::size_t>(h.n)};
 }
 
@@ -93,9 +97,13 @@ void gradient_server::received(context& ctx, const delivery& d) {
   cpu::weighted_mean(means, workers, n_, mean.data());
   in_.assign(in_.size(), std::nullopt);
   arrived_ = 0;
-  auto sent = ctx.publish(gradient_down_topic, encode_gradient(0, static_cast<std::uint32_t>(total), static_cast<float>(loss / total), step_, mean.data(), n_),
-                          scope::self());
-  if (!sent) throw std::runtime_error("publishing the cluster mean of step " + std::to_string(step_) + ": " + sent.error().what());
+  auto sent = ctx.publish(
+      gradient_down_topic,
+      encode_gradient(0, static_cast<std::uint32_t>(total), static_cast<float>(loss / total), step_, mean.data(), n_),
+      scope::self());
+  if (!sent)
+    throw std::runtime_error("publishing the cluster mean of step " + std::to_string(step_) + ": " +
+                             sent.error().what());
 }
 
 // --- a node trainer's side ------------------------------------------------------------------------
@@ -111,7 +119,9 @@ node_exchange::node_exchange(context& ctx, std::uint32_t rank, std::chrono::mill
 }
 
 cpu::cluster_exchange node_exchange::function() {
-  return [this](float* g, std::size_t n, int workers, std::int64_t step, float& loss) { exchange(g, n, workers, step, loss); };
+  return [this](float* g, std::size_t n, int workers, std::int64_t step, float& loss) {
+    exchange(g, n, workers, step, loss);
+  };
 }
 
 void node_exchange::exchange(float* g, std::size_t n, int workers, std::int64_t step, float& loss) {
@@ -130,11 +140,14 @@ void node_exchange::exchange(float* g, std::size_t n, int workers, std::int64_t 
   auto up = encode_gradient(rank_, static_cast<std::uint32_t>(workers), loss, step, g, n);
   const bool posted = post_([this, up = std::move(up), step] {
     auto sent = ctx_.publish(gradient_up_topic, up, scope::parent());
-    if (!sent) fail(error{cpu::errc::worker, "step " + std::to_string(step) + ": sending the node's gradient: " + sent.error().what()});
+    if (!sent)
+      fail(error{cpu::errc::worker,
+                 "step " + std::to_string(step) + ": sending the node's gradient: " + sent.error().what()});
   });
   std::unique_lock lock(m_);
   if (!posted) {
-    failure_ = failure_.value_or(error{cpu::errc::worker, "step " + std::to_string(step) + ": the node trainer has ended"});
+    failure_ =
+        failure_.value_or(error{cpu::errc::worker, "step " + std::to_string(step) + ": the node trainer has ended"});
   } else if (!cv_.wait_for(lock, timeout_, [&] { return done_ || cancelled_ || failure_; })) {
     failure_ = error{cpu::errc::worker, "step " + std::to_string(step) + ": no cluster mean gradient from `" + server_ +
                                             "` within " + std::to_string(timeout_.count()) + " ms"};
@@ -149,12 +162,12 @@ void node_exchange::received(const delivery& d) {
   if (!g) {
     failure_ = failure_.value_or(g.error());
   } else if (!want_ || g->step != want_step_ || g->n != want_n_) {
-    failure_ = failure_.value_or(error{cpu::errc::worker, "`" + d.topic() + "` from `" + d.sender() + "`: step " +
-                                                              std::to_string(g->step) + " (" + std::to_string(g->n) +
-                                                              " floats) while " +
-                                                              (want_ ? "waiting for step " + std::to_string(want_step_) +
-                                                                           " (" + std::to_string(want_n_) + " floats)"
-                                                                     : std::string("no step was waiting"))});
+    failure_ = failure_.value_or(error{
+        cpu::errc::worker,
+        "`" + d.topic() + "` from `" + d.sender() + "`: step " + std::to_string(g->step) + " (" + std::to_string(g->n) +
+            " floats) while " +
+            (want_ ? "waiting for step " + std::to_string(want_step_) + " (" + std::to_string(want_n_) + " floats)"
+                   : std::string("no step was waiting"))});
   } else {
     std::memcpy(want_, g->values, g->n * sizeof(float));
     *want_loss_ = g->loss;

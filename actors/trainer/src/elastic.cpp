@@ -129,8 +129,9 @@ result<virtual_shards> virtual_shards::make(const std::vector<int>& ids, std::si
   for (int v = 0; v < V; ++v) {
     const std::size_t b = end * static_cast<std::size_t>(v) / V, e = end * static_cast<std::size_t>(v + 1) / V;
     if (e - b <= static_cast<std::size_t>(T) + 1) {
-      return error{nn::errc::invalid_argument, "--virtual-workers " + std::to_string(V) + ": each virtual worker's shard holds " +
-                                                   std::to_string(e - b) + " characters, too few for --seq " + std::to_string(T)};
+      return error{nn::errc::invalid_argument, "--virtual-workers " + std::to_string(V) +
+                                                   ": each virtual worker's shard holds " + std::to_string(e - b) +
+                                                   " characters, too few for --seq " + std::to_string(T)};
     }
     s.shards_.emplace_back(ids, b, e, rows, T);
   }
@@ -217,7 +218,8 @@ void elastic_scheduler::hello(const delivery& d) {
   }
 }
 
-void elastic_scheduler::run(std::int64_t step, const float* params, std::size_t n, float* grads, std::function<void(float)> done) {
+void elastic_scheduler::run(std::int64_t step, const float* params, std::size_t n, float* grads,
+                            std::function<void(float)> done) {
   const int V = o_.virtual_workers;
   step_ = step;
   in_flight_ = true;
@@ -316,9 +318,10 @@ void elastic_scheduler::dispatch(const std::vector<int>& vws, bool whole_step) {
 
 void elastic_scheduler::wait_for_workers() {
   const int want = started_ ? 1 : o_.min_workers;
-  const std::string line = format("elastic: step %lld: %d physical workers present, %d needed; waiting up to %lld s for more",
-                                  static_cast<long long>(step_), static_cast<int>(members_.size() + joining_.size()), want,
-                                  static_cast<long long>(o_.wait_for_workers.count() / 1000));
+  const std::string line =
+      format("elastic: step %lld: %d physical workers present, %d needed; waiting up to %lld s for more",
+             static_cast<long long>(step_), static_cast<int>(members_.size() + joining_.size()), want,
+             static_cast<long long>(o_.wait_for_workers.count() / 1000));
   if (started_) log::warning(ctx_.path(), line);
   else log::info(ctx_.path(), line);  // the start: they are starting
   const std::uint64_t id = ++wait_;
@@ -341,12 +344,14 @@ void elastic_scheduler::gradient(const delivery& d) {
                              std::to_string(o_.virtual_workers));
   }
   const int slot = slot_of(d.sender());
-  if (auto m = members_.find(slot); m != members_.end()) m->second.ms = m->second.ms > 0 ? 0.5 * m->second.ms + 0.5 * h.ms : h.ms;
+  if (auto m = members_.find(slot); m != members_.end())
+    m->second.ms = m->second.ms > 0 ? 0.5 * m->second.ms + 0.5 * h.ms : h.ms;
   quiet_ends_[slot] = 0;
   // A gradient of an earlier step, or one already folded (a redo raced a late original): same bits.
   if (!in_flight_ || h.step != step_ || static_cast<int>(h.vw) < next_fold_ || got_[h.vw]) return;
   if (h.n != n_) {
-    throw std::runtime_error(what_of(d) + ": " + std::to_string(h.n) + " floats, but the model has " + std::to_string(n_));
+    throw std::runtime_error(what_of(d) + ": " + std::to_string(h.n) + " floats, but the model has " +
+                             std::to_string(n_));
   }
   got_[h.vw] = d.data();
   // Fold what is contiguous from next_fold_: the sum is always in virtual-worker order.
@@ -365,7 +370,8 @@ void elastic_scheduler::gradient(const delivery& d) {
   for (std::size_t i = 0; i < n_; ++i) grads_[i] *= inv;
   in_flight_ = false;
   ++stats_.steps;
-  stats_.step_ms_total += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_at_).count();
+  stats_.step_ms_total +=
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_at_).count();
   auto done = std::move(done_);
   done(loss_sum_ * inv);
 }
@@ -376,12 +382,14 @@ void elastic_scheduler::worker_ended(const std::string& path, const std::string&
   const std::string name = "p" + std::to_string(slot);
   joining_.erase(slot);
   if (members_.erase(slot)) ++stats_.leaves;
-  log::warning(ctx_.path(), format("elastic: %s left at step %lld: %s", name.c_str(), static_cast<long long>(step_), reason.c_str()));
+  log::warning(ctx_.path(), format("elastic: %s left at step %lld: %s", name.c_str(), static_cast<long long>(step_),
+                                   reason.c_str()));
   // Ask for it again: the SDK starts it when its node is back. Not after 3 ends in a row without a
   // gradient (a worker that fails at start would fail forever).
   if (++quiet_ends_[slot] <= 3) {
     ctx_.post([this, name] {
-      if (auto ok = ctx_.start_child(name); !ok) log::warning(ctx_.path(), "elastic: " + std::string(ok.error().what()));
+      if (auto ok = ctx_.start_child(name); !ok)
+        log::warning(ctx_.path(), "elastic: " + std::string(ok.error().what()));
     });
   } else {
     log::error(ctx_.path(), "elastic: " + name + " ended 3 times without a gradient; not asked for again");
@@ -463,7 +471,8 @@ struct elastic_worker::state {
   }
 };
 
-elastic_worker::elastic_worker(std::shared_ptr<const gpt_options> opts, int slot) : opts_(std::move(opts)), slot_(slot) {}
+elastic_worker::elastic_worker(std::shared_ptr<const gpt_options> opts, int slot)
+    : opts_(std::move(opts)), slot_(slot) {}
 elastic_worker::~elastic_worker() = default;
 
 void elastic_worker::on_start(context& ctx) {
@@ -477,12 +486,15 @@ void elastic_worker::on_start(context& ctx) {
   if (!corpus) throw std::runtime_error(corpus.error().what());
   s_->corpus = std::move(corpus).value();
   s_->rows = o.batch / e.virtual_workers;
-  auto shards = virtual_shards::make(s_->corpus.ids, s_->corpus.ids.size() * 9 / 10, e.virtual_workers, s_->rows, o.seq_len,
-                                     o.common.seed);
+  auto shards = virtual_shards::make(s_->corpus.ids, s_->corpus.ids.size() * 9 / 10, e.virtual_workers, s_->rows,
+                                     o.seq_len, o.common.seed);
   if (!shards) throw std::runtime_error(shards.error().what());
   s_->shards.emplace(std::move(shards).value());
-  s_->cfg = {.vocab_size = static_cast<int>(s_->corpus.vocab.size()), .max_seq_len = o.seq_len, .num_layers = o.layers,
-             .num_heads = o.heads, .channels = o.channels};
+  s_->cfg = {.vocab_size = static_cast<int>(s_->corpus.vocab.size()),
+             .max_seq_len = o.seq_len,
+             .num_layers = o.layers,
+             .num_heads = o.heads,
+             .channels = o.channels};
   const int T = std::max(1, e.worker_threads);
   s_->replicas.resize(static_cast<std::size_t>(T));
   if (auto failed = s_->build(0, o.common.backend, s_->rows, o.seq_len)) throw std::runtime_error(*failed);
@@ -509,8 +521,9 @@ void elastic_worker::work(context& ctx, const delivery& d) {
   const auto h = read_header<work_header>(d, work_magic, "work");
   const auto b = d.bytes();
   if (b.size() != sizeof h + h.pairs * 8ull + h.n * sizeof(float)) {
-    throw std::runtime_error(what_of(d) + ": header says " + std::to_string(h.pairs) + " pairs and " + std::to_string(h.n) +
-                             " floats, but " + std::to_string(b.size() - sizeof h) + " bytes follow it");
+    throw std::runtime_error(what_of(d) + ": header says " + std::to_string(h.pairs) + " pairs and " +
+                             std::to_string(h.n) + " floats, but " + std::to_string(b.size() - sizeof h) +
+                             " bytes follow it");
   }
   std::vector<std::uint32_t> pairs(h.pairs * 2ull);
   std::memcpy(pairs.data(), b.data() + sizeof h, pairs.size() * 4);
@@ -520,12 +533,13 @@ void elastic_worker::work(context& ctx, const delivery& d) {
   if (mine.empty()) return;
   const int V = s_->shards->size();
   for (int v : mine)
-    if (v < 0 || v >= V) throw std::runtime_error(what_of(d) + ": virtual worker " + std::to_string(v) + " of " + std::to_string(V));
+    if (v < 0 || v >= V)
+      throw std::runtime_error(what_of(d) + ": virtual worker " + std::to_string(v) + " of " + std::to_string(V));
   const auto* params = reinterpret_cast<const float*>(b.data() + sizeof h + pairs.size() * 4);
   const std::size_t want = s_->replicas[0].model->params().numel();
   if (h.n != want) {
-    throw std::runtime_error(what_of(d) + ": " + std::to_string(h.n) + " parameters, but this worker's model has " + std::to_string(want) +
-                             " (is every node running the same model options?)");
+    throw std::runtime_error(what_of(d) + ": " + std::to_string(h.n) + " parameters, but this worker's model has " +
+                             std::to_string(want) + " (is every node running the same model options?)");
   }
   // Thread t runs mine[t], mine[t + T], ...; each result kept for publishing in order below.
   const int T = static_cast<int>(s_->replicas.size());
@@ -553,8 +567,12 @@ void elastic_worker::work(context& ctx, const delivery& d) {
         std::this_thread::sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(spent * (s_->throttle - 1.0)));
         spent = std::chrono::steady_clock::now() - t0;
       }
-      const grad_header g{grad_magic, static_cast<std::uint32_t>(mine[i]), step, loss,
-                          static_cast<float>(std::chrono::duration<double, std::milli>(spent).count()), want};
+      const grad_header g{grad_magic,
+                          static_cast<std::uint32_t>(mine[i]),
+                          step,
+                          loss,
+                          static_cast<float>(std::chrono::duration<double, std::milli>(spent).count()),
+                          want};
       std::memcpy(bytes.data(), &g, sizeof g);
       outs[i].bytes = std::move(bytes);
     }

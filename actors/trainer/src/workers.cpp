@@ -30,8 +30,8 @@ result<worker_plan> plan_workers(const common_options& o, int batch) {
 result<void> check_worker_leaves(const worker_hub* hub, const worker_plan& plan, const common_options& o,
                                  const std::string& trainer) {
   if (!hub) {
-    return error{cpu::errc::invalid_argument,
-                 "--workers " + o.workers + ": `" + trainer + "` has no worker leaves (build it with trainer::add_*_trainer)"};
+    return error{cpu::errc::invalid_argument, "--workers " + o.workers + ": `" + trainer +
+                                                  "` has no worker leaves (build it with trainer::add_*_trainer)"};
   }
   if (hub->size() != plan.where.size()) {
     return error{cpu::errc::invalid_argument,
@@ -50,10 +50,11 @@ std::string describe(const worker_plan& plan, const common_options& o) {
 
 std::string describe(const cpu::memory_report& m, bool shared) {
   auto mib = [](std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); };
-  return format("memory: parameters %.2f MiB x %zu copies (master + %s), gradients %.2f MiB, activations %.2f MiB, "
-                "optimizer %.2f MiB, total %.2f MiB",
-                mib(m.param_bytes), m.parameter_copies, shared ? "one per further NUMA domain" : "one per worker",
-                mib(m.gradient_bytes), mib(m.activation_bytes), mib(m.optimizer_bytes), mib(m.total()));
+  return format(
+      "memory: parameters %.2f MiB x %zu copies (master + %s), gradients %.2f MiB, activations %.2f MiB, "
+      "optimizer %.2f MiB, total %.2f MiB",
+      mib(m.param_bytes), m.parameter_copies, shared ? "one per further NUMA domain" : "one per worker",
+      mib(m.gradient_bytes), mib(m.activation_bytes), mib(m.optimizer_bytes), mib(m.total()));
 }
 
 }  // namespace banyan::trainer

@@ -110,9 +110,8 @@ merged_leaf merge_leaves(const design& d, const std::vector<int>& leaves) {
       if (--indeg[r] == 0) order.push_back(r);
     }
   assert(order.size() == ops.size() && "elaboration rejects combinational loops");
-  std::sort(order.begin(), order.end(), [&](int x, int y) {
-    return std::tuple(depth[x], ops[x].code, x) < std::tuple(depth[y], ops[y].code, y);
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int x, int y) { return std::tuple(depth[x], ops[x].code, x) < std::tuple(depth[y], ops[y].code, y); });
   m.program.reserve(ops.size());
   for (int i : order) m.program.push_back(ops[i]);
   return out;

@@ -184,7 +184,8 @@ class gate_component final : public banyan::leaf {
     if (const auto l = r.get<std::int32_t>("leaf"); l != leaf_)
       throw std::runtime_error(r.what + ": the moved state is leaf " + std::to_string(l) + "'s");
     if (!r.get<std::uint8_t>("movable")) {
-      unmovable_ = "eda_sim: leaf " + d.leaves[leaf_].path + " was moved live, which --grain node does not "
+      unmovable_ = "eda_sim: leaf " + d.leaves[leaf_].path +
+                   " was moved live, which --grain node does not "
                    "support (a process's leaves are merged into one engine); run with --grain leaf to "
                    "reconfigure a running simulation. The run ends.";
       return;
@@ -224,7 +225,8 @@ class gate_component final : public banyan::leaf {
       run_->cycles_done = r.get<std::uint64_t>("cycles done");
       run_->samples.samples = r.get_all<std::uint8_t>("samples");
     }
-    if (!r.in.empty()) throw std::runtime_error(r.what + ": " + std::to_string(r.in.size()) + " bytes after the moved state");
+    if (!r.in.empty())
+      throw std::runtime_error(r.what + ": " + std::to_string(r.in.size()) + " bytes after the moved state");
   }
 
   // Publishes a group for the head (runs in this leaf, the group's driver).
@@ -252,8 +254,8 @@ class gate_component final : public banyan::leaf {
     std::vector<std::uint32_t> slots;  // in the merged leaf
     std::vector<int> deps;             // ins_ indices
     std::vector<lanes> last;
-    std::uint32_t up;                  // scope: levels above the driver leaf
-    local_leaves::entry publisher;     // the driver leaf
+    std::uint32_t up;               // scope: levels above the driver leaf
+    local_leaves::entry publisher;  // the driver leaf
   };
 
   // Who evaluates this leaf (the head) and, per group this leaf reads, whether it passes the group's
@@ -338,7 +340,11 @@ class gate_component final : public banyan::leaf {
     for (std::size_t i = 0; i < spec.program.size(); ++i) producer[spec.program[i].y] = static_cast<int>(i);
     for (int g : spec.out_groups) {
       const auto& gr = d.groups[g];
-      out_group o{g, {}, {}, std::vector<lanes>(gr.driver_slots.size(), lanes::x()), levels_up(d, gr.driver, gr.scope),
+      out_group o{g,
+                  {},
+                  {},
+                  std::vector<lanes>(gr.driver_slots.size(), lanes::x()),
+                  levels_up(d, gr.driver, gr.scope),
                   local.at(gr.driver)};
       for (auto s : gr.driver_slots) o.slots.push_back(merged_.at(gr.driver, s));
       std::vector<char> seen(spec.slots, 0);
@@ -430,7 +436,8 @@ class gate_component final : public banyan::leaf {
     if (changed) std::memcpy(buf_.data() + header, o.last.data(), o.last.size() * sizeof(lanes));
     auto p = banyan::payload::copy_of(std::span<const std::byte>(buf_));
     if (o.publisher.self == this) return publish_for_head(gr.topic, p, o.up);
-    (void)o.publisher.post([to = o.publisher.self, topic = &gr.topic, p, up = o.up] { to->publish_for_head(*topic, p, up); });
+    (void)o.publisher.post(
+        [to = o.publisher.self, topic = &gr.topic, p, up = o.up] { to->publish_for_head(*topic, p, up); });
   }
 
   void apply(in_group& in) {
@@ -439,8 +446,9 @@ class gate_component final : public banyan::leaf {
     const auto bytes = p.bytes();
     std::uint64_t c = 0;
     std::memcpy(&c, bytes.data(), header);
-    if (c != cycle_) throw std::logic_error("group message for cycle " + std::to_string(c) + " arrived in cycle " +
-                                            std::to_string(cycle_));
+    if (c != cycle_)
+      throw std::logic_error("group message for cycle " + std::to_string(c) + " arrived in cycle " +
+                             std::to_string(cycle_));
     if (bytes.size() == header) return;  // unchanged
     const auto* v = reinterpret_cast<const lanes*>(bytes.data() + header);
     for (std::size_t i = 0; i < in.slots.size(); ++i) std::memcpy(&eng_->slot(in.slots[i]), v + i, sizeof(lanes));

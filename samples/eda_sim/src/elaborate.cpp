@@ -28,10 +28,9 @@ std::string where(const std::string& module, const cell& c) {
 
 std::optional<opcode> gate_opcode(const std::string& type) {
   static const std::map<std::string, opcode> table = {
-      {"$_BUF_", opcode::buf},   {"$_NOT_", opcode::not_},   {"$_AND_", opcode::and_},
-      {"$_OR_", opcode::or_},    {"$_XOR_", opcode::xor_},   {"$_NAND_", opcode::nand},
-      {"$_NOR_", opcode::nor},   {"$_XNOR_", opcode::xnor},  {"$_ANDNOT_", opcode::andnot},
-      {"$_ORNOT_", opcode::ornot}, {"$_MUX_", opcode::mux},  {"$_NMUX_", opcode::nmux}};
+      {"$_BUF_", opcode::buf},       {"$_NOT_", opcode::not_},    {"$_AND_", opcode::and_}, {"$_OR_", opcode::or_},
+      {"$_XOR_", opcode::xor_},      {"$_NAND_", opcode::nand},   {"$_NOR_", opcode::nor},  {"$_XNOR_", opcode::xnor},
+      {"$_ANDNOT_", opcode::andnot}, {"$_ORNOT_", opcode::ornot}, {"$_MUX_", opcode::mux},  {"$_NMUX_", opcode::nmux}};
   auto it = table.find(type);
   if (it == table.end()) return std::nullopt;
   return it->second;
@@ -162,17 +161,17 @@ class builder {
   std::vector<int> parent_;
   std::vector<inst_rec> recs_;
   std::vector<prim> prims_;
-  std::vector<int> inst_leaf_;                       // instance -> leaf or -1
+  std::vector<int> inst_leaf_;                                 // instance -> leaf or -1
   std::vector<std::unordered_map<int, std::uint32_t>> slots_;  // per leaf: gid -> slot
   std::vector<std::unordered_map<std::uint32_t, int>> slot_gid_;
-  std::unordered_map<int, int> driver_;              // gid -> leaf
-  std::unordered_map<int, std::string> driver_cell_; // gid -> description, for errors
-  std::map<int, std::vector<int>> users_;            // gid -> leaves that hold a slot for it
-  std::unordered_map<int, std::string> names_;       // gid -> shallowest public name
+  std::unordered_map<int, int> driver_;               // gid -> leaf
+  std::unordered_map<int, std::string> driver_cell_;  // gid -> description, for errors
+  std::map<int, std::vector<int>> users_;             // gid -> leaves that hold a slot for it
+  std::unordered_map<int, std::string> names_;        // gid -> shallowest public name
   std::vector<pending_op> ops_;
-  std::unordered_map<long, int> cross_;              // key -> crossing rank
+  std::unordered_map<long, int> cross_;  // key -> crossing rank
   std::vector<int> input_gids_;
-  std::unordered_map<int, std::uint8_t> init_;      // gid -> initial value (yosys init attribute)
+  std::unordered_map<int, std::uint8_t> init_;  // gid -> initial value (yosys init attribute)
   int clock_gid_ = -1;
 };
 
@@ -195,8 +194,8 @@ result<void> builder::instantiate(const module& m, const std::string& path, int 
       auto conn = c.connections.find(p.name);
       if (conn == c.connections.end()) continue;  // unconnected: the child's bits stay undriven
       if (conn->second.size() != p.bits.size())
-        return error{errc::bad_netlist, "module " + m.name + ", instance " + c.name + ", port " + p.name +
-                                            ": " + std::to_string(conn->second.size()) + " bits connected, " +
+        return error{errc::bad_netlist, "module " + m.name + ", instance " + c.name + ", port " + p.name + ": " +
+                                            std::to_string(conn->second.size()) + " bits connected, " +
                                             std::to_string(p.bits.size()) + " declared"};
       if (p.dir == port_dir::inout)
         return unsupported("module " + sub->second.name + ", port " + p.name + ": inout ports are not supported");
@@ -227,7 +226,8 @@ result<void> builder::check_memory(int inst, const cell& c) {
     return error{errc::bad_netlist, who + ": SIZE, WIDTH, ABITS, RD_PORTS and WR_PORTS must be numbers"};
   auto pins = [&](const char* pin, std::int64_t n) -> bool {
     auto it = c.connections.find(pin);
-    return n == 0 ? (it == c.connections.end() || it->second.empty()) : (it != c.connections.end() && static_cast<std::int64_t>(it->second.size()) == n);
+    return n == 0 ? (it == c.connections.end() || it->second.empty())
+                  : (it != c.connections.end() && static_cast<std::int64_t>(it->second.size()) == n);
   };
   if (!pins("RD_ADDR", *rd * *abits) || !pins("RD_DATA", *rd * *width) || !pins("WR_ADDR", *wr * *abits) ||
       !pins("WR_DATA", *wr * *width) || !pins("WR_EN", *wr * *width) || !pins("WR_CLK", *wr))
@@ -239,7 +239,8 @@ result<void> builder::check_memory(int inst, const cell& c) {
     return unsupported(who + ": wide memory ports are not supported");
   const std::string wce = param_bits(c, "WR_CLK_ENABLE"), wcp = param_bits(c, "WR_CLK_POLARITY");
   for (std::int64_t p = 0; p < *wr; ++p)
-    if (p >= static_cast<std::int64_t>(wce.size()) || wce[p] != '1' || p >= static_cast<std::int64_t>(wcp.size()) || wcp[p] != '1')
+    if (p >= static_cast<std::int64_t>(wce.size()) || wce[p] != '1' || p >= static_cast<std::int64_t>(wcp.size()) ||
+        wcp[p] != '1')
       return unsupported(who + ": write port " + std::to_string(p) + " is not on a rising clock edge");
   if (*size * *width > (std::int64_t{1} << 31)) return unsupported(who + ": memory larger than 2^31 bits");
   return {};
@@ -282,8 +283,12 @@ result<void> builder::build_memory(int inst, const cell& c, int leaf, const std:
       if (!st) return st;
       const std::uint32_t y = slot(leaf, g);
       port.data.push_back(y);
-      pending_op po{leaf, {opcode::memrd, static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(p),
-                           static_cast<std::uint32_t>(b), y}, {}, key(leaf, y), who};
+      pending_op po{leaf,
+                    {opcode::memrd, static_cast<std::uint32_t>(index), static_cast<std::uint32_t>(p),
+                     static_cast<std::uint32_t>(b), y},
+                    {},
+                    key(leaf, y),
+                    who};
       for (auto a : port.addr) po.in_keys.push_back(key(leaf, a));
       po.in_keys.push_back(key(leaf, m.content));
       ops_.push_back(std::move(po));
@@ -339,7 +344,8 @@ result<void> builder::collect_cells() {
   std::string clock_name = opts_.clock;
   int named_clock = -1;
   for (const auto& p : top.ports) {
-    if (p.dir == port_dir::inout) return unsupported("top module " + top.name + ", port " + p.name + ": inout ports are not supported");
+    if (p.dir == port_dir::inout)
+      return unsupported("top module " + top.name + ", port " + p.name + ": inout ports are not supported");
     if (p.name == opts_.clock && p.dir == port_dir::input && p.bits.size() == 1) named_clock = find(gid(0, p.bits[0]));
   }
   if (!opts_.clock.empty() && named_clock < 0)
@@ -352,8 +358,8 @@ result<void> builder::collect_cells() {
         clock_name = p.name;
       }
     if (!is_input)
-      return unsupported(where(d_.instances[first_inst].module, *first_flop) +
-                         ": clocked by derived net " + net_name(clock_gid_) + ", not a top-level input");
+      return unsupported(where(d_.instances[first_inst].module, *first_flop) + ": clocked by derived net " +
+                         net_name(clock_gid_) + ", not a top-level input");
     if (named_clock >= 0 && named_clock != clock_gid_)
       return unsupported(where(d_.instances[first_inst].module, *first_flop) + ": clocked by " + clock_name +
                          ", not by the requested clock " + opts_.clock);
@@ -494,8 +500,8 @@ result<void> builder::build_ops() {
   // Top outputs are read by the io leaf (slots made above); the clock must not be read as data.
   for (const auto& [g, leaves] : users_)
     if (g == clock_gid_)
-      return unsupported("clock " + d_.clock + " is also used as data (by a cell in " +
-                         d_.leaves[leaves.front()].path + "); only flip-flop clock pins may read it");
+      return unsupported("clock " + d_.clock + " is also used as data (by a cell in " + d_.leaves[leaves.front()].path +
+                         "); only flip-flop clock pins may read it");
   return {};
 }
 
@@ -532,9 +538,8 @@ result<void> builder::levelise() {
         cells += "\n  " + ops_[i].name;
         ++shown;
       }
-    return error{errc::combinational_loop,
-                 "combinational loop: " + std::to_string(ops_.size() - order.size()) +
-                     " cells lie on or behind a loop, among them:" + cells};
+    return error{errc::combinational_loop, "combinational loop: " + std::to_string(ops_.size() - order.size()) +
+                                               " cells lie on or behind a loop, among them:" + cells};
   }
   // Crossing rank: how many leaf boundaries the longest combinational path into a value crosses.
   // Groups are split by it so that a group only depends on groups of lower rank (acyclic), which
@@ -671,8 +676,6 @@ result<design> builder::run() {
 
 }  // namespace
 
-result<design> elaborate(const netlist& n, const elaborate_options& opts) {
-  return builder(n, opts).run();
-}
+result<design> elaborate(const netlist& n, const elaborate_options& opts) { return builder(n, opts).run(); }
 
 }  // namespace banyan::eda

@@ -9,12 +9,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <set>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 namespace banyan::eda {
@@ -170,8 +170,10 @@ result<std::string> flow_script(const yosys_options& opts, const std::string& ta
     script << "read_verilog -sv" << flags << " " << quote(std::filesystem::absolute(f).string()) << "\n";
   }
   // chparam (not hierarchy -chparam) because it also takes string values: -P MEMFILE="prog.hex".
-  for (const auto& [name, value] : opts.sources.params) script << "chparam -set " << name << " " << value << " " << opts.top << "\n";
-  script << "hierarchy -check -top " << opts.top << "\n"
+  for (const auto& [name, value] : opts.sources.params)
+    script << "chparam -set " << name << " " << value << " " << opts.top << "\n";
+  script << "hierarchy -check -top " << opts.top
+         << "\n"
          // synth's script up to `fine`, then its `fine` steps without memory_map unless asked: a
          // memory stays one $mem_v2 cell with asynchronous read ports (memory_nordff moves a clocked
          // read into flip-flops, memory_narrow splits wide ports).
@@ -230,7 +232,8 @@ result<std::pair<std::string, std::string>> parse_param(const std::string& arg) 
   if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) return bad_param("expected NAME=VALUE");
   std::string name = arg.substr(0, eq), value = arg.substr(eq + 1);
   const bool ident = (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
-                     std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+                     std::all_of(name.begin(), name.end(),
+                                 [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   if (!ident) return bad_param("'" + name + "' is not a Verilog identifier");
   if (value.find_first_of(" \t\n;") != std::string::npos)
     return bad_param("the value must be one Verilog constant (8, 8'h3f, \"file.hex\") without spaces");
@@ -276,7 +279,8 @@ struct hasher {
   }
   std::string hex() const {
     char buf[40];
-    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                  static_cast<unsigned long long>(b));
     return buf;
   }
 };
@@ -292,7 +296,8 @@ result<std::string> cache_key(const yosys_options& opts, const std::string& scri
   namespace fs = std::filesystem;
   hasher h;
   auto v = detail::run_tool({opts.yosys, "-V"}, "");
-  if (!v || !v->status.success()) return error{errc::yosys_failed, "cannot run " + opts.yosys + " -V (is yosys installed? tools/setup)"};
+  if (!v || !v->status.success())
+    return error{errc::yosys_failed, "cannot run " + opts.yosys + " -V (is yosys installed? tools/setup)"};
   h.add(v->out);
   h.add(script);
   std::set<fs::path> folders, files;
@@ -302,7 +307,8 @@ result<std::string> cache_key(const yosys_options& opts, const std::string& scri
   }
   for (const auto& d : opts.sources.include_dirs) folders.insert(fs::absolute(d));
   folders.insert(opts.run_dir.empty() ? fs::current_path() : fs::absolute(opts.run_dir));
-  static const std::set<std::string> exts = {".v", ".vh", ".sv", ".svh", ".inc", ".hex", ".mem", ".dat", ".bin", ".txt"};
+  static const std::set<std::string> exts = {".v",   ".vh",  ".sv",  ".svh", ".inc",
+                                             ".hex", ".mem", ".dat", ".bin", ".txt"};
   for (const auto& d : folders) {
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(d, ec))

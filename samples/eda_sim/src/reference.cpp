@@ -66,7 +66,8 @@ result<void> write_tb(const design& d, const reference_options& o, const std::st
   std::ofstream tb(tb_path);
   if (!tb) return error{errc::io, tb_path + ": cannot write"};
   std::string params;
-  for (const auto& [name, value] : o.sources.params) params += (params.empty() ? "" : ", ") + ("." + name + "(" + value + ")");
+  for (const auto& [name, value] : o.sources.params)
+    params += (params.empty() ? "" : ", ") + ("." + name + "(" + value + ")");
   tb << "`timescale 1ns/1ps\n// Written by eda_sim: same stimulus, outputs sampled just before each rising edge.\n"
      << "module banyan_tb;\n  reg clk = 1'b0;\n";
   if (in_bits) tb << "  reg [" << in_bits - 1 << ":0] stim [0:" << o.cycles * n_lanes - 1 << "];\n";
@@ -94,7 +95,8 @@ result<void> write_tb(const design& d, const reference_options& o, const std::st
     for (unsigned l = 0; l < n_lanes; ++l)
       tb << "      " << concat('i', d.inputs.size(), l) << " = stim[c*" << n_lanes << " + " << l << "];\n";
   tb << "      #4;\n";
-  for (unsigned l = 0; l < n_lanes; ++l) tb << "      $fwrite(f, \"%b\\n\", " << concat('o', d.outputs.size(), l) << ");\n";
+  for (unsigned l = 0; l < n_lanes; ++l)
+    tb << "      $fwrite(f, \"%b\\n\", " << concat('o', d.outputs.size(), l) << ");\n";
   tb << "      clk = 1'b1;\n      #5;\n      clk = 1'b0;\n      #1;\n    end\n"
      << "    $fclose(f);\n    $finish;\n  end\nendmodule\n";
   if (!tb) return error{errc::io, tb_path + ": write failed"};
@@ -118,7 +120,7 @@ std::string all_lines(const std::string& out, std::size_t max_lines = 40) {
 }  // namespace
 
 result<void> write_testbench(const design& d, const stimulus& stim, const reference_options& o,
-                       const std::string& tb_path, const std::string& stim_file, const std::string& out_file) {
+                             const std::string& tb_path, const std::string& stim_file, const std::string& out_file) {
   if (auto st = write_tb(d, o, tb_path, stim_file, out_file); !st) return st;
   return write_stimulus(d, stim, o, stim_file);
 }
@@ -134,7 +136,8 @@ result<std::unique_ptr<icarus_reference>> icarus_reference::compile(const design
   fs::create_directories(ref->dir_);
   const std::string& dir = ref->dir_;
   if (auto st = write_tb(d, ref->o_, dir + "/tb.v", dir + "/stim.mem", dir + "/out.txt"); !st) return st.error();
-  std::vector<std::string> cmd = {o.iverilog, "-g2012", "-grelative-include", "-o", dir + "/sim.vvp", "-s", "banyan_tb"};
+  std::vector<std::string> cmd = {o.iverilog,       "-g2012", "-grelative-include", "-o",
+                                  dir + "/sim.vvp", "-s",     "banyan_tb"};
   for (const auto& inc : o.sources.include_dirs) cmd.push_back("-I" + fs::absolute(inc).string());
   for (const auto& def : o.sources.defines) cmd.push_back("-D" + def);
   cmd.push_back(dir + "/tb.v");
@@ -164,14 +167,17 @@ result<reference_run> icarus_reference::run(const stimulus& stim) {
   run.run_seconds = since(t0);
   if (!r) return error{errc::reference_failed, r.error().message + " (is Icarus Verilog installed? tools/setup)"};
   if (!r->status.success())
-    return error{errc::reference_failed, "vvp failed (exit " + std::to_string(r->status.shell_code()) + "):\n" + all_lines(r->out)};
+    return error{errc::reference_failed,
+                 "vvp failed (exit " + std::to_string(r->status.shell_code()) + "):\n" + all_lines(r->out)};
   // A memory file Icarus cannot open leaves the memory X and every check after it meaningless.
   if (r->out.find("Unable to open") != std::string::npos)
     return error{errc::reference_failed,
                  "Icarus could not read a memory file; a relative $readmemh/$readmemb path is resolved from the folder "
-                 "eda_sim runs in (" + (o_.run_dir.empty() ? std::filesystem::current_path().string() : o_.run_dir) +
-                 "), while yosys also looks beside the source file: run from the file's folder or pass its path "
-                 "(e.g. -P MEMFILE='\"/path/prog.hex\"'):\n" + detail::excerpt(r->out, "Unable to open")};
+                 "eda_sim runs in (" +
+                     (o_.run_dir.empty() ? std::filesystem::current_path().string() : o_.run_dir) +
+                     "), while yosys also looks beside the source file: run from the file's folder or pass its path "
+                     "(e.g. -P MEMFILE='\"/path/prog.hex\"'):\n" +
+                     detail::excerpt(r->out, "Unable to open")};
   std::ifstream in(dir_ + "/out.txt");
   std::size_t bits = 0;
   for (const auto& p : d.outputs) bits += p.slots.size();
@@ -213,8 +219,8 @@ comparison compare(const design& d, const trace& exp, const trace& got, const co
   comparison c;
   if (exp.bits != got.bits || exp.bits == 0) return c;
   const unsigned lanes = std::min(exp.lanes, got.lanes);
-  const std::uint64_t cycles = std::min(exp.samples.size() / (exp.bits * exp.lanes),
-                                        got.samples.size() / (got.bits * std::max(1u, got.lanes)));
+  const std::uint64_t cycles =
+      std::min(exp.samples.size() / (exp.bits * exp.lanes), got.samples.size() / (got.bits * std::max(1u, got.lanes)));
   auto port_string = [&](const trace& t, std::uint64_t cyc, unsigned lane, std::size_t from, std::size_t width) {
     std::string s(width, '?');
     for (std::size_t i = 0; i < width; ++i) {
@@ -250,13 +256,19 @@ comparison compare(const design& d, const trace& exp, const trace& got, const co
           }
         }
         if (port_bad && !c.first) {
-          mismatch m{cyc, l, p.name, port_string(exp, cyc, l, from, p.slots.size()),
-                     port_string(got, cyc, l, from, p.slots.size()), all_x_vs_value, {}};
+          mismatch m{cyc,
+                     l,
+                     p.name,
+                     port_string(exp, cyc, l, from, p.slots.size()),
+                     port_string(got, cyc, l, from, p.slots.size()),
+                     all_x_vs_value,
+                     {}};
           if (all_x_vs_value && ours_x)
-            m.hint = "X against a value: the gates see X where Icarus's RTL has a value. Likely un-reset or "
-                     "uninitialised state, which RTL if/case on X resolves optimistically (it takes the else "
-                     "branch) while gates keep X; name the reset (--reset NAME[:low]), give the registers an "
-                     "initial value, compare from later (--check-from CYCLE|reset) or use --x 2-state";
+            m.hint =
+                "X against a value: the gates see X where Icarus's RTL has a value. Likely un-reset or "
+                "uninitialised state, which RTL if/case on X resolves optimistically (it takes the else "
+                "branch) while gates keep X; name the reset (--reset NAME[:low]), give the registers an "
+                "initial value, compare from later (--check-from CYCLE|reset) or use --x 2-state";
           else if (all_x_vs_value)
             m.hint = "value against X: Icarus prints x where the gates have a value (--x strict compares x)";
           c.first = std::move(m);

@@ -21,28 +21,47 @@ struct narrow {
   constexpr std::uint8_t unknown() const { return hi & lo; }
   friend constexpr bool operator==(const narrow&, const narrow&) = default;
 };
-template <class L> constexpr std::uint64_t all_lanes = ~0ull;
-template <> constexpr std::uint64_t all_lanes<narrow> = 0xff;
-template <class L> constexpr L from_lanes(lanes x);
-template <> constexpr lanes from_lanes<lanes>(lanes x) { return x; }
-template <> constexpr narrow from_lanes<narrow>(lanes x) {
+template <class L>
+constexpr std::uint64_t all_lanes = ~0ull;
+template <>
+constexpr std::uint64_t all_lanes<narrow> = 0xff;
+template <class L>
+constexpr L from_lanes(lanes x);
+template <>
+constexpr lanes from_lanes<lanes>(lanes x) {
+  return x;
+}
+template <>
+constexpr narrow from_lanes<narrow>(lanes x) {
   return {static_cast<std::uint8_t>(x.hi), static_cast<std::uint8_t>(x.lo)};
 }
 inline lanes to_lanes(lanes x) { return x; }
 inline lanes to_lanes(narrow x) { return {x.hi, x.lo | ~0xffull}; }  // lanes 8-63 read as 0
 
 // The gate functions of logic.hpp for either lane type.
-template <class L> constexpr L make(std::uint64_t hi, std::uint64_t lo) {
+template <class L>
+constexpr L make(std::uint64_t hi, std::uint64_t lo) {
   using P = decltype(L::hi);
   return {static_cast<P>(hi), static_cast<P>(lo)};
 }
-template <class L> constexpr L g_not(L a) { return {a.lo, a.hi}; }
-template <class L> constexpr L g_and(L a, L b) { return make<L>(a.hi & b.hi, a.lo | b.lo); }
-template <class L> constexpr L g_or(L a, L b) { return make<L>(a.hi | b.hi, a.lo & b.lo); }
-template <class L> constexpr L g_xor(L a, L b) {
+template <class L>
+constexpr L g_not(L a) {
+  return {a.lo, a.hi};
+}
+template <class L>
+constexpr L g_and(L a, L b) {
+  return make<L>(a.hi & b.hi, a.lo | b.lo);
+}
+template <class L>
+constexpr L g_or(L a, L b) {
+  return make<L>(a.hi | b.hi, a.lo & b.lo);
+}
+template <class L>
+constexpr L g_xor(L a, L b) {
   return make<L>((a.hi & b.lo) | (a.lo & b.hi), (a.lo & b.lo) | (a.hi & b.hi));
 }
-template <class L> constexpr L g_mux(L a, L b, L s) {
+template <class L>
+constexpr L g_mux(L a, L b, L s) {
   return make<L>((s.lo & a.hi) | (s.hi & b.hi), (s.lo & a.lo) | (s.hi & b.lo));
 }
 
@@ -53,21 +72,28 @@ constexpr std::uint32_t nlo = 0xffff ^ nhi;
 constexpr std::uint32_t word(narrow x) { return std::bit_cast<std::uint16_t>(x); }
 constexpr narrow from_word(std::uint32_t w) { return std::bit_cast<narrow>(static_cast<std::uint16_t>(w)); }
 constexpr std::uint32_t swap_planes(std::uint32_t w) { return ((w >> 8) | (w << 8)) & 0xffff; }
-template <> constexpr narrow g_not(narrow a) { return from_word(swap_planes(word(a))); }
-template <> constexpr narrow g_and(narrow a, narrow b) {
+template <>
+constexpr narrow g_not(narrow a) {
+  return from_word(swap_planes(word(a)));
+}
+template <>
+constexpr narrow g_and(narrow a, narrow b) {
   const std::uint32_t x = word(a), y = word(b);
   return from_word((x & y & nhi) | ((x | y) & nlo));
 }
-template <> constexpr narrow g_or(narrow a, narrow b) {
+template <>
+constexpr narrow g_or(narrow a, narrow b) {
   const std::uint32_t x = word(a), y = word(b);
   return from_word(((x | y) & nhi) | (x & y & nlo));
 }
-template <> constexpr narrow g_xor(narrow a, narrow b) {
+template <>
+constexpr narrow g_xor(narrow a, narrow b) {
   const std::uint32_t x = word(a), y = word(b);
   const std::uint32_t t1 = x & swap_planes(y), t2 = x & y;  // hi & other lo / lo & other hi; same planes
   return from_word(((t1 | swap_planes(t1)) & nhi) | ((t2 | swap_planes(t2)) & nlo));
 }
-template <> constexpr narrow g_mux(narrow a, narrow b, narrow s) {
+template <>
+constexpr narrow g_mux(narrow a, narrow b, narrow s) {
   const std::uint32_t w = word(s);
   const std::uint32_t s_lo = (w & nlo) | swap_planes(w & nlo), s_hi = (w & nhi) | swap_planes(w & nhi);
   return from_word((s_lo & word(a)) | (s_hi & word(b)));
@@ -244,7 +270,10 @@ std::vector<op_run> op_runs_of(const std::vector<op>& program) {
 }  // namespace
 
 leaf_engine::leaf_engine(const leaf& l)
-    : spec_(&l), v_(l.slots, lanes::x()), words_((l.program.size() + 63) / 64), pending_(words_, ~0ull),
+    : spec_(&l),
+      v_(l.slots, lanes::x()),
+      words_((l.program.size() + 63) / 64),
+      pending_(words_, ~0ull),
       runs_(op_runs_of(l.program)) {
   v_[0] = lanes::zero();
   v_[1] = lanes::one();
@@ -307,38 +336,37 @@ void leaf_engine::evaluate() {
     std::uint64_t bits = pending_[w];
     pending_[w] = 0;
     while (bits) {
-    const op& o = prog[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
-    bits &= bits - 1;
-    ++ran;
-    if (o.code == opcode::memrd) {
-      if (o.s == 0) lane_addresses(spec_->memories[o.a], spec_->memories[o.a].reads[o.b].addr, read_addr_[o.a][o.b]);
-      v[o.y] = read_bit(static_cast<int>(o.a), static_cast<int>(o.b), o.s);
-      continue;
-    }
-    const lanes a = v[o.a], b = v[o.b];
-    lanes y;
-    switch (o.code) {
-      case opcode::buf: y = a; break;
-      case opcode::not_: y = op_not(a); break;
-      case opcode::and_: y = op_and(a, b); break;
-      case opcode::or_: y = op_or(a, b); break;
-      case opcode::xor_: y = op_xor(a, b); break;
-      case opcode::nand: y = op_not(op_and(a, b)); break;
-      case opcode::nor: y = op_not(op_or(a, b)); break;
-      case opcode::xnor: y = op_not(op_xor(a, b)); break;
-      case opcode::andnot: y = op_and(a, op_not(b)); break;
-      case opcode::ornot: y = op_or(a, op_not(b)); break;
-      case opcode::mux: y = op_mux(a, b, v[o.s]); break;
-      case opcode::nmux: y = op_not(op_mux(a, b, v[o.s])); break;
+      const op& o = prog[w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits))];
+      bits &= bits - 1;
+      ++ran;
+      if (o.code == opcode::memrd) {
+        if (o.s == 0) lane_addresses(spec_->memories[o.a], spec_->memories[o.a].reads[o.b].addr, read_addr_[o.a][o.b]);
+        v[o.y] = read_bit(static_cast<int>(o.a), static_cast<int>(o.b), o.s);
+        continue;
+      }
+      const lanes a = v[o.a], b = v[o.b];
+      lanes y;
+      switch (o.code) {
+        case opcode::buf: y = a; break;
+        case opcode::not_: y = op_not(a); break;
+        case opcode::and_: y = op_and(a, b); break;
+        case opcode::or_: y = op_or(a, b); break;
+        case opcode::xor_: y = op_xor(a, b); break;
+        case opcode::nand: y = op_not(op_and(a, b)); break;
+        case opcode::nor: y = op_not(op_or(a, b)); break;
+        case opcode::xnor: y = op_not(op_xor(a, b)); break;
+        case opcode::andnot: y = op_and(a, op_not(b)); break;
+        case opcode::ornot: y = op_or(a, op_not(b)); break;
+        case opcode::mux: y = op_mux(a, b, v[o.s]); break;
+        case opcode::nmux: y = op_not(op_mux(a, b, v[o.s])); break;
 
-      default: y = lanes::x(); break;
-    }
-    v[o.y] = y;
+        default: y = lanes::x(); break;
+      }
+      v[o.y] = y;
     }
   }
   last_ops_ = ran;
 }
-
 
 void leaf_engine::lane_addresses(const memory& m, const std::vector<std::uint32_t>& addr, lane_words& out) const {
   group_by_address(v_.data(), 0, m, addr, out);
@@ -387,8 +415,8 @@ void leaf_engine::save_state(std::vector<std::byte>& out) const {
 }
 
 std::size_t leaf_engine::state_bytes() const {
-  std::size_t n = (3 + mem_.size()) * sizeof(std::uint64_t) + v_.size() * sizeof(lanes) +
-                  pending_.size() * sizeof(std::uint64_t);
+  std::size_t n =
+      (3 + mem_.size()) * sizeof(std::uint64_t) + v_.size() * sizeof(lanes) + pending_.size() * sizeof(std::uint64_t);
   for (const auto& m : mem_) n += m.size() * sizeof(lanes);
   return n;
 }
@@ -441,15 +469,15 @@ struct flat_engine {
     const memory* m;
     std::size_t base;
     std::vector<lanes> words;
-    std::vector<lane_words> reads;  // per read port: lanes grouped by address this pass
+    std::vector<lane_words> reads;                      // per read port: lanes grouped by address this pass
     std::vector<std::vector<std::uint32_t>> read_addr;  // per read port, renumbered slots
-    std::vector<memory::write_port> writes;              // renumbered slots
+    std::vector<memory::write_port> writes;             // renumbered slots
   };
   std::vector<std::size_t> base;
   std::vector<std::uint32_t> slot_of;  // base[l] + s -> index in v (values renumbered in program order)
   std::uint32_t at(int leaf, std::uint32_t s) const { return slot_of[base[leaf] + s]; }
   std::vector<lanes> v;
-  std::vector<op> program;          // memrd: a = index in mems
+  std::vector<op> program;  // memrd: a = index in mems
   std::vector<flat_flop> flops;
   std::vector<lanes> next;
   std::vector<flat_memory> mems;
@@ -479,7 +507,8 @@ struct flat_engine {
     for (const auto& g : d.groups)
       for (std::size_t r = 0; r < g.readers.size(); ++r)
         for (std::size_t i = 0; i < g.driver_slots.size(); ++i)
-          alias[base[g.readers[r]] + g.reader_slots[r][i]] = static_cast<std::uint32_t>(base[g.driver] + g.driver_slots[i]);
+          alias[base[g.readers[r]] + g.reader_slots[r][i]] =
+              static_cast<std::uint32_t>(base[g.driver] + g.driver_slots[i]);
     struct node {
       op o;
       std::vector<std::uint32_t> ins;
@@ -490,7 +519,8 @@ struct flat_engine {
       const auto b = static_cast<std::uint32_t>(base[li]);
       v[b + 0] = lanes::zero(), v[b + 1] = lanes::one(), v[b + 2] = lanes::x();
       const std::uint32_t mem0 = static_cast<std::uint32_t>(mems.size());
-      for (const auto& m : l.memories) mems.push_back({&m, b, initial_words(m), std::vector<lane_words>(m.reads.size())});
+      for (const auto& m : l.memories)
+        mems.push_back({&m, b, initial_words(m), std::vector<lane_words>(m.reads.size())});
       for (const op& o : l.program) {
         node n{o, {}};
         for_each_input(l, o, [&](std::uint32_t s) { n.ins.push_back(alias[b + s]); });
@@ -588,7 +618,6 @@ struct flat_engine {
     }
     plain_next.resize(plain_d.size());
   }
-
 };
 
 // The flat engine's run-time state in lane type L (lanes, or narrow for runs of at most 8 lanes):

@@ -59,8 +59,7 @@ class random_source final : public stimulus {
       if (roles_[p].kind == port_role::reset)
         s += ", reset " + d_.inputs[p].name + (roles_[p].active_low ? " (active low)" : "") + " for " +
              std::to_string(o_.reset_cycles) + " cycles";
-      else if (roles_[p].kind == port_role::hold)
-        s += ", " + d_.inputs[p].name + " held";
+      else if (roles_[p].kind == port_role::hold) s += ", " + d_.inputs[p].name + " held";
     }
     return s;
   }
@@ -202,7 +201,8 @@ result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_
   auto no_such = [&](const char* opt, const std::string& name) {
     std::string ins;
     for (const auto& p : d.inputs) ins += (ins.empty() ? "" : ", ") + p.name;
-    std::string what = std::string(opt) + " " + name + ": the top module " + d.top + " has no such input (inputs: " + ins + ")";
+    std::string what =
+        std::string(opt) + " " + name + ": the top module " + d.top + " has no such input (inputs: " + ins + ")";
     if (name == d.clock) what = std::string(opt) + " " + name + ": that is the clock; the simulator drives it";
     return error{errc::bad_stimulus, what};
   };
@@ -210,7 +210,8 @@ result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_
     const int p = port_index(r.name);
     if (p < 0) return no_such("--reset", r.name);
     if (d.inputs[p].slots.size() != 1)
-      return error{errc::bad_stimulus, "--reset " + r.name + ": the input is " + std::to_string(d.inputs[p].slots.size()) +
+      return error{errc::bad_stimulus, "--reset " + r.name + ": the input is " +
+                                           std::to_string(d.inputs[p].slots.size()) +
                                            " bits wide; a reset must be 1 bit"};
     if (roles[p].kind == port_role::reset) return error{errc::bad_stimulus, "--reset " + r.name + ": named twice"};
     bool low = false;
@@ -235,7 +236,8 @@ result<std::unique_ptr<stimulus>> random_stimulus(const design& d, const random_
     if (roles[p].kind != port_role::random || d.inputs[p].slots.size() != 1 || !reset_like(name, low)) continue;
     if (o.no_reset) continue;
     if (!o.resets.empty()) {
-      warnings.push_back("input " + name + " looks like a reset but is not named by --reset, so it gets random values "
+      warnings.push_back("input " + name +
+                         " looks like a reset but is not named by --reset, so it gets random values "
                          "every cycle");
       continue;
     }
@@ -273,7 +275,8 @@ result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::stri
       for (const auto& t : toks) {
         auto it = port_of.find(t);
         if (it == port_of.end()) {
-          if (t == d.clock) return error{errc::bad_stimulus, at + ": '" + t + "' is the clock; the simulator drives it"};
+          if (t == d.clock)
+            return error{errc::bad_stimulus, at + ": '" + t + "' is the clock; the simulator drives it"};
           return error{errc::bad_stimulus, at + ": header names '" + t + "', which is not an input of " + d.top};
         }
         if (seen[it->second]) return error{errc::bad_stimulus, at + ": input '" + t + "' appears twice in the header"};
@@ -296,7 +299,8 @@ result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::stri
         return error{errc::bad_stimulus, at + ", column " + std::to_string(c + 1) + " (" + port.name + "): " + msg};
     }
   }
-  if (columns.empty() && !d.inputs.empty()) return error{errc::bad_stimulus, path + ": no header line naming the inputs"};
+  if (columns.empty() && !d.inputs.empty())
+    return error{errc::bad_stimulus, path + ": no header line naming the inputs"};
   if (values.empty()) return error{errc::bad_stimulus, path + ": no stimulus lines after the header"};
   return std::unique_ptr<stimulus>(new file_source(path, total, std::move(values)));
 }
@@ -305,7 +309,8 @@ result<std::unique_ptr<stimulus>> file_stimulus(const design& d, const std::stri
 
 namespace banyan::eda {
 
-result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::string& path, const std::string& want_scope) {
+result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::string& path,
+                                               const std::string& want_scope) {
   std::ifstream in(path);
   if (!in) return error{errc::io, path + ": cannot open the VCD file"};
   if (d.clock.empty()) return error{errc::bad_stimulus, path + ": the design has no clock to find the cycles by"};
@@ -355,7 +360,8 @@ result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::strin
       if (!skip_to_end()) return error{errc::bad_stimulus, at() + ": $upscope without $end"};
     } else if (tok == "$var") {
       std::string type, width, id, ref;
-      if (!next(type) || !next(width) || !next(id) || !next(ref)) return error{errc::bad_stimulus, at() + ": truncated $var"};
+      if (!next(type) || !next(width) || !next(id) || !next(ref))
+        return error{errc::bad_stimulus, at() + ": truncated $var"};
       if (scope.empty()) return error{errc::bad_stimulus, at() + ": $var outside a scope"};
       if (auto b = ref.find('['); b != std::string::npos) ref.resize(b);
       std::size_t w = 0;
@@ -396,7 +402,8 @@ result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::strin
     if (why_not.empty()) why_not = "scope " + name + " lacks input '" + missing + "' (or its width differs)";
   }
   if (!vars)
-    return error{errc::bad_stimulus, path + ": no scope" + (want_scope.empty() ? "" : " matching '" + want_scope + "'") +
+    return error{errc::bad_stimulus, path + ": no scope" +
+                                         (want_scope.empty() ? "" : " matching '" + want_scope + "'") +
                                          " declares the clock " + d.clock + " and every input of " + d.top +
                                          (why_not.empty() ? "" : "; " + why_not)};
   // Values: per input (and the clock), the current value, MSB first.
@@ -456,7 +463,8 @@ result<std::unique_ptr<stimulus>> vcd_stimulus(const design& d, const std::strin
       if (!st) return st.error();
     }
   }
-  if (values.empty()) return error{errc::bad_stimulus, path + ": the clock " + d.clock + " in scope " + chosen + " never rises"};
+  if (values.empty())
+    return error{errc::bad_stimulus, path + ": the clock " + d.clock + " in scope " + chosen + " never rises"};
   return std::unique_ptr<stimulus>(new file_source(path + " (scope " + chosen + ")", total, std::move(values), "vcd "));
 }
 

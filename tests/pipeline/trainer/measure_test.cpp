@@ -54,7 +54,8 @@ TEST_P(MeasureCostsFrom, GivesEmbeddingBlocksAndHeadWithPositiveTimes) {
   EXPECT_EQ(back->units.size(), 5u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sources, MeasureCostsFrom, ::testing::Values(bp::timing_source::stage, bp::timing_source::engine),
+INSTANTIATE_TEST_SUITE_P(Sources, MeasureCostsFrom,
+                         ::testing::Values(bp::timing_source::stage, bp::timing_source::engine),
                          [](const auto& info) { return info.param == bp::timing_source::stage ? "stage" : "engine"; });
 
 TEST(MeasureCosts, BadShapesNameTheValue) {

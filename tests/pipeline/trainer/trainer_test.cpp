@@ -2,6 +2,7 @@
 // under the composite, for shipped schedules at p = 2 and 4, m = 4 and 8, gives the whole gpt's
 // gradients after one step (on the m microbatches concatenated) and its losses over 20 AdamW steps;
 // a valid reordering of independent actions changes nothing, and a dropped microbatch is detected.
+#include "banyan/pipeline/trainer.hpp"
 #include "banyan/nn/gpt.hpp"
 #include "banyan/nn/rng.hpp"
 #include "banyan/pipeline/csv.hpp"
@@ -9,7 +10,6 @@
 #include "banyan/pipeline/lower.hpp"
 #include "banyan/pipeline/render.hpp"
 #include "banyan/pipeline/search.hpp"
-#include "banyan/pipeline/trainer.hpp"
 #include "banyan/pipeline/validate.hpp"
 
 #include <banyan/sdk/app.hpp>
@@ -231,7 +231,8 @@ void expect_matches(const table& t, const std::string& what) {
 }
 
 TEST(PipelineTrainer, ShippedSchedulesMatchTheWholeModel) {
-  const std::vector<config> configs = {{"gpipe", 1}, {"1f1b", 1}, {"zb-h1", 1}, {"zb-h2", 1}, {"interleaved-1f1b", 2}, {"zb-v", 2}};
+  const std::vector<config> configs = {{"gpipe", 1}, {"1f1b", 1}, {"zb-h1", 1}, {"zb-h2", 1}, {"interleaved-1f1b", 2},
+                                       {"zb-v", 2}};
   for (const auto& c : configs) {
     for (int p : {2, 4}) {
       for (int m : {4, 8}) {

@@ -34,7 +34,8 @@ class error_code {
  public:
   template <error_enum Enum>
   error_code(Enum code)  // NOLINT(google-explicit-constructor): implicit by design
-      : module_(error_enum_traits<Enum>::module), name_(error_enum_traits<Enum>::name(code)),
+      : module_(error_enum_traits<Enum>::module),
+        name_(error_enum_traits<Enum>::name(code)),
         value_(static_cast<std::uint32_t>(code)) {}
 
   std::string_view module() const { return module_; }
@@ -52,7 +53,9 @@ class error_code {
     return a.value_ == b.value_ && a.module_ == b.module_;
   }
   template <error_enum Enum>
-  friend bool operator==(const error_code& a, Enum b) { return a == error_code(b); }
+  friend bool operator==(const error_code& a, Enum b) {
+    return a == error_code(b);
+  }
 
  private:
   std::string_view module_;  // static storage: the traits' literals
@@ -74,9 +77,9 @@ struct error {
 // Registers `Enum` (fully qualified) as module `module_name`'s error codes. Use it at global scope.
 // `to_string(Enum)` must be findable by argument-dependent lookup and return the code's short
 // description in lower case ("invalid topic", "i/o error"), with static storage.
-#define BANYAN_ERROR_ENUM(Enum, module_name)                           \
-  template <>                                                          \
-  struct banyan::error_enum_traits<Enum> {                             \
-    static constexpr const char* module = module_name;                 \
+#define BANYAN_ERROR_ENUM(Enum, module_name)                            \
+  template <>                                                           \
+  struct banyan::error_enum_traits<Enum> {                              \
+    static constexpr const char* module = module_name;                  \
     static std::string_view name(Enum code) { return to_string(code); } \
   }

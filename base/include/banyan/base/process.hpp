@@ -81,8 +81,7 @@ class process {
   static result<process> spawn(const std::vector<std::string>& argv, const spawn_options& options = {});
   // Runs `body` in a forked child without exec; its return value is the exit code. `name` names the
   // child in messages. Single-threaded callers only (see above).
-  static result<process> spawn_function(std::string name, std::function<int()> body,
-                                        const spawn_options& options = {});
+  static result<process> spawn_function(std::string name, std::function<int()> body, const spawn_options& options = {});
 
   process(process&& other) noexcept;
   process& operator=(process&& other) noexcept;

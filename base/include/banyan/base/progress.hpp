@@ -32,13 +32,13 @@ struct progress_options {
     final_only,  // no periodic line, no events (e.g. under --json): only finish()'s line
   };
   display show = display::automatic;
-  std::string unit;                               // "cycles", "steps": shown after the count and rate
-  int bar_width = 0;                              // a `[====    ]` bar of this many characters (0: none)
-  int rate_decimals = 1;                          // digits of the rate
-  std::chrono::milliseconds tty_period{200};      // redraws on a terminal at most this often
-  std::chrono::milliseconds log_period{5000};     // plain lines otherwise (display::always)
-  std::chrono::milliseconds summary_after{0};     // finish() is silent for runs shorter than this
-  std::FILE* stream = nullptr;                    // where to write; nullptr: stderr (tests pass a file)
+  std::string unit;                            // "cycles", "steps": shown after the count and rate
+  int bar_width = 0;                           // a `[====    ]` bar of this many characters (0: none)
+  int rate_decimals = 1;                       // digits of the rate
+  std::chrono::milliseconds tty_period{200};   // redraws on a terminal at most this often
+  std::chrono::milliseconds log_period{5000};  // plain lines otherwise (display::always)
+  std::chrono::milliseconds summary_after{0};  // finish() is silent for runs shorter than this
+  std::FILE* stream = nullptr;                 // where to write; nullptr: stderr (tests pass a file)
 };
 
 class progress {

@@ -22,17 +22,32 @@ class [[nodiscard]] result {
   bool has_value() const { return state_.index() == 0; }
   explicit operator bool() const { return has_value(); }
 
-  T& value() & { assert(has_value()); return std::get<0>(state_); }
-  const T& value() const& { assert(has_value()); return std::get<0>(state_); }
-  T&& value() && { assert(has_value()); return std::get<0>(std::move(state_)); }
+  T& value() & {
+    assert(has_value());
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    assert(has_value());
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    assert(has_value());
+    return std::get<0>(std::move(state_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const banyan::error& error() const& { assert(!has_value()); return std::get<1>(state_); }
-  banyan::error&& error() && { assert(!has_value()); return std::get<1>(std::move(state_)); }
+  const banyan::error& error() const& {
+    assert(!has_value());
+    return std::get<1>(state_);
+  }
+  banyan::error&& error() && {
+    assert(!has_value());
+    return std::get<1>(std::move(state_));
+  }
 
  private:
   std::variant<T, banyan::error> state_;
@@ -48,8 +63,14 @@ class [[nodiscard]] result<void> {
   bool has_value() const { return !error_.has_value(); }
   explicit operator bool() const { return has_value(); }
 
-  const banyan::error& error() const& { assert(!has_value()); return *error_; }
-  banyan::error&& error() && { assert(!has_value()); return std::move(*error_); }
+  const banyan::error& error() const& {
+    assert(!has_value());
+    return *error_;
+  }
+  banyan::error&& error() && {
+    assert(!has_value());
+    return std::move(*error_);
+  }
 
  private:
   std::optional<banyan::error> error_;

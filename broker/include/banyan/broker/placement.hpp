@@ -45,8 +45,8 @@ struct link_count {
   std::uint64_t bytes = 0;
 };
 std::map<std::pair<node_id, node_id>, link_count> predict_crossings(const component_tree& tree,
-                                                                         const std::vector<flow>& flows,
-                                                                         const std::vector<node_id>& node_of,
-                                                                         routing_mode mode);
+                                                                    const std::vector<flow>& flows,
+                                                                    const std::vector<node_id>& node_of,
+                                                                    routing_mode mode);
 
 }  // namespace banyan

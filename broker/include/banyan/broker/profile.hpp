@@ -51,13 +51,13 @@ struct link_traffic {
 
 struct profile {
   std::shared_ptr<const component_tree> tree;
-  std::vector<bool> composite;           // per vertex: composite (true) or leaf
+  std::vector<bool> composite;  // per vertex: composite (true) or leaf
   routing_mode mode = routing_mode::hier;
   double duration_s = 0;
-  std::vector<component_load> loads;     // per vertex
-  std::vector<edge_traffic> edges;       // per edge, indexed by child vertex
-  std::vector<flow> flows;               // per publisher → target set
-  std::vector<link_traffic> links;       // multi-node runs only
+  std::vector<component_load> loads;  // per vertex
+  std::vector<edge_traffic> edges;    // per edge, indexed by child vertex
+  std::vector<flow> flows;            // per publisher → target set
+  std::vector<link_traffic> links;    // multi-node runs only
 
   // The profile as JSON text (docs/formats.md), one space of indent per level. Deterministic: equal
   // profiles give equal text.

@@ -38,9 +38,7 @@ class component_tree {
   result<vertex_id> find(std::string_view path) const;
 
   // True when a is b or an ancestor of b.
-  bool contains(vertex_id a, vertex_id b) const {
-    return enter_[a] <= enter_[b] && leave_[b] <= leave_[a];
-  }
+  bool contains(vertex_id a, vertex_id b) const { return enter_[a] <= enter_[b] && leave_[b] <= leave_[a]; }
   vertex_id lca(vertex_id a, vertex_id b) const;
   // The edges (child vertices) of the Steiner tree of `from` and `to`: the union of the paths
   // from→t for every t, each edge once, in no particular order.

@@ -25,8 +25,8 @@ enum class solve_status {
 const char* to_string(solve_status s);
 
 struct solve_options {
-  double timeout_s = 10;      // wall-clock limit for exact solvers; heuristics ignore it
-  std::uint64_t seed = 1;     // for randomised algorithms; same seed, same mapping
+  double timeout_s = 10;   // wall-clock limit for exact solvers; heuristics ignore it
+  std::uint64_t seed = 1;  // for randomised algorithms; same seed, same mapping
   // Upper bound from a known mapping (e.g. the heuristic's), used by exact solvers to prune, and
   // returned when they find nothing better in time.
   const mapping* warm_start = nullptr;
@@ -41,11 +41,11 @@ struct solve_options {
 struct solution {
   std::string algorithm;
   solve_status status = solve_status::unknown;
-  mapping map;               // empty when status is unknown
-  double cost = 0;           // evaluate(p, map).cost, or NaN when map is empty
-  double lower_bound = 0;    // proven lower bound on the optimum (0 when the algorithm proves none)
-  double seconds = 0;        // wall time of solve()
-  std::string message;       // why, when not optimal/feasible (or notes such as scaled weights)
+  mapping map;             // empty when status is unknown
+  double cost = 0;         // evaluate(p, map).cost, or NaN when map is empty
+  double lower_bound = 0;  // proven lower bound on the optimum (0 when the algorithm proves none)
+  double seconds = 0;      // wall time of solve()
+  std::string message;     // why, when not optimal/feasible (or notes such as scaled weights)
 };
 
 class algorithm {
@@ -67,8 +67,8 @@ result<solution> solve(std::string_view name, const problem& p, const solve_opti
 // A proven lower bound on the cost of every mapping of `p` within capacity (0 when none is
 // proven): the larger of a counting argument (a subtree too heavy for m - 1 nodes has m - 1 cut
 // edges, at least its lightest) and, up to 2 x 10^5 vertices, a knapsack over the tree (the cheapest
-// cuts leaving fragments no heavier than the largest node); see lower_bound.cpp. O(n log k + 64 n). `solve` reports it as the lower_bound of every algorithm
-// that proves none better, so each heuristic's result comes with its gap.
+// cuts leaving fragments no heavier than the largest node); see lower_bound.cpp. O(n log k + 64 n). `solve` reports it
+// as the lower_bound of every algorithm that proves none better, so each heuristic's result comes with its gap.
 double proven_lower_bound(const problem& p);
 
 // Fills status/cost of `s` from `evaluate(p, s.map)`: over capacity becomes `infeasible` with the

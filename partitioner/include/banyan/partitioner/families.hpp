@@ -25,12 +25,12 @@ struct family_options {
   family_traffic traffic = family_traffic::uniform;
   // Loads: integers 1..10 when 1, otherwise lognormal(0, 0.5) x load_scale (1e-3, 1e-6, 1e-12).
   double load_scale = 1;
-  double slack = 1.25;          // total capacity / total load
-  bool unequal = false;         // node capacities ~ uniform(0.5, 1.5), rescaled to the slack
+  double slack = 1.25;   // total capacity / total load
+  bool unequal = false;  // node capacities ~ uniform(0.5, 1.5), rescaled to the slack
   std::size_t nodes = 4;
   family_links links = family_links::uniform;  // rack: pairs of nodes, 1 within, 4 across;
                                                // irregular: symmetric integers 1..9
-  bool shuffled = false;        // a random top-down numbering instead of breadth-first
+  bool shuffled = false;                       // a random top-down numbering instead of breadth-first
   std::uint64_t seed = 1;
 };
 

@@ -38,8 +38,8 @@ struct migration_options {
   // (only among nodes of equal capacities, and only when every link costs the same), then improved
   // by the same local search; the lowest objective over all starts wins.
   std::vector<mapping> candidates;
-  std::uint64_t seed = 1;       // tie-breaking order between moves of equal gain
-  std::size_t max_moves = 0;    // accepted moves per start; 0: 4 x components + 100
+  std::uint64_t seed = 1;     // tie-breaking order between moves of equal gain
+  std::size_t max_moves = 0;  // accepted moves per start; 0: 4 x components + 100
   // The root keeps its current node: a live reconfiguration (banyan reconfigure) cannot move it.
   // Candidates are relabelled to put the root there where node classes allow; a start that still
   // moves it is not taken (so "no worse than the candidate" below may not hold).
@@ -57,19 +57,19 @@ struct moved_subtree {
 };
 
 struct migration_plan {
-  mapping map;                        // the proposed mapping, within capacity
-  std::vector<moved_subtree> moves;   // top-down (by root index); empty when nothing moves
-  double cost_before = 0;             // evaluate(p, current).cost (even when over capacity)
-  double cost_after = 0;              // evaluate(p, map).cost
-  double bytes_moved = 0;             // sum of state over components whose node changes
-  double objective = 0;               // cost_after + alpha x bytes_moved
-  double objective_current = 0;       // the current mapping's objective (= cost_before)
+  mapping map;                       // the proposed mapping, within capacity
+  std::vector<moved_subtree> moves;  // top-down (by root index); empty when nothing moves
+  double cost_before = 0;            // evaluate(p, current).cost (even when over capacity)
+  double cost_after = 0;             // evaluate(p, map).cost
+  double bytes_moved = 0;            // sum of state over components whose node changes
+  double objective = 0;              // cost_after + alpha x bytes_moved
+  double objective_current = 0;      // the current mapping's objective (= cost_before)
   bool current_feasible = true;
-  std::string current_violation;      // evaluate's violation for the current mapping, when over capacity
-  std::string start;                  // which start won: "current", "current (repaired)", "candidate 0", ...
-  int candidate = -1;                 // index into migration_options::candidates of that start; -1: current
-  bool relabelled = false;            // that candidate's nodes were renamed to overlap the current mapping
-  std::size_t local_moves = 0;        // accepted subtree moves and swaps after that start
+  std::string current_violation;  // evaluate's violation for the current mapping, when over capacity
+  std::string start;              // which start won: "current", "current (repaired)", "candidate 0", ...
+  int candidate = -1;             // index into migration_options::candidates of that start; -1: current
+  bool relabelled = false;        // that candidate's nodes were renamed to overlap the current mapping
+  std::size_t local_moves = 0;    // accepted subtree moves and swaps after that start
 };
 
 // Proposes the plan. `current` must hold one valid node per vertex (asserted: the CLI checks the

@@ -100,13 +100,13 @@ result<void> validate(const cluster& c);
 using mapping = std::vector<node_id>;  // node of each vertex
 
 struct evaluation {
-  double cost = 0;                   // the cross-node cost
+  double cost = 0;  // the cross-node cost
   std::size_t cut_edges = 0;
-  std::vector<double> cpu_load;      // per node
-  std::vector<double> memory_load;   // per node (empty when the tree has no memory)
-  double max_utilisation = 0;        // max over nodes and dimensions of load / capacity
-  bool feasible = false;             // every load within_capacity (relative tolerance only)
-  std::string violation;             // first over-capacity node, when not feasible
+  std::vector<double> cpu_load;     // per node
+  std::vector<double> memory_load;  // per node (empty when the tree has no memory)
+  double max_utilisation = 0;       // max over nodes and dimensions of load / capacity
+  bool feasible = false;            // every load within_capacity (relative tolerance only)
+  std::string violation;            // first over-capacity node, when not feasible
 };
 
 // The single source of truth for cost and feasibility. `m` must have one valid node per vertex

@@ -15,7 +15,8 @@
 namespace banyan::cpu {
 
 // Fills tokens and targets (batch * seq ids each) for `worker` at global step `step`.
-using text_slice = std::function<void(std::int64_t step, int worker, std::vector<int>& tokens, std::vector<int>& targets)>;
+using text_slice =
+    std::function<void(std::int64_t step, int worker, std::vector<int>& tokens, std::vector<int>& targets)>;
 // Fills inputs (batch * inputs floats) and labels (batch) for `worker` at global step `step`.
 using image_slice = std::function<void(std::int64_t step, int worker, std::vector<float>& x, std::vector<int>& labels)>;
 

@@ -34,8 +34,8 @@ class adamw {
   // Layer by layer, for gradient servers (actors/cpu): step `t` (1-based, steps() + 1 for the next
   // step) on floats [begin, end) of the buffers only, without clipping (the caller clips first when
   // it clips); the same arithmetic as step(). set_steps(t) once every range of step t is done.
-  void update_range(float* params, const float* grads, std::size_t begin, std::size_t end,
-                    const adamw_config& cfg, int t);
+  void update_range(float* params, const float* grads, std::size_t begin, std::size_t end, const adamw_config& cfg,
+                    int t);
   void set_steps(int t) { t_ = t; }
 
   int steps() const { return t_; }

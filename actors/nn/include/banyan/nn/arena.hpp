@@ -18,11 +18,11 @@
 namespace banyan::nn {
 
 struct tensor_info {
-  std::string name;         // "h0.qkv_w", "h3.att"
-  std::vector<int> shape;   // row-major
-  std::size_t offset = 0;   // in floats from the arena base
+  std::string name;        // "h0.qkv_w", "h3.att"
+  std::vector<int> shape;  // row-major
+  std::size_t offset = 0;  // in floats from the arena base
   std::size_t numel = 0;
-  int layer = -1;           // index into the model's layers()
+  int layer = -1;  // index into the model's layers()
 };
 
 class arena {

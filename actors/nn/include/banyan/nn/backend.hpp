@@ -43,40 +43,37 @@ class backend {
   // threaded_copy_engine, suits backends whose device memory is host memory (cpu).
   virtual std::unique_ptr<copy_engine> make_copy_engine();
 
-  virtual void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe,
-                               int B, int T, int C) = 0;
-  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B,
-                                int T, int C) = 0;
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                 const float* weight, const float* bias, int N, int C) = 0;
-  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                                  const float* inp, const float* weight, const float* mean,
-                                  const float* rstd, int N, int C) = 0;
-  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
-                              int N, int C, int OC) = 0;
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                               const float* inp, const float* weight, int N, int C, int OC) = 0;
-  virtual void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B,
-                                 int T, int C, int NH) = 0;
-  virtual void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout,
-                                  const float* qkv, const float* att, int B, int T, int C,
-                                  int NH) = 0;
+  virtual void encoder_forward(float* out, const int* tokens, const float* wte, const float* wpe, int B, int T,
+                               int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* tokens, int B, int T,
+                                int C) = 0;
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                 const float* bias, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, const float* mean, const float* rstd, int N, int C) = 0;
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                              int OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, int N, int C, int OC) = 0;
+  virtual void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                                 int NH) = 0;
+  virtual void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                                  const float* att, int B, int T, int C, int NH) = 0;
   virtual void gelu_forward(float* out, const float* inp, std::size_t n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
   virtual void relu_forward(float* out, const float* inp, std::size_t n) = 0;
   virtual void relu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, std::size_t n) = 0;
   virtual void residual_backward(float* da, float* db, const float* dout, std::size_t n) = 0;
-  virtual void softmax_crossentropy_forward(float* losses, float* probs, const float* logits,
-                                            const int* targets, int N, int V) = 0;
-  virtual void softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets,
-                                             float dloss, int N, int V) = 0;
+  virtual void softmax_crossentropy_forward(float* losses, float* probs, const float* logits, const int* targets, int N,
+                                            int V) = 0;
+  virtual void softmax_crossentropy_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                                             int V) = 0;
   // Returns on the host; synchronizes.
   virtual double sum_squares(const float* x, std::size_t n) = 0;
   virtual void scale(float* x, float s, std::size_t n) = 0;
-  virtual void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n,
-                            float lr, float beta1, float beta2, float eps, float weight_decay,
-                            int t) = 0;
+  virtual void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t n, float lr, float beta1,
+                            float beta2, float eps, float weight_decay, int t) = 0;
 };
 
 struct backend_options {
@@ -97,12 +94,18 @@ class buffer {
  public:
   buffer() = default;
   buffer(backend& b, std::size_t bytes) : b_(&b), p_(bytes ? b.allocate(bytes) : nullptr), bytes_(bytes) {}
-  buffer(buffer&& o) noexcept : b_(o.b_), p_(o.p_), bytes_(o.bytes_) { o.p_ = nullptr; o.bytes_ = 0; }
+  buffer(buffer&& o) noexcept : b_(o.b_), p_(o.p_), bytes_(o.bytes_) {
+    o.p_ = nullptr;
+    o.bytes_ = 0;
+  }
   buffer& operator=(buffer&& o) noexcept {
     if (this != &o) {
       reset();
-      b_ = o.b_; p_ = o.p_; bytes_ = o.bytes_;
-      o.p_ = nullptr; o.bytes_ = 0;
+      b_ = o.b_;
+      p_ = o.p_;
+      bytes_ = o.bytes_;
+      o.p_ = nullptr;
+      o.bytes_ = 0;
     }
     return *this;
   }

@@ -20,10 +20,9 @@
 //   H+8P      4P    f32 AdamW second moment (same layout)
 //   end-4     4     u32 CRC-32 (zlib) of every byte before it
 // The arena starts every tensor at a multiple of 16 floats (64 bytes), so P counts the zero floats
-// between tensors too: P >= the model's num_params(), which counts parameters only. Version 1 files (48-byte header, no vocabulary) still load, with an empty
-// vocabulary.
-// A file is written to `<path>.tmp` and renamed, so a crash never leaves a half-written checkpoint
-// under the real name.
+// between tensors too: P >= the model's num_params(), which counts parameters only. Version 1 files (48-byte header, no
+// vocabulary) still load, with an empty vocabulary. A file is written to `<path>.tmp` and renamed, so a crash never
+// leaves a half-written checkpoint under the real name.
 #pragma once
 
 #include "banyan/nn/error.hpp"
@@ -38,8 +37,8 @@ namespace banyan::nn {
 inline constexpr std::uint32_t checkpoint_version = 2;
 
 struct checkpoint {
-  std::string model;                      // "gpt", "mlp"
-  std::vector<std::int64_t> config;       // the model config's to_vector()
+  std::string model;                 // "gpt", "mlp"
+  std::vector<std::int64_t> config;  // the model config's to_vector()
   std::uint64_t step = 0;
   std::vector<float> params, m, v;        // equal sizes: the parameter arena's numel()
   std::vector<unsigned char> vocabulary;  // token id -> byte; empty when the model has none
@@ -53,16 +52,17 @@ result<checkpoint> load_checkpoint(const std::filesystem::path& file);
 
 // What a checkpoint must agree with to be loaded into a model.
 struct checkpoint_identity {
-  std::string model;                        // "gpt"
-  std::vector<std::int64_t> config;         // the config's to_vector()
-  std::vector<std::string> config_fields;   // the config's field_names(): one per value, for messages
-  std::size_t stored_floats = 0;            // the parameter arena's numel()
-  std::vector<unsigned char> vocabulary;    // token id -> byte; empty: the model has none
+  std::string model;                       // "gpt"
+  std::vector<std::int64_t> config;        // the config's to_vector()
+  std::vector<std::string> config_fields;  // the config's field_names(): one per value, for messages
+  std::size_t stored_floats = 0;           // the parameter arena's numel()
+  std::vector<unsigned char> vocabulary;   // token id -> byte; empty: the model has none
 };
 
 // errc::mismatch naming the first difference when `ck` was not made for this model: another model
 // kind, a config field ("channels is 96, this model has 128"), another vocabulary (the first id whose
 // byte differs), another arena size. A checkpoint without a vocabulary (version 1) matches any.
-result<void> check_matches(const checkpoint& ck, const std::filesystem::path& file, const checkpoint_identity& expected);
+result<void> check_matches(const checkpoint& ck, const std::filesystem::path& file,
+                           const checkpoint_identity& expected);
 
 }  // namespace banyan::nn

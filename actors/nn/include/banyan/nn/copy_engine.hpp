@@ -68,7 +68,7 @@ class threaded_copy_engine final : public copy_engine {
     std::condition_variable cv;
     std::deque<job> queue;
     std::uint64_t issued = 0;
-    std::uint64_t done = 0;            // every ticket with a sequence <= done has finished
+    std::uint64_t done = 0;                    // every ticket with a sequence <= done has finished
     std::atomic<std::uint64_t> stalled_on{0};  // highest sequence a wait blocked on
     bool stop = false;
     std::thread thread;

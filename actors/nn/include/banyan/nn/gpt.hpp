@@ -33,10 +33,10 @@ struct gpt_config {
   int max_seq_len = 0;  // context length; rows of the position embedding
   int num_layers = 0;
   int num_heads = 0;
-  int channels = 0;     // must be divisible by num_heads
+  int channels = 0;  // must be divisible by num_heads
   // Names the first field that is out of range.
   result<void> validate() const;
-  std::vector<std::int64_t> to_vector() const;  // for checkpoints
+  std::vector<std::int64_t> to_vector() const;    // for checkpoints
   static std::vector<std::string> field_names();  // to_vector()'s fields, in order ("channels")
   friend bool operator==(const gpt_config&, const gpt_config&) = default;
 };

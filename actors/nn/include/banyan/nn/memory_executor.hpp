@@ -42,11 +42,11 @@ struct memory_options {
 };
 
 struct memory_stats {
-  std::size_t peak_bytes = 0;      // live pool bytes at their highest, measured
-  std::size_t peak_offset = 0;     // highest end of a live allocation in the pool
+  std::size_t peak_bytes = 0;         // live pool bytes at their highest, measured
+  std::size_t peak_offset = 0;        // highest end of a live allocation in the pool
   std::size_t held_for_backward = 0;  // live bytes when the backward starts (what a forward leaves)
   std::uint64_t offloads = 0, prefetches = 0, recomputes = 0;
-  std::uint64_t late_copies = 0;   // waits that found their copy unfinished
+  std::uint64_t late_copies = 0;  // waits that found their copy unfinished
 };
 
 class memory_executor {

@@ -66,9 +66,9 @@ result<memory_policy> parse_memory_policy(const std::string& name);
 
 struct memory_instr {
   enum class kind {
-    alloc,          // activation `id` gets the pool bytes at `offset`
-    alloc_grad,     // activation gradient `id`, zeroed
-    free,           // activation `id`
+    alloc,       // activation `id` gets the pool bytes at `offset`
+    alloc_grad,  // activation gradient `id`, zeroed
+    free,        // activation `id`
     free_grad,
     forward,        // op `id`'s forward
     recompute,      // op `id`'s forward again, during the backward
@@ -116,8 +116,8 @@ struct planner_options {
 // Decides per op under `budget` pool bytes with `policy`, compiles and simulates. Fails with
 // errc::invalid_argument when no plan fits, naming the budget and the least any plan needs; a
 // keep, swap or recompute plan that does not fit fails the same way.
-result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, std::size_t budget,
-                                memory_policy policy, const planner_options& o = {});
+result<memory_plan> plan_memory(const memory_graph& g, const memory_costs& c, std::size_t budget, memory_policy policy,
+                                const planner_options& o = {});
 
 // The least pool bytes any policy's plan needs (what a budget below it is told).
 std::size_t minimum_memory(const memory_graph& g, const memory_costs& c, const planner_options& o = {});

@@ -18,7 +18,7 @@ struct mlp_config {
   std::vector<int> hidden;  // widths of the hidden layers, may be empty (logistic regression)
   int classes = 0;
   result<void> validate() const;
-  std::vector<std::int64_t> to_vector() const;  // for checkpoints
+  std::vector<std::int64_t> to_vector() const;   // for checkpoints
   std::vector<std::string> field_names() const;  // to_vector()'s fields ("inputs", ..., "hidden[0]")
   friend bool operator==(const mlp_config&, const mlp_config&) = default;
 };

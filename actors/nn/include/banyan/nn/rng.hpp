@@ -9,9 +9,9 @@ namespace banyan::nn {
 class rng {
  public:
   explicit rng(std::uint64_t seed) : s_(seed ? seed : 0x9e3779b97f4a7c15ull) {}
-  std::uint64_t next_u64();        // xorshift64*
-  float uniform();                 // [0,1)
-  float normal();                  // N(0,1), Box-Muller
+  std::uint64_t next_u64();              // xorshift64*
+  float uniform();                       // [0,1)
+  float normal();                        // N(0,1), Box-Muller
   std::uint32_t below(std::uint32_t n);  // [0,n)
 
  private:

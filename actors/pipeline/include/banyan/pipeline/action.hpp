@@ -39,10 +39,10 @@ std::string to_string(const action& a);
 result<action> parse_action(std::string_view text);
 
 struct table {
-  int stages = 0;                           // S
-  int microbatches = 0;                     // m
-  std::vector<int> stage_rank;              // size S
-  std::vector<std::vector<action>> ranks;   // ranks[r] = ordered actions of rank r
+  int stages = 0;                          // S
+  int microbatches = 0;                    // m
+  std::vector<int> stage_rank;             // size S
+  std::vector<std::vector<action>> ranks;  // ranks[r] = ordered actions of rank r
   int num_ranks() const { return static_cast<int>(ranks.size()); }
   bool has_comms() const;
   friend bool operator==(const table&, const table&) = default;

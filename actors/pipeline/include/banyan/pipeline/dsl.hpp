@@ -34,14 +34,14 @@ using expr = std::shared_ptr<const expr_node>;
 struct seq_item {
   enum class repeat { once, star, count };
   bool is_group = false;
-  kind op = kind::F;          // when !is_group
-  expr chunk;                 // optional `[c]`
-  bool descending = false;    // `[desc]` or `[c, desc]`: microbatches from the highest down
+  kind op = kind::F;               // when !is_group
+  expr chunk;                      // optional `[c]`
+  bool descending = false;         // `[desc]` or `[c, desc]`: microbatches from the highest down
   std::vector<seq_item> children;  // when is_group
   repeat rep = repeat::once;
-  expr count;                 // when rep == count (`X?` is `X^1`)
+  expr count;  // when rep == count (`X?` is `X^1`)
   int line = 0, col = 0;
-  std::string text;           // the item as written, for errors
+  std::string text;  // the item as written, for errors
 };
 
 struct rank_rule {
@@ -53,8 +53,8 @@ struct rank_rule {
 struct program {
   std::string name;
   std::string doc;
-  expr chunks;   // null = 1
-  expr group;    // null = p
+  expr chunks;  // null = 1
+  expr group;   // null = p
   placement place = placement::loop;
   std::vector<std::pair<std::string, expr>> lets;
   std::vector<expr> requires_;  // `require` conditions on p, m, v (`requires` is a C++20 keyword)

@@ -21,7 +21,7 @@ struct greedy_policy {
   std::vector<int> max_inflight;     // per rank: forwards held at most (warm-up depth); 0 = no limit
   std::vector<char> prefer_forward;  // per rank: run a ready F before a ready backward
   bool deep_chunk_first = true;      // among ready F of several chunks, the later stage first
-  std::vector<int> w_delay;          // per rank: W goes before F once more than this many are pending; -1 = only when idle
+  std::vector<int> w_delay;  // per rank: W goes before F once more than this many are pending; -1 = only when idle
 };
 
 // Errors: the memory cap is too small for even one microbatch, or the policy stalls (reported with

@@ -42,16 +42,16 @@ struct search_progress {
 struct search_options {
   int p = 4;
   int m = 8;
-  double mem_cap = 0;                   // per rank, in the costs' memory unit; 0 = no cap
+  double mem_cap = 0;                    // per rank, in the costs' memory unit; 0 = no cap
   std::vector<int> chunk_options{1, 2};  // values of v to consider
   double time_limit_s = 30;
-  int generations = 60;                 // genetic generations
+  int generations = 60;  // genetic generations
   int population = 24;
-  int local_steps = 4000;               // try-test moves in the local search
+  int local_steps = 4000;  // try-test moves in the local search
   std::uint64_t seed = 1;
-  int max_evaluations = 0;              // simulations at most (0 = no budget); the reproducible limit
-  int split_evaluations = 400;          // of those, at most this many for the split hill climb
-  bool search_splits = true;            // per-layer costs only: move layers between stages
+  int max_evaluations = 0;                               // simulations at most (0 = no budget); the reproducible limit
+  int split_evaluations = 400;                           // of those, at most this many for the split hill climb
+  bool search_splits = true;                             // per-layer costs only: move layers between stages
   std::function<void(const search_progress&)> progress;  // called now and then; may be empty
 };
 
@@ -59,17 +59,17 @@ struct scored_schedule {
   std::string origin;  // "program zb-h1 v=1", "genetic", "local search"
   int v = 1;
   placement place = placement::loop;
-  table t;              // compute-only
+  table t;  // compute-only
   sim_result sim;
   std::vector<int> cuts;  // per-layer costs: stage j holds layers [cuts[j], cuts[j+1]); else empty
 };
 
 struct search_result {
   scored_schedule best;
-  std::optional<scored_schedule> best_predefined;  // the best shipped program within the cap (per-layer
-                                                   // costs: on the balanced or a reference split)
+  std::optional<scored_schedule> best_predefined;            // the best shipped program within the cap (per-layer
+                                                             // costs: on the balanced or a reference split)
   std::optional<scored_schedule> best_predefined_any_split;  // ... on any split the search tried
-  std::string dsl;                                 // `best` as a DSL program
+  std::string dsl;                                           // `best` as a DSL program
   int evaluations = 0;
   double seconds = 0;
   std::vector<std::string> notes;  // what each phase reached, for the summary

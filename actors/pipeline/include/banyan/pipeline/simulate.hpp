@@ -43,7 +43,7 @@ struct sim_result {
 };
 
 struct sim_options {
-  bool validate = true;       // run validate() first; the search turns it off for tables it built
+  bool validate = true;  // run validate() first; the search turns it off for tables it built
   bool record_events = false;
 };
 

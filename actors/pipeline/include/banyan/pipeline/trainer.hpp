@@ -49,8 +49,9 @@
 // so; when all have, the composite writes the manifest `<path>` (JSON: the step, stages, cuts and
 // stage files, replaced atomically) and tells the leaves, which then delete every other file of their
 // stages (older ones, and those a killed run wrote but no manifest named). A crash in between leaves
-// the previous manifest and its files in place, so the manifest always names a complete set. Multi-node: each leaf writes and reads on its own node, so `path` must name
-// the same place on every node (a shared or local-on-every-node directory).
+// the previous manifest and its files in place, so the manifest always names a complete set. Multi-node: each leaf
+// writes and reads on its own node, so `path` must name the same place on every node (a shared or local-on-every-node
+// directory).
 #pragma once
 
 #include <banyan/nn/adamw.hpp>
@@ -88,7 +89,7 @@ struct trainer_options {
   std::uint64_t seed = 0;  // gpt::init(seed) values, by tensor name
   nn::adamw_config optimizer;
   nn::backend_options device{.name = "cpu", .threads = 1};  // one backend per leaf
-  bool quit_when_done = true;  // ctx.quit(0) once the last step's update is applied
+  bool quit_when_done = true;                               // ctx.quit(0) once the last step's update is applied
   // Each leaf records every action's start and end (a steady-clock read and a vector push per
   // action), gathered by the composite into step_report::timeline. Off: the timeline stays empty.
   bool record_timeline = false;
@@ -102,8 +103,8 @@ using batch_source = std::function<void(std::int64_t step, int microbatch, int* 
 
 struct step_report {
   std::int64_t step = 0;
-  float loss = 0;          // mean of the step's microbatch losses
-  double grad_norm = 0;    // global L2 norm before clipping
+  float loss = 0;        // mean of the step's microbatch losses
+  double grad_norm = 0;  // global L2 norm before clipping
   // Per stage: the most slots in use at once during the step (measured), and that many times the
   // bytes of one slot (nn::gpt_stage::slot_bytes): the stage's peak activation memory.
   std::vector<int> peak_slots;
@@ -151,12 +152,12 @@ result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem
 // tree from its publisher to the composite and down to each subscribing component, so it crosses the
 // link from the publisher's node to the composite's (when they differ) and, once per subscribing
 // leaf, from the composite's node to that leaf's (two leaves on one remote node: two crossings; a
-// message between two leaves of one remote node goes through the composite's node). Per step: every microbatch's activations forward and its input
-// gradient backward at every stage boundary between two ranks (batch x seq_len x channels floats
-// each; a boundary inside one rank sends nothing), the tied embedding's two parts up and down (vocab
-// x channels floats each), and the control messages (fixed sizes; with record_timeline, ctl/stats
-// carries 32 bytes per action; checkpoints add ctl/saved and ctl/committed). `node_of_rank[r]` and
-// `composite_node` name the nodes of leaf r and of the composite.
+// message between two leaves of one remote node goes through the composite's node). Per step: every microbatch's
+// activations forward and its input gradient backward at every stage boundary between two ranks (batch x seq_len x
+// channels floats each; a boundary inside one rank sends nothing), the tied embedding's two parts up and down (vocab x
+// channels floats each), and the control messages (fixed sizes; with record_timeline, ctl/stats carries 32 bytes per
+// action; checkpoints add ctl/saved and ctl/committed). `node_of_rank[r]` and `composite_node` name the nodes of leaf r
+// and of the composite.
 struct link_traffic {
   std::uint64_t messages = 0, bytes = 0;
   std::uint64_t tensor_messages = 0, tensor_bytes = 0;  // activations and gradients only

@@ -20,8 +20,8 @@
 namespace banyan::pipeline {
 
 struct violation {
-  int rank = -1;     // -1 when the violation is about the table as a whole
-  int step = -1;     // index into ranks[rank]; ranks[rank].size() means "at the end of the rank"
+  int rank = -1;        // -1 when the violation is about the table as a whole
+  int step = -1;        // index into ranks[rank]; ranks[rank].size() means "at the end of the rank"
   std::string message;  // includes "rank R step S (ACTION): ..." so it can be printed alone
 };
 

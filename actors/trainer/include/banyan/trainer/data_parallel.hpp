@@ -15,7 +15,8 @@
 //
 // Wire format of both topics (native byte order; every node of a deployment runs on one kind of
 // machine): a 32-byte header {u32 magic 'BGRD', u32 rank, u32 workers, f32 loss, i64 step, u64 n}
-// followed by n floats: a node's mean gradient and loss going up, the cluster's coming down. A message of any other shape is a clear error naming topic and sender.
+// followed by n floats: a node's mean gradient and loss going up, the cluster's coming down. A message of any other
+// shape is a clear error naming topic and sender.
 #pragma once
 
 #include <banyan/cpu/worker_group.hpp>
@@ -59,7 +60,7 @@ class gradient_server : public composite {
  private:
   void received(context& ctx, const delivery& d);
   int nodes_;
-  std::int64_t step_ = -1;            // the step being collected
+  std::int64_t step_ = -1;                  // the step being collected
   std::vector<std::optional<payload>> in_;  // per rank, this step
   int arrived_ = 0;
   std::size_t n_ = 0;

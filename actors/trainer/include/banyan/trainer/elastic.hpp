@@ -68,7 +68,7 @@ struct elastic_options {
   // "p1=3": p1 takes 3x as long as it would (it waits 2x its compute time after each virtual worker);
   // emulates a slower device for the heterogeneity benchmark.
   std::vector<std::string> throttle;
-  std::string balance = "measured";  // or "even": by thread count only (the static baseline)
+  std::string balance = "measured";                   // or "even": by thread count only (the static baseline)
   std::chrono::milliseconds wait_for_workers{60000};  // none left: how long to wait for one to join
 };
 
@@ -111,8 +111,8 @@ class elastic_scheduler {
   elastic_scheduler(context& ctx, elastic_options o, on_failure fail);
   // Subscribes and asks for every physical worker.
   result<void> start();
-  // Step `step` with these parameters (n floats, kept by the caller until done): the virtual workers' gradients, summed in
-  // virtual-worker order and divided by V, land in `grads`; then done(loss), their mean loss.
+  // Step `step` with these parameters (n floats, kept by the caller until done): the virtual workers' gradients, summed
+  // in virtual-worker order and divided by V, land in `grads`; then done(loss), their mean loss.
   void run(std::int64_t step, const float* params, std::size_t n, float* grads, std::function<void(float)> done);
   // A physical worker ended (the trainer's on_child_failure): its virtual workers go to the others.
   void worker_ended(const std::string& path, const std::string& reason);
@@ -129,8 +129,8 @@ class elastic_scheduler {
   struct member {
     std::string name;  // p<k>
     int threads = 1;
-    double ms = 0;        // moving average per virtual worker
-    int idle_steps = 0;   // steps in a row without a virtual worker
+    double ms = 0;       // moving average per virtual worker
+    int idle_steps = 0;  // steps in a row without a virtual worker
   };
   static constexpr int probe_every = 10;
   void hello(const delivery& d);
@@ -150,9 +150,9 @@ class elastic_scheduler {
   std::map<int, int> quiet_ends_;            // slot -> ends since its last gradient
   // The step in flight.
   std::int64_t step_ = -1;
-  bool in_flight_ = false;   // run() called, done() not yet
-  bool dispatched_ = false;  // the step has been handed out
-  bool started_ = false;     // the first step has been handed out
+  bool in_flight_ = false;         // run() called, done() not yet
+  bool dispatched_ = false;        // the step has been handed out
+  bool started_ = false;           // the first step has been handed out
   const float* params_ = nullptr;  // run()'s, valid until its done() (a redo sends them again)
   float* grads_ = nullptr;
   std::size_t n_ = 0;

@@ -20,14 +20,14 @@ struct common_options {
   int nn_threads = 0;           // cpu compute threads; 0 keeps the library defaults (all cores)
   float lr = 1e-3f;             // AdamW
   float weight_decay = 0.0f;
-  std::string checkpoint;       // file the state is saved to; empty: never saved
-  std::uint64_t seed = 1;       // initialisation and data order; runs with equal seeds are equal
-  bool json = false;            // summary as JSON on stdout; progress keeps only its final line
+  std::string checkpoint;  // file the state is saved to; empty: never saved
+  std::uint64_t seed = 1;  // initialisation and data order; runs with equal seeds are equal
+  bool json = false;       // summary as JSON on stdout; progress keeps only its final line
   // Data-parallel per-core workers (actors/cpu): "" trains one instance; "per-core",
   // "per-pu" or a count N trains one single-threaded replica per worker, each on its slice of the
   // (global) batch, which must divide evenly.
   std::string workers;
-  bool share_params = false;    // with workers: one parameter copy per NUMA domain, not per worker
+  bool share_params = false;  // with workers: one parameter copy per NUMA domain, not per worker
 
   nn::backend_options backend_config() const { return {.name = backend, .threads = nn_threads}; }
   // AdamW with these options; grad_clip <= 0 disables clipping.
@@ -36,9 +36,9 @@ struct common_options {
   }
 };
 
-// Adds --backend, --nn-threads, --lr, --weight-decay, --workers, --share-params and --json to `cli` (an app's options()), writing into `o`, which must
-// outlive the parse. The checkpoint file and the seed mean something model-specific (what is saved,
-// what is seeded), so each app adds those flags with its own help text.
+// Adds --backend, --nn-threads, --lr, --weight-decay, --workers, --share-params and --json to `cli` (an app's
+// options()), writing into `o`, which must outlive the parse. The checkpoint file and the seed mean something
+// model-specific (what is saved, what is seeded), so each app adds those flags with its own help text.
 void add_common_options(banyan::options& cli, common_options& o);
 
 }  // namespace banyan::trainer

@@ -37,11 +37,11 @@ struct op {
 // out-of-range address gives X; a write with an X address or an X enable bit is skipped, as in
 // Icarus's `if (we) mem[a] <= d`.
 struct memory {
-  std::string name;                 // "module m, cell mem" for messages
+  std::string name;  // "module m, cell mem" for messages
   std::uint32_t size = 0, width = 0;
-  std::int64_t offset = 0;          // address of word 0
-  std::uint32_t content = 0;        // a slot that stands for the contents (no value of its own)
-  std::vector<std::uint8_t> init;   // size * width, word 0 first, LSB first: 0, 1, 2 = X
+  std::int64_t offset = 0;         // address of word 0
+  std::uint32_t content = 0;       // a slot that stands for the contents (no value of its own)
+  std::vector<std::uint8_t> init;  // size * width, word 0 first, LSB first: 0, 1, 2 = X
   struct read_port {
     std::vector<std::uint32_t> addr, data;  // LSB first
   };
@@ -59,42 +59,42 @@ struct flip_flop {
   std::uint32_t d, state;
   std::uint8_t init = 2;  // state before the first edge: 0, 1, or 2 = X (yosys `init` attribute)
   struct async_term {
-    std::uint32_t ctrl;  // slot that is 1 when the term is active (active-low pins get a NOT op)
-    std::uint32_t value; // slot 0 or 1
+    std::uint32_t ctrl;   // slot that is 1 when the term is active (active-low pins get a NOT op)
+    std::uint32_t value;  // slot 0 or 1
   };
   std::vector<async_term> async;  // lowest priority first (set before reset, as yosys's simcells)
 };
 
 struct leaf {
-  std::string path;                  // "/top/alu/cells"; the io leaf is "/top/io"
-  int instance;                      // the composite it belongs to
-  std::uint32_t slots = 3;           // local value slots
-  std::vector<op> program;           // levelised: each op's inputs are computed before it
+  std::string path;         // "/top/alu/cells"; the io leaf is "/top/io"
+  int instance;             // the composite it belongs to
+  std::uint32_t slots = 3;  // local value slots
+  std::vector<op> program;  // levelised: each op's inputs are computed before it
   std::vector<flip_flop> flops;
   std::vector<memory> memories;
   std::vector<int> in_groups, out_groups;
-  std::size_t cells = 0;             // primitive cells (gates + flip-flops) for load reporting
+  std::size_t cells = 0;  // primitive cells (gates + flip-flops) for load reporting
 };
 
 struct instance {
-  std::string path;                  // "/top/alu0/add"
+  std::string path;  // "/top/alu0/add"
   std::string module;
   int parent = -1;
   std::vector<int> children;
-  int leaf = -1;                     // the leaf of its own cells, -1 when it has none
+  int leaf = -1;  // the leaf of its own cells, -1 when it has none
 };
 
 // A set of boundary nets travelling together (one topic).
 struct group {
-  std::string topic;                 // "net/<first net's name>", unique
-  int driver;                        // leaf index
-  int rank = 0;                      // leaf boundaries on the longest combinational path into it; a
-                                     // group depends only on groups of lower rank
-  std::vector<int> readers;          // leaf indices, sorted
-  int scope;                         // instance at the LCA of driver and readers
-  std::vector<std::uint32_t> driver_slots;              // per net, slot in the driver leaf
-  std::vector<std::vector<std::uint32_t>> reader_slots; // per reader, per net, slot in that reader
-  std::vector<std::string> nets;     // hierarchical names, for reports
+  std::string topic;                                     // "net/<first net's name>", unique
+  int driver;                                            // leaf index
+  int rank = 0;                                          // leaf boundaries on the longest combinational path into it; a
+                                                         // group depends only on groups of lower rank
+  std::vector<int> readers;                              // leaf indices, sorted
+  int scope;                                             // instance at the LCA of driver and readers
+  std::vector<std::uint32_t> driver_slots;               // per net, slot in the driver leaf
+  std::vector<std::vector<std::uint32_t>> reader_slots;  // per reader, per net, slot in that reader
+  std::vector<std::string> nets;                         // hierarchical names, for reports
 };
 
 struct top_port {
@@ -108,7 +108,7 @@ struct probe {
   int instance;
   std::string name;
   struct location {
-    int leaf;            // clock_leaf: the bit is the clock (waveforms show the clock there)
+    int leaf;  // clock_leaf: the bit is the clock (waveforms show the clock there)
     std::uint32_t slot;
   };
   static constexpr int clock_leaf = -1;
@@ -117,13 +117,13 @@ struct probe {
 
 struct design {
   std::string top;
-  std::vector<instance> instances;   // [0] is the top instance
-  std::vector<leaf> leaves;          // the last one is the io leaf
+  std::vector<instance> instances;  // [0] is the top instance
+  std::vector<leaf> leaves;         // the last one is the io leaf
   std::vector<group> groups;
-  std::vector<top_port> inputs;      // without the clock
+  std::vector<top_port> inputs;  // without the clock
   std::vector<top_port> outputs;
-  std::vector<probe> probes;         // named nets of every instance (yosys public names)
-  std::string clock;                 // empty for a purely combinational design
+  std::vector<probe> probes;  // named nets of every instance (yosys public names)
+  std::string clock;          // empty for a purely combinational design
   std::size_t gates = 0, flops = 0;
   std::size_t memories = 0, memory_bits = 0;
   int io_leaf() const { return static_cast<int>(leaves.size()) - 1; }

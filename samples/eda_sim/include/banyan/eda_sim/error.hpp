@@ -8,10 +8,10 @@
 namespace banyan::eda {
 
 enum class errc {
-  yosys_failed,      // yosys rejected the Verilog (message is yosys's own) or could not run
-  bad_netlist,       // the JSON is not what yosys writes
-  unsupported,       // a construct outside the supported subset (latch, second clock, memory, ...)
-  bad_stimulus,      // the stimulus file or options are malformed
+  yosys_failed,  // yosys rejected the Verilog (message is yosys's own) or could not run
+  bad_netlist,   // the JSON is not what yosys writes
+  unsupported,   // a construct outside the supported subset (latch, second clock, memory, ...)
+  bad_stimulus,  // the stimulus file or options are malformed
   combinational_loop,
   reference_failed,  // iverilog / vvp failed or wrote something unreadable
   io,                // a file could not be read or written

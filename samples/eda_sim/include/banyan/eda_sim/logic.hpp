@@ -36,9 +36,7 @@ struct lanes {
 constexpr lanes op_not(lanes a) { return {a.lo, a.hi}; }
 constexpr lanes op_and(lanes a, lanes b) { return {a.hi & b.hi, a.lo | b.lo}; }
 constexpr lanes op_or(lanes a, lanes b) { return {a.hi | b.hi, a.lo & b.lo}; }
-constexpr lanes op_xor(lanes a, lanes b) {
-  return {(a.hi & b.lo) | (a.lo & b.hi), (a.lo & b.lo) | (a.hi & b.hi)};
-}
+constexpr lanes op_xor(lanes a, lanes b) { return {(a.hi & b.lo) | (a.lo & b.hi), (a.lo & b.lo) | (a.hi & b.hi)}; }
 // Y = S ? B : A; an X select yields the inputs' common value where they agree.
 constexpr lanes op_mux(lanes a, lanes b, lanes s) {
   return {(s.lo & a.hi) | (s.hi & b.hi), (s.lo & a.lo) | (s.hi & b.lo)};

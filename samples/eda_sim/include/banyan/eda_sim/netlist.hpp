@@ -74,8 +74,8 @@ struct source_options {
 struct yosys_options {
   std::vector<std::string> files;  // Verilog sources
   std::string top;
-  std::string yosys = "yosys";     // executable
-  std::string work_dir;            // where the script and JSON go; empty = a fresh temp dir
+  std::string yosys = "yosys";  // executable
+  std::string work_dir;         // where the script and JSON go; empty = a fresh temp dir
   source_options sources;
   // Memories: false keeps each as one $mem_v2 cell (a memory in its leaf, design.hpp); true maps them
   // to flip-flops and logic (yosys memory_map), which is only practical for small ones.

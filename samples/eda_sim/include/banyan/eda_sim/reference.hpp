@@ -27,11 +27,11 @@ struct reference_options {
   std::vector<std::string> files;  // Verilog the DUT is built from
   std::string top;
   std::uint64_t cycles = 0;
-  unsigned lanes = 1;              // DUT instances, one per stimulus lane
+  unsigned lanes = 1;  // DUT instances, one per stimulus lane
   std::string iverilog = "iverilog", vvp = "vvp";
-  std::string work_dir;            // empty: a temp dir, removed afterwards
-  source_options sources;          // -I, -D, top parameters: as given to yosys
-  std::string run_dir;             // vvp's working folder; empty: the current one
+  std::string work_dir;    // empty: a temp dir, removed afterwards
+  source_options sources;  // -I, -D, top parameters: as given to yosys
+  std::string run_dir;     // vvp's working folder; empty: the current one
 };
 
 struct reference_run {
@@ -76,9 +76,9 @@ struct compare_options {
 struct mismatch {
   std::uint64_t cycle;
   unsigned lane;
-  std::string signal;    // output port
-  std::string expected;  // Icarus's value of the whole port, MSB first
-  std::string got;       // ours
+  std::string signal;       // output port
+  std::string expected;     // Icarus's value of the whole port, MSB first
+  std::string got;          // ours
   bool x_vs_value = false;  // every differing bit is X on one side and 0/1 on the other
   std::string hint;         // the likely cause and what to try, for X-vs-value mismatches
 };
@@ -97,6 +97,6 @@ comparison compare(const design& d, const trace& expected, const trace& got, con
 // Writes only the testbench (used by run_icarus and by the benchmarks); `stim_file` is its $readmemb
 // input, `out_file` what it prints.
 result<void> write_testbench(const design& d, const stimulus& stim, const reference_options& opts,
-                       const std::string& tb_path, const std::string& stim_file, const std::string& out_file);
+                             const std::string& tb_path, const std::string& stim_file, const std::string& out_file);
 
 }  // namespace banyan::eda

@@ -19,16 +19,16 @@ class vcd_writer;
 
 struct sim_options {
   std::uint64_t cycles = 1000;
-  unsigned lanes = 1;            // 1..64 independent stimulus lanes
-  unsigned trace_lanes = 0;      // lanes whose samples are kept (<= lanes)
-  vcd_writer* vcd = nullptr;     // lane 0 waveform, or none
+  unsigned lanes = 1;                                   // 1..64 independent stimulus lanes
+  unsigned trace_lanes = 0;                             // lanes whose samples are kept (<= lanes)
+  vcd_writer* vcd = nullptr;                            // lane 0 waveform, or none
   std::function<void(std::uint64_t done)> on_progress;  // called every few thousand cycles
 };
 
 struct trace {
-  std::size_t bits = 0;                 // output bits per sample
+  std::size_t bits = 0;  // output bits per sample
   unsigned lanes = 0;
-  std::vector<std::uint8_t> samples;    // [cycle][lane][bit]: 0, 1, 2 = X
+  std::vector<std::uint8_t> samples;  // [cycle][lane][bit]: 0, 1, 2 = X
   std::uint8_t at(std::uint64_t cycle, unsigned lane, std::size_t bit) const {
     return samples[(cycle * lanes + lane) * bits + bit];
   }
@@ -38,7 +38,7 @@ struct sim_result {
   trace samples;
   std::uint64_t signature = 0xcbf29ce484222325ull;  // hash of every sample of every lane
   sim_stats stats;
-  double seconds = 0;                    // wall time of the cycle loop
+  double seconds = 0;  // wall time of the cycle loop
 };
 
 sim_result simulate(simulator& sim, const stimulus& stim, const sim_options& opts);

@@ -42,7 +42,7 @@ class leaf_engine {
   // Registers slots that change together; returns the id mark() takes.
   int add_trigger(std::span<const std::uint32_t> slots);
   void mark(int trigger);
-  void evaluate();     // runs the scheduled ops; returns how many ran via last_ops()
+  void evaluate();  // runs the scheduled ops; returns how many ran via last_ops()
   std::size_t last_ops() const { return last_ops_; }
   // All flip-flops take D at once, then memories are written; true if any state or memory word
   // changed (then marks what reads them).
@@ -65,8 +65,8 @@ class leaf_engine {
   const leaf* spec_;
   std::vector<lanes> v_;
   std::vector<lanes> next_;
-  std::size_t words_;                               // 64-op words in a cone bitset
-  std::vector<std::vector<std::uint64_t>> cones_;   // per trigger
+  std::size_t words_;                              // 64-op words in a cone bitset
+  std::vector<std::vector<std::uint64_t>> cones_;  // per trigger
   std::vector<std::uint64_t> pending_;
   std::vector<op_run> runs_;
   int state_trigger_ = -1;
@@ -84,11 +84,11 @@ class leaf_engine {
 
 struct sim_stats {
   std::uint64_t cycles = 0;
-  std::uint64_t rounds = 0;             // settling passes, summed over cycles
+  std::uint64_t rounds = 0;  // settling passes, summed over cycles
   std::uint64_t leaf_evaluations = 0;
-  std::uint64_t gate_evaluations = 0;   // ops run (64 lanes each)
-  std::vector<std::uint64_t> publishes; // per group: messages sent
-  int max_rounds = 0;                   // most rounds any settle needed
+  std::uint64_t gate_evaluations = 0;    // ops run (64 lanes each)
+  std::vector<std::uint64_t> publishes;  // per group: messages sent
+  int max_rounds = 0;                    // most rounds any settle needed
 };
 
 // How the engine settles a cycle:
@@ -135,17 +135,17 @@ class simulator {
 
  private:
   void publish(int group);
-  std::vector<std::vector<int>> triggers_;     // per group, per reader: trigger id in that reader
+  std::vector<std::vector<int>> triggers_;  // per group, per reader: trigger id in that reader
 
   const design* d_;
   std::unique_ptr<flat_engine> flat_;
   std::vector<leaf_engine> leaves_;
-  std::vector<std::vector<lanes>> last_sent_;  // per group
+  std::vector<std::vector<lanes>> last_sent_;              // per group
   std::vector<std::uint32_t> flat_watch_at_, flat_watch_;  // flat: per group, its driver values
   std::vector<lanes> flat_last_, watched_;
   std::vector<std::uint32_t> flat_inputs_, flat_outputs_;  // flat: top port bits' values
   std::vector<char> dirty_;
-  std::vector<int> at_;        // leaves in evaluation order
+  std::vector<int> at_;  // leaves in evaluation order
   int dirty_count_ = 0;
   bool count_messages_ = false;
   void make_dirty(int l) {
