@@ -266,7 +266,7 @@ struct worker_group::impl {
     // this replica runs without a parallel team whatever the process-wide setting (OpenBLAS is
     // single-threaded in the cpu backend in any case: kernels.hpp).
     auto be = nn::make_backend({.name = "cpu", .threads = 1});
-    if (!failed && !be) failed = std::move(be).error();
+    if (!failed && !be) failed = be.error();
     if (!failed) {
       w.be = std::move(be).value();
       w.omp_threads = omp_get_max_threads();

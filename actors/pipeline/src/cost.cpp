@@ -32,7 +32,7 @@ result<stage_cost> parse_unit(const nlohmann::json& j, const std::string& where)
   };
   for (const auto& [key, _] : j.items()) {
     static const char* known[] = {"t_f", "t_b", "t_i", "t_w", "mem", "comm_bytes", "static_mem", "name"};
-    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) == std::end(known))
+    if (std::find(std::begin(known), std::end(known), key) == std::end(known))
       return error{errc::invalid, where + ": unknown key `" + key +
                                       "` (known: t_f, t_b, t_i, t_w, mem, comm_bytes, static_mem, name)"};
   }
