@@ -3,10 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 namespace banyan {
 
@@ -23,16 +26,19 @@ std::vector<component_load> load_meter::snapshot() const {
 namespace {
 
 using nlohmann::json;
+// Written in the order docs/formats.md lists the fields (and the partitioner's writer uses): a
+// std::map-backed json would sort the keys alphabetically.
+using ordered = nlohmann::ordered_json;
 
-json profile_to_json(const profile& p) {
+ordered profile_to_json(const profile& p) {
   const component_tree& tree = *p.tree;
-  json components = json::array();
-  json edge_list = json::array();
+  ordered components = ordered::array();
+  ordered edge_list = ordered::array();
   for (vertex_id v = 0; v < tree.size(); ++v) {
     const component_load load = v < p.loads.size() ? p.loads[v] : component_load{};
     components.push_back({
         {"path", tree.path(v)},
-        {"parent", v == 0 ? json(nullptr) : json(tree.path(tree.parent(v)))},
+        {"parent", v == 0 ? ordered(nullptr) : ordered(tree.path(tree.parent(v)))},
         {"kind", v < p.composite.size() && p.composite[v] ? "composite" : "leaf"},
         {"load", {{"cpu", load.cpu_seconds}, {"messages", load.messages}, {"memory", load.memory}}},
     });
@@ -43,14 +49,14 @@ json profile_to_json(const profile& p) {
                            {"bytes", p.edges[v].bytes}});
     }
   }
-  json flow_list = json::array();
+  ordered flow_list = ordered::array();
   for (const auto& f : p.flows) {
-    json targets = json::array();
+    ordered targets = ordered::array();
     for (auto t : f.targets) targets.push_back(tree.path(t));
     flow_list.push_back({{"publisher", tree.path(f.publisher)}, {"targets", targets},
                          {"messages", f.messages}, {"bytes", f.bytes}});
   }
-  json link_list = json::array();
+  ordered link_list = ordered::array();
   for (const auto& l : p.links)
     link_list.push_back({{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}});
   return {{"format", "banyan-profile"}, {"version", 1},    {"mode", to_string(p.mode)},
@@ -61,33 +67,108 @@ json profile_to_json(const profile& p) {
 error bad(const std::string& name, const std::string& where, const std::string& what) {
   return {broker::errc::invalid_profile, name + ": " + where + ": " + what};
 }
+error invalid(const std::string& name, const std::string& failure) {
+  return {broker::errc::invalid_profile, name + ": " + failure};
+}
+
+std::string field(const std::string& where, const char* key) { return where.empty() ? key : where + "." + key; }
+
+// The value of `key` in object `o` as the partitioner's reader takes it: absent or null is 0, any
+// other value must be a non-negative number. Sets `failure` (naming `where`.`key`) otherwise.
+double number_at(const json& o, const char* key, const std::string& where, std::string& failure) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return 0;
+  if (!it->is_number() || !(it->get<double>() >= 0)) {
+    if (failure.empty()) failure = field(where, key) + ": must be a non-negative number, got " + it->dump();
+    return 0;
+  }
+  return it->get<double>();
+}
+
+// A count (messages, bytes, memory): a non-negative integer. A number written as a double (`800.0`)
+// is taken when it is whole; a fraction is an error, not truncated.
+std::uint64_t count_at(const json& o, const char* key, const std::string& where, std::string& failure) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return 0;
+  if (it->is_number_unsigned()) return it->get<std::uint64_t>();
+  const double x = number_at(o, key, where, failure);
+  if (!failure.empty()) return 0;
+  if (x != std::floor(x) || x >= 18446744073709551616.0) {
+    failure = field(where, key) + ": must be a whole number of at most 2^64 - 1, got " + it->dump();
+    return 0;
+  }
+  return static_cast<std::uint64_t>(x);
+}
+
+std::string component_place(std::size_t i, const std::string& path) {
+  return "components[" + std::to_string(i) + "] (" + path + ")";
+}
 
 result<profile> profile_from_json(const json& j, const std::string& name) {
   if (!j.is_object() || !j.contains("components") || !j["components"].is_array())
     return bad(name, "top level", "expected an object with a `components` array");
-  auto m = parse_routing_mode(j.value("mode", std::string("hier")));
+  // The same document checks as the partitioner's reader, so that a file one accepts the other does.
+  if (auto v = j.find("version"); v == j.end()) {
+    return bad(name, "version", "missing (expected 1)");
+  } else if (!v->is_number_integer() || v->get<std::int64_t>() != 1) {
+    return bad(name, "version", "unsupported version " + v->dump() + " (expected 1)");
+  }
+  if (auto f = j.find("format"); f != j.end() && *f != "banyan-profile")
+    return bad(name, "format", "expected \"banyan-profile\", got " + f->dump());
+  auto mode = j.find("mode");
+  if (mode != j.end() && !mode->is_string()) return bad(name, "mode", "expected a string, got " + mode->dump());
+  auto m = parse_routing_mode(mode != j.end() ? mode->get<std::string>() : std::string("hier"));
   if (!m) return bad(name, "mode", m.error().message);
+  std::string failure;
+  profile p;
+  p.mode = *m;
+  p.duration_s = number_at(j, "duration_s", "", failure);
+  if (!failure.empty()) return invalid(name, failure);
   const auto& comps = j["components"];
-  // Parents before children: sort by path depth, then build the tree.
+  // Parents before children. A file this writer wrote lists them so (a tree's vertices are numbered
+  // top-down) and is read in its own order, so vertex ids and the text survive a round trip; any
+  // other file is read by path depth.
   std::vector<std::pair<std::size_t, std::size_t>> order;  // (depth, index)
   for (std::size_t i = 0; i < comps.size(); ++i) {
-    if (!comps[i].is_object() || !comps[i].contains("path") || !comps[i]["path"].is_string())
-      return bad(name, "components[" + std::to_string(i) + "]", "needs a string `path`");
-    const std::string path = comps[i]["path"].get<std::string>();
+    const auto& c = comps[i];
+    if (!c.is_object() || !c.contains("path") || !c["path"].is_string() || c["path"].get<std::string>().empty() ||
+        c["path"].get<std::string>()[0] != '/')
+      return bad(name, "components[" + std::to_string(i) + "].path",
+                 "expected an absolute path string such as \"/app/x\"");
+    const std::string path = c["path"].get<std::string>();
+    // The broker's tree names every component below its parent, so `parent` must be the path's
+    // prefix (the partitioner, whose paths are labels, takes any parent: docs/formats.md).
+    auto parent = c.find("parent");
+    if (parent == c.end()) return bad(name, component_place(i, path), "missing `parent` (null for the root)");
+    const auto slash = path.rfind('/');
+    if (slash == 0) {
+      if (!parent->is_null())
+        return bad(name, component_place(i, path),
+                   "parent " + parent->dump() + ": a top-level path is the root, whose parent is null");
+    } else if (!parent->is_string() || parent->get<std::string>() != path.substr(0, slash)) {
+      return bad(name, component_place(i, path),
+                 "parent " + parent->dump() + " is not the path's parent `" + path.substr(0, slash) + "`");
+    }
     order.emplace_back(std::count(path.begin(), path.end(), '/'), i);
   }
-  std::sort(order.begin(), order.end());
+  std::unordered_set<std::string_view> listed;
+  bool parents_first = true;
+  for (std::size_t i = 0; i < comps.size() && parents_first; ++i) {
+    const std::string& path = comps[i]["path"].get_ref<const std::string&>();
+    const auto slash = path.rfind('/');
+    parents_first = slash == 0 ? i == 0 : listed.count(std::string_view(path).substr(0, slash)) != 0;
+    listed.insert(path);
+  }
+  if (!parents_first) std::stable_sort(order.begin(), order.end());
   if (order.empty() || order[0].first != 1) return bad(name, "components", "no root component (`/name`)");
   const std::string root_path = comps[order[0].second]["path"].get<std::string>();
   auto tree = std::make_shared<component_tree>(root_path.substr(1));
-  profile p;
-  p.mode = *m;
-  p.duration_s = j.value("duration_s", 0.0);
-  std::vector<std::size_t> vertex_of_entry(comps.size());
   for (std::size_t k = 1; k < order.size(); ++k) {
     const auto& c = comps[order[k].second];
     std::string path = c["path"].get<std::string>();
     auto slash = path.rfind('/');
+    if (slash == 0)
+      return bad(name, component_place(order[k].second, path), "second root: " + root_path + " also has parent null");
     auto parent = tree->find(path.substr(0, slash));
     if (!parent) return bad(name, "component `" + path + "`", "its parent is not in the profile");
     auto v = tree->add(*parent, path.substr(slash + 1));
@@ -99,37 +180,55 @@ result<profile> profile_from_json(const json& j, const std::string& name) {
   p.loads.assign(tree->size(), {});
   p.edges.assign(tree->size(), {});
   try {
-    for (const auto& c : comps) {
+    for (std::size_t i = 0; i < comps.size(); ++i) {
+      const auto& c = comps[i];
       vertex_id v = *tree->find(c["path"].get<std::string>());
       p.composite[v] = c.value("kind", std::string("leaf")) == "composite";
-      if (c.contains("load")) {
-        const auto& l = c["load"];
-        p.loads[v].cpu_seconds = l.value("cpu", 0.0);
-        p.loads[v].messages = l.value("messages", std::uint64_t{0});
-        p.loads[v].memory = l.value("memory", std::uint64_t{0});
-      }
+      auto l = c.find("load");
+      if (l == c.end() || l->is_null()) continue;
+      const std::string where = component_place(i, c["path"].get<std::string>()) + ".load";
+      if (!l->is_object()) return bad(name, where, "expected an object");
+      p.loads[v].cpu_seconds = number_at(*l, "cpu", where, failure);
+      p.loads[v].messages = count_at(*l, "messages", where, failure);
+      p.loads[v].memory = count_at(*l, "memory", where, failure);
+      if (!failure.empty()) return invalid(name, failure);
     }
-    for (const auto& e : j.value("edges", json::array())) {
+    const json& edge_list = j.contains("edges") ? j["edges"] : json::array();
+    for (std::size_t i = 0; i < edge_list.size(); ++i) {
+      const auto& e = edge_list[i];
+      const std::string where = "edges[" + std::to_string(i) + "]";
       auto child = tree->find(e.at("child").get<std::string>());
-      if (!child) return bad(name, "edges", child.error().message);
-      p.edges[*child].messages += e.value("messages", std::uint64_t{0});
-      p.edges[*child].bytes += e.value("bytes", std::uint64_t{0});
+      if (!child) return bad(name, where, child.error().message);
+      if (*child == 0 || e.at("parent").get<std::string>() != tree->path(tree->parent(*child)))
+        return bad(name, where, e["parent"].dump() + " -> " + e["child"].dump() + " is not a tree edge");
+      p.edges[*child].messages += count_at(e, "messages", where, failure);
+      p.edges[*child].bytes += count_at(e, "bytes", where, failure);
+      if (!failure.empty()) return invalid(name, failure);
     }
-    for (const auto& f : j.value("flows", json::array())) {
+    const json& flow_list = j.contains("flows") ? j["flows"] : json::array();
+    for (std::size_t i = 0; i < flow_list.size(); ++i) {
+      const auto& f = flow_list[i];
+      const std::string where = "flows[" + std::to_string(i) + "]";
       auto pub = tree->find(f.at("publisher").get<std::string>());
-      if (!pub) return bad(name, "flows", pub.error().message);
-      flow fl{*pub, {}, f.value("messages", std::uint64_t{0}), f.value("bytes", std::uint64_t{0})};
+      if (!pub) return bad(name, where, pub.error().message);
+      flow fl{*pub, {}, count_at(f, "messages", where, failure), count_at(f, "bytes", where, failure)};
+      if (!failure.empty()) return invalid(name, failure);
       for (const auto& t : f.at("targets")) {
         auto tv = tree->find(t.get<std::string>());
-        if (!tv) return bad(name, "flows", tv.error().message);
+        if (!tv) return bad(name, where, tv.error().message);
         fl.targets.push_back(*tv);
       }
       std::sort(fl.targets.begin(), fl.targets.end());
       p.flows.push_back(std::move(fl));
     }
-    for (const auto& l : j.value("links", json::array()))
+    const json& link_list = j.contains("links") ? j["links"] : json::array();
+    for (std::size_t i = 0; i < link_list.size(); ++i) {
+      const auto& l = link_list[i];
+      const std::string where = "links[" + std::to_string(i) + "]";
       p.links.push_back({l.at("from").get<std::string>(), l.at("to").get<std::string>(),
-                         l.value("messages", std::uint64_t{0}), l.value("bytes", std::uint64_t{0})});
+                         count_at(l, "messages", where, failure), count_at(l, "bytes", where, failure)});
+      if (!failure.empty()) return invalid(name, failure);
+    }
   } catch (const json::exception& e) {
     return bad(name, "value", e.what());
   }

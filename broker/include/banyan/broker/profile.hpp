@@ -59,10 +59,14 @@ struct profile {
   std::vector<flow> flows;            // per publisher → target set
   std::vector<link_traffic> links;    // multi-node runs only
 
-  // The profile as JSON text (docs/formats.md), one space of indent per level. Deterministic: equal
-  // profiles give equal text.
+  // The profile as JSON text (docs/formats.md), one space of indent per level, keys in the order
+  // the format lists them, components in vertex order. Deterministic: equal profiles give equal
+  // text; tests/support/golden_profile.json is a sample of it, byte for byte.
   std::string to_json_text() const;
-  // Reads JSON text written by to_json_text(); `name` (usually the file) prefixes every error.
+  // Reads a profile; `name` (usually the file) prefixes every error. Accepts what the partitioner's
+  // reader accepts, except that each `parent` must be its path's prefix and counts must be whole
+  // (docs/formats.md, "Readers"). Components listed parents first, as to_json_text() writes them,
+  // keep their order as vertex ids, so from_json_text(to_json_text()) gives the same text back.
   // Malformed JSON and a document that is not a profile fail with broker::errc::invalid_profile.
   static result<profile> from_json_text(std::string_view text, const std::string& name);
   // from_json_text() of a file; broker::errc::io when it cannot be read.

@@ -47,7 +47,12 @@ result<tree> parse_profile(const std::string& text, const std::string& name,
                            const profile_options& o = {}, profile_measurements* m = nullptr);
 result<tree> load_profile(const std::string& path, const profile_options& o = {},
                           profile_measurements* m = nullptr);
-// Writes a profile (version 1) for `t`, e.g. from the generator. Vertex paths must be set.
+// Writes a profile (version 1) for `t`, e.g. from the generator. Vertex paths must be set. It holds
+// what the tree holds: paths, parents, `kind` (from the children), `load.cpu`, `load.memory` (when
+// the tree has memory) and each edge's weight as `messages`; no `load.messages`, `bytes`,
+// `duration_s`, `flows` or `links`. Numbers read back exactly (the shortest text of each double;
+// whole counts as integers), by parse_profile and by the broker's reader when the paths are
+// hierarchical (tests/support/golden_profile_tree.json is its reference output).
 void write_profile(std::ostream& out, const tree& t, const std::string& mode = "hier");
 
 // A cluster file, or a deployment's cluster part (its `assignments` are ignored here).
