@@ -119,7 +119,7 @@ worker_driver::worker_driver(context& ctx, std::shared_ptr<worker_hub> hub, cpu:
   ready_.assign(static_cast<std::size_t>(group.size()), false);
   finished_.assign(static_cast<std::size_t>(group.size()), false);
   for (auto [topic, handler] : {std::pair{work_ready_topic, &worker_driver::ready}, std::pair{work_done_topic, &worker_driver::finished}}) {
-    auto ok = ctx.subscribe(topic, [this, handler](const delivery& d) { (this->*handler)(d); });
+    auto ok = ctx.subscribe(topic, [this, h = handler](const delivery& d) { (this->*h)(d); });
     if (!ok) throw std::runtime_error(ok.error().what());
   }
   hub_->open(&group, ctx.path());
