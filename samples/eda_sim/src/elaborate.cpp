@@ -467,7 +467,7 @@ result<void> builder::build_ops() {
     flip_flop ff{slot(leaf, gd), 0, 2, {}};
     if (auto in = init_.find(gq); in != init_.end()) ff.init = in->second;
     const std::uint32_t q = slot(leaf, gq);
-    auto ctrl = [&](const char* pin_name, char polarity) -> std::uint32_t {
+    auto ctrl = [&, inst = inst](const char* pin_name, char polarity) -> std::uint32_t {
       const std::uint32_t raw = slot(leaf, pin(inst, c, pin_name, missing));
       if (polarity == 'P') return raw;
       const std::uint32_t inv = lf.slots++;
