@@ -14,6 +14,10 @@
 #include <cstdio>
 #include <memory>
 
+namespace {
+constexpr int default_virtual_workers = 8;  // --elastic without --virtual-workers
+}  // namespace
+
 int main(int argc, char** argv) {
   using banyan::trainer::gpt_options;
   auto opts = std::make_shared<gpt_options>();
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
   bool elastic = false;
   auto& e = opts->elastic;
   cli.add("--elastic", elastic,
-          "Elastic training: the batch is split into --virtual-workers (default 8) run by physical workers "
+          "Elastic training: the batch is split into --virtual-workers (default 8, must divide --batch) run by physical workers "
           "/train_gpt/trainer/p0.. that may join and leave; the losses do not depend on which are present");
   cli.add("--virtual-workers", e.virtual_workers, "Virtual workers (implies --elastic); must divide --batch");
   cli.add("--physical-workers", e.physical_workers, "Physical worker slots p0..p<N-1> (a deployment places them on nodes)").positive();
@@ -87,7 +91,25 @@ int main(int argc, char** argv) {
   // The tree's shape depends on --workers, --data-parallel and --elastic: parse before building it
   // (banyan::run parses again).
   if (auto exit_code = cli.parse(argc, argv)) return *exit_code;
-  if (elastic && e.virtual_workers == 0) e.virtual_workers = 8;
+  if (elastic && e.virtual_workers == 0) {
+    e.virtual_workers = default_virtual_workers;
+    if (opts->batch % e.virtual_workers != 0) {
+      int fits = default_virtual_workers;  // the most virtual workers, up to the default, that divide --batch
+      while (opts->batch % fits != 0) --fits;
+      std::fprintf(stderr, "train_gpt: error: --batch %d: --elastic splits it into --virtual-workers, %d by default, "
+                           "which do not divide %d; give --virtual-workers %d (or another divisor of %d), or a "
+                           "--batch that is a multiple of %d\n",
+                   opts->batch, default_virtual_workers, opts->batch, fits, opts->batch, default_virtual_workers);
+      return 2;
+    }
+  }
+  // Once, before any component starts (each node trainer would report a bad option again).
+  if (pp.pipeline == 0 && prof.file.empty()) {
+    if (auto ok = banyan::trainer::check_gpt_options(*opts); !ok) {
+      std::fprintf(stderr, "train_gpt: error: %s\n", ok.error().message.c_str());
+      return 2;
+    }
+  }
   if (!prof.file.empty()) {
     prof.pipeline = pp.pipeline;
     prof.microbatches = pp.microbatches;

@@ -1,5 +1,6 @@
 #include <banyan/nn/mlp.hpp>
 #include <banyan/sdk/app.hpp>
+#include <banyan/trainer/gpt_trainer.hpp>
 #include <banyan/trainer/options.hpp>
 #include <banyan/trainer/state.hpp>
 
@@ -185,6 +186,55 @@ TEST(CheckpointPath, IsCheckedBeforeTraining) {
   EXPECT_NE(s.error().message.find("directory `" + (dir / "missing").string() + "` does not exist"), std::string::npos)
       << s.error().message;
   fs::remove_all(dir);
+}
+
+TEST(InputError, IsAnArgumentErrorNamingTheFlag) {
+  const error e = input_error("--resume", error{nn::errc::corrupt, "checkpoint `run.ckpt`: bad magic"});
+  EXPECT_EQ(e.code, nn::errc::invalid_argument);  // fail() exits 2
+  EXPECT_EQ(e.message, "--resume: checkpoint `run.ckpt`: bad magic");
+}
+
+// Checks gpt options the way train_gpt does before it builds the tree; the message of the first error.
+std::string gpt_options_error(const gpt_options& o) {
+  auto ok = check_gpt_options(o);
+  if (ok) return "";
+  EXPECT_EQ(ok.error().code, nn::errc::invalid_argument);
+  return ok.error().message;
+}
+
+TEST(GptOptions, DefaultsAreValid) { EXPECT_EQ(gpt_options_error(gpt_options{}), ""); }
+
+TEST(GptOptions, DeviceMemoryIsNamedAsTheUserWroteIt) {
+  gpt_options o;
+  o.device_memory = "-5MiB";
+  EXPECT_EQ(gpt_options_error(o), "--device-memory `-5MiB`: must be a positive size, such as 200MiB, 1.5GB or 1048576");
+  for (const char* wrong : {"5 MiB MiB", "MiB", ".", "1.2.3KiB", "5e3", "+5MiB"}) {
+    o.device_memory = wrong;
+    EXPECT_NE(gpt_options_error(o).find("--device-memory `" + std::string(wrong) + "`: expected a positive size"),
+              std::string::npos) << wrong;
+  }
+  o.device_memory = "0";
+  EXPECT_EQ(gpt_options_error(o), "--device-memory `0`: must be a positive size, such as 200MiB, 1.5GB or 1048576");
+  o.device_memory = "99999999999GiB";
+  EXPECT_NE(gpt_options_error(o).find("too large"), std::string::npos) << gpt_options_error(o);
+  for (const char* right : {"200MiB", "1.5GB", "1048576", "64 KiB"}) {
+    o.device_memory = right;
+    EXPECT_EQ(gpt_options_error(o), "") << right;
+  }
+}
+
+TEST(GptOptions, DataParallelNeedsWorkers) {
+  gpt_options o;
+  o.data_parallel = 3;
+  EXPECT_EQ(gpt_options_error(o), "--data-parallel 3: needs --workers");
+}
+
+TEST(GptOptions, DeviceMemoryIsNotForWorkers) {
+  gpt_options o;
+  o.batch = 2;
+  o.common.workers = "2";
+  o.device_memory = "10MiB";
+  EXPECT_EQ(gpt_options_error(o), "--device-memory 10MiB: not with --workers (a budget is per model instance)");
 }
 
 }  // namespace

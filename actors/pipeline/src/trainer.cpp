@@ -165,7 +165,14 @@ class stage_leaf : public leaf {
       c->model->zero_grad();
       c->opt = std::make_unique<nn::adamw>(*be_, c->model->params());
       for (int i = s_->slots[st] - 1; i >= 0; --i) c->free_slots.push_back(i);
-      if (o.checkpoints.resume_step > 0) restore(*c);
+      if (o.checkpoints.resume_step > 0) {
+        if (auto restored = restore(*c); !restored) {
+          // A stage file that cannot be resumed from is a bad input file (exit 2), not a failed run.
+          if (!o.quit_when_done) throw std::runtime_error(restored.error().message);
+          log::error(ctx.path(), restored.error().message);
+          return ctx.quit(2);
+        }
+      }
       chunks_[st] = std::move(c);
       subscribe(ctx, st);
     }
@@ -441,20 +448,25 @@ class stage_leaf : public leaf {
     if (!ok) throw std::runtime_error(ok.error().what());
   }
 
-  void restore(chunk& c) {
+  // Errors name the stage and its file: missing, corrupt, saved for another model or split, or at
+  // another step than the manifest's.
+  result<void> restore(chunk& c) {
     const std::int64_t done = s_->opt.checkpoints.resume_step;
     const std::string file = s_->stage_file(c.stage, done);
+    const std::string stage = "stage " + std::to_string(c.stage) + ": ";
+    auto bad = [](const std::string& m) { return error{errc::invalid, m}; };
     auto ck = nn::load_checkpoint(file);
-    if (!ck) throw std::runtime_error("stage " + std::to_string(c.stage) + ": " + ck.error().what());
+    if (!ck) return bad(stage + ck.error().message);
     nn::checkpoint_identity id = s_->identity(c.stage);
     id.stored_floats = c.model->params().numel();
-    check(nn::check_matches(*ck, file, id), "stage " + std::to_string(c.stage));
+    if (auto same = nn::check_matches(*ck, file, id); !same) return bad(stage + same.error().message);
     if (static_cast<std::int64_t>(ck->step) != done) {
-      throw std::runtime_error("stage " + std::to_string(c.stage) + ": `" + file + "` holds step " +
-                               std::to_string(ck->step) + ", the manifest says " + std::to_string(done));
+      return bad(stage + "`" + file + "` holds step " + std::to_string(ck->step) + ", the manifest says " +
+                 std::to_string(done));
     }
     c.model->params().from_host(*be_, ck->params);
     c.opt->restore(ck->m, ck->v, static_cast<int>(done));
+    return {};
   }
 
   // Writes each stage's state after `done` steps, then says so to the composite.

@@ -1,37 +1,71 @@
 #include "device_memory.hpp"
 
-#include <CLI/CLI.hpp>
-
+#include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <string_view>
 
 namespace banyan::trainer {
+
+namespace {
+
+// The bytes a unit stands for (case-insensitive; KB = 1000, KiB = 1024, a bare K is 1000), 0 for none.
+std::uint64_t unit_factor(std::string unit) {
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (unit.empty() || unit == "b") return 1;
+  static constexpr std::string_view prefixes = "kmgtpe";
+  const std::size_t power = prefixes.find(unit[0]);
+  if (power == std::string_view::npos) return 0;
+  const std::string rest = unit.substr(1);
+  const bool binary = rest == "i" || rest == "ib";
+  if (!binary && !rest.empty() && rest != "b") return 0;
+  std::uint64_t f = 1;
+  for (std::size_t i = 0; i <= power; ++i) f *= binary ? 1024 : 1000;
+  return f;
+}
+
+}  // namespace
 
 result<std::optional<nn::memory_options>> memory_budget(const std::string& size, const std::string& policy) {
   auto parsed_policy = nn::parse_memory_policy(policy);
   if (!parsed_policy) return error{nn::errc::invalid_argument, "--memory-policy: " + parsed_policy.error().message};
   if (size.empty()) return std::optional<nn::memory_options>{};
-  std::string bytes = size;
-  std::string wrong;
-  try {
-    wrong = CLI::AsSizeValue(true)(bytes);  // rewrites `bytes` to the plain number
-  } catch (const std::exception& e) {
-    wrong = e.what();
-  }
-  std::uint64_t n = 0;
-  if (wrong.empty()) {
-    try {
-      std::size_t used = 0;
-      n = std::stoull(bytes, &used);
-      if (used != bytes.size()) wrong = "not a whole number of bytes";
-    } catch (const std::exception&) {
-      wrong = "not a whole number of bytes";
+  auto wrong = [&size](const std::string& what) {
+    return error{nn::errc::invalid_argument, "--device-memory `" + size + "`: " + what};
+  };
+  const std::string expected = "expected a positive size such as 200MiB, 1.5GB or 1048576";
+  if (size.starts_with('-')) return wrong("must be a positive size, such as 200MiB, 1.5GB or 1048576");
+  // A number (digits, at most one '.'), optional spaces, a unit. Read here rather than by CLI11's
+  // size reader, which takes "-5MiB" for 2^64 - 5 bytes and no fractions ("1.5GB").
+  std::size_t i = 0;
+  std::uint64_t mantissa = 0, scale = 1;
+  bool point = false, digits = false;
+  for (; i < size.size() && (std::isdigit(static_cast<unsigned char>(size[i])) || (size[i] == '.' && !point)); ++i) {
+    if (size[i] == '.') {
+      point = true;
+      continue;
     }
+    digits = true;
+    if (mantissa > (std::numeric_limits<std::uint64_t>::max() - 9) / 10 || (point && scale > std::numeric_limits<std::uint64_t>::max() / 10)) {
+      return wrong("too large or too precise");
+    }
+    mantissa = mantissa * 10 + static_cast<std::uint64_t>(size[i] - '0');
+    if (point) scale *= 10;
   }
-  if (!wrong.empty() || n == 0) {
-    return error{nn::errc::invalid_argument, "--device-memory `" + size + "`: expected a positive size such as 200MiB, "
-                                                 "1.5GB or 1048576" + (wrong.empty() ? "" : " (" + wrong + ")")};
-  }
-  return std::optional<nn::memory_options>{nn::memory_options{.budget = n, .policy = *parsed_policy}};
+  std::size_t unit = i;
+  while (unit < size.size() && size[unit] == ' ') ++unit;
+  const std::uint64_t factor = digits ? unit_factor(size.substr(unit)) : 0;
+  if (factor == 0) return wrong(expected);
+  // mantissa / scale x factor, in whole bytes: cancel what factor and scale share first.
+  const std::uint64_t shared = std::gcd(factor, scale);
+  const std::uint64_t f = factor / shared, d = scale / shared;
+  if (mantissa % d != 0) return wrong("not a whole number of bytes");
+  const std::uint64_t whole = mantissa / d;
+  if (whole > std::numeric_limits<std::uint64_t>::max() / f) return wrong("too large: more than 2^64 - 1 bytes");
+  if (whole == 0) return wrong("must be a positive size, such as 200MiB, 1.5GB or 1048576");
+  return std::optional<nn::memory_options>{nn::memory_options{.budget = whole * f, .policy = *parsed_policy}};
 }
 
 nlohmann::json memory_json(const nn::memory_executor& m, bool plan) {

@@ -11,8 +11,9 @@
 
 namespace banyan::trainer {
 
-// `size`: "" (no budget), bytes, or a number with a unit ("200MiB", "1.5GB": KB = 1000, KiB =
-// 1024). Errors name the flag and its value.
+// `size`: "" (no budget), bytes, or a number with a unit ("200MiB", "1.5GB": B, K/KB = 1000, Ki/KiB =
+// 1024, likewise M, G, T, P, E; case-insensitive) that comes to a whole, positive number of bytes
+// below 2^64. Errors name the flag and its value as given.
 result<std::optional<nn::memory_options>> memory_budget(const std::string& size, const std::string& policy);
 
 // {"budget", "policy", "peak_bytes" (measured), "plan_peak_bytes", "host_bytes", "predicted_ms",

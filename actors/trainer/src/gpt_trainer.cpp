@@ -29,27 +29,28 @@ gpt_trainer::~gpt_trainer() {
 
 void gpt_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
-  if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
+  if (auto ready = prepare(ctx); !ready) {
+    if (hub_) hub_->give_up();  // before its worker leaves start
+    return fail(ctx, ready.error());
+  }
   // Rank 0 speaks for the cluster; the other node trainers train silently.
   progress_.emplace(app_, static_cast<std::uint64_t>(opts_->steps - start_step_),
                     progress_style(opts_->common.json || rank_ > 0));  // ranks > 0 never update it
   if (!driver_) ctx.post([this, &ctx] { step(ctx); });  // with workers: once they are all ready
 }
 
-result<void> gpt_trainer::prepare(context& ctx) {
-  const auto& o = *opts_;
-  if (o.val_batches < 1) {
-    return error{nn::errc::invalid_argument, "--val-batches " + std::to_string(o.val_batches) + ": must be at least 1"};
-  }
-  if (!o.common.checkpoint.empty()) {
-    if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
-  }
+namespace {
+
+// The argument checks that read no file: the whole of check_gpt_options, and the worker plan they
+// imply (nullopt without --workers).
+result<std::optional<worker_plan>> check_arguments(const gpt_options& o) {
+  auto bad = [](const std::string& what) { return error{nn::errc::invalid_argument, what}; };
+  if (o.val_batches < 1) return bad("--val-batches " + std::to_string(o.val_batches) + ": must be at least 1");
   if (o.data_parallel < 1 || (o.data_parallel > 1 && o.common.workers.empty())) {
-    return error{nn::errc::invalid_argument, "--data-parallel " + std::to_string(o.data_parallel) +
-                                                 (o.data_parallel < 1 ? ": must be at least 1" : ": needs --workers")};
+    return bad("--data-parallel " + std::to_string(o.data_parallel) +
+               (o.data_parallel < 1 ? ": must be at least 1" : ": needs --workers"));
   }
   if (const auto& e = o.elastic; e.virtual_workers != 0) {
-    auto bad = [](const std::string& what) { return error{nn::errc::invalid_argument, what}; };
     if (e.virtual_workers < 0) return bad("--virtual-workers " + std::to_string(e.virtual_workers) + ": must be positive");
     if (!o.common.workers.empty() || o.data_parallel > 1) return bad("--elastic: not with --workers or --data-parallel (its physical workers replace them)");
     if (o.batch % e.virtual_workers != 0)
@@ -63,16 +64,41 @@ result<void> gpt_trainer::prepare(context& ctx) {
       if (auto f = throttle_of(e, k); !f) return std::move(f).error();
   }
   if (o.batch % o.data_parallel != 0) {
-    return error{nn::errc::invalid_argument, "--batch " + std::to_string(o.batch) + ": must be a multiple of --data-parallel " +
-                                                 std::to_string(o.data_parallel)};
+    return bad("--batch " + std::to_string(o.batch) + ": must be a multiple of --data-parallel " + std::to_string(o.data_parallel));
   }
-  if (!o.common.workers.empty() || o.common.share_params) {  // argument errors before any work
-    auto plan = plan_workers(o.common, o.batch / o.data_parallel);
-    if (!plan) return std::move(plan).error();
-    plan_ = std::make_shared<const worker_plan>(std::move(plan).value());
+  std::optional<worker_plan> plan;
+  if (!o.common.workers.empty() || o.common.share_params) {
+    auto p = plan_workers(o.common, o.batch / o.data_parallel);
+    if (!p) return std::move(p).error();
+    plan = std::move(p).value();
+  }
+  auto memory = memory_budget(o.device_memory, o.memory_policy);
+  if (!memory) return std::move(memory).error();
+  if (*memory && (plan || o.elastic.virtual_workers > 0)) {
+    return bad("--device-memory " + o.device_memory + ": not with " + (plan ? "--workers" : "--elastic") +
+               " (a budget is per model instance)");
+  }
+  return plan;
+}
+
+}  // namespace
+
+result<void> check_gpt_options(const gpt_options& o) {
+  auto checked = check_arguments(o);
+  if (!checked) return std::move(checked).error();
+  return {};
+}
+
+result<void> gpt_trainer::prepare(context& ctx) {
+  const auto& o = *opts_;
+  auto checked = check_arguments(o);  // argument errors before any work
+  if (!checked) return std::move(checked).error();
+  if (*checked) plan_ = std::make_shared<const worker_plan>(std::move(**checked));
+  if (!o.common.checkpoint.empty()) {
+    if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
   }
   auto corpus = nn::load_fortunes(o.data_dir);
-  if (!corpus) return std::move(corpus).error();
+  if (!corpus) return input_error("--data", corpus.error());
   corpus_ = std::move(corpus).value();
   const std::size_t n = corpus_.ids.size(), split = n * 9 / 10;
   if (split <= static_cast<std::size_t>(o.seq_len) + 1 || n - split <= static_cast<std::size_t>(o.seq_len) + 1) {
@@ -82,12 +108,8 @@ result<void> gpt_trainer::prepare(context& ctx) {
   train_.emplace(corpus_.ids, 0, split, o.batch, o.seq_len);
   val_.emplace(corpus_.ids, split, n, o.batch, o.seq_len);
 
-  auto memory = memory_budget(o.device_memory, o.memory_policy);
+  auto memory = memory_budget(o.device_memory, o.memory_policy);  // checked above: a value
   if (!memory) return std::move(memory).error();
-  if (*memory && (plan_ || o.elastic.virtual_workers > 0)) {
-    return error{nn::errc::invalid_argument, "--device-memory " + o.device_memory + ": not with " +
-                                                 (plan_ ? "--workers" : "--elastic") + " (a budget is per model instance)"};
-  }
   auto be = nn::make_backend(o.common.backend_config());
   if (!be) return std::move(be).error();
   be_ = std::move(be).value();
@@ -110,7 +132,7 @@ result<void> gpt_trainer::prepare(context& ctx) {
       return error{nn::errc::invalid_argument, flag + ": no --checkpoint to resume from"};
     } else if (std::filesystem::exists(o.common.checkpoint, ec)) {
       auto step = restore_state(o.common.checkpoint, identity(), model_->params(), *be_, *opt_);
-      if (!step) return std::move(step).error();
+      if (!step) return input_error(flag, step.error());
       step_ = *step;
       log::info(ctx.path(), "resumed from `" + o.common.checkpoint + "` at step " + std::to_string(step_));
     } else if (o.require_resume) {

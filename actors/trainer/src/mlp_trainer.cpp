@@ -18,7 +18,10 @@ namespace banyan::trainer {
 
 void mlp_trainer::on_start(context& ctx) {
   app_ = app_name(ctx.path());
-  if (auto ready = prepare(ctx); !ready) return fail(ctx, ready.error());
+  if (auto ready = prepare(ctx); !ready) {
+    if (hub_) hub_->give_up();  // before its worker leaves start
+    return fail(ctx, ready.error());
+  }
   if (!opts_->common.json) {
     log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count, test_.count,
                                  model_->num_params(), be_->name().c_str()));
@@ -39,9 +42,9 @@ result<void> mlp_trainer::prepare(context& ctx) {
     if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
   }
   auto train = nn::load_fashion_mnist(o.data_dir, "train");
-  if (!train) return std::move(train).error();
+  if (!train) return input_error("--data", train.error());
   auto test = nn::load_fashion_mnist(o.data_dir, "t10k");
-  if (!test) return std::move(test).error();
+  if (!test) return input_error("--data", test.error());
   train_ = std::move(train).value();
   test_ = std::move(test).value();
   if (o.batch > train_.count) {

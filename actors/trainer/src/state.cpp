@@ -43,6 +43,10 @@ result<void> check_checkpoint_path(const std::filesystem::path& file, std::strin
   return {};
 }
 
+error input_error(std::string_view flag, const error& e) {
+  return error{nn::errc::invalid_argument, std::string(flag) + ": " + e.message};
+}
+
 void fail(context& ctx, std::string_view message, int exit_code) {
   log::error(ctx.path(), message);
   ctx.quit(exit_code);

@@ -35,6 +35,12 @@ void worker_hub::open(cpu::worker_group* group, std::string trainer_path) {
   std::lock_guard lock(m_);
   group_ = group;
   trainer_path_ = std::move(trainer_path);
+  gave_up_ = false;
+}
+
+void worker_hub::give_up() {
+  std::lock_guard lock(m_);
+  gave_up_ = true;
 }
 
 void worker_hub::close(cpu::worker_group* group) {
@@ -43,9 +49,10 @@ void worker_hub::close(cpu::worker_group* group) {
   idle_.wait(lock, [&] { return in_use_.count(group) == 0; });
 }
 
-cpu::worker_group* worker_hub::group(std::string* trainer_path) const {
+cpu::worker_group* worker_hub::group(std::string* trainer_path, bool* gave_up) const {
   std::lock_guard lock(m_);
   if (trainer_path) *trainer_path = trainer_path_;
+  if (gave_up) *gave_up = gave_up_;
   return group_;
 }
 
@@ -76,7 +83,9 @@ bool worker_hub::use(cpu::worker_group* group, const std::function<void(cpu::wor
 
 void worker_leaf::on_start(context& ctx) {
   std::string trainer;
-  cpu::worker_group* group = hub_->group(&trainer);
+  bool gave_up = false;
+  cpu::worker_group* group = hub_->group(&trainer, &gave_up);
+  if (!group && gave_up) return;  // the trainer has reported why the run ends
   if (!group) {
     const auto& t = ctx.tree();
     throw std::runtime_error("worker `" + ctx.path() + "`: no worker group from its node trainer `" +

@@ -2,9 +2,10 @@
 // it loads the corpus, builds the model on the chosen backend, then runs one optimizer step per
 // message to itself, so the actor stays responsive, with periodic validation and checkpoints. At the
 // end it prints generated text and a summary (or JSON) on stdout and quits the app with 0; any error
-// (missing corpus, bad config, unreadable checkpoint, a loss that is not finite) is logged once and
-// quits it with 1, or 2 when an argument is wrong (a checkpoint path that cannot be written, checked
-// before training).
+// is logged once and quits it with 2 when an argument or an input file is wrong (a bad option, a
+// checkpoint path that cannot be written, a missing or empty corpus, a checkpoint to resume from that
+// is unreadable, corrupt or saved for another model or corpus: all checked before training), or with
+// 1 when the work fails (a loss that is not finite, a save that fails).
 //
 // Deterministic: batches depend only on (seed, step), so a resumed run sees the data an uninterrupted
 // one would have seen.
@@ -123,6 +124,12 @@ class gpt_trainer : public composite {
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;
 };
+
+// The checks of `o` that read no file (the options' values and how they combine, --workers against
+// this machine, --device-memory's text): errc::invalid_argument naming the option and what to change.
+// The trainer makes them again at start, but an app that calls this after parsing, before it builds
+// the tree, reports a bad option once, not once per node trainer, and before any component starts.
+result<void> check_gpt_options(const gpt_options& o);
 
 // Adds the GPT trainer to `parent` as `name`: a gpt_trainer; with opts->common.workers its worker
 // subtree from this machine's topology (worker_leaves.hpp); with opts->data_parallel = K > 1 a

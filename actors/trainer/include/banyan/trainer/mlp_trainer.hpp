@@ -1,8 +1,9 @@
 // A leaf that trains an MLP classifier (banyan/nn/mlp.hpp) on Fashion-MNIST: it loads the training and
 // test sets, trains one mini-batch per message to itself, reports test accuracy after every epoch and,
-// at the end, a summary (or JSON) on stdout, then quits the app with 0; any error (missing or corrupt
-// data, bad config, a failed save) is logged once and quits it with 1, or 2 for a bad argument (a
-// batch larger than the training set, a checkpoint path that cannot be written: checked at start).
+// at the end, a summary (or JSON) on stdout, then quits the app with 0; any error is logged once and
+// quits it with 2 for a bad argument or input file (missing or corrupt data, a batch larger than the
+// training set, a checkpoint path that cannot be written: checked at start), or 1 when the work fails
+// (a failed save).
 //
 // Deterministic: the epoch's shuffle depends only on (seed, epoch); the last partial batch of an epoch
 // is dropped.

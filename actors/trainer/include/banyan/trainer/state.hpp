@@ -37,6 +37,12 @@ result<int> restore_state(const std::filesystem::path& file, const nn::checkpoin
 // a directory that exists and is writable. errc::invalid_argument naming `flag` and the file.
 result<void> check_checkpoint_path(const std::filesystem::path& file, std::string_view flag = "--checkpoint");
 
+// An input file that cannot be used (the corpus, a checkpoint to resume from: missing, unreadable,
+// corrupt, made for another model) as the argument error it is for the user: errc::invalid_argument,
+// so fail() exits 2, with `e`'s message after the flag that named the file ("--resume: checkpoint
+// `run.ckpt`: bad magic ...").
+error input_error(std::string_view flag, const error& e);
+
 // Logs `message` as an error of the component (banyan::log, under its path) and ends the run with
 // `exit_code`: 2 for bad arguments or input (docs/cli.md), 1 for work that failed. A trainer calls it
 // once for any error it cannot recover from (the component is not restarted): bad data, a bad

@@ -51,8 +51,12 @@ class worker_hub {
   // worker leaf's thread outlives its trainer's object when an ancestor fails: it ends only with
   // its handler, a run of steps.) Blocks: cancel what a worker may wait for (the exchange) first.
   void close(cpu::worker_group* group);
-  // The group, or nullptr before the trainer opened it (or when the trainer runs on another node).
-  cpu::worker_group* group(std::string* trainer_path = nullptr) const;
+  // The trainer failed at start, before it opened a group, and reported why: its worker leaves that
+  // find no group end quietly instead of adding an error of their own. open() clears it.
+  void give_up();
+  // The group, or nullptr before the trainer opened it (or when the trainer runs on another node, or
+  // gave up: *gave_up says which).
+  cpu::worker_group* group(std::string* trainer_path = nullptr, bool* gave_up = nullptr) const;
   // On a worker leaf's thread: f(*group) if `group` is still open, and close(group) waits for it;
   // false, and nothing run, once its trainer has closed it.
   bool use(cpu::worker_group* group, const std::function<void(cpu::worker_group&)>& f);
@@ -63,6 +67,7 @@ class worker_hub {
   std::condition_variable idle_;
   cpu::worker_group* group_ = nullptr;
   std::string trainer_path_;
+  bool gave_up_ = false;
   std::multiset<const cpu::worker_group*> in_use_;  // one entry per use() in progress
 };
 
