@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,7 @@ struct recorder {
   std::map<std::string, std::vector<envelope>> got;                 // by sending peer
   std::map<std::string, int> ups, downs, credits, stalls, resumes;  // credits: on_credit calls
   std::map<std::string, std::vector<envelope>> undelivered;         // handed back by on_undelivered (receipts dropped)
+  std::map<std::string, std::string> down_reasons;                  // on_peer_down's reason, the latest per peer
   std::vector<std::string> logs;
   std::function<void(const std::string&, const envelope&)> on_envelope_hook;  // runs before recording
   bool keep = true;            // store envelopes (off for large runs: count only)
@@ -89,9 +92,10 @@ struct recorder {
       next_seq[peer] = 0;
       cv.notify_all();
     };
-    c.on_peer_down = [this](const std::string& peer, const std::string&) {
+    c.on_peer_down = [this](const std::string& peer, const std::string& reason) {
       std::lock_guard lk(mu);
       ++downs[peer];
+      down_reasons[peer] = reason;
       cv.notify_all();
     };
     c.on_peer_stalled = [this](const std::string& peer, const std::string&) {
@@ -149,6 +153,17 @@ struct recorder {
     return false;
   }
 };
+
+// The failure detector's threshold as the transport reported it when it gave a silent peer up
+// ("no frame for 812 ms (threshold 800 ms, ..."); nullopt when the reason names none (a restart).
+// Tests of how fast a loss is found compare with this rather than with a constant: the threshold
+// grows with the jitter the detector saw, which a loaded machine adds.
+inline std::optional<std::chrono::milliseconds> reported_threshold(const std::string& down_reason) {
+  static const std::regex threshold(R"(\(threshold ([0-9]+) ms)");
+  std::smatch m;
+  if (!std::regex_search(down_reason, m, threshold)) return std::nullopt;
+  return std::chrono::milliseconds(std::stoll(m[1].str()));
+}
 
 inline envelope make_envelope(std::uint64_t i, std::size_t payload_bytes = 8) {
   envelope e;

@@ -1,4 +1,5 @@
-// Several processes on loopback: a peer killed with SIGKILL is reported by the others within 1 s,
+// Several processes on loopback: a peer killed with SIGKILL is reported by the others within the
+// failure detector's threshold (4/5 of the 1 s heartbeat timeout while its heartbeats were regular),
 // and nothing hangs. The child is always reaped, also when an assertion fails.
 #include "helpers.hpp"
 
@@ -24,7 +25,7 @@ banyan::result<banyan::process> fork_streaming_node(const transport_options& o) 
   });
 }
 
-TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
+TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinTheDetectorsThreshold) {
   temp_dir dir;
   auto options = [&](const std::string& self) {
     transport_options o;
@@ -54,8 +55,16 @@ TEST(Process, KillNineOfOneNodeIsReportedByTheOthersWithinOneSecond) {
   const auto a_took = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(rc.wait([&] { return rc.downs["b"] == 1; }, 5s));
   const auto c_took = std::chrono::steady_clock::now() - t0;
-  EXPECT_LT(a_took, 1000ms) << std::chrono::duration<double>(a_took).count() << " s";
-  EXPECT_LT(c_took, 1000ms) << std::chrono::duration<double>(c_took).count() << " s";
+  // Each found it within the threshold its detector reported (1000 ms x 4/5 while b's heartbeats were
+  // regular, more if a loaded machine made them late), plus half a timeout for the I/O thread's check.
+  const auto slack = options("a").heartbeat_timeout / 2;
+  const auto a_threshold = reported_threshold(ra.locked(ra.down_reasons, "b"));
+  const auto c_threshold = reported_threshold(rc.locked(rc.down_reasons, "b"));
+  ASSERT_TRUE(a_threshold && c_threshold) << ra.locked(ra.down_reasons, "b") << "\n" << rc.locked(rc.down_reasons, "b");
+  EXPECT_LT(a_took, *a_threshold + slack)
+      << std::chrono::duration<double>(a_took).count() << " s, threshold " << a_threshold->count() << " ms";
+  EXPECT_LT(c_took, *c_threshold + slack)
+      << std::chrono::duration<double>(c_took).count() << " s, threshold " << c_threshold->count() << " ms";
   EXPECT_TRUE(ra.logged("peer `b` lost"));
   EXPECT_EQ(ra.order_errors, 0u);  // everything b got through arrived in order
   EXPECT_EQ((*a)->stats("b").sequence_gaps, 0u);

@@ -339,7 +339,13 @@ TEST(Heartbeat, PeerStoppedIsReportedWithinTheTimeoutAndSendsThenFail) {
   f.b->stop();
   ASSERT_TRUE(f.ra.wait([&] { return f.ra.downs["b"] == 1; }, 5s));
   const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_LT(took, 500ms) << "detected after " << std::chrono::duration<double>(took).count() << " s";
+  // Found within the threshold the detector reported, plus half a timeout for the I/O thread's
+  // check to come round on a loaded machine (not a wall constant: the threshold grows with jitter).
+  const auto threshold = reported_threshold(f.ra.locked(f.ra.down_reasons, "b"));
+  ASSERT_TRUE(threshold.has_value()) << f.ra.locked(f.ra.down_reasons, "b");
+  EXPECT_LT(took, *threshold + oa.heartbeat_timeout / 2)
+      << "detected after " << std::chrono::duration<double>(took).count() << " s, threshold " << threshold->count()
+      << " ms";
   EXPECT_TRUE(f.ra.logged("peer `b` lost"));
   auto r = f.a->send("b", make_envelope(1));
   ASSERT_FALSE(r.has_value());
