@@ -45,7 +45,7 @@ TEST(Model, OverCapacityIsNotFeasibleAndNamesTheNode) {
   const evaluation e = evaluate(*p, {0, 1, 1, 1});
   EXPECT_FALSE(e.feasible);
   EXPECT_NE(e.violation.find("n1"), std::string::npos) << e.violation;
-  EXPECT_NE(e.violation.find("9"), std::string::npos) << e.violation;
+  EXPECT_NE(e.violation.find('9'), std::string::npos) << e.violation;
 }
 
 TEST(Model, TotalLoadAboveCapacityIsAnErrorWithTheNumbers) {
@@ -53,7 +53,7 @@ TEST(Model, TotalLoadAboveCapacityIsAnErrorWithTheNumbers) {
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, errc::over_capacity);
   EXPECT_NE(p.error().message.find("10"), std::string::npos) << p.error().message;
-  EXPECT_NE(p.error().message.find("9"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find('9'), std::string::npos) << p.error().message;
 }
 
 TEST(Model, ComponentHeavierThanEveryNodeIsNamed) {
@@ -63,7 +63,7 @@ TEST(Model, ComponentHeavierThanEveryNodeIsNamed) {
   ASSERT_FALSE(p);
   EXPECT_EQ(p.error().code, errc::over_capacity);
   EXPECT_NE(p.error().message.find("/r/a/x"), std::string::npos) << p.error().message;
-  EXPECT_NE(p.error().message.find("7"), std::string::npos) << p.error().message;
+  EXPECT_NE(p.error().message.find('7'), std::string::npos) << p.error().message;
 }
 
 // A violation smaller than the sixth digit still prints two different numbers: the load and the
