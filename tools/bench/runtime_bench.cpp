@@ -220,7 +220,7 @@ rt::transport_options options(const std::string& self, const std::string& bind, 
 
 rt::envelope make(char type, std::size_t size, std::int64_t stamp = 0) {
   rt::envelope e;
-  e.kind = static_cast<std::uint16_t>(type);
+  e.kind = static_cast<std::uint16_t>(static_cast<unsigned char>(type));
   e.sender = 1;  // tree vertices, as the SDK sends them
   e.scope = 0;
   e.topic = "bench/data";
