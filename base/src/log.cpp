@@ -70,6 +70,13 @@ void write(level l, std::string_view component, std::string_view text) {
   }
 }
 
+bool worth_logging(std::uint64_t n) {
+  if (n <= 10) return true;
+  for (; n > 1; n /= 10)
+    if (n % 10 != 0) return false;
+  return true;
+}
+
 std::string escape(std::string_view untrusted, std::size_t max_bytes) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;

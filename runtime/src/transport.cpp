@@ -678,15 +678,7 @@ void transport_impl::count_and_log(std::uint64_t& counter, const std::string& li
     std::lock_guard lk(mu_);
     n = ++counter;
   }
-  // Logged the first 10 times per reason, then at every power of ten, so a flood cannot drown the log.
-  bool pow10 = true;
-  for (std::uint64_t x = n; x > 1; x /= 10) {
-    if (x % 10 != 0) {
-      pow10 = false;
-      break;
-    }
-  }
-  if (n <= 10 || pow10) log(log_level::warning, line + " (" + std::to_string(n) + " so far)");
+  if (banyan::log::worth_logging(n)) log(log_level::warning, line + " (" + std::to_string(n) + " so far)");
 }
 
 void transport_impl::reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from,

@@ -46,9 +46,7 @@ caf::behavior gateway_actor::make_behavior() {
       [this](started_atom, vertex_id v) { on_hosted_started(v); },
       [this](shutdown_atom, bool urgent) { shutdown_hosted(urgent); },
       [this](tell_atom) { tell_unforwarded(); },
-      [this](move_atom, const std::string& path, const std::string& to, const std::string& answer_file) {
-        start_move(path, to, answer_file);
-      },
+      [this](move_atom, const std::string& path, const std::string& to, std::uint64_t answer) { start_move(path, to, answer); },
       [this](arrived_atom, vertex_id v) {
         if (move_ && move_->arriving && v == move_->root) {
           move_->arrived = true;
@@ -249,17 +247,8 @@ void gateway_actor::log_dropped(const std::string& peer, const std::string& why)
 }
 
 void gateway_actor::refuse(const std::string& peer, const std::string& why) {
-  // The first 10, then at every power of ten: a peer sending nothing but malformed envelopes cannot
-  // flood the log, and the count says how many there were.
   const std::uint64_t n = ++malformed_;
-  bool pow10 = true;
-  for (std::uint64_t x = n; x > 1; x /= 10) {
-    if (x % 10 != 0) {
-      pow10 = false;
-      break;
-    }
-  }
-  if (n <= 10 || pow10) log_dropped(peer, "malformed " + why + " (" + std::to_string(n) + " malformed so far)");
+  if (log::worth_logging(n)) log_dropped(peer, "malformed " + why + " (" + std::to_string(n) + " malformed so far)");
 }
 
 void gateway_actor::on_ready(const std::string& peer) {

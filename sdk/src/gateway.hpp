@@ -43,7 +43,7 @@ class run_state;
 
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
 using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
-using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer file: move a local subtree there
+using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer token: move a local subtree there
 using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;  // node index: a peer is gone
 using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
 
@@ -94,7 +94,8 @@ class gateway_actor final : public caf::event_based_actor {
   // Live moves (gateway_move.cpp). The source node coordinates: freeze, quiet, move out, hand over,
   // moved, thaw. Every node takes part in the freeze and learns the new place.
   void on_move(const std::string& peer, runtime::envelope& e);
-  void start_move(const std::string& path, const std::string& to, const std::string& answer_file);
+  // `answer`: node_runtime::answer_move's token for the move's outcome (0: nobody asks).
+  void start_move(const std::string& path, const std::string& to, std::uint64_t answer);
   void freeze(std::uint64_t epoch, node_id coordinator);
   void check_quiet();
   void move_out();
@@ -120,7 +121,7 @@ class gateway_actor final : public caf::event_based_actor {
     // The coordinator's part:
     vertex_id root = 0;
     node_id from = 0, to = 0;
-    std::string answer_file;
+    std::uint64_t answer = 0;  // node_runtime::answer_move's token
     std::chrono::steady_clock::time_point began;
     std::uint64_t state_bytes = 0;
     std::size_t components = 0;
@@ -137,7 +138,11 @@ class gateway_actor final : public caf::event_based_actor {
     std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
   };
   std::optional<move_run> move_;
-  std::vector<std::array<std::string, 3>> waiting_moves_;  // asked while a move was on: path, node, answer file
+  struct waiting_move {
+    std::string path, to;
+    std::uint64_t answer;
+  };
+  std::vector<waiting_move> waiting_moves_;  // asked while a move was on
   std::uint64_t next_epoch_ = 1;
 
   run_state* state_;

@@ -29,6 +29,8 @@
 #include "banyan/base/duration.hpp"
 #include "banyan/base/log.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -36,15 +38,6 @@
 
 namespace banyan::detail {
 namespace {
-
-std::string json_text(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
 
 std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v) {
   std::vector<vertex_id> out{v};
@@ -71,17 +64,17 @@ void gateway_actor::send_move(node_id to, std::uint16_t step, std::string target
   node_->send_control(to, std::move(e));
 }
 
-void gateway_actor::start_move(const std::string& path, const std::string& to_name, const std::string& answer_file) {
+void gateway_actor::start_move(const std::string& path, const std::string& to_name, std::uint64_t answer) {
   const auto& tree = state_->tree();
   const node_id self = state_->where().self();
   auto refuse = [&](const std::string& why) {
     log::error(node_->self_name(), "move of `" + path + "` refused: " + why);
-    std::ofstream(answer_file + ".tmp") << "{\"path\": " << json_text(path) << ", \"error\": " << json_text(why) << "}\n";
-    std::rename((answer_file + ".tmp").c_str(), answer_file.c_str());
+    const nlohmann::json a = {{"path", path}, {"error", why}};
+    node_->answer_move(answer, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
   if (move_) {
     // This node still takes part in the previous move (its thaw is on the way): started after it.
-    waiting_moves_.push_back({path, to_name, answer_file});
+    waiting_moves_.push_back({path, to_name, answer});
     return;
   }
   if (node_->mode() != routing_mode::hier) return refuse("live moves need hier routing");
@@ -106,7 +99,7 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
   move_->root = *v;
   move_->from = self;
   move_->to = to;
-  move_->answer_file = answer_file;
+  move_->answer = answer;
   move_->began = std::chrono::steady_clock::now();
   log::info(node_->self_name(), "moving `" + path + "` to node `" + to_name + "`: freezing the deployment");
   for (node_id n = 0; n < names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::freeze));
@@ -390,7 +383,7 @@ void gateway_actor::thaw_here() {
   if (!waiting_moves_.empty()) {
     auto next = std::move(waiting_moves_.front());
     waiting_moves_.erase(waiting_moves_.begin());
-    start_move(next[0], next[1], next[2]);
+    start_move(next.path, next.to, next.answer);
   }
 }
 
@@ -399,13 +392,11 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
   const auto& names = node_->deployment().names;
   const double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - move_->began).count();
   const std::string path = tree.path(move_->root), from = names[move_->from], to = names[move_->to];
-  const std::string answer = move_->answer_file;
-  std::string fresh = ", \"without_state\": [";
-  for (std::size_t i = 0; i < move_->without_state.size(); ++i) fresh += (i ? ", " : "") + json_text(move_->without_state[i]);
-  fresh += "]";
-  char numbers[160];
-  std::snprintf(numbers, sizeof numbers, ", \"components\": %zu, \"state_bytes\": %llu, \"pause_ms\": %.3f", move_->components,
-                static_cast<unsigned long long>(move_->state_bytes), pause_ms);
+  nlohmann::json answer = {{"path", path}, {"from", from}, {"to", to}, {"components", move_->components},
+                           {"state_bytes", move_->state_bytes}, {"pause_ms", pause_ms},
+                           {"without_state", move_->without_state}};
+  if (!error.empty()) answer["error"] = error;
+  const std::uint64_t token = move_->answer;
   if (error.empty()) {
     char line[200];
     std::snprintf(line, sizeof line, ": %zu component(s), %llu bytes of state; the deployment paused %.1f ms", move_->components,
@@ -424,11 +415,7 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
     log::error(node_->self_name(), "move of `" + path + "` to `" + to + "`: " + error);
   }
   thaw_here();
-  if (answer.empty()) return;
-  std::ofstream(answer + ".tmp") << "{\"path\": " << json_text(path) << ", \"from\": " << json_text(from) << ", \"to\": "
-                                 << json_text(to) << numbers << fresh << (error.empty() ? "" : ", \"error\": " + json_text(error))
-                                 << "}\n";
-  std::rename((answer + ".tmp").c_str(), answer.c_str());
+  if (token) node_->answer_move(token, answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 // A node lost during a move. The coordinator lost: this node thaws on its own (the move ends there,

@@ -222,8 +222,26 @@ void node_runtime::host_roots() { caf::anon_send(gateway_, host_atom::value); }
 
 void node_runtime::arrived(vertex_id v) { caf::anon_send(gateway_, arrived_atom::value, v); }
 
-void node_runtime::request_move(std::string path, std::string to, std::string answer_file) {
-  caf::anon_send(gateway_, move_atom::value, std::move(path), std::move(to), std::move(answer_file));
+void node_runtime::request_move(std::string path, std::string to, std::function<void(std::string)> answer) {
+  std::uint64_t token;
+  {
+    std::lock_guard lock(answers_mutex_);
+    token = next_answer_++;
+    answers_.emplace(token, std::move(answer));
+  }
+  caf::anon_send(gateway_, move_atom::value, std::move(path), std::move(to), token);
+}
+
+void node_runtime::answer_move(std::uint64_t token, std::string answer) {
+  std::function<void(std::string)> f;
+  {
+    std::lock_guard lock(answers_mutex_);
+    auto it = answers_.find(token);
+    if (it == answers_.end()) return;
+    f = std::move(it->second);
+    answers_.erase(it);
+  }
+  f(std::move(answer));
 }
 
 void node_runtime::send_control(node_id to, runtime::envelope e) {

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -120,10 +121,12 @@ class node_runtime {
   // The node's roots other than the tree's (parents on other nodes) are the gateway's: it starts
   // them (once, after start()) and stops them at the run's end, reporting each one's end to the
   // run's completion latch as a root's (gateway.hpp).
-  // Live moves: a moved subtree has started here (its root's actor); a request file asks this node
-  // to move one of its subtrees (docs/runtime.md "Moving subtrees live"; the gateway runs the move).
+  // Live moves: a moved subtree has started here (its root's actor); the control channel asks this
+  // node to move one of its subtrees (docs/runtime.md "Moving subtrees live"; the gateway runs the
+  // move) and gets its outcome, a JSON object, through `answer` exactly once, on the gateway's thread.
   void arrived(vertex_id v);
-  void request_move(std::string path, std::string to, std::string answer_file);
+  void request_move(std::string path, std::string to, std::function<void(std::string)> answer);
+  void answer_move(std::uint64_t token, std::string answer);  // the gateway's side of request_move
   // A control envelope to one peer (never waits for credit); a send to a gone peer is logged and dropped.
   void send_control(node_id to, runtime::envelope e);
   routing_mode mode() const;
@@ -164,6 +167,10 @@ class node_runtime {
   void fail_requests_to(node_id node, const std::string& why);
   void send_to_all(const runtime::envelope& e);
   void log_summary();
+
+  std::mutex answers_mutex_;
+  std::unordered_map<std::uint64_t, std::function<void(std::string)>> answers_;  // request_move's, by token
+  std::uint64_t next_answer_ = 1;
 
   run_state& state_;
   resolved_deployment deployment_;

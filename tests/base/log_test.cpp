@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -47,3 +49,19 @@ TEST(Log, LinesBelowTheThresholdAreDropped) {
 }
 
 }  // namespace
+
+namespace banyan::log {
+namespace {
+
+TEST(Log, ARepeatedLineIsWrittenTenTimesThenAtEveryPowerOfTen) {
+  std::vector<std::uint64_t> written;
+  for (std::uint64_t n = 1; n <= 100000; ++n)
+    if (worth_logging(n)) written.push_back(n);
+  const std::vector<std::uint64_t> expected{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100, 1000, 10000, 100000};
+  EXPECT_EQ(written, expected);
+  EXPECT_FALSE(worth_logging(0xffffffffffffffffull));
+  EXPECT_TRUE(worth_logging(10000000000000000000ull));
+}
+
+}  // namespace
+}  // namespace banyan::log

@@ -35,4 +35,38 @@ bool control_socket_listens(const std::string& path) {
   return ok;
 }
 
+std::string node_controls::add(const std::string& name, const std::filesystem::path& folder) {
+  const std::string endpoint = "ipc://" + (folder / (name + ".ctl")).string();
+  zmq::socket_t s(context_, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(endpoint);
+  sockets_.insert_or_assign(name, std::move(s));
+  return endpoint;
+}
+
+std::uint64_t node_controls::ask(const std::string& name, const std::vector<std::string>& request) {
+  const std::uint64_t id = next_id_++;
+  auto& s = sockets_.at(name);
+  const std::string id_text = std::to_string(id);
+  // A node that has not bound yet: ZeroMQ queues the request (a DEALER's connect makes the pipe now).
+  s.send(zmq::buffer(id_text), request.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (std::size_t i = 0; i < request.size(); ++i)
+    s.send(zmq::buffer(request[i]), i + 1 < request.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  return id;
+}
+
+std::optional<std::vector<std::string>> node_controls::reply(const std::string& name, std::uint64_t id) {
+  auto& s = sockets_.at(name);
+  while (true) {
+    std::vector<std::string> frames;
+    zmq::message_t m;
+    if (!s.recv(m, zmq::recv_flags::dontwait)) return std::nullopt;
+    frames.push_back(m.to_string());
+    while (m.more() && s.recv(m)) frames.push_back(m.to_string());
+    if (frames.front() != std::to_string(id)) continue;  // a late reply to an earlier request
+    frames.erase(frames.begin());
+    return frames;
+  }
+}
+
 }  // namespace banyan::cli

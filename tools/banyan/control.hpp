@@ -10,11 +10,43 @@
 // `reconfigure` (`banyan reconfigure`) is two frames, `reconfigure` and the new deployment's
 // absolute path; the reply is one JSON frame: {"moves": [each move's figures], "deployment": PATH}
 // plus "error" (and "refused": true when nothing was tried) on failure.
+//
+// The launch in turn reaches each of its nodes through the node's control channel (the SDK's
+// sdk/src/control_channel.hpp): node_controls below, one DEALER per node on the endpoint the node
+// was given in BANYAN_CONTROL.
 #pragma once
 
+#include <zmq.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace banyan::cli {
+
+// The launch's side of its nodes' control channels. Requests are `KIND ARGS...` (`profile`, `move
+// PATH NODE`); each gets an id, and a reply is matched to its request by it, so a reply that comes
+// after its requester gave up is dropped rather than taken for the next one's.
+// Thread-safety: one thread (the launch's loop). Never blocks: reply() looks, it does not wait.
+class node_controls {
+ public:
+  // The endpoint node `name` is to bind (an ipc:// socket in `folder`), connected to at once: what
+  // is asked before the node binds it waits in ZeroMQ's queue.
+  std::string add(const std::string& name, const std::filesystem::path& folder);
+  // Sends one request to node `name`; returns its id.
+  std::uint64_t ask(const std::string& name, const std::vector<std::string>& request);
+  // The reply to request `id` of node `name` (the frames after the id) if it has come; replies to
+  // earlier requests found on the way are dropped.
+  std::optional<std::vector<std::string>> reply(const std::string& name, std::uint64_t id);
+
+ private:
+  zmq::context_t context_;
+  std::map<std::string, zmq::socket_t> sockets_;
+  std::uint64_t next_id_ = 1;
+};
 
 // The socket file of the launch of `deployment`: /tmp/banyan-<hash of its absolute, normalized path>.ctl,
 // so every spelling of the same file finds the same launch.

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -131,70 +132,74 @@ bool merge_profiles(const options& o, const std::filesystem::path& scratch, cons
   return ok;
 }
 
-// One merged reading of every node (the live profile): asks each for its profile so far
-// (scratch/<node>.live.req, answered with scratch/<node>.live.json and, from a node of several, its
-// link health scratch/<node>.live.health.json, see the SDK's live_profile) and merges them. Keeps
-// forwarding the nodes' output while it waits, so a chatty node cannot block on a full pipe.
+// One merged reading of every node (the live profile): asks each for its profile so far and its link
+// health over its control channel (the SDK's control_channel.hpp) and merges them. Keeps forwarding
+// the nodes' output while it waits, so a chatty node cannot block on a full pipe.
 struct live_reading {
   std::optional<profile> total;     // empty when `error` says why
   std::string error;
-  std::vector<std::string> health;  // the health files' text, per node that wrote one
+  std::vector<std::string> health;  // the link health's JSON text, per node of several
 };
 
-live_reading take_reading(std::vector<child>& children, const std::filesystem::path& scratch) {
-  namespace fs = std::filesystem;
+live_reading take_reading(std::vector<child>& children, node_controls& controls) {
   live_reading out;
   std::string ended;
-  for (auto& c : children) {
+  for (auto& c : children)
     if (c.done || c.p.status()) ended += (ended.empty() ? "" : ", ") + c.node;
-    fs::remove(scratch / (c.node + ".live.json"));  // before the request: what appears is an answer to it
-    fs::remove(scratch / (c.node + ".live.health.json"));
-    std::ofstream(scratch / (c.node + ".live.req")).flush();
-  }
   if (!ended.empty()) {
     out.error = "node " + ended + " has ended; the live profile needs every node";
     return out;
   }
-  // A node looks for requests every 200 ms; a node busy starting or stopping may take longer.
+  std::map<std::string, std::uint64_t> asked;
+  std::map<std::string, std::vector<std::string>> replies;
+  for (auto& c : children) asked[c.node] = controls.ask(c.node, {"profile"});
+  // A node may still be starting, or busy; a loaded machine makes it slower.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::vector<banyan::process*> all;
   for (auto& c : children) all.push_back(&c.p);
-  auto missing = [&] {
-    std::string list;
-    for (const auto& c : children)
-      if (!fs::exists(scratch / (c.node + ".live.json"))) list += (list.empty() ? "" : ", ") + c.node;
-    return list;
-  };
-  while (!missing().empty() && std::chrono::steady_clock::now() < until) {
-    banyan::process::wait_any(all, std::chrono::milliseconds(20));
+  while (replies.size() < children.size() && std::chrono::steady_clock::now() < until) {
+    for (auto& c : children)
+      if (!replies.count(c.node))
+        if (auto r = controls.reply(c.node, asked[c.node])) replies[c.node] = std::move(*r);
+    if (replies.size() == children.size()) break;
+    banyan::process::wait_any(all, std::chrono::milliseconds(5));
     for (auto& c : children) forward_lines(c);
   }
-  if (auto late = missing(); !late.empty()) {
+  std::string late;
+  for (const auto& c : children)
+    if (!replies.count(c.node)) late += (late.empty() ? "" : ", ") + c.node;
+  if (!late.empty()) {
     out.error = "node " + late + " did not answer within 10 s";
     return out;
   }
   for (const auto& c : children) {
-    auto p = profile::load((scratch / (c.node + ".live.json")).string());
+    const auto& r = replies[c.node];
+    if (r.size() != 2) {
+      out.error = "node " + c.node + " answered the live profile request with " + std::to_string(r.size()) + " frame(s): " +
+                  (r.empty() ? std::string() : banyan::log::escape(r.front(), 200));
+      out.total.reset();
+      return out;
+    }
+    auto p = profile::from_json_text(r[0], "node " + c.node + "'s live profile");
     if (!p) {
       out.error = p.error().what();
       out.total.reset();
       return out;
     }
     if (!out.total) out.total = std::move(*p);
-    else if (auto r = out.total->merge(*p); !r) {
-      out.error = r.error().what();
+    else if (auto m = out.total->merge(*p); !m) {
+      out.error = m.error().what();
       out.total.reset();
       return out;
     }
-    std::ifstream health(scratch / (c.node + ".live.health.json"));
-    if (std::stringstream text; health && text << health.rdbuf()) out.health.push_back(text.str());
+    if (r[1] != "{}") out.health.push_back(r[1]);
   }
   return out;
 }
 
 // Answers one `profile` request on the control socket (control.hpp) with a reading: the totals and
 // the window since `previous`.
-void answer_profile(zmq::socket_t& control, std::vector<child>& children, const std::filesystem::path& scratch,
+void answer_profile(zmq::socket_t& control, std::vector<child>& children, node_controls& controls,
                     std::optional<profile>& previous, bool quiet) {
   auto reply = [&](const nlohmann::json& status, const std::string& total, const std::string& window) {
     control.send(zmq::buffer(status.dump()), zmq::send_flags::sndmore);
@@ -205,7 +210,7 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
     if (!quiet) banyan::log::warning(tool, "live profile: " + why);
     reply({{"error", why}}, "", "");
   };
-  auto reading = take_reading(children, scratch);
+  auto reading = take_reading(children, controls);
   if (!reading.total) return refuse(reading.error);
   auto& total = reading.total;
   auto window = previous ? total->since(*previous) : result<profile>(*total);
@@ -225,8 +230,8 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, const 
 // the app does not have (its tree comes from the nodes' live profiles), or a move targets a node
 // whose capacity is zero.
 std::string plan_refusal(const partitioner::deployment& next, const std::vector<planned_move>& moves,
-                         std::vector<child>& children, const std::filesystem::path& scratch) {
-  auto reading = take_reading(children, scratch);
+                         std::vector<child>& children, node_controls& controls) {
+  auto reading = take_reading(children, controls);
   if (!reading.total) return "cannot check the new deployment against the running app: " + reading.error;
   for (const auto& a : next.assignments)
     if (!reading.total->tree->find(a.path))
@@ -247,7 +252,7 @@ std::string plan_refusal(const partitioner::deployment& next, const std::vector<
 // NEW. The reply is one JSON frame: each move's figures, and `error` when one failed (the moves
 // before it stay done: `running` follows them).
 void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& frames, std::vector<child>& children,
-                        const std::filesystem::path& scratch, partitioner::deployment& running, bool quiet) {
+                        node_controls& controls, partitioner::deployment& running, bool quiet) {
   auto reply = [&](const nlohmann::json& answer) {
     // The nodes' answers are passed on as they came: bytes that are not UTF-8 are replaced, not fatal.
     control.send(zmq::buffer(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), zmq::send_flags::none);
@@ -264,7 +269,7 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
   for (const auto& c : children)
     if (c.done || c.p.status()) return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
   // The whole plan is checked before the first move, so a refused one has moved nothing.
-  if (auto why = plan_refusal(*next, *moves, children, scratch); !why.empty()) return refuse(why);
+  if (auto why = plan_refusal(*next, *moves, children, controls); !why.empty()) return refuse(why);
   std::vector<banyan::process*> all;
   for (auto& c : children) all.push_back(&c.p);
   auto wait = [&](std::chrono::milliseconds slice) {
@@ -284,7 +289,10 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
                                 (gathering ? " (" + std::to_string(gathering) + " of them gather parts of a subtree that runs on "
                                                                                "several nodes before it moves)"
                                            : std::string()));
-  auto answer = run_moves(*moves, scratch, wait, ended);
+  const move_channel channel{
+      .ask = [&](const std::string& node, const std::vector<std::string>& request) { return controls.ask(node, request); },
+      .reply = [&](const std::string& node, std::uint64_t id) { return controls.reply(node, id); }};
+  auto answer = run_moves(*moves, channel, wait, ended);
   // Every move that was made: the launch runs that assignment now.
   std::size_t made = 0;  // the moves run in order and stop at the first that fails
   for (const auto& m : answer["moves"]) made += m.contains("error") ? 0 : 1;
@@ -301,10 +309,10 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
 
 #ifdef BANYAN_LAUNCH_DASHBOARD
 // A reading for the dashboard, with what the launch sees of each node's process.
-void answer_dashboard(dashboard& dash, std::vector<child>& children, const std::filesystem::path& scratch,
+void answer_dashboard(dashboard& dash, std::vector<child>& children, node_controls& controls,
                       const partitioner::deployment& d) {
   const auto asked = std::chrono::steady_clock::now();
-  auto reading = take_reading(children, scratch);
+  auto reading = take_reading(children, controls);
   dashboard_reading r{.total = std::move(reading.total), .error = std::move(reading.error), .health = std::move(reading.health)};
   r.taken = asked;
   r.assignments = d.assignments;
@@ -465,6 +473,7 @@ int run(const options& o) {
   }
   std::optional<profile> previous_live;
 
+  node_controls controls;  // each node's control channel, in `scratch`
   std::vector<child> children;
   for (const auto& name : start) {
     std::vector<std::string> args = o.command;
@@ -472,7 +481,7 @@ int run(const options& o) {
     if (!o.join.empty()) args.push_back("--join");
     if (!o.profile.empty()) args.insert(args.end(), {"--profile", (scratch / (name + ".json")).string()});
     spawn_options how{.out = output_mode::capture, .err = output_mode::capture};
-    how.env.emplace_back("BANYAN_LIVE_PROFILE", (scratch / (name + ".live")).string());
+    how.env.emplace_back("BANYAN_CONTROL", controls.add(name, scratch));
     if (!o.hosts.empty()) how.env.emplace_back("BANYAN_HOSTS", o.hosts);  // for endpoints with `{host}`
     auto p = banyan::process::spawn(args, how);
     if (!p) {
@@ -518,11 +527,11 @@ int run(const options& o) {
       std::vector<std::string> frames{request.to_string()};
       while (request.more() && frames.size() < 8 && control->recv(request)) frames.push_back(request.to_string());
       while (request.more()) (void)control->recv(request);  // past what any request has: dropped
-      if (frames.front() == "reconfigure") answer_reconfigure(*control, frames, children, scratch, *d, o.json);
-      else answer_profile(*control, children, scratch, previous_live, o.json);
+      if (frames.front() == "reconfigure") answer_reconfigure(*control, frames, children, controls, *d, o.json);
+      else answer_profile(*control, children, controls, previous_live, o.json);
     }
 #ifdef BANYAN_LAUNCH_DASHBOARD
-    if (dash && dash->wanted()) answer_dashboard(*dash, children, scratch, *d);
+    if (dash && dash->wanted()) answer_dashboard(*dash, children, controls, *d);
 #endif
     for (auto& c : children) {
       forward_lines(c);

@@ -1,9 +1,7 @@
 #include "reconfigure.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace banyan::cli {
 namespace {
@@ -109,39 +107,30 @@ std::vector<partitioner::assignment> after_moves(const partitioner::deployment& 
   return out;
 }
 
-nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::filesystem::path& scratch,
+nlohmann::json run_moves(const std::vector<planned_move>& moves, const move_channel& channel,
                          const std::function<void(std::chrono::milliseconds)>& wait,
                          const std::function<std::string(const std::string& node)>& ended, std::chrono::milliseconds limit) {
-  namespace fs = std::filesystem;
   nlohmann::json out = {{"moves", nlohmann::json::array()}};
   for (const auto& m : moves) {
-    const fs::path answer = scratch / (m.from + ".live.move.json");
-    const fs::path request = scratch / (m.from + ".live.move.req");
-    fs::remove(answer);
-    {
-      std::ofstream(request.string() + ".tmp") << m.path << " " << m.to << "\n";
-    }
-    fs::rename(request.string() + ".tmp", request);  // the node never reads half a request
+    const std::uint64_t id = channel.ask(m.from, {"move", m.path, m.to});
     const auto until = std::chrono::steady_clock::now() + limit;
-    while (!fs::exists(answer) && std::chrono::steady_clock::now() < until) {
-      wait(std::chrono::milliseconds(10));
+    std::optional<std::vector<std::string>> reply;
+    while (!(reply = channel.reply(m.from, id)) && std::chrono::steady_clock::now() < until) {
+      wait(std::chrono::milliseconds(2));
       if (auto why = ended(m.from); !why.empty()) {
         out["error"] = "move of `" + m.path + "` from `" + m.from + "` to `" + m.to + "`: " + why;
         return out;
       }
     }
-    if (!fs::exists(answer)) {
+    if (!reply) {
       out["error"] = "node `" + m.from + "` did not answer the move of `" + m.path + "` within " +
                      std::to_string(limit.count() / 1000) + " s";
       return out;
     }
-    std::ifstream in(answer);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto a = nlohmann::json::parse(text.str(), nullptr, false);
+    auto a = reply->size() == 1 ? nlohmann::json::parse(reply->front(), nullptr, false) : nlohmann::json();
     if (!a.is_object()) {
-      out["error"] = "node `" + m.from + "` answered the move of `" + m.path + "` with something that is not JSON: " +
-                     text.str().substr(0, 200);
+      out["error"] = "node `" + m.from + "` answered the move of `" + m.path + "` with something that is not a JSON object: " +
+                     (reply->empty() ? std::string() : reply->front().substr(0, 200));
       return out;
     }
     if (!m.gathers_for.empty()) a["gathers_for"] = m.gathers_for;

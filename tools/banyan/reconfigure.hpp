@@ -10,7 +10,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +38,19 @@ result<std::vector<planned_move>> moves_between(const partitioner::deployment& n
 // part way): each move takes its whole subtree along.
 std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now, const std::vector<planned_move>& moves);
 
-// Runs `moves` in order on the nodes of a launch: node N's request goes to scratch/N.live.move.req,
-// its answer comes in scratch/N.live.move.json (the SDK's live_profile). `wait(ms)` lets the launch
-// go on with its own work (the nodes' output) meanwhile; `ended(node)` says why that node will not
-// answer (it ended), or nothing. Stops at the first move that fails, or that takes longer than `limit`.
-// Returns {"moves": [each node's answer], "error": ... on failure}.
-nlohmann::json run_moves(const std::vector<planned_move>& moves, const std::filesystem::path& scratch,
+// How run_moves reaches the node that coordinates a move: `ask(node, request)` sends one request
+// (`move PATH NODE`) to the node's control channel (the SDK's control_channel.hpp) and returns its
+// id; `reply(node, id)` is its answer (one frame, the move's JSON outcome) once it has come.
+struct move_channel {
+  std::function<std::uint64_t(const std::string& node, const std::vector<std::string>& request)> ask;
+  std::function<std::optional<std::vector<std::string>>(const std::string& node, std::uint64_t id)> reply;
+};
+
+// Runs `moves` in order on the nodes of a launch: each is asked of its old node over `channel`.
+// `wait(ms)` lets the launch go on with its own work (the nodes' output) meanwhile; `ended(node)`
+// says why that node will not answer (it ended), or nothing. Stops at the first move that fails, or
+// that takes longer than `limit`. Returns {"moves": [each node's answer], "error": ... on failure}.
+nlohmann::json run_moves(const std::vector<planned_move>& moves, const move_channel& channel,
                          const std::function<void(std::chrono::milliseconds)>& wait,
                          const std::function<std::string(const std::string& node)>& ended,
                          std::chrono::milliseconds limit = std::chrono::seconds(30));

@@ -9,6 +9,7 @@
 // line at a time. set_sink/capture are meant for tests and tools, not for hot paths.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,11 @@ inline void error(std::string_view component, std::string_view text) { write(lev
 // Lines below `l` are dropped (default: info; BANYAN_LOG=debug|info|warning|error sets it at start).
 void set_threshold(level l);
 level threshold();
+
+// The rule for a line that may repeat without bound (a peer sending malformed frames): whether its
+// `n`-th occurrence (from 1) is written. The first 10 are, then every power of ten (100, 1000, ...),
+// so a flood cannot drown the log and the count the line carries says how many there were.
+bool worth_logging(std::uint64_t n);
 
 // Returns `untrusted` with every byte outside printable ASCII (and the backslash) written as an escape:
 // `\n`, `\t`, `\\`, `\xNN`. Length is capped at `max_bytes` (then `...(N bytes)`), so a 10 MB token
