@@ -53,15 +53,14 @@ ordered profile_to_json(const profile& p) {
   for (const auto& f : p.flows) {
     ordered targets = ordered::array();
     for (auto t : f.targets) targets.push_back(tree.path(t));
-    flow_list.push_back({{"publisher", tree.path(f.publisher)}, {"targets", targets},
-                         {"messages", f.messages}, {"bytes", f.bytes}});
+    flow_list.push_back(
+        {{"publisher", tree.path(f.publisher)}, {"targets", targets}, {"messages", f.messages}, {"bytes", f.bytes}});
   }
   ordered link_list = ordered::array();
   for (const auto& l : p.links)
     link_list.push_back({{"from", l.from}, {"to", l.to}, {"messages", l.messages}, {"bytes", l.bytes}});
-  return {{"format", "banyan-profile"}, {"version", 1},    {"mode", to_string(p.mode)},
-          {"duration_s", p.duration_s}, {"components", components}, {"edges", edge_list},
-          {"flows", flow_list},         {"links", link_list}};
+  return {{"format", "banyan-profile"}, {"version", 1},       {"mode", to_string(p.mode)}, {"duration_s", p.duration_s},
+          {"components", components},   {"edges", edge_list}, {"flows", flow_list},        {"links", link_list}};
 }
 
 error bad(const std::string& name, const std::string& where, const std::string& what) {
@@ -284,9 +283,13 @@ result<void> profile::merge(const profile& other) {
     }
   }
   for (const auto& l : other.links) {
-    auto same = std::find_if(links.begin(), links.end(), [&](const link_traffic& x) { return x.from == l.from && x.to == l.to; });
+    auto same = std::find_if(links.begin(), links.end(),
+                             [&](const link_traffic& x) { return x.from == l.from && x.to == l.to; });
     if (same == links.end()) links.push_back(l);
-    else { same->messages += l.messages; same->bytes += l.bytes; }
+    else {
+      same->messages += l.messages;
+      same->bytes += l.bytes;
+    }
   }
   duration_s = std::max(duration_s, other.duration_s);
   return {};
@@ -360,7 +363,8 @@ std::string profile::traffic_table(std::size_t max_rows) const {
   out += line;
   for (std::size_t i = 0; i < used.size() && i < max_rows; ++i) {
     vertex_id v = used[i];
-    std::string name = tree->path(tree->parent(v)) + " -> " + tree->path(v).substr(tree->path(tree->parent(v)).size() + 1);
+    std::string name =
+        tree->path(tree->parent(v)) + " -> " + tree->path(v).substr(tree->path(tree->parent(v)).size() + 1);
     std::snprintf(line, sizeof line, "%-44s %10llu %12llu\n", name.c_str(),
                   static_cast<unsigned long long>(edges[v].messages), static_cast<unsigned long long>(edges[v].bytes));
     out += line;

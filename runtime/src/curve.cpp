@@ -56,18 +56,18 @@ result<std::string> read_key_file(const std::string& path) {
   struct stat st {};
   const bool secret = path.size() >= 4 && path.compare(path.size() - 4, 4, ".key") == 0;
   if (secret && ::stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
-    banyan::log::warning("runtime", path + ": secret key readable by " +
-                                        ((st.st_mode & S_IROTH) ? std::string("every user") : std::string("its group")) +
-                                        " (mode " + std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
-                                        std::to_string(st.st_mode & 7) + "); run `chmod 600 " + path + "`");
+    banyan::log::warning(
+        "runtime", path + ": secret key readable by " +
+                       ((st.st_mode & S_IROTH) ? std::string("every user") : std::string("its group")) + " (mode " +
+                       std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                       std::to_string(st.st_mode & 7) + "); run `chmod 600 " + path + "`");
   }
   std::string key;
   std::getline(f, key);
   while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
   if (!is_z85_key(key)) {
-    return error{errc::invalid_argument,
-                 path + " line 1: not a CURVE key (expected 40 Z85 characters, got " + std::to_string(key.size()) +
-                     " characters)"};
+    return error{errc::invalid_argument, path + " line 1: not a CURVE key (expected 40 Z85 characters, got " +
+                                             std::to_string(key.size()) + " characters)"};
   }
   return key;
 }

@@ -50,27 +50,32 @@ result<void> validate(const transport_options& o) {
   if (o.max_payload_bytes > o.max_frame_bytes - std::min<std::size_t>(o.max_frame_bytes, 64) ||
       o.max_payload_bytes > 0xffffffffu) {
     return invalid(node + "max_payload_bytes (" + std::to_string(o.max_payload_bytes) +
-                   ") must be at most max_frame_bytes - 64 (" + std::to_string(o.max_frame_bytes) + " - 64) and below 4 GiB");
+                   ") must be at most max_frame_bytes - 64 (" + std::to_string(o.max_frame_bytes) +
+                   " - 64) and below 4 GiB");
   }
   if (o.max_batch_bytes > o.max_frame_bytes) {
-    return invalid(node + "max_batch_bytes (" + std::to_string(o.max_batch_bytes) + ") must be at most max_frame_bytes (" +
-                   std::to_string(o.max_frame_bytes) + ")");
+    return invalid(node + "max_batch_bytes (" + std::to_string(o.max_batch_bytes) +
+                   ") must be at most max_frame_bytes (" + std::to_string(o.max_frame_bytes) + ")");
   }
-  if (o.heartbeat_timeout < std::chrono::milliseconds(10)) return invalid(node + "heartbeat_timeout must be at least 10 ms");
+  if (o.heartbeat_timeout < std::chrono::milliseconds(10))
+    return invalid(node + "heartbeat_timeout must be at least 10 ms");
   if (o.give_up_after < o.heartbeat_timeout) return invalid(node + "give_up_after must be at least heartbeat_timeout");
-  if (o.missing_peer_log_every <= std::chrono::milliseconds(0)) return invalid(node + "missing_peer_log_every must be positive");
+  if (o.missing_peer_log_every <= std::chrono::milliseconds(0))
+    return invalid(node + "missing_peer_log_every must be positive");
   const bool curve = !o.curve_secret_key.empty() || !o.curve_public_key.empty();
   if (curve) {
     if (!is_z85_key(o.curve_secret_key) || !is_z85_key(o.curve_public_key)) {
-      return invalid(node + "CURVE keys must both be 40 Z85 characters (secret " + std::to_string(o.curve_secret_key.size()) +
-                     ", public " + std::to_string(o.curve_public_key.size()) + " characters)");
+      return invalid(node + "CURVE keys must both be 40 Z85 characters (secret " +
+                     std::to_string(o.curve_secret_key.size()) + ", public " +
+                     std::to_string(o.curve_public_key.size()) + " characters)");
     }
     char derived[41] = {};
     if (zmq_curve_public(derived, o.curve_secret_key.c_str()) != 0) {
       return invalid(node + "cannot derive the public key from the CURVE secret key (ZeroMQ without CURVE?)");
     }
     if (o.curve_public_key != derived) {
-      return invalid(node + "the CURVE public key is not the one of its secret key (the key files are of two different pairs)");
+      return invalid(
+          node + "the CURVE public key is not the one of its secret key (the key files are of two different pairs)");
     }
   }
   std::set<std::string> names{o.self}, endpoints{o.bind_endpoint};
@@ -90,7 +95,8 @@ result<void> validate(const transport_options& o) {
     }
   }
   for (std::size_t i = 0; i < o.authorized_keys.size(); ++i) {
-    if (!is_z85_key(o.authorized_keys[i])) return invalid("authorized key " + std::to_string(i) + ": not 40 Z85 characters");
+    if (!is_z85_key(o.authorized_keys[i]))
+      return invalid("authorized key " + std::to_string(i) + ": not 40 Z85 characters");
   }
   return {};
 }

@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstring>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -41,9 +41,7 @@ std::string ms_of(steady::duration d) {
 
 // Bytes an envelope takes in a batch: payload, text, and a bound on its share of the header.
 constexpr std::size_t envelope_overhead = 64;
-std::size_t text_bytes(const envelope& e) {
-  return e.topic.size() + e.target.size() + e.text.size();
-}
+std::size_t text_bytes(const envelope& e) { return e.topic.size() + e.target.size() + e.text.size(); }
 
 // `tcp://HOST:PORT` with HOST a name: the same endpoint with HOST's first IPv4 address; empty when
 // it is not such an endpoint (another transport, `*`, a bracketed IPv6 address).
@@ -59,7 +57,8 @@ result<std::string> numeric_tcp_endpoint(const std::string& endpoint) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0)
-    return error{errc::invalid_argument, "host `" + host + "` does not resolve to an IPv4 address (" + gai_strerror(rc) + ")"};
+    return error{errc::invalid_argument,
+                 "host `" + host + "` does not resolve to an IPv4 address (" + gai_strerror(rc) + ")"};
   char text[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
   ::freeaddrinfo(found);
@@ -143,7 +142,9 @@ class alignas(std::max_align_t) receipt_arena {
     }
     void deallocate(T*, std::size_t) { arena->release(); }
     template <class U>
-    bool operator==(const allocator<U>& o) const { return arena == o.arena; }
+    bool operator==(const allocator<U>& o) const {
+      return arena == o.arena;
+    }
   };
 
   std::byte* storage() { return reinterpret_cast<std::byte*>(this + 1); }
@@ -163,40 +164,41 @@ struct peer {
   void* monitor = nullptr;  // PAIR reading the control DEALER's connect / disconnect events
 
   // --- Guarded by transport_impl::mu_ (written on the I/O thread, except by send()).
-  detail::outbox out;            // accepted by send(): written, not yet delivered by the peer, then not yet written
-  std::uint32_t session = 1;     // our send session towards the peer (a new one each time it is gone)
-  std::uint64_t next_seq = 1;    // sequence of the next accepted envelope, this session
-  std::uint64_t acked = 0;       // envelopes of this session the peer has delivered
+  detail::outbox out;          // accepted by send(): written, not yet delivered by the peer, then not yet written
+  std::uint32_t session = 1;   // our send session towards the peer (a new one each time it is gone)
+  std::uint64_t next_seq = 1;  // sequence of the next accepted envelope, this session
+  std::uint64_t acked = 0;     // envelopes of this session the peer has delivered
   std::uint64_t outstanding_bytes = 0;  // payload bytes in `out`
-  std::uint64_t resend_at = 0;   // nonzero: write written envelopes again from this sequence before the rest
+  std::uint64_t resend_at = 0;          // nonzero: write written envelopes again from this sequence before the rest
   std::uint64_t peer_max_frame = 0;     // the largest frame the peer accepts (0: not known yet)
   link_state state = link_state::down;
   bool ever_up = false;
-  std::string incompatible;      // why the peer is refused (another digest); for wait_until_up
+  std::string incompatible;  // why the peer is refused (another digest); for wait_until_up
   link_stats stats;
 
   // --- I/O thread only. Our direction:
-  std::uint64_t written_hi = 0;  // highest sequence written this session
-  std::uint64_t confirmed = 0;   // the peer's `received` for our session
-  std::uint64_t req_value = 0;    // the peer's current `resendFrom` (0: it misses nothing)
+  std::uint64_t written_hi = 0;    // highest sequence written this session
+  std::uint64_t confirmed = 0;     // the peer's `received` for our session
+  std::uint64_t req_value = 0;     // the peer's current `resendFrom` (0: it misses nothing)
   steady::time_point req_since{};  // since when it has asked for exactly that
   bool data_blocked = false, control_blocked = false, control_due = false;
-  bool connected = false;        // the control DEALER's connection is established
+  bool connected = false;                // the control DEALER's connection is established
   steady::time_point suspected_since{};  // when the peer first said it no longer hears us
   steady::time_point last_data_sent{}, last_control_sent{}, last_reconnect{}, next_missing_log{};
   // The peer's direction:
-  std::uint64_t remote_incarnation = 0;  // bound by the handshake; 0: never
-  std::uint64_t candidate = 0;           // an incarnation that said hello, echoed as `target` until bound
-  std::uint32_t recv_session = 0;        // the peer's send session we are receiving
-  std::uint64_t recv_expected = 1;       // next sequence to deliver
-  std::uint64_t sent_seen = 0;           // highest `sent` the peer reported on its data channel
-  bool missing = false;                  // sent_seen >= recv_expected: asking for a resend
+  std::uint64_t remote_incarnation = 0;            // bound by the handshake; 0: never
+  std::uint64_t candidate = 0;                     // an incarnation that said hello, echoed as `target` until bound
+  std::uint32_t recv_session = 0;                  // the peer's send session we are receiving
+  std::uint64_t recv_expected = 1;                 // next sequence to deliver
+  std::uint64_t sent_seen = 0;                     // highest `sent` the peer reported on its data channel
+  bool missing = false;                            // sent_seen >= recv_expected: asking for a resend
   std::uint64_t received = 0, received_bytes = 0;  // envelopes / bytes of recv_session handed to on_envelope
   std::shared_ptr<credit_counter> credit;          // their receipts
   std::uint64_t delivered_told = 0, bytes_told = 0;
-  std::uint64_t ack_every = 1, ack_bytes = 1;      // a quarter of the peer's windows
+  std::uint64_t ack_every = 1, ack_bytes = 1;  // a quarter of the peer's windows
   steady::time_point last_heard{}, stalled_since{};
-  detail::failure_detector detector{std::chrono::milliseconds(1), std::chrono::milliseconds(1), std::chrono::milliseconds(1)};
+  detail::failure_detector detector{std::chrono::milliseconds(1), std::chrono::milliseconds(1),
+                                    std::chrono::milliseconds(1)};
 
   std::uint64_t outstanding() const { return next_seq - 1 - acked; }
   bool live() const { return state != link_state::down; }
@@ -271,7 +273,8 @@ class transport_impl final : public transport {
   void take_acknowledgements(peer& p, const detail::frame_header& h);
   void count_and_log(std::uint64_t& counter, const std::string& line);
   void reject(verdict v, const std::string& from, const std::string& why);
-  void reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from, const std::string& why);
+  void reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from,
+                      const std::string& why);
   void start_receiving(peer& p, std::uint32_t session);
   void come_up(peer& p);
   void stall(peer& p, const std::string& reason);
@@ -345,7 +348,8 @@ result<void> transport_impl::open() {
   }
   if (zmq_bind(router_, opt_.bind_endpoint.c_str()) != 0) {
     const int bind_errno = zmq_errno();
-    const std::string failed = "node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "`: " + zmq_strerror(bind_errno);
+    const std::string failed =
+        "node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "`: " + zmq_strerror(bind_errno);
     // ZeroMQ binds tcp:// only to an interface or a numeric address; peers connect to a host name
     // (tcp://node7:7100, as a deployment names it): bind to the address that name resolves to.
     if (bind_errno != ENODEV) return error{errc::io, failed};
@@ -353,7 +357,8 @@ result<void> transport_impl::open() {
     if (!numeric) return error{errc::io, failed + " (" + numeric.error().message + ")"};
     if (numeric->empty()) return error{errc::io, failed};
     if (zmq_bind(router_, numeric->c_str()) != 0)
-      return error{errc::io, zmq_error("node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "` (" + *numeric + ")")};
+      return error{errc::io,
+                   zmq_error("node `" + opt_.self + "`: cannot bind `" + opt_.bind_endpoint + "` (" + *numeric + ")")};
   }
   char last[512] = {};
   std::size_t len = sizeof last;
@@ -386,7 +391,8 @@ result<void> transport_impl::connect_dealers(peer& p) {
     s = zmq_socket(ctx_, ZMQ_DEALER);
     for (auto r : {set_int(s, ZMQ_LINGER, linger, "LINGER"), set_int(s, ZMQ_IMMEDIATE, 1, "IMMEDIATE"),
                    set_int(s, ZMQ_SNDHWM, k == 0 ? window + 64 : 64, "SNDHWM"),
-                   set_int(s, ZMQ_RECONNECT_IVL, 50, "RECONNECT_IVL"), set_int(s, ZMQ_RECONNECT_IVL_MAX, 500, "RECONNECT_IVL_MAX")}) {
+                   set_int(s, ZMQ_RECONNECT_IVL, 50, "RECONNECT_IVL"),
+                   set_int(s, ZMQ_RECONNECT_IVL_MAX, 500, "RECONNECT_IVL_MAX")}) {
       if (!r) return r;
     }
     if (curve_) {
@@ -406,7 +412,8 @@ result<void> transport_impl::connect_dealers(peer& p) {
   p.connected = false;
   for (void* s : {p.data, p.control}) {
     if (zmq_connect(s, p.cfg.endpoint.c_str()) != 0) {
-      return error{errc::invalid_argument, zmq_error("peer `" + p.cfg.name + "`: cannot connect to `" + p.cfg.endpoint + "`")};
+      return error{errc::invalid_argument,
+                   zmq_error("peer `" + p.cfg.name + "`: cannot connect to `" + p.cfg.endpoint + "`")};
     }
   }
   p.data_blocked = p.control_blocked = false;
@@ -464,17 +471,22 @@ result<void> transport_impl::send(const std::string& name, envelope e, std::size
     bytes = ~std::uint64_t{0};
   } else if (block_at > opt_.credit_window) {
     const std::uint64_t windows = block_at / opt_.credit_window;
-    bytes = windows > (~std::uint64_t{0}) / opt_.credit_window_bytes ? ~std::uint64_t{0} : windows * opt_.credit_window_bytes;
+    bytes = windows > (~std::uint64_t{0}) / opt_.credit_window_bytes ? ~std::uint64_t{0}
+                                                                     : windows * opt_.credit_window_bytes;
   }
   std::unique_lock lk(mu_);
-  const std::uint64_t limit = p->peer_max_frame ? std::min<std::uint64_t>(opt_.max_payload_bytes, p->peer_max_frame - std::min<std::uint64_t>(p->peer_max_frame, envelope_overhead))
-                                                : opt_.max_payload_bytes;
+  const std::uint64_t limit =
+      p->peer_max_frame
+          ? std::min<std::uint64_t>(opt_.max_payload_bytes,
+                                    p->peer_max_frame - std::min<std::uint64_t>(p->peer_max_frame, envelope_overhead))
+          : opt_.max_payload_bytes;
   if (size > limit) {
     ++p->stats.send_failures;
-    return error{errc::payload_too_large, "send to `" + name + "`: an envelope of " + std::to_string(size) + " bytes (payload " +
-                                              std::to_string(e.payload.size()) + ") is larger than the limit of " +
-                                              std::to_string(limit) + " bytes (max_payload_bytes" +
-                                              (limit < opt_.max_payload_bytes ? ", lowered to what the peer accepts)" : ")")};
+    return error{errc::payload_too_large,
+                 "send to `" + name + "`: an envelope of " + std::to_string(size) + " bytes (payload " +
+                     std::to_string(e.payload.size()) + ") is larger than the limit of " + std::to_string(limit) +
+                     " bytes (max_payload_bytes" +
+                     (limit < opt_.max_payload_bytes ? ", lowered to what the peer accepts)" : ")")};
   }
   if (p->live() && !stopped_ && full(*p, msgs, bytes, e.payload.size())) {
     ++p->stats.credit_waits;
@@ -483,7 +495,8 @@ result<void> transport_impl::send(const std::string& name, envelope e, std::size
   if (stopped_ || !p->live()) {
     ++p->stats.send_failures;
     if (stopped_) return error{errc::io, "send to `" + name + "`: transport stopped"};
-    return error{errc::peer_lost, "send to `" + name + "`: " + (p->ever_up ? "the peer is gone" : "the peer has not been up yet")};
+    return error{errc::peer_lost,
+                 "send to `" + name + "`: " + (p->ever_up ? "the peer is gone" : "the peer has not been up yet")};
   }
   e.sequence = p->next_seq++;
   p->outstanding_bytes += e.payload.size();
@@ -520,7 +533,8 @@ result<void> transport_impl::wait_until_up(const std::string& name, std::chrono:
   space_cv_.wait_for(lk, timeout, [&] { return p->live() || !p->incompatible.empty() || stopped_; });
   if (!p->incompatible.empty()) return error{errc::incompatible_peer, p->incompatible};
   if (!p->live()) {
-    return error{errc::timeout, "peer `" + name + "` (" + p->cfg.endpoint + ") not up after " + std::to_string(timeout.count()) + " ms"};
+    return error{errc::timeout, "peer `" + name + "` (" + p->cfg.endpoint + ") not up after " +
+                                    std::to_string(timeout.count()) + " ms"};
   }
   return {};
 }
@@ -539,10 +553,12 @@ result<void> transport_impl::wait_until_all_up(std::chrono::milliseconds timeout
   std::string missing;
   for (auto& p : peers_) {
     if (!p.incompatible.empty()) return error{errc::incompatible_peer, p.incompatible};
-    if (p.cfg.required && !p.live()) missing += std::string(missing.empty() ? "" : ", ") + "`" + p.cfg.name + "` (" + p.cfg.endpoint + ")";
+    if (p.cfg.required && !p.live())
+      missing += std::string(missing.empty() ? "" : ", ") + "`" + p.cfg.name + "` (" + p.cfg.endpoint + ")";
   }
   if (!missing.empty()) {
-    return error{errc::timeout, "node `" + opt_.self + "`: peers not up after " + std::to_string(timeout.count()) + " ms: " + missing};
+    return error{errc::timeout,
+                 "node `" + opt_.self + "`: peers not up after " + std::to_string(timeout.count()) + " ms: " + missing};
   }
   return {};
 }
@@ -579,7 +595,8 @@ void transport_impl::run() {
       items.push_back({p.control, 0, static_cast<short>(p.control_blocked ? ZMQ_POLLOUT : 0), 0});
     }
     const auto now = steady::now();
-    const long wait = more ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
+    const long wait =
+        more ? 0 : std::max<long>(0, std::chrono::duration_cast<std::chrono::milliseconds>(next_check - now).count());
     zmq_poll(items.data(), static_cast<int>(items.size()), wait);
     if (items[1].revents & ZMQ_POLLIN) {
       std::uint64_t v;
@@ -684,8 +701,8 @@ void transport_impl::count_and_log(std::uint64_t& counter, const std::string& li
 void transport_impl::reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from,
                                     const std::string& why) {
   // `from` and `why` may quote what a stranger sent: escaped, so they cannot forge log lines.
-  count_and_log(counter, "node `" + opt_.self + "`: rejected " + reason + " frame from " + banyan::log::escape(from) + ": " +
-                             banyan::log::escape(why));
+  count_and_log(counter, "node `" + opt_.self + "`: rejected " + reason + " frame from " + banyan::log::escape(from) +
+                             ": " + banyan::log::escape(why));
 }
 
 void transport_impl::reject(verdict v, const std::string& from, const std::string& why) {
@@ -796,7 +813,8 @@ bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, cons
     // fallen silent (stalled), a stranger never.
     reject_counted(rejects_.impostor, "impostor", claim,
                    "incarnation " + std::to_string(h.incarnation) + " claims a name whose incarnation " +
-                       std::to_string(p.remote_incarnation) + " is live (a restart is accepted once that one falls silent)");
+                       std::to_string(p.remote_incarnation) +
+                       " is live (a restart is accepted once that one falls silent)");
     return false;
   }
   if (h.target != incarnation_) {
@@ -882,11 +900,13 @@ void transport_impl::take_acknowledgements(peer& p, const detail::frame_header& 
 void transport_impl::deliver(peer& p, detail::decoded& d) {
   const std::string& from = p.cfg.name;
   if (d.h.target != incarnation_) {
-    if (!d.envelopes.empty()) reject_counted(rejects_.stale, "stale", "`" + from + "`", "data for an earlier incarnation of this node");
+    if (!d.envelopes.empty())
+      reject_counted(rejects_.stale, "stale", "`" + from + "`", "data for an earlier incarnation of this node");
     return;
   }
   if (d.h.session < p.recv_session) {
-    if (!d.envelopes.empty()) reject_counted(rejects_.stale, "stale", "`" + from + "`", "data of a send session the peer has given up");
+    if (!d.envelopes.empty())
+      reject_counted(rejects_.stale, "stale", "`" + from + "`", "data of a send session the peer has given up");
     return;
   }
   std::uint64_t n = 0, bytes = 0, dups = 0;
@@ -925,7 +945,8 @@ void transport_impl::deliver(peer& p, detail::decoded& d) {
       ++p.stats.sequence_gaps;
     }
     log(log_level::warning, "link `" + from + "` -> `" + opt_.self + "`: sequence " + std::to_string(p.recv_expected) +
-                                " missing (the peer has written up to " + std::to_string(p.sent_seen) + "); asking for a resend");
+                                " missing (the peer has written up to " + std::to_string(p.sent_seen) +
+                                "); asking for a resend");
     p.control_due = true;
   }
   p.missing = missing;
@@ -950,7 +971,8 @@ void transport_impl::start_receiving(peer& p, std::uint32_t session) {
 }
 
 bool transport_impl::credit_due(const peer& p) const {
-  return p.credit && (p.released() - p.delivered_told >= p.ack_every || p.released_bytes() - p.bytes_told >= p.ack_bytes);
+  return p.credit &&
+         (p.released() - p.delivered_told >= p.ack_every || p.released_bytes() - p.bytes_told >= p.ack_bytes);
 }
 
 void transport_impl::stall(peer& p, const std::string& reason) {
@@ -963,7 +985,8 @@ void transport_impl::stall(peer& p, const std::string& reason) {
   p.stalled_since = steady::now();
   p.control_due = true;  // tell it (suspect): if it hears us, it reconnects
   log(log_level::warning, "node `" + opt_.self + "`: " + who(p) + " stalled: " + reason +
-                              "; nothing is dropped, sends wait for it (given up after " + ms_of(opt_.give_up_after) + ")");
+                              "; nothing is dropped, sends wait for it (given up after " + ms_of(opt_.give_up_after) +
+                              ")");
   if (cb_.on_peer_stalled) cb_.on_peer_stalled(p.cfg.name, reason);
 }
 
@@ -1004,7 +1027,8 @@ void transport_impl::reconnect(peer& p, const std::string& reason) {
     std::lock_guard lk(mu_);
     ++p.stats.reconnects;
     // What was in the old connections may be lost: write again what the peer has not confirmed.
-    if (p.confirmed < p.written_hi && p.out.written() != 0) p.resend_at = std::max(p.confirmed + 1, p.out.front().sequence);
+    if (p.confirmed < p.written_hi && p.out.written() != 0)
+      p.resend_at = std::max(p.confirmed + 1, p.out.front().sequence);
   }
   log(log_level::warning, "node `" + opt_.self + "`: reconnecting to " + who(p) + ": " + reason);
 }
@@ -1014,7 +1038,8 @@ bool transport_impl::write(peer& p, bool control, std::span<const envelope* cons
   zmq_msg_t header, blob;
   detail::frame_header h;
   h.incarnation = incarnation_;
-  h.target = p.remote_incarnation != 0 && (p.state != link_state::down || p.candidate == 0) ? p.remote_incarnation : p.candidate;
+  h.target = p.remote_incarnation != 0 && (p.state != link_state::down || p.candidate == 0) ? p.remote_incarnation
+                                                                                            : p.candidate;
   h.delivered = p.released();
   const std::uint64_t released_bytes = p.released_bytes();
   h.window = window32_;
@@ -1060,8 +1085,8 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
     {
       std::lock_guard lk(mu_);
       if (p.state != link_state::up) return false;
-      const std::size_t frame_limit = p.peer_max_frame ? std::min<std::size_t>(opt_.max_batch_bytes, p.peer_max_frame)
-                                                       : opt_.max_batch_bytes;
+      const std::size_t frame_limit =
+          p.peer_max_frame ? std::min<std::size_t>(opt_.max_batch_bytes, p.peer_max_frame) : opt_.max_batch_bytes;
       auto fits = [&](const envelope& e) {
         const std::size_t size = e.payload.size() + text_bytes(e) + envelope_overhead;
         if (!batch.empty() && (batch.size() >= opt_.max_batch || bytes + size > frame_limit)) return false;
@@ -1125,7 +1150,8 @@ void transport_impl::timers(steady::time_point now, bool drained) {
         incompatible = !p.incompatible.empty();
         if (incompatible) state = p.incompatible;
       }
-      log(log_level::warning, "node `" + opt_.self + "`: still waiting for " + who(p) + " at " + p.cfg.endpoint + ": " + state);
+      log(log_level::warning,
+          "node `" + opt_.self + "`: still waiting for " + who(p) + " at " + p.cfg.endpoint + ": " + state);
     }
     // Liveness is judged only when the ROUTER is drained: frames waiting in it prove their senders
     // alive even if this thread was slow to read them.
@@ -1133,8 +1159,8 @@ void transport_impl::timers(steady::time_point now, bool drained) {
     const auto silent = now - p.last_heard;
     const auto threshold = p.detector.threshold();
     if (p.state == link_state::up && silent > threshold) {
-      const std::string why = "no frame for " + ms_of(silent) + " (threshold " + ms_of(threshold) + ", heartbeat timeout " +
-                              ms_of(opt_.heartbeat_timeout) + ")";
+      const std::string why = "no frame for " + ms_of(silent) + " (threshold " + ms_of(threshold) +
+                              ", heartbeat timeout " + ms_of(opt_.heartbeat_timeout) + ")";
       if (!p.connected) {
         gone(p, why + " and its connection is closed");
       } else {

@@ -104,7 +104,8 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
   if (frames.size() != 2) return fail(verdict::garbage, std::to_string(frames.size()) + " frames, expected 2");
   for (auto& f : frames) {
     if (zmq_msg_size(&f) > max_frame_bytes) {
-      return fail(verdict::oversized, std::to_string(zmq_msg_size(&f)) + " bytes, limit " + std::to_string(max_frame_bytes));
+      return fail(verdict::oversized,
+                  std::to_string(zmq_msg_size(&f)) + " bytes, limit " + std::to_string(max_frame_bytes));
     }
   }
   const std::size_t hbytes = zmq_msg_size(&frames[0]);
@@ -119,7 +120,8 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
   const auto* at = static_cast<const capnp::word*>(zmq_msg_data(&frames[0]));
   if (reinterpret_cast<std::uintptr_t>(at) % alignof(capnp::word) != 0) {
     thread_local std::vector<capnp::word> words;
-    if (words.size() * sizeof(capnp::word) < hbytes) words.resize((hbytes + sizeof(capnp::word) - 1) / sizeof(capnp::word));
+    if (words.size() * sizeof(capnp::word) < hbytes)
+      words.resize((hbytes + sizeof(capnp::word) - 1) / sizeof(capnp::word));
     std::memcpy(words.data(), at, hbytes);
     at = words.data();
   }
@@ -164,8 +166,9 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
     if (list.size() != 0 && d.h.session == 0) return fail(verdict::garbage, "data of send session 0");
     for (unsigned i = 1; i < list.size(); ++i) {
       if (list[i].getSequence() != list[i - 1].getSequence() + 1) {
-        return fail(verdict::garbage, "envelopes of one frame with sequences " + std::to_string(list[i - 1].getSequence()) +
-                                          " and " + std::to_string(list[i].getSequence()));
+        return fail(verdict::garbage, "envelopes of one frame with sequences " +
+                                          std::to_string(list[i - 1].getSequence()) + " and " +
+                                          std::to_string(list[i].getSequence()));
       }
     }
     if (list.size() != 0 && (list[0].getSequence() == 0 || d.h.sent < list[list.size() - 1].getSequence())) {
@@ -174,8 +177,8 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
     std::size_t need = 0;
     for (auto e : list) need += e.getPayloadSize();
     if (need > blob_bytes) {
-      return fail(verdict::truncated, "payload frame of " + std::to_string(blob_bytes) + " bytes, envelopes need " +
-                                          std::to_string(need));
+      return fail(verdict::truncated,
+                  "payload frame of " + std::to_string(blob_bytes) + " bytes, envelopes need " + std::to_string(need));
     }
     if (need < blob_bytes) {
       return fail(verdict::garbage, "payload frame of " + std::to_string(blob_bytes) + " bytes, envelopes need only " +

@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
   opts->common.checkpoint = "train_gpt.ckpt";
   banyan::app app{"train_gpt"};
   auto& cli = app.options();
-  cli.description("Train a character-level GPT on Debian's fortunes; shows progress, validation loss, "
-                  "saves and resumes checkpoints, and prints generated text.");
+  cli.description(
+      "Train a character-level GPT on Debian's fortunes; shows progress, validation loss, "
+      "saves and resumes checkpoints, and prints generated text.");
   cli.add("--data", opts->data_dir, "Fortunes directory");
   banyan::trainer::add_common_options(cli, opts->common);
   cli.add("--steps", opts->steps, "Total optimizer steps").positive();
@@ -51,32 +52,41 @@ int main(int argc, char** argv) {
   cli.add("--device-memory", opts->device_memory,
           "Device-memory budget for activations and their gradients, e.g. 200MiB (keeps, swaps to host or "
           "recomputes each layer's activations to fit; one instance only)");
-  cli.add("--memory-policy", opts->memory_policy,
-          "With --device-memory: knapsack (DELTA), greedy (Capuchin-style), recompute (sqrt(n) checkpoints), swap or keep");
+  cli.add(
+      "--memory-policy", opts->memory_policy,
+      "With --device-memory: knapsack (DELTA), greedy (Capuchin-style), recompute (sqrt(n) checkpoints), swap or keep");
   cli.add("--memory-plan", opts->print_memory_plan, "With --device-memory: print the memory plan after the first step");
   bool elastic = false;
   auto& e = opts->elastic;
   cli.add("--elastic", elastic,
-          "Elastic training: the batch is split into --virtual-workers (default 8, must divide --batch) run by physical workers "
+          "Elastic training: the batch is split into --virtual-workers (default 8, must divide --batch) run by "
+          "physical workers "
           "/train_gpt/trainer/p0.. that may join and leave; the losses do not depend on which are present");
   cli.add("--virtual-workers", e.virtual_workers, "Virtual workers (implies --elastic); must divide --batch");
-  cli.add("--physical-workers", e.physical_workers, "Physical worker slots p0..p<N-1> (a deployment places them on nodes)").positive();
-  cli.add("--worker-threads", e.worker_threads, "Threads per physical worker (each runs whole virtual workers)").positive();
+  cli.add("--physical-workers", e.physical_workers,
+          "Physical worker slots p0..p<N-1> (a deployment places them on nodes)")
+      .positive();
+  cli.add("--worker-threads", e.worker_threads, "Threads per physical worker (each runs whole virtual workers)")
+      .positive();
   cli.add("--min-workers", e.min_workers, "The first step waits for this many physical workers (0: all of them)");
-  cli.add("--throttle", e.throttle, "WORKER=FACTOR, e.g. p1=3: that worker takes FACTOR times as long (emulates a slower device)");
+  cli.add("--throttle", e.throttle,
+          "WORKER=FACTOR, e.g. p1=3: that worker takes FACTOR times as long (emulates a slower device)");
   cli.add("--balance", e.balance, "Virtual workers per physical worker: measured (by speed) or even (by threads only)");
-  cli.add("--wait-for-workers", e.wait_for_workers, "With no physical worker left, fail after this long without one joining");
+  cli.add("--wait-for-workers", e.wait_for_workers,
+          "With no physical worker left, fail after this long without one joining");
   train_gpt::pipeline_args pp;
   cli.add("--pipeline", pp.pipeline,
           "P > 0: train pipeline-parallel on P stage leaves /train_gpt/trainer/r0.. walking --schedule "
           "(no validation or sample; --checkpoint writes one file per stage and a manifest)");
-  cli.add("--schedule", pp.schedule, "With --pipeline: a shipped program (1f1b, gpipe, zb-h1, zb-v, ...), a .pipe program or a torch .csv table");
+  cli.add("--schedule", pp.schedule,
+          "With --pipeline: a shipped program (1f1b, gpipe, zb-h1, zb-v, ...), a .pipe program or a torch .csv table");
   cli.add("--microbatches", pp.microbatches, "With --pipeline: microbatches M per step, dividing --batch (0: 2P)");
   cli.add("--interleave", pp.interleave, "With --pipeline: chunks per rank v, for programs written with `chunks v`");
   cli.add("--layers-per-stage", pp.layers_per_stage,
           "With --pipeline: the split as `banyan pipeline search` prints it, e.g. 2,1,3 (embedding and head count as "
           "layers; default: the blocks split evenly)");
-  cli.add("--trace", pp.trace, "With --pipeline: write the last step's measured timeline, FILE.json (Chrome trace) or FILE.svg (Gantt)");
+  cli.add("--trace", pp.trace,
+          "With --pipeline: write the last step's measured timeline, FILE.json (Chrome trace) or FILE.svg (Gantt)");
   train_gpt::profile_args prof;
   cli.add("--profile-costs", prof.file,
           "Write FILE: the per-layer cost file (ms) of this model at the microbatch shape (--batch / --microbatches "
@@ -96,9 +106,10 @@ int main(int argc, char** argv) {
     if (opts->batch % e.virtual_workers != 0) {
       int fits = default_virtual_workers;  // the most virtual workers, up to the default, that divide --batch
       while (opts->batch % fits != 0) --fits;
-      std::fprintf(stderr, "train_gpt: error: --batch %d: --elastic splits it into --virtual-workers, %d by default, "
-                           "which do not divide %d; give --virtual-workers %d (or another divisor of %d), or a "
-                           "--batch that is a multiple of %d\n",
+      std::fprintf(stderr,
+                   "train_gpt: error: --batch %d: --elastic splits it into --virtual-workers, %d by default, "
+                   "which do not divide %d; give --virtual-workers %d (or another divisor of %d), or a "
+                   "--batch that is a multiple of %d\n",
                    opts->batch, default_virtual_workers, opts->batch, fits, opts->batch, default_virtual_workers);
       return 2;
     }

@@ -17,10 +17,13 @@
 
 namespace banyan::detail {
 
-using deliver_atom = caf::atom_constant<caf::atom("deliver")>;    // local_delivery, payload; or routed_message (from another node), target index
-using unroute_atom = caf::atom_constant<caf::atom("unroute")>;    // shared route_info: a route its publisher no longer uses (route_cache)
-using post_atom = caf::atom_constant<caf::atom("post")>;          // task: the component's own work
-using request_atom = caf::atom_constant<caf::atom("request")>;    // method, payload, requester vertex -> error text, reply
+using deliver_atom = caf::atom_constant<caf::atom("deliver")>;  // local_delivery, payload; or routed_message (from
+                                                                // another node), target index
+using unroute_atom =
+    caf::atom_constant<caf::atom("unroute")>;  // shared route_info: a route its publisher no longer uses (route_cache)
+using post_atom = caf::atom_constant<caf::atom("post")>;  // task: the component's own work
+using request_atom =
+    caf::atom_constant<caf::atom("request")>;  // method, payload, requester vertex -> error text, reply
 using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  // urgent: stop ahead of queued messages
 using started_atom = caf::atom_constant<caf::atom("started")>;    // a child's subtree has started
 using ready_atom = caf::atom_constant<caf::atom("ready")>;        // every node is ready: flush held publishes
@@ -28,21 +31,29 @@ using lost_atom = caf::atom_constant<caf::atom("lost")>;          // a child on 
 using resume_atom = caf::atom_constant<caf::atom("resume")>;      // a paused publisher may go on
 using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
 using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
-using restart_atom = caf::atom_constant<caf::atom("restart")>;    // a supervisor's backoff has passed: start what is pending
-using joined_atom = caf::atom_constant<caf::atom("joined")>;      // node index: a node joined (or came back) after the start
-using nodelost_atom = caf::atom_constant<caf::atom("nodelost")>;  // node index, reason: remote monitors of its components fire
-using mondown_atom = caf::atom_constant<caf::atom("mondown")>;    // monitor id, path, reason: a monitored component ended
-using undeliv_atom = caf::atom_constant<caf::atom("undeliv")>;    // node, count, reason: our publishes a gone node will not deliver
+using restart_atom =
+    caf::atom_constant<caf::atom("restart")>;  // a supervisor's backoff has passed: start what is pending
+using joined_atom =
+    caf::atom_constant<caf::atom("joined")>;  // node index: a node joined (or came back) after the start
+using nodelost_atom =
+    caf::atom_constant<caf::atom("nodelost")>;  // node index, reason: remote monitors of its components fire
+using mondown_atom = caf::atom_constant<caf::atom("mondown")>;  // monitor id, path, reason: a monitored component ended
+using undeliv_atom =
+    caf::atom_constant<caf::atom("undeliv")>;  // node, count, reason: our publishes a gone node will not deliver
 // Live moves (gateway_move.cpp, docs/runtime.md "Moving subtrees live"):
-using sync_atom = caf::atom_constant<caf::atom("sync")>;          // -> (nothing): a barrier; answered between two messages
-using moveout_atom = caf::atom_constant<caf::atom("moveout")>;    // -> shared vertex_state: hand over the state, go idle
-using movequit_atom = caf::atom_constant<caf::atom("movequit")>;  // end this incarnation quietly: it moved
+using sync_atom = caf::atom_constant<caf::atom("sync")>;  // -> (nothing): a barrier; answered between two messages
+using moveout_atom = caf::atom_constant<caf::atom("moveout")>;  // -> shared vertex_state: hand over the state, go idle
+using movequit_atom = caf::atom_constant<caf::atom("movequit")>;    // end this incarnation quietly: it moved
 using childmove_atom = caf::atom_constant<caf::atom("childmove")>;  // child vertex, node, generation: a child moved
-using arrived_atom = caf::atom_constant<caf::atom("arrived")>;    // vertex: a moved subtree has started here (to the gateway)
+using arrived_atom =
+    caf::atom_constant<caf::atom("arrived")>;  // vertex: a moved subtree has started here (to the gateway)
 // Supervision across nodes (node_wire.hpp's child_* envelopes, turned into messages by the gateway):
-using rstarted_atom = caf::atom_constant<caf::atom("rstarted")>;  // child vertex, generation: a remote child's subtree started
-using rfailed_atom = caf::atom_constant<caf::atom("rfailed")>;    // child vertex, generation, reason: a remote child failed
-using rstopped_atom = caf::atom_constant<caf::atom("rstopped")>;  // child vertex, generation: a remote child ended by ctx.stop()
+using rstarted_atom =
+    caf::atom_constant<caf::atom("rstarted")>;  // child vertex, generation: a remote child's subtree started
+using rfailed_atom =
+    caf::atom_constant<caf::atom("rfailed")>;  // child vertex, generation, reason: a remote child failed
+using rstopped_atom =
+    caf::atom_constant<caf::atom("rstopped")>;  // child vertex, generation: a remote child ended by ctx.stop()
 
 // The text of an actor's exit reason as the user wrote it: a component's failure is
 // make_error(sec::runtime_error, what) (component_actor.cpp), so its context holds `what` alone;

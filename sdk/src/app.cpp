@@ -6,8 +6,7 @@
 namespace banyan {
 
 spec& spec::add(std::string name, bool is_composite, supervision policy, factory make) {
-  if (!composite_)
-    throw std::logic_error("component `" + name_ + "` is a leaf; only composites have children");
+  if (!composite_) throw std::logic_error("component `" + name_ + "` is a leaf; only composites have children");
   children_.emplace_back(std::move(name), is_composite, policy, std::move(make));
   return children_.back();
 }

@@ -65,7 +65,9 @@ class actor_context final : public context {
   result<void> monitor(std::string_view path, down_handler on_down) override {
     return self_.watch(path, std::move(on_down));
   }
-  void stop() override { self_.post_task([s = &self_] { s->stop_self(); }); }
+  void stop() override {
+    self_.post_task([s = &self_] { s->stop_self(); });
+  }
   result<void> start_child(std::string_view name) override { return self_.start_dynamic(name); }
   result<void> stop_child(std::string_view name) override { return self_.stop_dynamic(name); }
 
@@ -103,8 +105,9 @@ caf::resumable::resume_result component_actor::resume(caf::execution_unit* unit,
   const auto begin = std::chrono::steady_clock::now();
   const auto result = caf::event_based_actor::resume(unit, max_throughput);
   auto& loads = state->loads();
-  loads.busy(v, static_cast<std::uint64_t>(
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count()));
+  loads.busy(
+      v, static_cast<std::uint64_t>(
+             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - begin).count()));
   if (calls_ != 0) loads.handled(v, std::exchange(calls_, 0));
   // An ended incarnation's backlog is forgotten (local_flow::reset), perhaps already.
   if (delivered_ != 0 && result != resume_result::done) state->flow().handled(v, std::exchange(delivered_, 0));
@@ -136,13 +139,15 @@ caf::behavior component_actor::make_behavior() {
   // us too, after the spawn) may have got that far. Unregistered when this incarnation ends,
   // unless a new one replaced it already.
   state_->set_actor(vertex_, caf::actor_cast<caf::actor>(this));
-  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this), moved = moved_](const caf::error& reason) {
+  attach_functor([state = state_, v = vertex_, self = caf::actor_cast<caf::actor_addr>(this),
+                  moved = moved_](const caf::error& reason) {
     if (state->actors().get(v).address() == self) state->set_actor(v, caf::actor{});
     if (moved->load()) return;  // it moved to another node: not an end (its monitors go on there)
     const bool failed = reason && reason != caf::exit_reason::user_shutdown && reason != caf::exit_reason::normal;
     const std::string why = failed ? reason_text(reason) : std::string("stopped");
     for (const auto& [watcher, id] : state->watching().of(v)) {
-      if (auto w = caf::actor_cast<caf::actor>(watcher)) caf::anon_send(w, mondown_atom::value, id, state->tree().path(v), why);
+      if (auto w = caf::actor_cast<caf::actor>(watcher))
+        caf::anon_send(w, mondown_atom::value, id, state->tree().path(v), why);
     }
     if (auto* node = state->node())
       for (const auto& w : state->watching().remote_of(v)) node->send_down(v, w.node, w.watcher, w.id, why);
@@ -150,7 +155,9 @@ caf::behavior component_actor::make_behavior() {
   start();
   behavior_ready_ = true;
   main_ = caf::message_handler{
-      [this](deliver_atom, const local_delivery& d, const payload& data) { deliver(*d.info, data, d.sequence, d.index, false); },
+      [this](deliver_atom, const local_delivery& d, const payload& data) {
+        deliver(*d.info, data, d.sequence, d.index, false);
+      },
       [](unroute_atom, const std::shared_ptr<const route_info>&) {},  // freed with the message when it is the last
       [this](deliver_atom, const std::shared_ptr<const routed_message>& m, std::uint32_t index) {
         deliver(*m->info, m->data, m->sequence, index, true);
@@ -162,7 +169,8 @@ caf::behavior component_actor::make_behavior() {
         child_moved(child_vertex, to, generation);
       },
       [this](post_atom, const task& t) { counted(t.fn); },
-      [this](request_atom, const std::string& method, const payload& data, vertex_id requester) -> caf::result<std::string, payload> {
+      [this](request_atom, const std::string& method, const payload& data,
+             vertex_id requester) -> caf::result<std::string, payload> {
         std::string err;
         payload reply;
         counted([&] {
@@ -222,11 +230,14 @@ caf::behavior component_actor::make_behavior() {
       [this](rfailed_atom, vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
         on_remote_failure(child_vertex, generation, reason);
       },
-      [this](rstopped_atom, vertex_id child_vertex, std::uint64_t generation) { on_remote_stopped(child_vertex, generation); },
+      [this](rstopped_atom, vertex_id child_vertex, std::uint64_t generation) {
+        on_remote_stopped(child_vertex, generation);
+      },
       [this](ready_atom) {
         resume();  // paused by a live move's freeze (a full link pauses it again at its next publish)
         // Monitors first: a watched component's end caused by a held request is then reported.
-        for (const auto& [watched, id] : std::exchange(held_monitors_, {})) state_->node()->send_monitor(vertex_, watched, id);
+        for (const auto& [watched, id] : std::exchange(held_monitors_, {}))
+          state_->node()->send_monitor(vertex_, watched, id);
         // Then held dynamic starts: their node starts them before it serves our held requests.
         release_held_dynamic();
         flush_held();
@@ -299,14 +310,13 @@ void component_actor::begin_shutdown(bool urgent) {
 bool component_actor::pause() {
   if (paused_ || !behavior_ready_ || shutting_down_) return false;
   paused_ = true;
-  become(caf::keep_behavior,
-         caf::message_handler{
-             [this](resume_atom) { resume(); },
-             [](post_atom, const task&) -> caf::result<void> { return caf::skip; },
-             [](request_atom, const std::string&, const payload&, vertex_id) -> caf::result<std::string, payload> {
-               return caf::skip;
-             },
-         }.or_else(main_));
+  become(caf::keep_behavior, caf::message_handler{
+                                 [this](resume_atom) { resume(); },
+                                 [](post_atom, const task&) -> caf::result<void> { return caf::skip; },
+                                 [](request_atom, const std::string&, const payload&,
+                                    vertex_id) -> caf::result<std::string, payload> { return caf::skip; },
+                             }
+                                 .or_else(main_));
   return true;
 }
 
@@ -400,15 +410,19 @@ std::size_t component_actor::dynamic_child(std::string_view name) const {
 }
 
 error component_actor::no_dynamic_child(std::string_view name) const {
-  return error{sdk::errc::invalid_argument, "`" + std::string(name) + "` is no dynamic child of `" + state_->tree().path(vertex_) + "`"};
+  return error{sdk::errc::invalid_argument,
+               "`" + std::string(name) + "` is no dynamic child of `" + state_->tree().path(vertex_) + "`"};
 }
 
 result<void> component_actor::start_dynamic(std::string_view name) {
   const std::size_t i = dynamic_child(name);
   if (i == none) return no_dynamic_child(name);
   child& c = children_[i];
-  if (c.active) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: it is running already"};
-  if (shutting_down_) return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: `" + state_->tree().path(vertex_) + "` is stopping"};
+  if (c.active)
+    return error{sdk::errc::invalid_argument, "start_child `" + std::string(name) + "`: it is running already"};
+  if (shutting_down_)
+    return error{sdk::errc::invalid_argument,
+                 "start_child `" + std::string(name) + "`: `" + state_->tree().path(vertex_) + "` is stopping"};
   c.active = true;
   if (c.remote && (!state_->cluster_ready() || !state_->node()->node_ready(state_->where().node_of(c.vertex)))) {
     // Its node is not linked yet (the start), has not joined yet (`join: later`) or is lost: asked
@@ -450,7 +464,7 @@ result<void> component_actor::stop_dynamic(std::string_view name) {
   held_dynamic_.erase(std::remove(held_dynamic_.begin(), held_dynamic_.end(), i), held_dynamic_.end());
   if (starting_ == i) starting_ = none;  // its later siblings do not wait for it
   stop_child(c);
-  state_->forget_subtree(c.vertex);  // this node's part; a remote child's node forgets its own
+  state_->forget_subtree(c.vertex);                          // this node's part; a remote child's node forgets its own
   if (starting_ == none && !pending_.empty()) spawn_next();  // siblings that waited for it
   return {};
 }
@@ -530,8 +544,10 @@ void component_actor::stop_remote_children() {
 
 std::optional<component_actor::ended_child> component_actor::remote_child_ended(vertex_id child_vertex,
                                                                                 std::uint64_t generation) {
-  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.remote && c.vertex == child_vertex; });
-  if (it == children_.end() || !it->remote_up || it->generation != generation) return std::nullopt;  // stopped or replaced already
+  auto it = std::find_if(children_.begin(), children_.end(),
+                         [&](const child& c) { return c.remote && c.vertex == child_vertex; });
+  if (it == children_.end() || !it->remote_up || it->generation != generation)
+    return std::nullopt;  // stopped or replaced already
   const std::size_t i = static_cast<std::size_t>(it - children_.begin());
   it->remote_up = false;
   const bool was_starting = starting_ == i;
@@ -541,15 +557,18 @@ std::optional<component_actor::ended_child> component_actor::remote_child_ended(
 }
 
 void component_actor::on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason) {
-  if (auto ended = remote_child_ended(child_vertex, generation)) supervise(ended->index, reason, true, ended->was_starting);
+  if (auto ended = remote_child_ended(child_vertex, generation))
+    supervise(ended->index, reason, true, ended->was_starting);
 }
 
 void component_actor::on_remote_stopped(vertex_id child_vertex, std::uint64_t generation) {
   auto ended = remote_child_ended(child_vertex, generation);
   if (!ended) return;
   // As for a local child that called ctx.stop(): only a permanent one is restarted.
-  if (state_->spec_of(child_vertex).restart() == restart_type::permanent) return supervise(ended->index, "stopped", false);
-  if (state_->spec_of(child_vertex).is_dynamic()) children_[ended->index].active = false;  // start_child may start it again
+  if (state_->spec_of(child_vertex).restart() == restart_type::permanent)
+    return supervise(ended->index, "stopped", false);
+  if (state_->spec_of(child_vertex).is_dynamic())
+    children_[ended->index].active = false;  // start_child may start it again
   if (ended->was_starting) spawn_next();
 }
 
@@ -588,7 +607,8 @@ void component_actor::on_child_gone(const caf::actor_addr& source, const caf::er
   if (!failed) {
     // Ended by ctx.stop(): a permanent child is restarted, others stay down.
     if (state_->spec_of(children_[i].vertex).restart() == restart_type::permanent) supervise(i, "stopped", false);
-    else if (state_->spec_of(children_[i].vertex).is_dynamic()) children_[i].active = false;  // start_child may start it again
+    else if (state_->spec_of(children_[i].vertex).is_dynamic())
+      children_[i].active = false;  // start_child may start it again
     return;
   }
   supervise(i, reason_text(reason), true, was_starting);
@@ -601,7 +621,8 @@ void component_actor::supervise(std::size_t i, const std::string& reason, bool f
   auto type_of = [&](std::size_t j) { return state_->spec_of(children_[j].vertex).restart(); };
   if (type_of(i) == restart_type::temporary) {
     log::warning(tree.path(vertex_), "`" + child_path + "` is temporary: not restarted");
-    if (state_->spec_of(children_[i].vertex).is_dynamic()) children_[i].active = false;  // start_child may start it again
+    if (state_->spec_of(children_[i].vertex).is_dynamic())
+      children_[i].active = false;   // start_child may start it again
     if (was_starting) spawn_next();  // its later siblings start without it
     return;
   }
@@ -622,12 +643,16 @@ void component_actor::supervise(std::size_t i, const std::string& reason, bool f
   std::size_t first = i, last = i + 1;
   switch (policy.strategy) {
     case restart_strategy::one_for_one: break;
-    case restart_strategy::one_for_all: first = 0; last = children_.size(); break;
+    case restart_strategy::one_for_all:
+      first = 0;
+      last = children_.size();
+      break;
     case restart_strategy::rest_for_one: last = children_.size(); break;
   }
-  log::warning(tree.path(vertex_), "restarting `" + child_path + "`" +
-                                      (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : "") +
-                                      " (" + reason + ")");
+  log::warning(tree.path(vertex_),
+               "restarting `" + child_path + "`" +
+                   (last - first > 1 ? " and " + std::to_string(last - first - 1) + " sibling(s)" : "") + " (" +
+                   reason + ")");
   // Stop the others in reverse start order, forget everything the old incarnations subscribed, then
   // start the new incarnations in order.
   for (std::size_t j = last; j-- > first;)
@@ -698,9 +723,9 @@ bool component_actor::unsubscribe(subscription_id id) {
 result<void> component_actor::publish(std::string_view topic_text, const payload& data, const scope& where) {
   if (auto* node = state_->node(); node && data.size() > node->max_payload_bytes()) {
     // Refused whatever the route, so that the app sees the same on every deployment.
-    return error{runtime::errc::payload_too_large, "publish `" + std::string(topic_text) + "`: a payload of " +
-                                                       std::to_string(data.size()) + " bytes is larger than --max-payload (" +
-                                                       std::to_string(node->max_payload_bytes()) + " bytes)"};
+    return error{runtime::errc::payload_too_large,
+                 "publish `" + std::string(topic_text) + "`: a payload of " + std::to_string(data.size()) +
+                     " bytes is larger than --max-payload (" + std::to_string(node->max_payload_bytes()) + " bytes)"};
   }
   auto scope_vertex = where.resolve(state_->tree(), vertex_);
   if (!scope_vertex) return scope_vertex.error();
@@ -810,9 +835,11 @@ void component_actor::send_request(std::string_view path, std::string method, co
           [this, on_reply, what, timeout](caf::error& e) {
             counted([&] {
               if (e == caf::sec::request_timeout)
-                on_reply(error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
+                on_reply(
+                    error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
               else
-                on_reply(error{sdk::errc::request_failed, what + ": " + reason_text(e)});  // the callee's what(), not CAF's rendering
+                on_reply(error{sdk::errc::request_failed,
+                               what + ": " + reason_text(e)});  // the callee's what(), not CAF's rendering
             });
           });
 }
@@ -833,12 +860,14 @@ void component_actor::send_remote_request(vertex_id target, std::string method, 
     // so it behaves as in one process. Its timeout runs from now.
     remote_requests_[id] = {std::move(on_reply), std::move(what)};
     held_requests_.push_back({id, target, std::move(method), data, timeout});
-    delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id, static_cast<std::int64_t>(timeout.count()));
+    delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id,
+                 static_cast<std::int64_t>(timeout.count()));
     return;
   }
   if (!held_requests_.empty()) flush_held_requests();
   remote_requests_[id] = {std::move(on_reply), std::move(what)};
-  delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id, static_cast<std::int64_t>(timeout.count()));
+  delayed_send(caf::actor_cast<caf::actor>(this), timeout, expire_atom::value, id,
+               static_cast<std::int64_t>(timeout.count()));
   transmit_request({id, target, std::move(method), data, timeout});
 }
 
@@ -848,7 +877,9 @@ void component_actor::transmit_request(const held_request& r) {
   auto sent = state_->node()->send_request(vertex_, r.target, r.method, r.data, r.timeout, r.id,
                                            caf::actor_cast<caf::actor>(this), block_at);
   // Reported later, never from inside ctx.request() (as in one process).
-  if (!sent) post_task([this, id = r.id, e = error{sdk::errc::request_failed, sent.error().what()}] { finish_remote_request(id, e); });
+  if (!sent)
+    post_task(
+        [this, id = r.id, e = error{sdk::errc::request_failed, sent.error().what()}] { finish_remote_request(id, e); });
 }
 
 void component_actor::flush_held_requests() {
@@ -888,13 +919,15 @@ std::shared_ptr<vertex_state> component_actor::move_out() {
   }
   held_.clear();
   if (const auto n = held_requests_.size() + frozen_requests_.size())
-    log::warning(path, std::to_string(n) + " request(s) made while the deployment was frozen end with this incarnation");
+    log::warning(path,
+                 std::to_string(n) + " request(s) made while the deployment was frozen end with this incarnation");
   moved_->store(true);
   // Idle until its supervisor (or the gateway) ends it: nothing reaches it while the deployment is
   // frozen, and nothing it still had queued (timers, posted work) runs.
   become(caf::message_handler{[this](movequit_atom) { quit(caf::exit_reason::user_shutdown); }});
   // Dropped without an error (caf::drop's error would end the actor as a failure).
-  set_default_handler([](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> { return caf::message{}; });
+  set_default_handler(
+      [](caf::scheduled_actor*, caf::message_view&) -> caf::result<caf::message> { return caf::message{}; });
   return out;
 }
 

@@ -34,15 +34,15 @@ class component_actor final : public caf::event_based_actor {
   bool unsubscribe(subscription_id id);
   result<void> publish(std::string_view topic, const payload& data, const scope& where);
   void serve(std::string method, banyan::context::service handler);
-  void send_request(std::string_view path, std::string method, const payload& data,
-                    std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
+  void send_request(std::string_view path, std::string method, const payload& data, std::chrono::milliseconds timeout,
+                    banyan::context::reply_handler on_reply);
   void post_task(std::function<void()> fn);
   void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
-  void stop_self();   // ctx.stop(): an orderly end of this component alone
+  void stop_self();  // ctx.stop(): an orderly end of this component alone
   result<void> watch(std::string_view path, banyan::context::down_handler on_down);  // ctx.monitor
-  result<void> start_dynamic(std::string_view name);  // ctx.start_child
-  void release_held_dynamic();  // starts held dynamic children whose node is ready now
-  result<void> stop_dynamic(std::string_view name);   // ctx.stop_child
+  result<void> start_dynamic(std::string_view name);                                 // ctx.start_child
+  void release_held_dynamic();                       // starts held dynamic children whose node is ready now
+  result<void> stop_dynamic(std::string_view name);  // ctx.stop_child
   void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
   run_state& state() { return *state_; }
@@ -56,9 +56,9 @@ class component_actor final : public caf::event_based_actor {
     caf::actor actor;
     bool stopping = false;  // stopped on purpose: its exit is not a failure
     bool remote = false;
-    bool remote_up = false;         // remote: an incarnation is running (or starting)
-    std::uint64_t generation = 1;   // remote: of that incarnation
-    bool active = true;  // false: a dynamic child not started (or stopped by stop_child)
+    bool remote_up = false;        // remote: an incarnation is running (or starting)
+    std::uint64_t generation = 1;  // remote: of that incarnation
+    bool active = true;            // false: a dynamic child not started (or stopped by stop_child)
   };
   std::size_t dynamic_child(std::string_view name) const;  // none if no such
   error no_dynamic_child(std::string_view name) const;
@@ -99,8 +99,8 @@ class component_actor final : public caf::event_based_actor {
   void flush_held();
   // `remote`: the message came from another node (its handler must not block on a node link).
   void deliver(const route_info& info, const payload& data, std::uint64_t sequence, std::uint32_t index, bool remote);
-  void send_remote_request(vertex_id target, std::string method, const payload& data,
-                           std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply);
+  void send_remote_request(vertex_id target, std::string method, const payload& data, std::chrono::milliseconds timeout,
+                           banyan::context::reply_handler on_reply);
   void finish_remote_request(std::uint64_t id, result<payload> outcome);
   void transmit_request(const held_request& r);
   void flush_held_requests();
@@ -123,7 +123,7 @@ class component_actor final : public caf::event_based_actor {
   // whole subtree's, completes before its next sibling is spawned.
   std::vector<std::size_t> pending_;  // children still to start, ascending
   static constexpr std::size_t none = ~std::size_t{0};
-  std::size_t starting_ = none;        // the child whose start we are waiting for
+  std::size_t starting_ = none;  // the child whose start we are waiting for
   bool reported_started_ = false;
   bool in_on_start_ = false;  // this incarnation's on_start is running
   std::deque<std::chrono::steady_clock::time_point> restarts_;
@@ -133,9 +133,9 @@ class component_actor final : public caf::event_based_actor {
   // Flow control (see pause()): after a publish found a target's backlog or a node link full.
   caf::message_handler main_;  // the behaviour; paused: a few skips in front of it
   bool paused_ = false;
-  bool behavior_ready_ = false;    // become() is usable (false while make_behavior runs)
-  std::uint64_t calls_ = 0;      // calls into the component's code in this run of the actor (resume)
-  std::int64_t delivered_ = 0;   // deliveries handled in this run of the actor
+  bool behavior_ready_ = false;      // become() is usable (false while make_behavior runs)
+  std::uint64_t calls_ = 0;          // calls into the component's code in this run of the actor (resume)
+  std::int64_t delivered_ = 0;       // deliveries handled in this run of the actor
   bool in_remote_delivery_ = false;  // handling a message from another node: never block the thread
 
   // Requests to components on other nodes, by id: the handler and what to call it in errors.
@@ -158,7 +158,7 @@ class component_actor final : public caf::event_based_actor {
   std::vector<std::pair<vertex_id, std::uint64_t>> held_monitors_;
   std::unordered_map<std::uint64_t, vertex_id> remote_watched_;  // monitors of components on other nodes, by id
   std::vector<std::size_t> held_dynamic_;  // remote dynamic children started before their node was ready
-  route_cache routes_;  // this component's publishes
+  route_cache routes_;                     // this component's publishes
   std::uint64_t sequence_ = 0;
   // Publishes made before every node of a deployment was ready, in order (multi-node runs only).
   struct held_publish {

@@ -146,13 +146,14 @@ control_channel::~control_channel() {
 }
 
 result<std::unique_ptr<control_channel>> control_channel::open(const std::string& endpoint, profile_fn profile,
-                                                                node_runtime* node) {
+                                                               node_runtime* node) {
   auto i = std::make_unique<impl>();
   i->endpoint = endpoint;
   i->profile = std::move(profile);
   i->node = node;
   i->out->wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (i->out->wake < 0) return error{sdk::errc::io, "control channel " + endpoint + ": eventfd: " + std::strerror(errno)};
+  if (i->out->wake < 0)
+    return error{sdk::errc::io, "control channel " + endpoint + ": eventfd: " + std::strerror(errno)};
   i->context = zmq_ctx_new();
   i->router = zmq_socket(i->context, ZMQ_ROUTER);
   const int linger = 0;

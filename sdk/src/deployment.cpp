@@ -47,7 +47,8 @@ result<std::vector<std::string>> endpoints_of(const partitioner::deployment& d) 
   for (std::size_t i = 0; i < d.c.nodes.size(); ++i) {
     const auto& n = d.c.nodes[i];
     std::string endpoint = n.endpoint;
-    const std::string where = d.name + ":" + std::to_string(n.line) + ": node `" + n.name + "` endpoint `" + n.endpoint + "`";
+    const std::string where =
+        d.name + ":" + std::to_string(n.line) + ": node `" + n.name + "` endpoint `" + n.endpoint + "`";
     if (endpoint.find(placeholder) != std::string::npos) {
       if (!hosts) {
         auto h = launcher::hosts_by_rank();
@@ -55,18 +56,21 @@ result<std::vector<std::string>> endpoints_of(const partitioner::deployment& d) 
         hosts = std::move(*h);
       }
       if (hosts->empty())
-        return error{sdk::errc::invalid_argument, where + " names {host}, but no launcher host list is set (BANYAN_HOSTS, e.g. "
-                                                          "from banyan launch --hosts, or Slurm's SLURM_STEP_NODELIST)"};
+        return error{sdk::errc::invalid_argument,
+                     where +
+                         " names {host}, but no launcher host list is set (BANYAN_HOSTS, e.g. "
+                         "from banyan launch --hosts, or Slurm's SLURM_STEP_NODELIST)"};
       if (i >= hosts->size())
         return error{sdk::errc::invalid_argument, where + " names {host}, but the launcher's host list has " +
-                                                          std::to_string(hosts->size()) + " ranks (node " + std::to_string(i) +
-                                                          " runs as rank " + std::to_string(i) + ")"};
-      for (auto at = endpoint.find(placeholder); at != std::string::npos; at = endpoint.find(placeholder, at + (*hosts)[i].size()))
+                                                      std::to_string(hosts->size()) + " ranks (node " +
+                                                      std::to_string(i) + " runs as rank " + std::to_string(i) + ")"};
+      for (auto at = endpoint.find(placeholder); at != std::string::npos;
+           at = endpoint.find(placeholder, at + (*hosts)[i].size()))
         endpoint.replace(at, placeholder.size(), (*hosts)[i]);
     }
     if (auto [it, fresh] = seen.emplace(endpoint, i); !fresh)
       return error{sdk::errc::invalid_argument, where + " is `" + endpoint + "` on this host list, as node `" +
-                                                        d.c.nodes[it->second].name + "`'s is: give them different ports"};
+                                                    d.c.nodes[it->second].name + "`'s is: give them different ports"};
     out.push_back(std::move(endpoint));
   }
   return out;
@@ -85,9 +89,9 @@ result<std::string> node_from_launcher(const std::string& path, const std::vecto
       return error{sdk::errc::invalid_argument, std::string(var) + "=`" + value + "` is not a rank (a number from 0)"};
     }
     if (rank >= names.size()) {
-      return error{sdk::errc::invalid_argument, std::string(var) + "=" + value + " but " + path + " has " +
-                                                    std::to_string(names.size()) + " nodes (rank i runs the i-th node: start " +
-                                                    std::to_string(names.size()) + " processes)"};
+      return error{sdk::errc::invalid_argument,
+                   std::string(var) + "=" + value + " but " + path + " has " + std::to_string(names.size()) +
+                       " nodes (rank i runs the i-th node: start " + std::to_string(names.size()) + " processes)"};
     }
     return names[rank];
   }
@@ -108,7 +112,8 @@ std::string profile_path_of(const run_options& options) {
     for (const auto& n : d->c.nodes) names.push_back(n.name);
     if (auto from_rank = node_from_launcher(options.deployment, names)) node = *from_rank;
   }
-  for (auto at = path.find("{node}"); at != std::string::npos; at = path.find("{node}", at + node.size())) path.replace(at, 6, node);
+  for (auto at = path.find("{node}"); at != std::string::npos; at = path.find("{node}", at + node.size()))
+    path.replace(at, 6, node);
   return path;
 }
 
@@ -118,7 +123,8 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
   auto d = partitioner::load_deployment(path);
   if (!d) return std::move(d).error();
   if (d->c.nodes.size() > std::numeric_limits<node_id>::max())
-    return error{sdk::errc::invalid_argument, path + ": more than " + std::to_string(std::numeric_limits<node_id>::max()) + " nodes"};
+    return error{sdk::errc::invalid_argument,
+                 path + ": more than " + std::to_string(std::numeric_limits<node_id>::max()) + " nodes"};
   std::string self = self_or_empty;
   if (self.empty()) {
     std::vector<std::string> names;
@@ -143,7 +149,8 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
   if (!found) {
     std::string names;
     for (const auto& n : out.names) names += (names.empty() ? "" : ", ") + n;
-    return error{sdk::errc::invalid_argument, path + ": --node `" + self + "` is not in the deployment (nodes: " + names + ")"};
+    return error{sdk::errc::invalid_argument,
+                 path + ": --node `" + self + "` is not in the deployment (nodes: " + names + ")"};
   }
   auto m = partitioner::mapping_of(model_of(tree), *d);
   if (!m) return error{sdk::errc::invalid_argument, m.error().message};
@@ -162,8 +169,9 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
     }
     if (d->curve[out.self].secret_file.empty()) {
       const auto& files = d->curve[out.self];
-      return error{sdk::errc::invalid_argument, path + ":" + std::to_string(files.line) + ":" + std::to_string(files.column) +
-                                                    ": node `" + self + "` curve: this node needs `secret`"};
+      return error{sdk::errc::invalid_argument, path + ":" + std::to_string(files.line) + ":" +
+                                                    std::to_string(files.column) + ": node `" + self +
+                                                    "` curve: this node needs `secret`"};
     }
     auto key = read_key(*d, out.self, true);
     if (!key) return key.error();

@@ -21,8 +21,8 @@ struct resolved_deployment {
   std::vector<std::string> names;  // node names, deployment order (index = node_id)
   std::vector<std::string> endpoints;
   std::vector<std::string> curve_public, curve_secret;  // per node, Z85; empty: no CURVE (secret: ours only)
-  std::vector<node_id> node_of;    // per vertex of the app's tree
-  std::vector<bool> late;          // per node: `join: later` (the others do not wait for it at start)
+  std::vector<node_id> node_of;                         // per vertex of the app's tree
+  std::vector<bool> late;  // per node: `join: later` (the others do not wait for it at start)
   node_id self = 0;
 };
 

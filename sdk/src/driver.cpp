@@ -72,14 +72,16 @@ class signal_guard {
 
  private:
   int fd_;
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
   std::atomic<bool> done_{false};
   std::thread watcher_;
 };
 
 // The profile of the run so far. Safe while the actors run: the loads are relaxed atomics, the
 // routing table's and the request counters' reads are documented safe from any thread.
-profile traffic_so_far(detail::run_state& state, const run_options& options, std::chrono::steady_clock::time_point started) {
+profile traffic_so_far(detail::run_state& state, const run_options& options,
+                       std::chrono::steady_clock::time_point started) {
   profile p;
   p.tree = state.shared_tree();
   p.mode = options.mode;
@@ -105,7 +107,10 @@ std::string link_health_json(const detail::node_runtime* node) {
     if (n == node->deployment().self) continue;
     const auto s = node->link_health(static_cast<node_id>(n));
     links.push_back({{"to", names[n]},
-                     {"health", s.stalled ? "stalled" : s.up ? "up" : s.sessions > 0 ? "lost" : "connecting"},
+                     {"health", s.stalled        ? "stalled"
+                                : s.up           ? "up"
+                                : s.sessions > 0 ? "lost"
+                                                 : "connecting"},
                      {"credit_full", node->link_full(static_cast<node_id>(n))},
                      {"credit_waits", s.credit_waits},
                      {"outstanding", s.outstanding},
@@ -118,7 +123,8 @@ std::string link_health_json(const detail::node_runtime* node) {
                      {"send_failures", s.send_failures},
                      {"lost_on_down", s.lost_on_down}});
   }
-  const nlohmann::json health = {{"node", node->self_name()}, {"publisher_pauses", node->publisher_pauses()}, {"links", links}};
+  const nlohmann::json health = {
+      {"node", node->self_name()}, {"publisher_pauses", node->publisher_pauses()}, {"links", links}};
   return health.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -188,7 +194,8 @@ run_result run(app& application, const run_options& options) {
       auto a = detail::spawn_component(system, state, v, caf::actor_addr{}, true);
       state->set_actor(v, a);
       a->attach_functor([state](const caf::error& reason) {
-        state->done().root_down(reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown);
+        state->done().root_down(reason && reason != caf::exit_reason::normal &&
+                                reason != caf::exit_reason::user_shutdown);
       });
       root_actors.push_back(a);
     }
@@ -206,7 +213,7 @@ run_result run(app& application, const run_options& options) {
       if (w == detail::completion::wake::idle) continue;
       if (node) {
         node->broadcast_quit(done.exit_code(), done.urgent());  // one node's quit ends the whole app
-        node->release_publishers();                // a paused publisher must not hold up the stop
+        node->release_publishers();                             // a paused publisher must not hold up the stop
       }
       // quit(): a graceful stop (what was sent before is delivered first). A signal: stop now, ahead
       // of queued messages, so a backlog cannot hold the process.

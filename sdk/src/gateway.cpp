@@ -46,7 +46,9 @@ caf::behavior gateway_actor::make_behavior() {
       [this](started_atom, vertex_id v) { on_hosted_started(v); },
       [this](shutdown_atom, bool urgent) { shutdown_hosted(urgent); },
       [this](tell_atom) { tell_unforwarded(); },
-      [this](move_atom, const std::string& path, const std::string& to, std::uint64_t answer) { start_move(path, to, answer); },
+      [this](move_atom, const std::string& path, const std::string& to, std::uint64_t answer) {
+        start_move(path, to, answer);
+      },
       [this](arrived_atom, vertex_id v) {
         if (move_ && move_->arriving && v == move_->root) {
           move_->arrived = true;
@@ -108,7 +110,8 @@ void gateway_actor::on_hosted_gone(const caf::actor_addr& source, const caf::err
     if (h.start_pending && !shutting_down_) start_hosted(h, h.generation, /*initial=*/false);
     return;
   }
-  auto it = std::find_if(hosted_.begin(), hosted_.end(), [&](const hosted& h) { return h.actor && h.actor.address() == source; });
+  auto it = std::find_if(hosted_.begin(), hosted_.end(),
+                         [&](const hosted& h) { return h.actor && h.actor.address() == source; });
   if (it == hosted_.end()) return;  // not ours
   it->actor = caf::actor{};
   if (shutting_down_) return state_->done().root_down(false);
@@ -140,7 +143,9 @@ void gateway_actor::report(wire_kind kind, vertex_id v, std::uint64_t generation
 void gateway_actor::on_child_command(const std::string& peer, runtime::envelope& e) {
   const vertex_id v = *state_->tree().find(e.target);  // check() found it
   auto* h = hosted_of(v);
-  if (!h) return log_dropped(peer, "supervision of `" + e.target + "`: not a hosted root of node `" + node_->self_name() + "`");
+  if (!h)
+    return log_dropped(peer,
+                       "supervision of `" + e.target + "`: not a hosted root of node `" + node_->self_name() + "`");
   // Only the node of its supervisor may ask (another peer could otherwise stop any of our roots).
   if (state_->where().node_of(state_->tree().parent(v)) != node_->index_of(peer))
     return log_dropped(peer, "supervision of `" + e.target + "`: its supervisor is not on node `" + peer + "`");
@@ -154,7 +159,8 @@ void gateway_actor::on_child_command(const std::string& peer, runtime::envelope&
 void gateway_actor::on_child_report(const std::string& peer, runtime::envelope& e) {
   const vertex_id v = *state_->tree().find(e.target);  // check() found it
   const vertex_id parent = state_->tree().parent(v);
-  if (!state_->is_local(parent)) return log_dropped(peer, "supervision report for `" + e.target + "`: its parent is not on this node");
+  if (!state_->is_local(parent))
+    return log_dropped(peer, "supervision report for `" + e.target + "`: its parent is not on this node");
   // Only the node that hosts the child may report on it (a forged report would restart a child).
   if (state_->where().node_of(v) != node_->index_of(peer))
     return log_dropped(peer, "supervision report for `" + e.target + "`: it is not hosted by node `" + peer + "`");
@@ -221,7 +227,8 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
             e.entry < state_->tree().size() && state_->tree().contains(move_->root, e.entry)) {
           // Held for a subtree moving here by its old node: older than anything this node holds
           // for it (that came here after this node froze; the old node's came through here before).
-          early_data_.emplace(early_data_.begin() + static_cast<std::ptrdiff_t>(move_->handed_data++), peer, std::move(e));
+          early_data_.emplace(early_data_.begin() + static_cast<std::ptrdiff_t>(move_->handed_data++), peer,
+                              std::move(e));
           return;
         }
         early_data_.emplace_back(peer, std::move(e));
@@ -320,7 +327,8 @@ void gateway_actor::unforwarded(vertex_id publisher, node_id to, const std::stri
 }
 
 void gateway_actor::tell_unforwarded() {
-  for (const auto& [key, lost] : unforwarded_) node_->tell_publisher(key.first, node_->name_of(key.second), lost.count, lost.why);
+  for (const auto& [key, lost] : unforwarded_)
+    node_->tell_publisher(key.first, node_->name_of(key.second), lost.count, lost.why);
   unforwarded_.clear();
 }
 
@@ -348,21 +356,24 @@ void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e)
   const vertex_id target = *state_->tree().find(path);  // check() found it
   if (!state_->is_local(target)) {
     const node_id now = state_->where().node_of(target);
-    if (now == node_->index_of(peer)) return reply(reply_code::failed, "`" + path + "` is not on node `" + node_->self_name() + "`", {});
+    if (now == node_->index_of(peer))
+      return reply(reply_code::failed, "`" + path + "` is not on node `" + node_->self_name() + "`", {});
     return node_->send_control(now, std::move(e));  // it moved (a live move): answered there
   }
   auto actor = state_->actors().get(target);
   if (!actor) return reply(reply_code::failed, "`" + path + "` is not running", {});
   const std::chrono::milliseconds timeout{e.timeout_ms};
-  request(actor, caf::duration{timeout}, request_atom::value, e.topic, payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()),
-          requester)
-      .then([reply](std::string& err, payload& data) { err.empty() ? reply(reply_code::ok, "", data) : reply(reply_code::failed, err, {}); },
-            [reply, timeout](caf::error& err) {
-              if (err == caf::sec::request_timeout)
-                reply(reply_code::timeout, "no reply within " + std::to_string(timeout.count()) + " ms", {});
-              else
-                reply(reply_code::failed, reason_text(err), {});  // the callee's what(), not CAF's rendering
-            });
+  request(actor, caf::duration{timeout}, request_atom::value, e.topic,
+          payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), requester)
+      .then(
+          [reply](std::string& err, payload& data) {
+            err.empty() ? reply(reply_code::ok, "", data) : reply(reply_code::failed, err, {});
+          },
+          [reply, timeout](caf::error& err) {
+            if (err == caf::sec::request_timeout)
+              reply(reply_code::timeout, "no reply within " + std::to_string(timeout.count()) + " ms", {});
+            else reply(reply_code::failed, reason_text(err), {});  // the callee's what(), not CAF's rendering
+          });
 }
 
 }  // namespace banyan::detail

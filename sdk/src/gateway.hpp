@@ -12,8 +12,8 @@
 // start and failure to the parent's node and starts or stops incarnations when the parent's node
 // asks (node_wire.hpp's child_* kinds), so a remote supervisor acts on them as on a local child.
 // It also keeps monitors across nodes: a peer's component watching one of ours (`monitor`), and
-// the news of a remote watched component's end for one of ours (`down`). At the run's end (shutdown_atom) it stops them and reports each one's end to completion.hpp as a
-// root's.
+// the news of a remote watched component's end for one of ours (`down`). At the run's end (shutdown_atom) it stops them
+// and reports each one's end to completion.hpp as a root's.
 //
 // Thread-safety: all of its state (route cache, early data) belongs to the gateway actor;
 // node_runtime's transport callback (the I/O thread) only enqueues envelopes to it (remote_atom).
@@ -44,7 +44,7 @@ class run_state;
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
 using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
 using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer token: move a local subtree there
-using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;  // node index: a peer is gone
+using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;    // node index: a peer is gone
 using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
 
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
@@ -71,10 +71,10 @@ class gateway_actor final : public caf::event_based_actor {
   // Supervision of hosted roots.
   struct hosted {
     vertex_id vertex;
-    caf::actor actor;             // the running incarnation (invalid: none)
+    caf::actor actor;              // the running incarnation (invalid: none)
     std::uint64_t generation = 1;  // of that incarnation, or of the one to start (1: the one this node starts itself)
-    caf::actor exiting;           // an incarnation stopped on purpose whose exit has not come yet
-    bool start_pending = false;   // start a new incarnation when `exiting` has gone
+    caf::actor exiting;            // an incarnation stopped on purpose whose exit has not come yet
+    bool start_pending = false;    // start a new incarnation when `exiting` has gone
     bool counted_started = false;  // reported to completion's start latch
     bool arrived = false;          // brought by a live move: its start is no supervisor's
   };
@@ -147,9 +147,9 @@ class gateway_actor final : public caf::event_based_actor {
 
   run_state* state_;
   node_runtime* node_;
-  route_cache routes_;  // by topic, publisher, scope, entry, from
+  route_cache routes_;                                                 // by topic, publisher, scope, entry, from
   std::vector<std::pair<std::string, runtime::envelope>> early_data_;  // before cluster-ready, in order
-  std::uint64_t malformed_ = 0;  // envelopes refused by check() (node_wire.hpp)
+  std::uint64_t malformed_ = 0;                                        // envelopes refused by check() (node_wire.hpp)
   struct lost_copies {
     std::uint64_t count = 0;
     std::string why;

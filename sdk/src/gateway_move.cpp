@@ -88,8 +88,9 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
   if (to == self) return refuse("it runs on `" + to_name + "` already");
   for (auto u : subtree_of(tree, *v)) {
     if (!state_->is_local(u))
-      return refuse("`" + path + "` is not wholly on node `" + node_->self_name() + "`: `" + tree.path(u) + "` runs on `" +
-                    names[state_->where().node_of(u)] + "` (a move takes a whole subtree from one node)");
+      return refuse("`" + path + "` is not wholly on node `" + node_->self_name() + "`: `" + tree.path(u) +
+                    "` runs on `" + names[state_->where().node_of(u)] +
+                    "` (a move takes a whole subtree from one node)");
   }
   if (!state_->actors().get(*v)) return refuse("`" + path + "` is not running");
   if (!state_->cluster_ready()) return refuse("the deployment is not ready (still starting)");
@@ -135,10 +136,12 @@ void gateway_actor::on_move_limit(std::uint64_t epoch) {
       if ((n == self || node_->node_ready(n)) && holds(n)) out += (out.empty() ? "`" : ", `") + node_->name_of(n) + "`";
     return out;
   };
-  std::string waiting = names_where([&](node_id n) { return n == self ? !move_->barrier_done : !move_->frozen_from[n]; });
+  std::string waiting =
+      names_where([&](node_id n) { return n == self ? !move_->barrier_done : !move_->frozen_from[n]; });
   waiting = waiting.empty() ? "not yet quiet: " + names_where([&](node_id n) { return !move_->quiet_from[n]; })
                             : "not yet frozen: " + waiting;
-  for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::thaw));
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+    send_move(n, static_cast<std::uint16_t>(move_step::thaw));
   end_move("the deployment did not pause within " + format_duration(pause_limit()) + " (" + waiting +
            "; an actor busy in a long handler holds its node's pause); nothing moved, every node goes on");
 }
@@ -157,10 +160,13 @@ void gateway_actor::freeze(std::uint64_t epoch, node_id coordinator) {
   auto one_done = [this, pending, epoch] {
     if (--*pending != 0 || !move_ || move_->epoch != epoch) return;
     move_->barrier_done = true;
-    for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::frozen));
+    for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+      send_move(n, static_cast<std::uint16_t>(move_step::frozen));
     check_quiet();
   };
-  for (auto& a : actors) request(a, caf::infinite, sync_atom::value).then([one_done] { one_done(); }, [one_done](caf::error&) { one_done(); });
+  for (auto& a : actors)
+    request(a, caf::infinite, sync_atom::value)
+        .then([one_done] { one_done(); }, [one_done](caf::error&) { one_done(); });
   one_done();
 }
 
@@ -188,7 +194,8 @@ void gateway_actor::maybe_thaw() {
     return;
   }
   if (!all(move_->acked_from)) return;
-  for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::thaw));
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+    send_move(n, static_cast<std::uint16_t>(move_step::thaw));
   end_move(move_->aborted);
 }
 
@@ -206,11 +213,12 @@ void gateway_actor::move_out() {
   };
   for (auto& a : actors) {
     request(a, caf::infinite, moveout_atom::value)
-        .then([states, one_done](std::shared_ptr<vertex_state>& s) {
-                states->push_back(std::move(s));
-                one_done();
-              },
-              [one_done](caf::error&) { one_done(); });  // it ended meanwhile: nothing to carry
+        .then(
+            [states, one_done](std::shared_ptr<vertex_state>& s) {
+              states->push_back(std::move(s));
+              one_done();
+            },
+            [one_done](caf::error&) { one_done(); });  // it ended meanwhile: nothing to carry
   }
 }
 
@@ -239,7 +247,8 @@ void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states)
     state_->done().root_left();
   }
   state_->where().move(tree, root, move_->to);
-  send_move(move_->to, static_cast<std::uint16_t>(move_step::state), tree.path(root), {}, move_->generation, move_->shipped);
+  send_move(move_->to, static_cast<std::uint16_t>(move_step::state), tree.path(root), {}, move_->generation,
+            move_->shipped);
   // Data that arrived here for the subtree before the freeze follows its state, in arrival order.
   std::erase_if(early_data_, [&](auto& held) {
     auto& e = held.second;
@@ -310,7 +319,8 @@ void gateway_actor::announce_moved() {
   move_->announced = true;
   // Tests of a node lost mid-move: the new node stops here (the subtree started, not announced) and
   // says so in the file this names, so a test can kill it at that point without waiting on time.
-  if (const char* stall = std::getenv("BANYAN_TEST_STALL_MOVE"); stall && *stall && move_->from != state_->where().self()) {
+  if (const char* stall = std::getenv("BANYAN_TEST_STALL_MOVE");
+      stall && *stall && move_->from != state_->where().self()) {
     std::ofstream(stall) << state_->tree().path(move_->root) << "\n";
     return;
   }
@@ -335,37 +345,31 @@ void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
   const auto step = static_cast<move_step>(e.code);
   if (step == move_step::freeze) return freeze(e.id, from);
   if (!move_) {
-    if (step != move_step::frozen) return log_dropped(peer, "move step " + std::to_string(e.code) + " of no move in progress");
+    if (step != move_step::frozen)
+      return log_dropped(peer, "move step " + std::to_string(e.code) + " of no move in progress");
     move_.emplace();  // a peer froze before the coordinator's freeze reached us
     move_->epoch = e.id;
     move_->coordinator = static_cast<node_id>(e.id >> 48);  // (start_move's epoch): its loss ends this
-    for (auto* v : {&move_->frozen_from, &move_->quiet_from, &move_->acked_from}) v->resize(node_->deployment().names.size(), false);
+    for (auto* v : {&move_->frozen_from, &move_->quiet_from, &move_->acked_from})
+      v->resize(node_->deployment().names.size(), false);
   }
   if (e.id != move_->epoch) return log_dropped(peer, "move step of another move (epoch " + std::to_string(e.id) + ")");
   switch (step) {
-    case move_step::frozen:
-      move_->frozen_from[from] = true;
-      return check_quiet();
-    case move_step::quiet:
-      move_->quiet_from[from] = true;
-      return maybe_thaw();
+    case move_step::frozen: move_->frozen_from[from] = true; return check_quiet();
+    case move_step::quiet: move_->quiet_from[from] = true; return maybe_thaw();
     case move_step::state: {
       auto root = state_->tree().find(e.target);
       if (!root) return log_dropped(peer, "move state without a subtree");
       return take_over(*root, from, e.origin_sequence,
                        std::string_view(reinterpret_cast<const char*>(e.payload.data()), e.payload.size()));
     }
-    case move_step::handed:
-      move_->handed_marker = true;
-      return announce_moved();
+    case move_step::handed: move_->handed_marker = true; return announce_moved();
     case move_step::moved: {
       auto root = state_->tree().find(e.target);
       if (!root) return log_dropped(peer, "move without a subtree");
       return settle(*root, from);
     }
-    case move_step::ack:
-      move_->acked_from[from] = true;
-      return maybe_thaw();
+    case move_step::ack: move_->acked_from[from] = true; return maybe_thaw();
     case move_step::thaw: return thaw_here();
     case move_step::freeze: return;
   }
@@ -390,26 +394,31 @@ void gateway_actor::thaw_here() {
 void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends the move that may hold it
   const auto& tree = state_->tree();
   const auto& names = node_->deployment().names;
-  const double pause_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - move_->began).count();
+  const double pause_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - move_->began).count();
   const std::string path = tree.path(move_->root), from = names[move_->from], to = names[move_->to];
-  nlohmann::json answer = {{"path", path}, {"from", from}, {"to", to}, {"components", move_->components},
-                           {"state_bytes", move_->state_bytes}, {"pause_ms", pause_ms},
+  nlohmann::json answer = {{"path", path},
+                           {"from", from},
+                           {"to", to},
+                           {"components", move_->components},
+                           {"state_bytes", move_->state_bytes},
+                           {"pause_ms", pause_ms},
                            {"without_state", move_->without_state}};
   if (!error.empty()) answer["error"] = error;
   const std::uint64_t token = move_->answer;
   if (error.empty()) {
     char line[200];
-    std::snprintf(line, sizeof line, ": %zu component(s), %llu bytes of state; the deployment paused %.1f ms", move_->components,
-                  static_cast<unsigned long long>(move_->state_bytes), pause_ms);
+    std::snprintf(line, sizeof line, ": %zu component(s), %llu bytes of state; the deployment paused %.1f ms",
+                  move_->components, static_cast<unsigned long long>(move_->state_bytes), pause_ms);
     log::info(node_->self_name(), "moved `" + path + "` from `" + from + "` to `" + to + "`" + line);
     if (const auto& fresh = move_->without_state; !fresh.empty()) {
       std::string list;
       for (std::size_t i = 0; i < fresh.size() && i < 5; ++i) list += (i ? ", " : "") + fresh[i];
       if (fresh.size() > 5) list += ", ...";
-      log::warning(node_->self_name(), "moved `" + path + "`: " + std::to_string(fresh.size()) + " of its " +
-                                           std::to_string(move_->components) +
-                                           " component(s) gave no state (snapshot() returned nothing) and start afresh on `" +
-                                           to + "`: " + list);
+      log::warning(
+          node_->self_name(),
+          "moved `" + path + "`: " + std::to_string(fresh.size()) + " of its " + std::to_string(move_->components) +
+              " component(s) gave no state (snapshot() returned nothing) and start afresh on `" + to + "`: " + list);
     }
   } else {
     log::error(node_->self_name(), "move of `" + path + "` to `" + to + "`: " + error);
@@ -436,7 +445,8 @@ void gateway_actor::on_peer_lost(node_id n) {
     return maybe_thaw();
   }
   if (!move_->moved_out) {
-    for (node_id m = 0; m < node_->deployment().names.size(); ++m) send_move(m, static_cast<std::uint16_t>(move_step::thaw));
+    for (node_id m = 0; m < node_->deployment().names.size(); ++m)
+      send_move(m, static_cast<std::uint16_t>(move_step::thaw));
     return end_move("node `" + name + "` was lost before the move began; nothing moved");
   }
   if (move_->handed && !move_->arriving) revert();  // else hand_over notices it

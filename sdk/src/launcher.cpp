@@ -67,7 +67,8 @@ result<std::vector<std::string>> expand_slurm_hostlist(std::string_view list, st
   for (auto item : split_top(list)) {
     const auto open = item.find('[');
     if (open == std::string_view::npos) {
-      if (item.empty() || item.find(']') != std::string_view::npos) return bad(variable, list, "a malformed host `" + std::string(item) + "`");
+      if (item.empty() || item.find(']') != std::string_view::npos)
+        return bad(variable, list, "a malformed host `" + std::string(item) + "`");
       out.emplace_back(item);
       continue;
     }
@@ -90,7 +91,8 @@ result<std::vector<std::string>> expand_slurm_hostlist(std::string_view list, st
       std::size_t lo = 0, hi = 0;
       if (!parse_count(lo_text, 999'999'999, lo) || !parse_count(hi_text, 999'999'999, hi) || hi < lo)
         return bad(variable, list, "`" + std::string(range) + "` is not a range like 01-03 or 7");
-      if (out.size() + (hi - lo + 1) > max_ranks) return bad(variable, list, "more than " + std::to_string(max_ranks) + " hosts");
+      if (out.size() + (hi - lo + 1) > max_ranks)
+        return bad(variable, list, "more than " + std::to_string(max_ranks) + " hosts");
       const std::size_t width = lo_text.size();  // zero padding: n[01-10] -> n01 ... n10
       for (std::size_t n = lo; n <= hi; ++n) {
         std::string digits = std::to_string(n);
@@ -116,7 +118,8 @@ result<std::vector<std::size_t>> expand_slurm_tasks(std::string_view list, std::
           !parse_count(inner.substr(1, inner.size() - 2), max_ranks, repeat))
         return bad(variable, list, "`" + std::string(item) + "` is not a count like 2 or 2(x3)");
     }
-    if (out.size() + repeat > max_ranks) return bad(variable, list, "more than " + std::to_string(max_ranks) + " hosts");
+    if (out.size() + repeat > max_ranks)
+      return bad(variable, list, "more than " + std::to_string(max_ranks) + " hosts");
     out.insert(out.end(), repeat, tasks);
   }
   return out;
@@ -128,17 +131,20 @@ result<std::vector<std::string>> hosts_by_rank() {
   const char* tasks = std::getenv("SLURM_STEP_TASKS_PER_NODE");
   if (!nodes || !tasks) return std::vector<std::string>{};
   if (const char* dist = std::getenv("SLURM_DISTRIBUTION"); dist && std::strncmp(dist, "block", 5) != 0)
-    return bad("SLURM_DISTRIBUTION", dist, "only srun's block distribution maps ranks to hosts here (set BANYAN_HOSTS instead)");
+    return bad("SLURM_DISTRIBUTION", dist,
+               "only srun's block distribution maps ranks to hosts here (set BANYAN_HOSTS instead)");
   auto names = expand_slurm_hostlist(nodes, "SLURM_STEP_NODELIST");
   if (!names) return names.error();
   auto counts = expand_slurm_tasks(tasks, "SLURM_STEP_TASKS_PER_NODE");
   if (!counts) return counts.error();
   if (names->size() != counts->size())
-    return bad("SLURM_STEP_TASKS_PER_NODE", tasks, "gives " + std::to_string(counts->size()) + " hosts but SLURM_STEP_NODELIST has " +
-                                                       std::to_string(names->size()));
+    return bad("SLURM_STEP_TASKS_PER_NODE", tasks,
+               "gives " + std::to_string(counts->size()) + " hosts but SLURM_STEP_NODELIST has " +
+                   std::to_string(names->size()));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < names->size(); ++i) {
-    if (out.size() + (*counts)[i] > max_ranks) return bad("SLURM_STEP_TASKS_PER_NODE", tasks, "more than " + std::to_string(max_ranks) + " ranks");
+    if (out.size() + (*counts)[i] > max_ranks)
+      return bad("SLURM_STEP_TASKS_PER_NODE", tasks, "more than " + std::to_string(max_ranks) + " ranks");
     out.insert(out.end(), (*counts)[i], (*names)[i]);
   }
   return out;

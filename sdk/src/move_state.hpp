@@ -32,10 +32,10 @@ struct moved_publish {
 
 struct vertex_state {
   vertex_id vertex = 0;
-  std::optional<std::string> snapshot;  // component::snapshot's bytes
-  std::uint64_t sequence = 0;           // the last publish's sequence number
+  std::optional<std::string> snapshot;                               // component::snapshot's bytes
+  std::uint64_t sequence = 0;                                        // the last publish's sequence number
   std::vector<std::pair<std::uint64_t, std::string>> subscriptions;  // id, filter
-  std::vector<moved_publish> held;      // publishes made while frozen, in order
+  std::vector<moved_publish> held;                                   // publishes made while frozen, in order
 };
 
 std::string encode(const std::vector<vertex_state>& states);

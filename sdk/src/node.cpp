@@ -87,9 +87,8 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   cbs.on_peer_up = [this](const std::string& peer) { on_peer_up(peer); };
   cbs.on_peer_down = [this](const std::string& peer, const std::string& reason) { on_peer_down(peer, reason); };
   cbs.on_credit = [this](const std::string& peer) { on_credit(peer); };
-  cbs.on_undelivered = [this](const std::string& peer, std::vector<runtime::envelope>&& lost, const std::string& reason) {
-    on_undelivered(peer, lost, reason);
-  };
+  cbs.on_undelivered = [this](const std::string& peer, std::vector<runtime::envelope>&& lost,
+                              const std::string& reason) { on_undelivered(peer, lost, reason); };
   auto t = runtime::transport::start(std::move(o), std::move(cbs));
   if (!t) return t.error();
   transport_ = std::move(*t);
@@ -141,7 +140,8 @@ void node_runtime::stop() {
   if (transport_ && !stopped_.exchange(true)) log_summary();
   for (std::size_t i = 0; i < deployment_.names.size(); ++i)
     if (auto n = sent_[i].failed.exchange(0))
-      log::warning(self_name(), std::to_string(n) + " messages for `" + deployment_.names[i] + "` could not be sent (node lost)");
+      log::warning(self_name(),
+                   std::to_string(n) + " messages for `" + deployment_.names[i] + "` could not be sent (node lost)");
   if (transport_) {
     transport_->flush();
     transport_->stop();
@@ -184,7 +184,8 @@ result<void> node_runtime::forward(const hop& h, const std::string& topic, verte
     sent_[h.node].failed.fetch_add(1, std::memory_order_relaxed);
     // One line per outage, not one per message; the count is in the final log line.
     if (!sent_[h.node].failing.exchange(true))
-      log::warning(self_name(), "messages for `" + deployment_.names[h.node] + "` are not delivered: " + r.error().what());
+      log::warning(self_name(),
+                   "messages for `" + deployment_.names[h.node] + "` are not delivered: " + r.error().what());
   }
   return r;
 }
@@ -280,7 +281,8 @@ void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint6
   if (!r) log::warning(self_name(), "monitor of `" + state_.tree().path(watched) + "`: " + r.error().what());
 }
 
-void node_runtime::send_down(vertex_id watched, std::uint32_t to, vertex_id watcher, std::uint64_t id, std::string reason) {
+void node_runtime::send_down(vertex_id watched, std::uint32_t to, vertex_id watcher, std::uint64_t id,
+                             std::string reason) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::down);
   e.sender = watched;
@@ -294,8 +296,8 @@ std::vector<link_traffic> node_runtime::data_links() const {
   std::vector<link_traffic> out;
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
-    out.push_back({deployment_.names[deployment_.self], deployment_.names[i], sent_[i].messages.load(),
-                   sent_[i].bytes.load()});
+    out.push_back(
+        {deployment_.names[deployment_.self], deployment_.names[i], sent_[i].messages.load(), sent_[i].bytes.load()});
   }
   return out;
 }
@@ -402,12 +404,13 @@ void node_runtime::log_summary() {
     if (i == deployment_.self) continue;
     auto s = transport_->stats(deployment_.names[i]);
     line += " " + deployment_.names[i] + " (sent " + std::to_string(s.messages_sent) + ", received " +
-            std::to_string(s.messages_received) + ", max outstanding " + std::to_string(s.max_outstanding) + ", max undelivered " +
-            std::to_string(s.max_undelivered) + ")";
+            std::to_string(s.messages_received) + ", max outstanding " + std::to_string(s.max_outstanding) +
+            ", max undelivered " + std::to_string(s.max_undelivered) + ")";
   }
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  line += "; publisher pauses " + std::to_string(pauses_.load()) + "; peak RSS " + std::to_string(u.ru_maxrss / 1024) + " MiB";
+  line += "; publisher pauses " + std::to_string(pauses_.load()) + "; peak RSS " + std::to_string(u.ru_maxrss / 1024) +
+          " MiB";
   if (auto n = undelivered_.load()) line += "; " + std::to_string(n) + " messages undelivered (nodes lost)";
   // The text names the node too: `banyan launch` users and tests read this line on its own.
   log::info(self_name(), "summary of node " + self_name() + ": " + line);
@@ -449,7 +452,8 @@ void node_runtime::send_reply(const std::string& peer, std::uint64_t id, reply_c
   r.kind = static_cast<std::uint16_t>(wire_kind::reply);
   r.id = id;
   r.code = static_cast<std::int32_t>(code);
-  if (code != reply_code::ok) r.text = text.size() > max_error_text_bytes ? text.substr(0, max_error_text_bytes) : std::move(text);
+  if (code != reply_code::ok)
+    r.text = text.size() > max_error_text_bytes ? text.substr(0, max_error_text_bytes) : std::move(text);
   r.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
   (void)transport_->send(peer, std::move(r), runtime::never_block);  // bounded by the requests
 }
@@ -489,7 +493,8 @@ void node_runtime::fail_requests_to(node_id node, const std::string& why) {
 // line with the totals, and each publisher told how many of its messages were lost, on this node or
 // (copies this node was forwarding) on another (tell_publisher). Requests are failed by on_peer_down.
 // Runs on the I/O thread: only sends messages.
-void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::envelope>& lost, const std::string& reason) {
+void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::envelope>& lost,
+                                  const std::string& reason) {
   std::map<vertex_id, std::uint64_t> by_publisher;
   std::uint64_t data = 0, forwarded = 0, control = 0;
   const auto& tree = state_.tree();
@@ -514,7 +519,8 @@ void node_runtime::on_undelivered(const std::string& peer, std::vector<runtime::
   undelivered_.fetch_add(data, std::memory_order_relaxed);
 }
 
-void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, std::uint64_t count, const std::string& reason) {
+void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, std::uint64_t count,
+                                  const std::string& reason) {
   if (is_local(publisher)) {
     if (auto a = state_.actors().get(publisher))
       caf::anon_send<caf::message_priority::high>(a, undeliv_atom::value, lost, count, reason);
@@ -531,8 +537,8 @@ void node_runtime::tell_publisher(vertex_id publisher, const std::string& lost, 
   e.text = why.size() > max_error_text_bytes ? why.substr(0, max_error_text_bytes) : why;
   // Never waits: one envelope per lost batch (or per failed forward), bounded by the data it reports.
   if (auto r = transport_->send(home, std::move(e), runtime::never_block); !r)
-    log::warning(self_name(), "could not tell `" + home + "` of " + std::to_string(count) + " undelivered messages: " +
-                                  r.error().what());
+    log::warning(self_name(), "could not tell `" + home + "` of " + std::to_string(count) +
+                                  " undelivered messages: " + r.error().what());
 }
 
 void node_runtime::on_peer_down(const std::string& peer, const std::string& reason) {
@@ -544,7 +550,7 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
   }
   fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
   caf::anon_send(gateway_, peerlost_atom::value, index_of(peer));  // a move it took part in ends
-  waiters_.release(index_of(peer));  // their sends now fail fast instead of waiting
+  waiters_.release(index_of(peer));                                // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.
   node_id lost = 0;
   for (std::size_t i = 0; i < deployment_.names.size(); ++i)
@@ -558,7 +564,8 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
   // Monitors: every local component that watches one on the lost node hears of its end.
   for (vertex_id v = 0; v < tree.size(); ++v) {
     if (!is_local(v)) continue;
-    if (auto a = state_.actors().get(v)) caf::anon_send(a, nodelost_atom::value, lost, "node `" + peer + "` lost: " + reason);
+    if (auto a = state_.actors().get(v))
+      caf::anon_send(a, nodelost_atom::value, lost, "node `" + peer + "` lost: " + reason);
   }
 }
 

@@ -15,9 +15,9 @@
 
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/profile.hpp"
+#include "banyan/runtime/transport.hpp"
 #include "banyan/sdk/app.hpp"
 #include "banyan/sdk/payload.hpp"
-#include "banyan/runtime/transport.hpp"
 
 #include <caf/all.hpp>
 
@@ -27,8 +27,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace banyan::detail {
@@ -183,7 +183,7 @@ class node_runtime {
   std::vector<bool> ready_;     // per node: said ready and not lost since (under ready_mutex_)
   std::vector<bool> lost_;      // per node: lost at least once (under ready_mutex_)
   std::vector<bool> required_;  // per node: waited for at start (set in start())
-  resume_list waiters_;  // paused publishers, by congested link
+  resume_list waiters_;         // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
   std::atomic<std::uint64_t> undelivered_{0};  // data envelopes handed back by gone peers
   struct pending_request {

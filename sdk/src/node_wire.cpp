@@ -7,9 +7,19 @@ namespace {
 
 // The fields of an envelope besides kind and sequence, as bits: what each kind may set.
 enum field : unsigned {
-  f_sender = 1u << 0, f_scope = 1u << 1, f_topic = 1u << 2, f_target = 1u << 3, f_text = 1u << 4, f_id = 1u << 5,
-  f_origin = 1u << 6, f_entry = 1u << 7, f_from = 1u << 8, f_code = 1u << 9, f_timeout = 1u << 10,
-  f_urgent = 1u << 11, f_payload = 1u << 12,
+  f_sender = 1u << 0,
+  f_scope = 1u << 1,
+  f_topic = 1u << 2,
+  f_target = 1u << 3,
+  f_text = 1u << 4,
+  f_id = 1u << 5,
+  f_origin = 1u << 6,
+  f_entry = 1u << 7,
+  f_from = 1u << 8,
+  f_code = 1u << 9,
+  f_timeout = 1u << 10,
+  f_urgent = 1u << 11,
+  f_payload = 1u << 12,
 };
 
 unsigned fields_set(const runtime::envelope& e) {
@@ -85,9 +95,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       allowed = f_id;
       name = "unsubscribe";
       break;
-    case wire_kind::ready:
-      name = "ready";
-      break;
+    case wire_kind::ready: name = "ready"; break;
     case wire_kind::quit:
       allowed = f_code | f_urgent;
       name = "quit";
@@ -172,7 +180,8 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
         if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
         if (*tree.find(e.target) == 0) return kind + "the root does not move";
       }
-      if (e.text.size() > max_node_name_bytes) return kind + "node name (text) of " + std::to_string(e.text.size()) + " bytes";
+      if (e.text.size() > max_node_name_bytes)
+        return kind + "node name (text) of " + std::to_string(e.text.size()) + " bytes";
       return "";
     case wire_kind::ready: return "";
     case wire_kind::quit:
@@ -182,11 +191,13 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
       if (e.topic.empty() || e.topic.size() > max_method_bytes) {
-        return kind + "method of " + std::to_string(e.topic.size()) + " bytes (1.." + std::to_string(max_method_bytes) + ")";
+        return kind + "method of " + std::to_string(e.topic.size()) + " bytes (1.." + std::to_string(max_method_bytes) +
+               ")";
       }
       if (auto f = id_fault(); !f.empty()) return f;
       if (e.timeout_ms == 0 || e.timeout_ms > max_request_timeout_ms) {
-        return kind + "timeout_ms " + std::to_string(e.timeout_ms) + " is not 1.." + std::to_string(max_request_timeout_ms);
+        return kind + "timeout_ms " + std::to_string(e.timeout_ms) + " is not 1.." +
+               std::to_string(max_request_timeout_ms);
       }
       return "";
     case wire_kind::reply:

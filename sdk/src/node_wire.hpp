@@ -1,20 +1,19 @@
 // How the SDK fills runtime::envelope on node links: one table for both ends (node.cpp writes,
 // gateway.cpp reads, check() stands between them). Private to the SDK.
 //
-//   kind         sender          scope        topic    target       text        numbers                              payload
-//   data         publisher       scope        topic    -            -           entry, from | none, origin_sequence  message
-//   subscribe    subscriber      -            filter   -            -           id                                   -
-//   unsubscribe  -               -            -        -            -           id                                   -
-//   ready        -               -            -        -            -           -                                    -
+//   kind         sender          scope        topic    target       text        numbers payload data         publisher
+//   scope        topic    -            -           entry, from | none, origin_sequence  message subscribe    subscriber
+//   -            filter   -            -           id                                   - unsubscribe  - -            -
+//   -            -           id                                   - ready        -               -            - - - - -
 //   quit         -               -            -        -            -           code (exit code), urgent             -
-//   request      requester       -            method   target path  -           id, timeout_ms                       request
-//   reply        -               -            -        -            error text  id, code (reply_code)                reply
-//   child_start  -               -            -        child path   -           id (generation)                      -
-//   child_stop   -               -            -        child path   -           id (generation)                      -
-//   child_started -              -            -        child path   -           id (generation)                      -
-//   child_failed -               -            -        child path   reason      id (generation)                      -
-//   undelivered  publisher       -            -        lost node    reason      id (= count of messages)             -
-//   move         -               -            -        subtree root node name   id (epoch), code (step), origin (gen) states
+//   request      requester       -            method   target path  -           id, timeout_ms request reply        -
+//   -            -        -            error text  id, code (reply_code)                reply child_start  - - - child
+//   path   -           id (generation)                      - child_stop   -               -            -        child
+//   path   -           id (generation)                      - child_started -              -            -        child
+//   path   -           id (generation)                      - child_failed -               -            -        child
+//   path   reason      id (generation)                      - undelivered  publisher       -            -        lost
+//   node    reason      id (= count of messages)             - move         -               -            - subtree root
+//   node name   id (epoch), code (step), origin (gen) states
 //
 // The child_* kinds carry supervision across nodes (docs/sdk.md "Supervision across nodes"): a
 // supervisor asks the node of a remote child to start or stop an incarnation (numbered by its
@@ -46,13 +45,35 @@
 namespace banyan::detail {
 
 enum class wire_kind : std::uint16_t {
-  data = 1, subscribe = 2, unsubscribe = 3, ready = 4, quit = 5, request = 6, reply = 7,
-  child_start = 8, child_stop = 9, child_started = 10, child_failed = 11, undelivered = 12,
-  child_stopped = 13, monitor = 14, down = 15, move = 16
+  data = 1,
+  subscribe = 2,
+  unsubscribe = 3,
+  ready = 4,
+  quit = 5,
+  request = 6,
+  reply = 7,
+  child_start = 8,
+  child_stop = 9,
+  child_started = 10,
+  child_failed = 11,
+  undelivered = 12,
+  child_stopped = 13,
+  monitor = 14,
+  down = 15,
+  move = 16
 };
 
 // The steps of a live move (`code` of a move envelope; gateway_move.cpp).
-enum class move_step : std::int32_t { freeze = 1, frozen = 2, quiet = 3, state = 4, handed = 5, moved = 6, ack = 7, thaw = 8 };
+enum class move_step : std::int32_t {
+  freeze = 1,
+  frozen = 2,
+  quiet = 3,
+  state = 4,
+  handed = 5,
+  moved = 6,
+  ack = 7,
+  thaw = 8
+};
 
 // A reply's outcome (`code` of a reply envelope).
 enum class reply_code : std::int32_t { ok = 0, timeout = 1, failed = 2 };

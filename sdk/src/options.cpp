@@ -17,17 +17,25 @@ namespace {
 
 // banyan::run's own options (docs/sdk.md, docs/cli.md), bound to `c`; listed in their own group.
 void add_run_options(options& o, detail::command_line& c) {
-  o.add("--mode", c.mode, "Routing: hier (along the tree), flat-p2p (one copy per subscriber) or flat-node (one per node)");
+  o.add("--mode", c.mode,
+        "Routing: hier (along the tree), flat-p2p (one copy per subscriber) or flat-node (one per node)");
   o.add("--threads", c.run.threads, "CAF scheduler threads (default: the machine's cores)");
-  o.add("--profile", c.run.profile_path, "Write the run's traffic profile (JSON) to this file ({node}: the node's name)");
+  o.add("--profile", c.run.profile_path,
+        "Write the run's traffic profile (JSON) to this file ({node}: the node's name)");
   o.add("--report", c.run.report, "Print the per-edge traffic table at the end");
   o.add("--run-for", c.run.max_runtime, "Stop after this long, e.g. 30s (default: until the app quits)");
   o.add("--deployment", c.run.deployment, "Run as one node of this deployment (YAML, see docs/formats.md)");
-  o.add("--node", c.run.node, "This node's name in the deployment (default: the i-th node for launcher rank i: mpirun, srun)");
+  o.add("--node", c.run.node,
+        "This node's name in the deployment (default: the i-th node for launcher rank i: mpirun, srun)");
   o.add("--join", c.run.join, "Join a deployment that is already running (wait only for the root's node at start)");
-  o.add("--heartbeat-timeout", c.run.heartbeat_timeout, "A peer node silent this long is stalled (given up after 30 s, or at once if its process is gone)").positive();
-  o.add("--start-timeout", c.run.start_timeout, "Give up when the peer nodes are not all up this long after start").positive();
-  o.add("--max-payload", c.run.max_payload_bytes, "Largest payload a publish or request may carry in a multi-node run (bytes)").positive();
+  o.add("--heartbeat-timeout", c.run.heartbeat_timeout,
+        "A peer node silent this long is stalled (given up after 30 s, or at once if its process is gone)")
+      .positive();
+  o.add("--start-timeout", c.run.start_timeout, "Give up when the peer nodes are not all up this long after start")
+      .positive();
+  o.add("--max-payload", c.run.max_payload_bytes,
+        "Largest payload a publish or request may carry in a multi-node run (bytes)")
+      .positive();
   // The spelling before docs/cli.md, for one release; hidden from --help, warned about in parse().
   o.add("--heartbeat-timeout-ms", c.heartbeat_ms, "").positive();
   for (const char* name : {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node",
@@ -112,7 +120,8 @@ options::option options::add_binding(std::string name, std::string help, detail:
   const std::string shown = name;
   CLI::Option* opt = nullptr;
   if (binding.flag) {
-    opt = impl_->cli.add_flag_function(name, [bound](std::int64_t count) { bound->set_flag(count > 0); }, help);
+    opt = impl_->cli.add_flag_function(
+        name, [bound](std::int64_t count) { bound->set_flag(count > 0); }, help);
   } else if (binding.list) {
     opt = impl_->cli.add_option_function<std::vector<std::string>>(
         name,

@@ -32,8 +32,8 @@ payload payload::from_words(kj::Array<capnp::word>&& words) {
 }
 
 payload payload::view_of(std::shared_ptr<const void> owner, const std::byte* data, std::size_t size) {
-  const bool in_place = reinterpret_cast<std::uintptr_t>(data) % alignof(capnp::word) == 0 &&
-                        size % sizeof(capnp::word) == 0;
+  const bool in_place =
+      reinterpret_cast<std::uintptr_t>(data) % alignof(capnp::word) == 0 && size % sizeof(capnp::word) == 0;
   if (!in_place) return copy_of(std::span<const std::byte>(data, size));
   payload p;
   if (size == 0) return p;
@@ -44,8 +44,6 @@ payload payload::view_of(std::shared_ptr<const void> owner, const std::byte* dat
   return p;
 }
 
-kj::ArrayPtr<const capnp::word> payload::words() const {
-  return {reinterpret_cast<const capnp::word*>(data_), words_};
-}
+kj::ArrayPtr<const capnp::word> payload::words() const { return {reinterpret_cast<const capnp::word*>(data_), words_}; }
 
 }  // namespace banyan

@@ -4,8 +4,8 @@
 //
 // A route_info is immutable once built and shared by every delivery of the messages that use it.
 // It snapshots the routing table's plan and the directory's actors, and records both versions:
-// a route is current while none of them (nor the locality: a live move) moved (route_front::current), so a subscribe, an unsubscribe or
-// a component (re)start applies to every message routed after it returns.
+// a route is current while none of them (nor the locality: a live move) moved (route_front::current), so a subscribe,
+// an unsubscribe or a component (re)start applies to every message routed after it returns.
 //
 // Where a message enters this process: a local publish enters at its publisher; a message from
 // another node at the `entry` vertex of its hop, over the tree edge from `from` (broker/placement.hpp).
@@ -95,7 +95,8 @@ class route_front {
 // destruction) goes to its local targets behind them (unroute) instead of being freed here.
 class route_cache {
  public:
-  explicit route_cache(const route_front& front, bool by_reference = false) : front_(&front), by_reference_(by_reference) {}
+  explicit route_cache(const route_front& front, bool by_reference = false)
+      : front_(&front), by_reference_(by_reference) {}
   ~route_cache() { clear(); }
   route_cache(const route_cache&) = delete;
   route_cache& operator=(const route_cache&) = delete;

@@ -73,7 +73,9 @@ TEST(Profile, BadInputNamesTheFileAndPlace) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code, broker::errc::invalid_profile);
   EXPECT_NE(r.error().message.find("bad.json"), std::string::npos);
-  auto s = profile::from_json_text(R"({"version": 1, "components": [{"path": "/a", "parent": null}, {"path": "/a/x/y", "parent": "/a/x"}]})", "p.json");
+  auto s = profile::from_json_text(
+      R"({"version": 1, "components": [{"path": "/a", "parent": null}, {"path": "/a/x/y", "parent": "/a/x"}]})",
+      "p.json");
   ASSERT_FALSE(s.has_value());
   EXPECT_NE(s.error().message.find("/a/x/y"), std::string::npos) << s.error().message;
 }

@@ -52,16 +52,17 @@ std::string find_chromium() {
 
 // The page as the browser has it after its scripts ran (and its first readings came back).
 std::string dump_dom(const std::string& chromium, const fs::path& profile_dir, const std::string& url) {
-  auto r = run_argv({chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--no-first-run", "--user-data-dir=" + profile_dir.string(), "--virtual-time-budget=4000",
-                     "--dump-dom", url},
-                    120s);
+  auto r =
+      run_argv({chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--user-data-dir=" + profile_dir.string(), "--virtual-time-budget=4000", "--dump-dom", url},
+               120s);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return r.output;
 }
 
 // Every start tag of `tag` with class `cls` in `html`, as its attributes (name -> value).
-std::vector<std::map<std::string, std::string>> elements(const std::string& html, const std::string& tag, const std::string& cls) {
+std::vector<std::map<std::string, std::string>> elements(const std::string& html, const std::string& tag,
+                                                         const std::string& cls) {
   std::vector<std::map<std::string, std::string>> out;
   const std::regex start("<" + tag + R"(\s([^>]*)>)"), attr(R"re(([a-z-]+)="([^"]*)")re");
   for (std::sregex_iterator it(html.begin(), html.end(), start), end; it != end; ++it) {
@@ -106,10 +107,10 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
   running_launch run;
   // 3 publishers x 100 messages per 20 ms: about 12 s of publishing, then the traffic stops and the
   // run holds until `hold` exists.
-  auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--run-for", "240s", "--profile", final_profile.string(),
-                           "--dashboard", "127.0.0.1:0", "--", MESH_APP, "--messages", "60000", "--pace-ms", "20",
-                           "--hold-until", hold.string()},
-                          {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+  auto p = process::spawn(
+      {BANYAN_CLI, "launch", d.string(), "--run-for", "240s", "--profile", final_profile.string(), "--dashboard",
+       "127.0.0.1:0", "--", MESH_APP, "--messages", "60000", "--pace-ms", "20", "--hold-until", hold.string()},
+      {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
   ASSERT_TRUE(p) << p.error().what();
   run.p.emplace(std::move(*p));
   struct stopper {  // whatever fails below, the run ends
@@ -161,10 +162,13 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
   EXPECT_EQ(live_links.size(), 6u) << live_dom;  // three nodes, each link both ways
   for (auto& l : live_links) {
     const auto shown = number(l["data-messages"]);
-    EXPECT_LE(link_count(before, l["data-from"], l["data-to"], "messages"), shown) << l["data-from"] << "->" << l["data-to"];
-    EXPECT_GE(link_count(after, l["data-from"], l["data-to"], "messages"), shown) << l["data-from"] << "->" << l["data-to"];
+    EXPECT_LE(link_count(before, l["data-from"], l["data-to"], "messages"), shown)
+        << l["data-from"] << "->" << l["data-to"];
+    EXPECT_GE(link_count(after, l["data-from"], l["data-to"], "messages"), shown)
+        << l["data-from"] << "->" << l["data-to"];
     // Every link is there; on a loaded machine one may be silent past the detector's threshold.
-    EXPECT_TRUE(l["data-health"] == "up" || l["data-health"] == "stalled") << l["data-from"] << "->" << l["data-to"] << ": " << l["data-health"];
+    EXPECT_TRUE(l["data-health"] == "up" || l["data-health"] == "stalled")
+        << l["data-from"] << "->" << l["data-to"] << ": " << l["data-health"];
   }
   double fastest = 0;
   for (auto& e : elements(live_dom, "g", "edge"))
@@ -177,7 +181,8 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
   const std::string dom = dump_dom(chromium, dir.path / "chromium", url + "#propose=0");
   // The page proposes in the server's default unit, cores, which suits every window it offers.
   EXPECT_NE(dom.find(R"(<option value="cores" selected)"), std::string::npos);
-  auto proposed = http.Post("/api/propose", R"({"window_s": 0, "weight": "messages", "migration_cost": 0})", "application/json");
+  auto proposed =
+      http.Post("/api/propose", R"({"window_s": 0, "weight": "messages", "migration_cost": 0})", "application/json");
   ASSERT_TRUE(proposed);
   EXPECT_EQ(proposed->status, 200) << proposed->body;
   const json plan = json::parse(proposed->body, nullptr, false);
@@ -210,7 +215,8 @@ TEST(Dashboard, ShowsTheRunsOwnCountersInABrowser) {
     EXPECT_EQ(c["data-node"], expected_node(c["data-path"])) << c["data-path"];
     EXPECT_EQ(c["data-colour"], colour_of_node[c["data-node"]]) << c["data-path"];
   }
-  for (vertex_id v = 0; v < tree.size(); ++v) EXPECT_TRUE(seen.count(tree.path(v))) << tree.path(v) << " is not on the page";
+  for (vertex_id v = 0; v < tree.size(); ++v)
+    EXPECT_TRUE(seen.count(tree.path(v))) << tree.path(v) << " is not on the page";
 
   // Every link's and every edge's counts, exactly as the launch's final profile.
   auto links = elements(dom, "tr", "link");
@@ -264,7 +270,8 @@ TEST(Dashboard, ListensOnLoopbackOnlyUnlessToldOtherwise) {
   auto bad = run_argv({BANYAN_CLI, "launch", d.string(), "--dashboard", "127.0.0.1:http", "--", MESH_APP}, 60s);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("expected ADDR:PORT"), std::string::npos) << bad.output;
-  auto via = run_argv({BANYAN_CLI, "launch", d.string(), "--dashboard", "127.0.0.1:0", "--via", "mpirun", "--", MESH_APP}, 60s);
+  auto via = run_argv(
+      {BANYAN_CLI, "launch", d.string(), "--dashboard", "127.0.0.1:0", "--via", "mpirun", "--", MESH_APP}, 60s);
   EXPECT_EQ(via.exit_code, 2) << via.output;
   EXPECT_NE(via.output.find("not --via"), std::string::npos) << via.output;
 }
@@ -276,9 +283,12 @@ profile busy_window(double window_s) {
   std::ostringstream text;
   text << R"({"format": "banyan-profile", "version": 1, "mode": "hier", "duration_s": )" << window_s << R"(,
     "components": [
-      {"path": "/w", "parent": null, "kind": "composite", "load": {"cpu": )" << 0.01 * window_s << R"(, "messages": 100}},
-      {"path": "/w/a", "parent": "/w", "kind": "leaf", "load": {"cpu": )" << 0.66 * window_s << R"(, "messages": 5000}},
-      {"path": "/w/b", "parent": "/w", "kind": "leaf", "load": {"cpu": )" << 0.66 * window_s << R"(, "messages": 5000}}],
+      {"path": "/w", "parent": null, "kind": "composite", "load": {"cpu": )"
+       << 0.01 * window_s << R"(, "messages": 100}},
+      {"path": "/w/a", "parent": "/w", "kind": "leaf", "load": {"cpu": )"
+       << 0.66 * window_s << R"(, "messages": 5000}},
+      {"path": "/w/b", "parent": "/w", "kind": "leaf", "load": {"cpu": )"
+       << 0.66 * window_s << R"(, "messages": 5000}}],
     "edges": [{"parent": "/w", "child": "/w/a", "messages": 5000, "bytes": 50000},
               {"parent": "/w", "child": "/w/b", "messages": 4000, "bytes": 40000}]})";
   auto p = profile::from_json_text(text.str(), "window.json");
@@ -287,10 +297,16 @@ profile busy_window(double window_s) {
 }
 
 partitioner::deployment two_cores(const std::string& capacity) {
-  auto d = partitioner::parse_deployment("version: 1\nnodes:\n"
-                                         "  - {name: n0, endpoint: \"ipc:///tmp/n0\", capacity: {cpu: " + capacity + "}}\n"
-                                         "  - {name: n1, endpoint: \"ipc:///tmp/n1\", capacity: {cpu: " + capacity + "}}\n"
-                                         "assignments:\n  /w: n0\n", "d.yaml");
+  auto d = partitioner::parse_deployment(
+      "version: 1\nnodes:\n"
+      "  - {name: n0, endpoint: \"ipc:///tmp/n0\", capacity: {cpu: " +
+          capacity +
+          "}}\n"
+          "  - {name: n1, endpoint: \"ipc:///tmp/n1\", capacity: {cpu: " +
+          capacity +
+          "}}\n"
+          "assignments:\n  /w: n0\n",
+      "d.yaml");
   EXPECT_TRUE(d) << d.error().message;
   return d ? *d : partitioner::deployment{};
 }
@@ -301,7 +317,8 @@ TEST(DashboardPlan, TheDefaultRequestPlansEveryWindowOfCoreCapacities) {
   ASSERT_TRUE(defaults) << why;
   EXPECT_EQ(defaults->load, "cores");
   // The page's own default sends the same.
-  const auto page = cli::parse_proposal_request(R"({"window_s": 0, "weight": "messages", "load": "cores", "migration_cost": 0})", why);
+  const auto page = cli::parse_proposal_request(
+      R"({"window_s": 0, "weight": "messages", "load": "cores", "migration_cost": 0})", why);
   ASSERT_TRUE(page) << why;
   for (double window_s : {10.0, 30.0, 60.0, 347.5}) {
     SCOPED_TRACE("window of " + std::to_string(window_s) + " s");
@@ -331,10 +348,13 @@ TEST(DashboardPlan, MalformedRequestsNameTheField) {
   std::string why;
   EXPECT_FALSE(cli::parse_proposal_request("[1]", why));
   EXPECT_EQ(why, "the request body is not a JSON object");
-  for (const auto& [body, field] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"load": "seconds"})", "load"}, {R"({"load": 1})", "load"}, {R"({"weight": "x"})", "weight"},
-           {R"({"window_s": -1})", "window_s"}, {R"({"window_s": "30"})", "window_s"},
-           {R"({"migration_cost": -2})", "migration_cost"}}) {
+  for (const auto& [body, field] :
+       std::vector<std::pair<std::string, std::string>>{{R"({"load": "seconds"})", "load"},
+                                                        {R"({"load": 1})", "load"},
+                                                        {R"({"weight": "x"})", "weight"},
+                                                        {R"({"window_s": -1})", "window_s"},
+                                                        {R"({"window_s": "30"})", "window_s"},
+                                                        {R"({"migration_cost": -2})", "migration_cost"}}) {
     why.clear();
     EXPECT_FALSE(cli::parse_proposal_request(body, why)) << body;
     EXPECT_EQ(why.rfind(field + " must be", 0), 0u) << body << ": " << why;

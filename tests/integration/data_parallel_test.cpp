@@ -32,7 +32,8 @@ constexpr int steps = 6;
 std::string train_args() {
   return std::string(TRAIN_GPT) +
          " --data /usr/share/games/fortunes --layers 1 --heads 2 --channels 16 --seq 16 --batch 6 --steps " +
-         std::to_string(steps) + " --val-every 0 --val-batches 1 --sample-chars 10 --nn-threads 1 --checkpoint '' --json";
+         std::to_string(steps) +
+         " --val-every 0 --val-batches 1 --sample-chars 10 --nn-threads 1 --checkpoint '' --json";
 }
 
 using test::summary;
@@ -40,7 +41,8 @@ using test::summary;
 // n0 holds the root, the gradient server and rank 0; n1 and n2 one node trainer each, so every
 // gradient of ranks 1 and 2 crosses a link.
 fs::path write_deployment(const fs::path& dir) {
-  return test::write_deployment(dir, {{"/train_gpt", "n0"}, {"/train_gpt/trainer/n1", "n1"}, {"/train_gpt/trainer/n2", "n2"}});
+  return test::write_deployment(
+      dir, {{"/train_gpt", "n0"}, {"/train_gpt/trainer/n1", "n1"}, {"/train_gpt/trainer/n2", "n2"}});
 }
 
 TEST(DataParallel, NodeTrainersOnThreeNodesMatchOneProcessAndOneInstance) {
@@ -81,7 +83,10 @@ TEST(DataParallel, NodeTrainersOnThreeNodesMatchOneProcessAndOneInstance) {
     if (l.messages) links[{l.from, l.to}] = {l.messages, l.bytes};
   const std::pair<std::uint64_t, std::uint64_t> one_per_step{steps, steps * gradient};
   std::map<std::pair<std::string, std::string>, std::pair<std::uint64_t, std::uint64_t>> want{
-      {{"n0", "n1"}, one_per_step}, {{"n1", "n0"}, one_per_step}, {{"n0", "n2"}, one_per_step}, {{"n2", "n0"}, one_per_step}};
+      {{"n0", "n1"}, one_per_step},
+      {{"n1", "n0"}, one_per_step},
+      {{"n0", "n2"}, one_per_step},
+      {{"n2", "n0"}, one_per_step}};
   EXPECT_EQ(links, want) << "gradient message: " << gradient << " bytes";
   for (const char* rank : {"/train_gpt/trainer/n1", "/train_gpt/trainer/n2"}) {
     auto v = p->tree->find(rank);
@@ -97,7 +102,8 @@ TEST(DataParallel, BadCountsAreClearErrors) {
   EXPECT_NE(no_workers.output.find("--data-parallel 3: needs --workers"), std::string::npos) << no_workers.output;
   auto uneven = run_command(train_args() + " --workers 1 --data-parallel 4", 60s);
   EXPECT_EQ(uneven.exit_code, 2) << uneven.output;
-  EXPECT_NE(uneven.output.find("--batch 6: must be a multiple of --data-parallel 4"), std::string::npos) << uneven.output;
+  EXPECT_NE(uneven.output.find("--batch 6: must be a multiple of --data-parallel 4"), std::string::npos)
+      << uneven.output;
 }
 
 // --workers 2: the workers are leaves of the tree under a NUMA-domain composite, each on its own

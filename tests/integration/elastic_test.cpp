@@ -29,12 +29,14 @@ using test::summary;
 constexpr int virtual_workers = 6, batch = 6, seq = 16, channels = 16;
 const char* const fortunes = "/usr/share/games/fortunes";
 
-const std::string small_model = " --layers 1 --heads 2 --channels " + std::to_string(channels) + " --seq " + std::to_string(seq);
+const std::string small_model =
+    " --layers 1 --heads 2 --channels " + std::to_string(channels) + " --seq " + std::to_string(seq);
 
 std::string train_args(int steps, int rows = batch, const std::string& model = small_model) {
   return std::string(TRAIN_GPT) + " --data " + fortunes + model + " --batch " + std::to_string(rows) + " --steps " +
          std::to_string(steps) +
-         " --val-every 0 --val-batches 1 --sample-chars 10 --nn-threads 1 --checkpoint '' --json --elastic --virtual-workers " +
+         " --val-every 0 --val-batches 1 --sample-chars 10 --nn-threads 1 --checkpoint '' --json --elastic "
+         "--virtual-workers " +
          std::to_string(virtual_workers);
 }
 
@@ -52,8 +54,11 @@ std::vector<double> one_instance(int steps) {
   auto be = nn::make_backend({.name = "cpu", .threads = 1});
   EXPECT_TRUE(be.has_value());
   if (!shards || !be) return {};
-  const nn::gpt_config cfg{.vocab_size = static_cast<int>(corpus->vocab.size()), .max_seq_len = seq, .num_layers = 1,
-                           .num_heads = 2, .channels = channels};
+  const nn::gpt_config cfg{.vocab_size = static_cast<int>(corpus->vocab.size()),
+                           .max_seq_len = seq,
+                           .num_layers = 1,
+                           .num_heads = 2,
+                           .channels = channels};
   auto model = nn::gpt::create(cfg, batch, seq, **be);
   EXPECT_TRUE(model.has_value());
   if (!model) return {};
@@ -114,7 +119,8 @@ TEST(Elastic, LossesAreBitIdenticalWhateverThePhysicalWorkers) {
 TEST(Elastic, BadOptionsAreClearErrors) {
   auto uneven = run_command(train_args(2, 8), 60s);  // 8 rows for 6 virtual workers
   EXPECT_EQ(uneven.exit_code, 2) << uneven.output;
-  EXPECT_NE(uneven.output.find("--batch 8: must be a multiple of --virtual-workers 6"), std::string::npos) << uneven.output;
+  EXPECT_NE(uneven.output.find("--batch 8: must be a multiple of --virtual-workers 6"), std::string::npos)
+      << uneven.output;
   auto throttle = run_command(train_args(2) + " --throttle p7=2", 60s);
   EXPECT_EQ(throttle.exit_code, 2) << throttle.output;
   EXPECT_NE(throttle.output.find("--throttle `p7=2`: no physical worker `p7`"), std::string::npos) << throttle.output;
@@ -158,7 +164,8 @@ TEST(Elastic, JoinAndKillKeepTheLossTrajectory) {
     out << "assignments:\n  /train_gpt: n0\n";
     for (int i = 1; i < 4; ++i) out << "  /train_gpt/trainer/p" << i << ": n" << i << "\n";
   }
-  const std::string app = train_args(steps, batch, model) + " --physical-workers 4 --min-workers 3 --balance even --throttle p2=20";
+  const std::string app =
+      train_args(steps, batch, model) + " --physical-workers 4 --min-workers 3 --balance even --throttle p2=20";
   auto spawn = [](const std::string& command) {
     auto p = process::spawn({"sh", "-c", "exec " + command}, {.out = output_mode::capture, .err = output_mode::merge});
     EXPECT_TRUE(p.has_value()) << command;
@@ -184,7 +191,7 @@ TEST(Elastic, JoinAndKillKeepTheLossTrajectory) {
   auto j = summary(log0);
   ASSERT_TRUE(j.is_object()) << log0;
   EXPECT_EQ(j["elastic"]["leaves"], 1);
-  EXPECT_EQ(j["elastic"]["joins"], 4);  // p0, p1, p2 at the start, then p3
+  EXPECT_EQ(j["elastic"]["joins"], 4);                              // p0, p1, p2 at the start, then p3
   std::cout << "redone steps: " << j["elastic"]["redone"] << "\n";  // the kill landed mid-step (usually)
 
   auto uninterrupted = run_command(train_args(steps, batch, model) + " --physical-workers 1", 300s);

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
 #include <csignal>
+#include <map>
 #include <regex>
 
 namespace banyan {
@@ -21,19 +21,22 @@ using test::scratch_dir;
 namespace fs = std::filesystem;
 
 // A deployment of n0..n2 on ipc:// endpoints in `dir`, written to dir/name.
-fs::path deployment(const fs::path& dir, const std::string& name, const std::vector<std::pair<std::string, std::string>>& assignments) {
+fs::path deployment(const fs::path& dir, const std::string& name,
+                    const std::vector<std::pair<std::string, std::string>>& assignments) {
   fs::path d = dir / name;
   std::ofstream out(d);
   out << "version: 1\nnodes:\n";
   for (int i = 0; i < 3; ++i)
-    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string() << "\", capacity: {cpu: 1}}\n";
+    out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir / ("n" + std::to_string(i))).string()
+        << "\", capacity: {cpu: 1}}\n";
   out << "assignments:\n";
   for (const auto& [path, node] : assignments) out << "  " << path << ": " << node << "\n";
   return d;
 }
 
 // Two deployments with `common` and /mv/s on n1 (d1.yaml) or on n2 (d2.yaml).
-std::pair<fs::path, fs::path> s_on_n1_then_n2(const fs::path& dir, std::vector<std::pair<std::string, std::string>> common) {
+std::pair<fs::path, fs::path> s_on_n1_then_n2(const fs::path& dir,
+                                              std::vector<std::pair<std::string, std::string>> common) {
   auto with = [&](const char* node) {
     auto a = common;
     a.emplace_back("/mv/s", node);
@@ -59,18 +62,27 @@ std::string read_text(const fs::path& file) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-running_launch launch(const fs::path& d, std::uint64_t messages, std::vector<std::pair<std::string, std::string>> env = {},
-                      std::string heartbeat_timeout = "1s", std::vector<std::string> app_args = {}) {
+running_launch launch(const fs::path& d, std::uint64_t messages,
+                      std::vector<std::pair<std::string, std::string>> env = {}, std::string heartbeat_timeout = "1s",
+                      std::vector<std::string> app_args = {}) {
   running_launch l;
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "300s", "--", MOVE_APP, "--messages",
-                                std::to_string(messages), "--heartbeat-timeout", heartbeat_timeout};
+  std::vector<std::string> argv{BANYAN_CLI,
+                                "launch",
+                                d.string(),
+                                "--run-for",
+                                "300s",
+                                "--",
+                                MOVE_APP,
+                                "--messages",
+                                std::to_string(messages),
+                                "--heartbeat-timeout",
+                                heartbeat_timeout};
   argv.insert(argv.end(), app_args.begin(), app_args.end());
-  auto p = process::spawn(argv,
-                          [&] {
-                            spawn_options how{.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true};
-                            how.env = std::move(env);
-                            return how;
-                          }());
+  auto p = process::spawn(argv, [&] {
+    spawn_options how{.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true};
+    how.env = std::move(env);
+    return how;
+  }());
   if (p) l.p.emplace(std::move(*p));
   return l;
 }
@@ -79,7 +91,8 @@ TEST(LiveMove, TwentyMovesWhileThreeNodesPublishLoseNothing) {
   scratch_dir dir;
   // s {sub, pub, srv} between n1 and n2 (its supervisor, the root, on n0: a hosted root on each);
   // u {sub, pub} between n0 and n1 (from a local child of the root to a hosted root and back).
-  const std::vector<std::pair<std::string, std::string>> common = {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}};
+  const std::vector<std::pair<std::string, std::string>> common = {
+      {"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}};
   auto with = [&](std::string s, std::string u) {
     auto a = common;
     a.emplace_back("/mv/s", s);
@@ -153,10 +166,12 @@ TEST(LiveMove, ABadNewDeploymentIsRefusedAndTheRunGoesOn) {
   EXPECT_NE(none.output.find("no launch of"), std::string::npos) << none.output;
   // The whole plan is checked before the first move: a path the app does not have, listed after a
   // move that would go through, is refused with nothing moved, and no summary of moves is printed.
-  const fs::path unknown = deployment(dir.path, "unknown.yaml", {{"/mv", "n0"}, {"/mv/s", "n2"}, {"/mv/q", "n2"}, {"/mv/nope", "n1"}});
+  const fs::path unknown =
+      deployment(dir.path, "unknown.yaml", {{"/mv", "n0"}, {"/mv/s", "n2"}, {"/mv/q", "n2"}, {"/mv/nope", "n1"}});
   auto u = run_argv({BANYAN_CLI, "reconfigure", unknown.string(), "--from", d1.string()}, 60s);
   EXPECT_EQ(u.exit_code, 2) << u.output;
-  EXPECT_NE(u.output.find("unknown.yaml:10: assignment `/mv/nope` names no component of this app"), std::string::npos) << u.output;
+  EXPECT_NE(u.output.find("unknown.yaml:10: assignment `/mv/nope` names no component of this app"), std::string::npos)
+      << u.output;
   EXPECT_EQ(u.output.find("move(s)"), std::string::npos) << u.output;
   // A target node without capacity.
   const fs::path full = deployment(dir.path, "full.yaml", {{"/mv", "n0"}, {"/mv/s", "n2"}, {"/mv/q", "n2"}});
@@ -165,8 +180,10 @@ TEST(LiveMove, ABadNewDeploymentIsRefusedAndTheRunGoesOn) {
   std::ofstream(full) << text;
   auto z = run_argv({BANYAN_CLI, "reconfigure", full.string(), "--from", d1.string()}, 60s);
   EXPECT_EQ(z.exit_code, 2) << z.output;
-  EXPECT_NE(z.output.find("full.yaml:5: node `n2` has capacity.cpu 0, so it can take no component (the move of `/mv/s` there)"),
-            std::string::npos) << z.output;
+  EXPECT_NE(z.output.find(
+                "full.yaml:5: node `n2` has capacity.cpu 0, so it can take no component (the move of `/mv/s` there)"),
+            std::string::npos)
+      << z.output;
   l.drain();
   EXPECT_EQ(l.log.find("moved `/mv/s`"), std::string::npos) << "a refused plan moved a subtree:\n" << l.log;
   ASSERT_TRUE(l.read_until("every subscriber got everything exactly once, in order", 240s)) << l.log;
@@ -191,9 +208,10 @@ TEST(LiveMove, ANodeThatHostsNothingRunsAndTakesAMovedSubtree) {
   auto r = run_argv({BANYAN_CLI, "reconfigure", d2.string(), "--from", d1.string()}, 120s);
   l.drain();
   ASSERT_EQ(r.exit_code, 0) << r.output << "\n" << l.log;
-  EXPECT_NE(r.output.find("warning: 1 component(s) of /mv/s gave no state (snapshot() returned nothing) and started afresh "
-                          "on n2: /mv/s\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("warning: 1 component(s) of /mv/s gave no state (snapshot() returned nothing) and started afresh "
+                    "on n2: /mv/s\n"),
+      std::string::npos)
       << r.output;
   ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
   auto st = l.p->wait(60s);
@@ -208,7 +226,8 @@ TEST(LiveMove, ANodeThatHostsNothingRunsAndTakesAMovedSubtree) {
 TEST(Launch, ARunEndedByItsRunForLimitSucceeds) {
   scratch_dir dir;
   const fs::path d = deployment(dir.path, "d.yaml", {{"/mv", "n0"}, {"/mv/s", "n1"}, {"/mv/u", "n2"}});
-  auto r = run_argv({BANYAN_CLI, "launch", d.string(), "--run-for", "10s", "--", MOVE_APP, "--messages", "1000000000000"}, 120s);
+  auto r = run_argv(
+      {BANYAN_CLI, "launch", d.string(), "--run-for", "10s", "--", MOVE_APP, "--messages", "1000000000000"}, 120s);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("--run-for 10s passed; stopping every node"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("banyan launch: every node succeeded"), std::string::npos) << r.output;
@@ -257,7 +276,8 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   ASSERT_TRUE(answer.is_object()) << r->output();
   ASSERT_EQ(answer["moves"].size(), 1u) << r->output();
   const std::string error = answer["moves"][0].value("error", "");
-  EXPECT_NE(error.find("node `n2` was lost during the move; `/mv/s` runs on `n1` again"), std::string::npos) << r->output();
+  EXPECT_NE(error.find("node `n2` was lost during the move; `/mv/s` runs on `n1` again"), std::string::npos)
+      << r->output();
   ASSERT_TRUE(l.read_until("starting `/mv/s` here again from the states it was handed", 60s)) << l.log;
   // The launch ends the run 3 s after n2's loss; s/sub (all its publishers on n0 and n1) goes on
   // meanwhile from the state it moved out with, and must have received more, with no fault.
@@ -289,7 +309,8 @@ TEST(LiveMove, AMoveThatCannotPauseInTimeIsGivenUpAndTheRunGoesOn) {
   ASSERT_NE(json_at, std::string::npos) << r.output;
   auto answer = nlohmann::json::parse(r.output.substr(json_at, r.output.rfind('}') + 1 - json_at), nullptr, false);
   ASSERT_TRUE(answer.is_object()) << r.output;
-  EXPECT_NE(answer.value("error", "").find("the deployment did not pause within 1s (not yet frozen: `n0`"), std::string::npos)
+  EXPECT_NE(answer.value("error", "").find("the deployment did not pause within 1s (not yet frozen: `n0`"),
+            std::string::npos)
       << r.output;
   EXPECT_EQ(l.log.find("busy done"), std::string::npos) << "the move was given up only after p0 finished:\n" << l.log;
   // Once p0 is done, the same move goes through, and the run ends with everything delivered once.

@@ -1,14 +1,13 @@
 // mesh_app: the app the multi-node integration tests run, single-process or as several nodes.
 //
 // /mesh { zone0 { pub, sub, slow { sub } }, zone1 { ... }, zone2 { ... }, checker }
-// When the root says `ctl/go`, each pub publishes --messages messages (paced with --pace-ms) on `data/<zone>` to the whole mesh and every tenth one on
-// `local/<zone>` to its own zone. Every sub checks that each publisher's sequence numbers arrive in
-// increasing order, counts what it got, and when it has everything says so on `done/...`; the
-// checker ends the run when every sub is done (exit 0) or when one reports a fault (exit 1).
-// On stop each sub prints `DIGEST <path> <count> <hash>`, an order-independent hash of what it got,
-// so runs on different deployments can be compared. With --requests the checker also makes four
-// requests (a reply, an unknown method, a service error, a timeout) and prints `REQUEST <n> <outcome>`;
-// pubs serve `echo` and `fail`, subs serve `stall` and `stall-long`.
+// When the root says `ctl/go`, each pub publishes --messages messages (paced with --pace-ms) on `data/<zone>` to the
+// whole mesh and every tenth one on `local/<zone>` to its own zone. Every sub checks that each publisher's sequence
+// numbers arrive in increasing order, counts what it got, and when it has everything says so on `done/...`; the checker
+// ends the run when every sub is done (exit 0) or when one reports a fault (exit 1). On stop each sub prints `DIGEST
+// <path> <count> <hash>`, an order-independent hash of what it got, so runs on different deployments can be compared.
+// With --requests the checker also makes four requests (a reply, an unknown method, a service error, a timeout) and
+// prints `REQUEST <n> <outcome>`; pubs serve `echo` and `fail`, subs serve `stall` and `stall-long`.
 #include <banyan/sdk/sdk.hpp>
 
 #include <cstdio>
@@ -75,9 +74,11 @@ class publisher : public banyan::leaf {
       std::string body(c_.payload_bytes, static_cast<char>('a' + sent_ % 26));
       auto r = ctx.publish("data/z" + std::to_string(zone_), std::string_view(body), banyan::scope::root());
       if (!r && failed_++ == 0) ctx.log(r.error().what());  // the first; the total at the end
-      if (sent_ % 10 == 0) (void)ctx.publish("local/z" + std::to_string(zone_), std::string_view(body), banyan::scope::up(1));
+      if (sent_ % 10 == 0)
+        (void)ctx.publish("local/z" + std::to_string(zone_), std::string_view(body), banyan::scope::up(1));
     }
-    if (sent_ < c_.messages && c_.pace_ms) ctx.after(std::chrono::milliseconds(c_.pace_ms), [this, &ctx] { burst(ctx); });
+    if (sent_ < c_.messages && c_.pace_ms)
+      ctx.after(std::chrono::milliseconds(c_.pace_ms), [this, &ctx] { burst(ctx); });
     else if (sent_ < c_.messages) ctx.post([this, &ctx] { burst(ctx); });
   }
   // Every message is delivered once or reported: refused by publish() (failed_) or handed back by a
@@ -88,8 +89,8 @@ class publisher : public banyan::leaf {
   }
   void on_stop(banyan::context& ctx) override {
     if (failed_ || undelivered_) {
-      std::printf("UNDELIVERED %s refused %llu handed back %llu\n", ctx.path().c_str(), static_cast<unsigned long long>(failed_),
-                  static_cast<unsigned long long>(undelivered_));
+      std::printf("UNDELIVERED %s refused %llu handed back %llu\n", ctx.path().c_str(),
+                  static_cast<unsigned long long>(failed_), static_cast<unsigned long long>(undelivered_));
       std::fflush(stdout);
     }
   }
@@ -107,8 +108,10 @@ class subscriber : public banyan::leaf {
     auto handle = [this, &ctx](const banyan::delivery& d) {
       auto& last = last_seq_[d.sender()];
       if (d.sequence() <= last) {
-        (void)ctx.publish("fault/" + std::to_string(zone_), "order: " + d.sender() + " " + std::to_string(d.sequence()) +
-                                                                 " after " + std::to_string(last), banyan::scope::root());
+        (void)ctx.publish(
+            "fault/" + std::to_string(zone_),
+            "order: " + d.sender() + " " + std::to_string(d.sequence()) + " after " + std::to_string(last),
+            banyan::scope::root());
       }
       last = d.sequence();
       digest_ += mix(hash_text(d.sender()) ^ mix(d.sequence()) ^ hash_text(d.topic()));
@@ -178,12 +181,13 @@ class checker : public banyan::leaf {
  private:
   void ask(banyan::context& ctx, int n, const std::string& path, const std::string& method, const std::string& body,
            std::chrono::milliseconds timeout) {
-    ctx.request(path, method, banyan::payload::copy_of(body), timeout, [this, &ctx, n](banyan::result<banyan::payload> r) {
-      std::printf("REQUEST %d %s\n", n, r ? ("ok " + text_of(*r)).c_str() : r.error().what().c_str());
-      std::fflush(stdout);
-      ++answered_;
-      maybe_quit(ctx);
-    });
+    ctx.request(path, method, banyan::payload::copy_of(body), timeout,
+                [this, &ctx, n](banyan::result<banyan::payload> r) {
+                  std::printf("REQUEST %d %s\n", n, r ? ("ok " + text_of(*r)).c_str() : r.error().what().c_str());
+                  std::fflush(stdout);
+                  ++answered_;
+                  maybe_quit(ctx);
+                });
   }
   void maybe_quit(banyan::context& ctx) {
     if (done_ != subs_ || answered_ != requests_) return;

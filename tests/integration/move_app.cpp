@@ -2,19 +2,17 @@
 // or as several nodes whose subtrees `banyan reconfigure` moves while it runs.
 //
 // /mv { p0, p1, p2, s { sub, pub, srv }, u { sub, pub }, q, r }
-// When the root says `ctl/go`, each publisher (p0..p2, s/pub, u/pub) publishes --messages messages `k = 1..N` on its own topic as
-// fast as flow control lets it, in slices of 64 (a posted step each). Every subscriber (s/sub: data,
-// u; u/sub: data, s; q: all five) checks, per publisher, that k arrives exactly once and in order
-// (k == last + 1) and keeps an order-dependent digest per publisher; once it has all N of each it
-// prints `DIGEST <path> <count> <digest> <faults>` (the digests of its publishers xored: the same for
-// every deployment and any number of moves) and says `done`. /mv ends the run when all three are
-// done. r requests `count` from s/srv, one request at a time; srv answers how many it has served,
-// so r sees 1, 2, 3, ... exactly when every request was answered once and srv's count moved with it;
-// r prints `REQUESTS answered <n> failed <n> out-of-order <n>` when it stops. A subscriber prints
-// `RESTORED <path> <count>` when it starts from a moved state and `STOPPED <path> <count> <faults>`
-// when it stops (also when the run is stopped before it has everything).
-// Every component that moves keeps its state in snapshot/restore; a publisher's restore re-arms its
-// loop (posted work does not move, as it does not survive a restart).
+// When the root says `ctl/go`, each publisher (p0..p2, s/pub, u/pub) publishes --messages messages `k = 1..N` on its
+// own topic as fast as flow control lets it, in slices of 64 (a posted step each). Every subscriber (s/sub: data, u;
+// u/sub: data, s; q: all five) checks, per publisher, that k arrives exactly once and in order (k == last + 1) and
+// keeps an order-dependent digest per publisher; once it has all N of each it prints `DIGEST <path> <count> <digest>
+// <faults>` (the digests of its publishers xored: the same for every deployment and any number of moves) and says
+// `done`. /mv ends the run when all three are done. r requests `count` from s/srv, one request at a time; srv answers
+// how many it has served, so r sees 1, 2, 3, ... exactly when every request was answered once and srv's count moved
+// with it; r prints `REQUESTS answered <n> failed <n> out-of-order <n>` when it stops. A subscriber prints `RESTORED
+// <path> <count>` when it starts from a moved state and `STOPPED <path> <count> <faults>` when it stops (also when the
+// run is stopped before it has everything). Every component that moves keeps its state in snapshot/restore; a
+// publisher's restore re-arms its loop (posted work does not move, as it does not survive a restart).
 #include <banyan/sdk/sdk.hpp>
 
 #include <chrono>
@@ -89,7 +87,8 @@ class subscriber : public banyan::leaf {
   subscriber(config c, std::vector<std::string> filters, std::size_t publishers)
       : c_(c), filters_(std::move(filters)), publishers_(publishers) {}
   void on_start(banyan::context& ctx) override {
-    for (const auto& f : filters_) (void)ctx.subscribe(f, [this, &ctx](const banyan::delivery& d) { on_message(ctx, d); });
+    for (const auto& f : filters_)
+      (void)ctx.subscribe(f, [this, &ctx](const banyan::delivery& d) { on_message(ctx, d); });
   }
   void on_message(banyan::context& ctx, const banyan::delivery& d) {
     pub_message m{};
@@ -181,7 +180,8 @@ class subscriber : public banyan::leaf {
 class server : public banyan::leaf {
  public:
   void on_start(banyan::context& ctx) override {
-    ctx.serve("count", [this](const banyan::payload&) -> banyan::result<banyan::payload> { return bytes_of(++served_); });
+    ctx.serve("count",
+              [this](const banyan::payload&) -> banyan::result<banyan::payload> { return bytes_of(++served_); });
   }
   std::optional<banyan::payload> snapshot(banyan::context&) override { return bytes_of(served_); }
   void restore(banyan::context&, const banyan::payload& state) override { (void)read(state, served_); }

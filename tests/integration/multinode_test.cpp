@@ -74,7 +74,8 @@ TEST(MultiNode, InvalidDeploymentsAreClearErrors) {
   auto path_missing = run_command(std::string(MESH_APP) + " --deployment " + bad.string() + " --node n0", 60s);
   EXPECT_EQ(path_missing.exit_code, 2);
   EXPECT_NE(path_missing.output.find("bad.yaml:11: assignment `/mesh/zone7` names no component of this app"),
-            std::string::npos) << path_missing.output;
+            std::string::npos)
+      << path_missing.output;
   auto no_node = run_command(std::string(MESH_APP) + " --deployment " + d.string(), 60s);
   EXPECT_EQ(no_node.exit_code, 2);
   EXPECT_NE(no_node.output.find("--node"), std::string::npos) << no_node.output;
@@ -234,7 +235,8 @@ class node_group {
     while (!done()) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
       if (left.count() <= 0) return false;
-      const bool alive = std::any_of(procs_.begin(), procs_.end(), [](const process& p) { return !p.closed() || !p.status(); });
+      const bool alive =
+          std::any_of(procs_.begin(), procs_.end(), [](const process& p) { return !p.closed() || !p.status(); });
       if (!alive) return done();
       process::wait_any(all, left);
     }
@@ -324,9 +326,9 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
     out << "assignments:\n  /mesh: n0\n  /mesh/zone0/slow: n1\n  /mesh/zone1/slow: n1\n  /mesh/zone2/slow: n1\n";
   }
   constexpr std::uint64_t messages = 20000, payload = 4096;
-  auto r = run_command(launch(d, "--messages " + std::to_string(messages) + " --payload " + std::to_string(payload) +
-                                     " --slow-us 20"),
-                       300s);
+  auto r = run_command(
+      launch(d, "--messages " + std::to_string(messages) + " --payload " + std::to_string(payload) + " --slow-us 20"),
+      300s);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("every subscriber got everything"), std::string::npos);
   auto got = digests(r.output);
@@ -335,7 +337,10 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
   for (const auto& g : got) EXPECT_NE(g.find(" " + std::to_string(each) + " "), std::string::npos) << g;
 
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+, max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
+  ASSERT_TRUE(std::regex_search(
+      r.output, m,
+      std::regex(
+          R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+, max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
       << r.output;
   const std::uint64_t received = std::stoull(m[1]), undelivered = std::stoull(m[2]), rss_mib = std::stoull(m[3]);
   // Without flow control n1 would buffer nearly all of it: 3 slow subscribers' copies of every message.
@@ -345,7 +350,7 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
               static_cast<unsigned long long>(received), static_cast<unsigned long long>(backlog_mib),
               static_cast<unsigned long long>(undelivered), static_cast<unsigned long long>(rss_mib));
   EXPECT_LE(undelivered, 8u * 1024u);  // the publishers' hard limit (8 credit windows) per link
-#ifndef __SANITIZE_ADDRESS__  // ASan keeps up to 256 MiB of freed memory in quarantine
+#ifndef __SANITIZE_ADDRESS__           // ASan keeps up to 256 MiB of freed memory in quarantine
   EXPECT_LT(rss_mib, backlog_mib / 3);
 #endif
   ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(node n0: links: .*; publisher pauses (\d+);)"))) << r.output;
@@ -355,7 +360,8 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
 // Under an existing launcher (issue #16): `banyan launch --via mpirun` prints and runs one mpirun
 // command; each rank takes the deployment's node of its rank and the output equals one process's.
 TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
-  if (run_command("command -v mpirun", 10s).exit_code != 0) GTEST_SKIP() << "mpirun is not installed (tools/setup installs openmpi-bin)";
+  if (run_command("command -v mpirun", 10s).exit_code != 0)
+    GTEST_SKIP() << "mpirun is not installed (tools/setup installs openmpi-bin)";
   scratch_dir dir;
   auto d = write_deployment(dir.path);
   auto single = run_command(std::string(MESH_APP) + " --messages 2000", 120s);
@@ -363,16 +369,19 @@ TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
   auto want = digests(single.output);
   ASSERT_EQ(want.size(), 6u) << single.output;
   const auto via_profile = dir.path / "via.json", own_profile = dir.path / "own.json";
-  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --run-for 240s --profile " +
-                               via_profile.string() + " -- " + MESH_APP + " --messages 2000", 300s);
+  auto multi =
+      run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --run-for 240s --profile " +
+                      via_profile.string() + " -- " + MESH_APP + " --messages 2000",
+                  300s);
   ASSERT_EQ(multi.exit_code, 0) << multi.output;
   EXPECT_NE(multi.output.find("banyan launch: mpirun -np 3 --oversubscribe"), std::string::npos) << multi.output;
   EXPECT_EQ(digests(multi.output), want) << multi.output;
   for (const char* node : {"[n0]", "[n1]", "[n2]"}) EXPECT_NE(multi.output.find(node), std::string::npos) << node;
   // --profile under the launcher: each rank writes its own ({node}) and launch merges them, to the
   // same per-link traffic as launch's own processes give.
-  auto own = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --run-for 240s --profile " + own_profile.string() +
-                             " -- " + MESH_APP + " --messages 2000", 300s);
+  auto own = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --run-for 240s --profile " +
+                             own_profile.string() + " -- " + MESH_APP + " --messages 2000",
+                         300s);
   ASSERT_EQ(own.exit_code, 0) << own.output;
   auto a = profile::load(via_profile.string()), b = profile::load(own_profile.string());
   ASSERT_TRUE(a.has_value()) << multi.output;
@@ -396,7 +405,8 @@ fs::path write_host_deployment(const fs::path& dir) {
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof a;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
       ADD_FAILURE() << "no free loopback port";
     ::close(fd);
     text += "  - {name: n" + std::to_string(i) + ", endpoint: \"tcp://{host}:" + std::to_string(ntohs(a.sin_port)) +
@@ -412,14 +422,16 @@ fs::path write_host_deployment(const fs::path& dir) {
 // host list and every rank BANYAN_HOSTS, and each node's `{host}` becomes its rank's host (here
 // `localhost`, a name: the node binds the address it resolves to).
 TEST(Launchers, EndpointsTakeTheirHostFromMpirunsHostList) {
-  if (run_command("command -v mpirun", 10s).exit_code != 0) GTEST_SKIP() << "mpirun is not installed (tools/setup installs openmpi-bin)";
+  if (run_command("command -v mpirun", 10s).exit_code != 0)
+    GTEST_SKIP() << "mpirun is not installed (tools/setup installs openmpi-bin)";
   scratch_dir dir;
   auto d = write_host_deployment(dir.path);
   auto single = run_command(std::string(MESH_APP) + " --messages 500", 120s);
   ASSERT_EQ(single.exit_code, 0) << single.output;
   ASSERT_EQ(digests(single.output).size(), 6u) << single.output;
-  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --via mpirun --hosts localhost:3 --run-for 240s -- " +
-                               MESH_APP + " --messages 500", 300s);
+  auto multi = run_command(std::string(BANYAN_CLI) + " launch " + d.string() +
+                               " --via mpirun --hosts localhost:3 --run-for 240s -- " + MESH_APP + " --messages 500",
+                           300s);
   ASSERT_EQ(multi.exit_code, 0) << multi.output;
   EXPECT_NE(multi.output.find("--host localhost:3 -x BANYAN_HOSTS=localhost:3"), std::string::npos) << multi.output;
   EXPECT_EQ(digests(multi.output), digests(single.output)) << multi.output;
@@ -446,10 +458,12 @@ TEST(Launchers, EndpointsTakeTheirHostFromSlurmsLayoutOrAClearError) {
   EXPECT_NE(none.output.find("names {host}, but no launcher host list is set"), std::string::npos) << none.output;
   auto short_list = run_command("BANYAN_HOSTS=localhost " + node1, 60s);
   EXPECT_EQ(short_list.exit_code, 2);
-  EXPECT_NE(short_list.output.find("the launcher's host list has 1 ranks (node 1 runs as rank 1)"), std::string::npos) << short_list.output;
+  EXPECT_NE(short_list.output.find("the launcher's host list has 1 ranks (node 1 runs as rank 1)"), std::string::npos)
+      << short_list.output;
   auto cyclic = run_command(slurm + "SLURM_DISTRIBUTION=cyclic " + node1, 60s);
   EXPECT_EQ(cyclic.exit_code, 2);
-  EXPECT_NE(cyclic.output.find("SLURM_DISTRIBUTION=`cyclic`: only srun's block distribution"), std::string::npos) << cyclic.output;
+  EXPECT_NE(cyclic.output.find("SLURM_DISTRIBUTION=`cyclic`: only srun's block distribution"), std::string::npos)
+      << cyclic.output;
 }
 
 // The rank variables are read as documented, and a wrong one is a clear error naming it.
@@ -458,12 +472,14 @@ TEST(Launchers, TheNodeComesFromTheLaunchersRankOrAClearError) {
   auto d = write_deployment(dir.path);
   auto too_high = run_command("OMPI_COMM_WORLD_RANK=7 " + std::string(MESH_APP) + " --deployment " + d.string(), 60s);
   EXPECT_EQ(too_high.exit_code, 2);
-  EXPECT_NE(too_high.output.find("OMPI_COMM_WORLD_RANK=7 but " + d.string() + " has 3 nodes"), std::string::npos) << too_high.output;
+  EXPECT_NE(too_high.output.find("OMPI_COMM_WORLD_RANK=7 but " + d.string() + " has 3 nodes"), std::string::npos)
+      << too_high.output;
   auto not_a_number = run_command("SLURM_PROCID=x1 " + std::string(MESH_APP) + " --deployment " + d.string(), 60s);
   EXPECT_EQ(not_a_number.exit_code, 2);
   EXPECT_NE(not_a_number.output.find("SLURM_PROCID=`x1` is not a rank"), std::string::npos) << not_a_number.output;
   // PMI_RANK=2 makes this process n2: alone, it waits for n0 and n1 and names them.
-  auto as_n2 = run_command("PMI_RANK=2 " + std::string(MESH_APP) + " --deployment " + d.string() + " --start-timeout 1s", 60s);
+  auto as_n2 =
+      run_command("PMI_RANK=2 " + std::string(MESH_APP) + " --deployment " + d.string() + " --start-timeout 1s", 60s);
   EXPECT_EQ(as_n2.exit_code, 2) << as_n2.output;
   EXPECT_NE(as_n2.output.find("node `n2`: peers not up"), std::string::npos) << as_n2.output;
 }
@@ -480,9 +496,10 @@ TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
 
   const fs::path final_profile = dir.path / "final.json";
   // 3 publishers x 100 messages per 20 ms: about 10 s of publishing, long enough for two requests.
-  auto launch_proc = process::spawn({cli, "launch", d.string(), "--run-for", "240s", "--profile", final_profile.string(),
-                                     "--", MESH_APP, "--messages", "50000", "--pace-ms", "20"},
-                                    {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+  auto launch_proc =
+      process::spawn({cli, "launch", d.string(), "--run-for", "240s", "--profile", final_profile.string(), "--",
+                      MESH_APP, "--messages", "50000", "--pace-ms", "20"},
+                     {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
   ASSERT_TRUE(launch_proc) << launch_proc.error().what();
   test::running_launch launch{std::move(*launch_proc), {}};
   const std::string& log = launch.log;
@@ -492,7 +509,8 @@ TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
   // The launch keeps running while the requests wait on it; its output is read after both.
   auto ask = [&](const std::string& name) {
     auto window = dir.path / (name + "-window.json"), totals = dir.path / (name + "-totals.json");
-    auto r = run_argv({cli, "profile", "--from", d.string(), "-o", window.string(), "--totals", totals.string(), "--json"}, 120s);
+    auto r = run_argv(
+        {cli, "profile", "--from", d.string(), "-o", window.string(), "--totals", totals.string(), "--json"}, 120s);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return std::tuple{r, profile::load(window.string()), profile::load(totals.string())};
   };
@@ -503,7 +521,8 @@ TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
   ASSERT_TRUE(st) << log;
   EXPECT_EQ(st->code, 0) << log;
 
-  for (const auto* p : {&window1, &totals1, &window2, &totals2}) ASSERT_TRUE(*p) << p->error().what() << "\n" << r1.output << r2.output;
+  for (const auto* p : {&window1, &totals1, &window2, &totals2})
+    ASSERT_TRUE(*p) << p->error().what() << "\n" << r1.output << r2.output;
   auto final_p = profile::load(final_profile.string());
   ASSERT_TRUE(final_p) << final_p.error().what() << "\n" << log;
   // The whole tree, as in the final profile: every node's part merged.
@@ -517,7 +536,8 @@ TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
     EXPECT_GE(totals2->edges[v].messages, totals1->edges[v].messages) << final_p->tree->path(v);
     EXPECT_GE(final_p->edges[v].messages, totals2->edges[v].messages) << final_p->tree->path(v);
     // The second window is what was counted between the two requests.
-    EXPECT_EQ(window2->edges[v].messages, totals2->edges[v].messages - totals1->edges[v].messages) << final_p->tree->path(v);
+    EXPECT_EQ(window2->edges[v].messages, totals2->edges[v].messages - totals1->edges[v].messages)
+        << final_p->tree->path(v);
   }
   EXPECT_GT(window2->edges[*pub].messages, 0u) << "the publisher kept publishing between the requests";
   EXPECT_GT(window2->duration_s, 0);

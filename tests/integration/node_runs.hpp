@@ -47,7 +47,7 @@ inline std::filesystem::path write_deployment(const std::filesystem::path& dir,
 }
 
 struct outcome {
-  int exit_code;  // -1: killed (a signal, or past the limit)
+  int exit_code;       // -1: killed (a signal, or past the limit)
   std::string output;  // stdout and stderr merged
 };
 
@@ -64,7 +64,9 @@ inline outcome run_argv(const std::vector<std::string>& argv, std::chrono::secon
 }
 
 // The same for a shell command line.
-inline outcome run_command(const std::string& cmd, std::chrono::seconds limit) { return run_argv({"sh", "-c", cmd}, limit); }
+inline outcome run_command(const std::string& cmd, std::chrono::seconds limit) {
+  return run_argv({"sh", "-c", cmd}, limit);
+}
 
 // A process in the background (a `banyan launch`) whose output is read into `log` as it comes.
 struct running_launch {

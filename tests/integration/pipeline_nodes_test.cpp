@@ -75,7 +75,8 @@ void expect_nodes_match_one_process(const run_shape& r, int nodes) {
   std::vector<std::string> node_of_rank;
   for (int q = 0; q < r.ranks; ++q) {
     node_of_rank.push_back("n" + std::to_string(q * nodes / r.ranks));
-    if (node_of_rank.back() != "n0") assign.push_back({"/train_gpt/trainer/r" + std::to_string(q), node_of_rank.back()});
+    if (node_of_rank.back() != "n0")
+      assign.push_back({"/train_gpt/trainer/r" + std::to_string(q), node_of_rank.back()});
   }
   const std::string app = train_args(r) + " --json --checkpoint " +
                           (r.checkpoint_every > 0 ? (dir.path / "pp.ckpt").string() + " --checkpoint-every " +
@@ -84,9 +85,10 @@ void expect_nodes_match_one_process(const run_shape& r, int nodes) {
   auto one = run_command(app, 120s);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto prof = dir.path / "profile.json";
-  auto launched = run_command(std::string(BANYAN_CLI) + " launch " + test::write_deployment(dir.path, assign, nodes).string() +
-                                  " --run-for 120s --profile " + prof.string() + " -- " + app,
-                              180s);
+  auto launched =
+      run_command(std::string(BANYAN_CLI) + " launch " + test::write_deployment(dir.path, assign, nodes).string() +
+                      " --run-for 120s --profile " + prof.string() + " -- " + app,
+                  180s);
   ASSERT_EQ(launched.exit_code, 0) << launched.output;
   const auto a = summary(one.output), b = summary(launched.output, "n0");
   ASSERT_TRUE(a.is_object() && b.is_object()) << one.output << launched.output;
@@ -117,9 +119,10 @@ TEST(PipelineNodes, TwoNodesGiveTheOneProcessLossesAndThePredictedBytesPerLink) 
 // zb-h1's split backward on two nodes holding two ranks each (the messages between two ranks of n1
 // go through n0, where the composite is), saving checkpoints after steps 2 and 3.
 TEST(PipelineNodes, FourNodesWithVPlacementAndTwoRanksPerNode) {
-  expect_nodes_match_one_process({.layers = 8, .ranks = 4, .microbatches = 8, .interleave = 2, .steps = 2, .schedule = "zb-v"}, 4);
-  expect_nodes_match_one_process({.layers = 4, .ranks = 4, .microbatches = 4, .steps = 3, .schedule = "zb-h1",
-                                  .checkpoint_every = 2}, 2);
+  expect_nodes_match_one_process(
+      {.layers = 8, .ranks = 4, .microbatches = 8, .interleave = 2, .steps = 2, .schedule = "zb-v"}, 4);
+  expect_nodes_match_one_process(
+      {.layers = 4, .ranks = 4, .microbatches = 4, .steps = 3, .schedule = "zb-h1", .checkpoint_every = 2}, 2);
 }
 
 bool await_line(process& p, std::string& log, const std::regex& line, std::smatch& match, std::chrono::seconds limit) {
@@ -161,8 +164,9 @@ TEST(PipelineNodes, AKilledStageNodeFailsFastNamingTheStageAndResumeContinuesThe
   for (auto& l : n0.take_lines()) log0 += l + "\n";
   EXPECT_NE(st->code, 0) << log0;
   std::cout << "n0 ended " << seconds << " s after the kill\n";
-  const std::regex error("pipeline stage 1 \\(`/train_gpt/trainer/r1`\\) failed: node `n1` lost: .*; the pipeline cannot go "
-                         "on without it; the last checkpoint is `.*pp\\.ckpt` after step ([0-9]+)");
+  const std::regex error(
+      "pipeline stage 1 \\(`/train_gpt/trainer/r1`\\) failed: node `n1` lost: .*; the pipeline cannot go "
+      "on without it; the last checkpoint is `.*pp\\.ckpt` after step ([0-9]+)");
   ASSERT_TRUE(std::regex_search(log0, m, error)) << log0;
   const int saved = std::stoi(m[1].str());
   EXPECT_GE(saved, 4);
@@ -171,8 +175,8 @@ TEST(PipelineNodes, AKilledStageNodeFailsFastNamingTheStageAndResumeContinuesThe
   // Four more steps from the checkpoint, against an uninterrupted run in one process.
   run_shape more = r;
   more.steps = saved + 4;
-  auto resumed = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --run-for 120s -- " + train_args(more) +
-                                 " --checkpoint " + ck + " --require-resume --json",
+  auto resumed = run_command(std::string(BANYAN_CLI) + " launch " + d.string() + " --run-for 120s -- " +
+                                 train_args(more) + " --checkpoint " + ck + " --require-resume --json",
                              180s);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   auto whole = run_command(train_args(more) + " --checkpoint '' --json", 120s);

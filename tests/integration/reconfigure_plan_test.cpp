@@ -15,10 +15,12 @@ namespace {
 
 using banyan::cli::planned_move;
 
-banyan::partitioner::deployment deployment(const std::map<std::string, std::string>& assigned, const std::string& name) {
+banyan::partitioner::deployment deployment(const std::map<std::string, std::string>& assigned,
+                                           const std::string& name) {
   std::string text = "version: 1\nnodes:\n";
   for (const char* n : {"n0", "n1", "n2"})
-    text += std::string("  - {name: ") + n + ", endpoint: \"ipc:///tmp/plan-test-" + n + ".ipc\", capacity: {cpu: 1}}\n";
+    text +=
+        std::string("  - {name: ") + n + ", endpoint: \"ipc:///tmp/plan-test-" + n + ".ipc\", capacity: {cpu: 1}}\n";
   text += "assignments:\n";
   for (const auto& [p, n] : assigned) text += "  " + p + ": " + n + "\n";
   auto d = banyan::partitioner::parse_deployment(text, name);
@@ -46,8 +48,8 @@ std::map<std::string, std::string> replay(const std::vector<std::string>& paths,
     EXPECT_NE(m.path, paths.front()) << "the root moved";
     for (const auto& p : paths) {
       if (!in_subtree(p, m.path)) continue;
-      EXPECT_EQ(where[p], m.from) << "the move of " << m.path << " from " << m.from << " takes " << p << ", which runs on "
-                                  << where[p];
+      EXPECT_EQ(where[p], m.from) << "the move of " << m.path << " from " << m.from << " takes " << p
+                                  << ", which runs on " << where[p];
       where[p] = m.to;
     }
   }

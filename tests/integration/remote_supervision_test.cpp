@@ -109,7 +109,8 @@ TEST(RemoteSupervision, BackoffDelaysTheRemoteChildsRestarts) {
     ASSERT_EQ(r.exit_code, 0) << where << r.output;
     std::vector<long> at;
     std::regex line(R"(MIDDLE-STARTED-AT-MS (\d+))");
-    for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it) at.push_back(std::stol((*it)[1].str()));
+    for (std::sregex_iterator it(r.output.begin(), r.output.end(), line), end; it != end; ++it)
+      at.push_back(std::stol((*it)[1].str()));
     ASSERT_EQ(at.size(), 4u) << where << r.output;
     EXPECT_GE(at.back() - at.front(), 280) << where << r.output;
   }
@@ -145,7 +146,8 @@ TEST(RemoteSupervision, EscalationPastTheRootEndsEveryNodeWithFailure) {
   EXPECT_EQ(count(r.output, "START /sv/group/middle"), 2u) << r.output;
   EXPECT_NE(r.output.find("giving up and escalating"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("FAILURE /sv/group child `/sv/group/middle` failed 2 times within 30000 ms (limit 1)"),
-            std::string::npos) << r.output;
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("child `/sv/group` failed 1 time within 30000 ms (limit 0)"), std::string::npos) << r.output;
   // banyan launch names the node where the failure began, not the first one it saw exit.
   EXPECT_NE(r.output.find("failed: n0 (which ended n1, n2)"), std::string::npos) << r.output;
@@ -172,34 +174,41 @@ void expect_otp_like_one_process(const otp_case& c) {
     EXPECT_EQ(count(r.output, "CLEANUP /sv/group/middle boom in a handler"), 1u) << where << r.output;
     EXPECT_EQ(count(r.output, "FAILURE /sv/group/middle boom in a handler"), 1u) << where << r.output;
     EXPECT_EQ(count(r.output, "DOWN /sv/group/middle boom in a handler"), 1u) << where << r.output;
-    for (const auto& line : c.lines) EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
-    for (const auto& line : c.absent) EXPECT_EQ(r.output.find(line), std::string::npos) << where << line << "\n" << r.output;
+    for (const auto& line : c.lines)
+      EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
+    for (const auto& line : c.absent)
+      EXPECT_EQ(r.output.find(line), std::string::npos) << where << line << "\n" << r.output;
   }
 }
 
 TEST(RemoteOtp, APermanentRemoteChildIsRestartedAfterItsFailureAndItsStopWithItsState) {
-  expect_otp_like_one_process({"permanent", 3,
+  expect_otp_like_one_process({"permanent",
+                               3,
                                {"DOWN /sv/group/middle stopped", "INCARNATION /sv/group/middle 1",
                                 "INCARNATION /sv/group/middle 2", "INCARNATION /sv/group/middle 3"},
                                {"AFTER", "MONITOR"}});
 }
 
 TEST(RemoteOtp, ATransientRemoteChildIsRestartedAfterItsFailureButNotAfterItsStop) {
-  expect_otp_like_one_process({"transient", 2,
+  expect_otp_like_one_process({"transient",
+                               2,
                                {"DOWN /sv/group/middle stopped", "INCARNATION /sv/group/middle 2"},
                                {"INCARNATION /sv/group/middle 3", "MONITOR"}});
 }
 
 TEST(RemoteOtp, ATemporaryRemoteChildStaysDownAfterItsFailure) {
-  expect_otp_like_one_process({"temporary", 1, {"INCARNATION /sv/group/middle 1"}, {"INCARNATION /sv/group/middle 2", "MONITOR"}});
+  expect_otp_like_one_process(
+      {"temporary", 1, {"INCARNATION /sv/group/middle 1"}, {"INCARNATION /sv/group/middle 2", "MONITOR"}});
 }
 
 // After its stop the child is not running (the request is answered with that error, not a pong).
 TEST(RemoteOtp, AStoppedTransientChildIsNotRunning) {
   auto r = three_nodes({"--scenario", "otp", "--middle-restart", "transient"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("AFTER request failed: request `ping` to `/sv/group/middle`: `/sv/group/middle` is not running"),
-            std::string::npos) << r.output;
+  EXPECT_NE(
+      r.output.find("AFTER request failed: request `ping` to `/sv/group/middle`: `/sv/group/middle` is not running"),
+      std::string::npos)
+      << r.output;
 }
 
 // A dynamic child (issue #21 item 4): last, on n2, is started and stopped by group on n0 at run
@@ -211,10 +220,10 @@ void expect_dynamic_like_one_process(const std::string& scenario) {
     const std::string where = multi ? "three nodes: " : "one process: ";
     ASSERT_EQ(r.exit_code, 0) << where << r.output;
     EXPECT_EQ(count(r.output, "START /sv/group/last"), 1u) << where << r.output;
-    for (const std::string line : {"DYN start ok",
-                                   "DYN again invalid argument: start_child `last`: it is running already",
-                                   "DYN first invalid argument: `first` is no dynamic child of `/sv/group`",
-                                   "DYN ping pong from /sv/group/last", "DYN stop ok", "DOWN /sv/group/last stopped"})
+    for (const std::string line :
+         {"DYN start ok", "DYN again invalid argument: start_child `last`: it is running already",
+          "DYN first invalid argument: `first` is no dynamic child of `/sv/group`", "DYN ping pong from /sv/group/last",
+          "DYN stop ok", "DOWN /sv/group/last stopped"})
       EXPECT_NE(r.output.find(line + "\n"), std::string::npos) << where << line << "\n" << r.output;
     EXPECT_NE(r.output.find("`/sv/group/last` is not running\n"), std::string::npos) << where << r.output;
     // Started only when asked (and once), and its remote sibling once.
@@ -223,7 +232,9 @@ void expect_dynamic_like_one_process(const std::string& scenario) {
   }
 }
 
-TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) { expect_dynamic_like_one_process("dynamic"); }
+TEST(RemoteDynamicChildren, ASupervisorStartsAndStopsARemoteDynamicChild) {
+  expect_dynamic_like_one_process("dynamic");
+}
 
 // start_child from on_start: the child starts with its siblings once every node is ready.
 TEST(RemoteDynamicChildren, AChildStartedFromOnStartStartsOnceWithItsSiblings) {

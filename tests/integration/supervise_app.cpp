@@ -7,8 +7,8 @@
 // with one_for_one and --root-restarts. Every component prints `START <path>` when it starts and
 // every supervisor `FAILURE <child> <reason>` when a child fails; `group` ends the run (exit 0) once
 // it has seen --failures failures and its children have all started again. The first group also
-// asks `last` for `ping` as soon as its children have started, and prints `PING <reply or error>`. Counts of incarnations
-// live in each process, which is enough: every incarnation of a component runs on its own node.
+// asks `last` for `ping` as soon as its children have started, and prints `PING <reply or error>`. Counts of
+// incarnations live in each process, which is enough: every incarnation of a component runs on its own node.
 //
 // --scenario otp (OTP parity across nodes, issue #21 items 4, 5): middle has restart type
 // --middle-restart and keeps its state (an incarnation count, checkpointed in on_start and printed
@@ -26,8 +26,8 @@
 #include <csignal>
 #include <cstdio>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -96,7 +96,9 @@ class flaky : public banyan::leaf {
       return banyan::payload{};
     });
   }
-  void on_failure(banyan::context& ctx, const std::string& reason) override { say("CLEANUP " + ctx.path() + " " + reason); }
+  void on_failure(banyan::context& ctx, const std::string& reason) override {
+    say("CLEANUP " + ctx.path() + " " + reason);
+  }
   std::optional<banyan::payload> snapshot(banyan::context&) override {
     return banyan::payload::copy_of(std::to_string(incarnation_));
   }
@@ -111,7 +113,7 @@ class flaky : public banyan::leaf {
 
 int group_failures_seen = 0;  // by every incarnation of /sv/group, in this process
 
-bool pinged = false;  // the first group in this process asked last for `ping`
+bool pinged = false;                           // the first group in this process asked last for `ping`
 bool ping_answered = false, quit_due = false;  // the run ends only once that ping is answered
 
 class group : public banyan::composite {
@@ -125,7 +127,8 @@ class group : public banyan::composite {
     auto m = ctx.monitor(watched, [this, &ctx](const std::string& path, const std::string& reason) {
       say("DOWN " + path + " " + reason);
       if (c_.scenario == "lost") return ctx.quit(0);
-      if (c_.scenario == "otp" && !(c_.middle_restart == "temporary" || (c_.middle_restart == "transient" && reason == "stopped")))
+      if (c_.scenario == "otp" &&
+          !(c_.middle_restart == "temporary" || (c_.middle_restart == "transient" && reason == "stopped")))
         return;
       if (c_.scenario != "otp" && reason != "stopped") return;
       ctx.request(path, "ping", {}, std::chrono::seconds(20), [this, &ctx](banyan::result<banyan::payload> r) {
@@ -143,16 +146,19 @@ class group : public banyan::composite {
   }
   void on_children_started(banyan::context& ctx) override {
     if (c_.scenario == "lost") {
-      ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload> r) {
-        say("DIE " + text_of(r));
-      });
+      ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20),
+                  [](banyan::result<banyan::payload> r) { say("DIE " + text_of(r)); });
       return;
     }
     if (c_.scenario == "otp") {
       // 1: crash middle; 2 (restarted): stop it; 3 (permanent: restarted after its stop): done.
       switch (++phase_) {
-        case 1: return ctx.request("/sv/group/middle", "crash", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload>) {});
-        case 2: return ctx.request("/sv/group/middle", "stop", {}, std::chrono::seconds(20), [](banyan::result<banyan::payload>) {});
+        case 1:
+          return ctx.request("/sv/group/middle", "crash", {}, std::chrono::seconds(20),
+                             [](banyan::result<banyan::payload>) {});
+        case 2:
+          return ctx.request("/sv/group/middle", "stop", {}, std::chrono::seconds(20),
+                             [](banyan::result<banyan::payload>) {});
         default: return ctx.quit(0);
       }
     }
@@ -162,19 +168,21 @@ class group : public banyan::composite {
       // (dynamic-early, on several nodes: the first start of the run does not wait for a remote
       // child, so the first answer may be that it is not running yet; the next start is awaited.)
       if (asked_) return;
-      return ctx.request("/sv/group/last", "ping", {}, std::chrono::seconds(20), [this, &ctx](banyan::result<banyan::payload> r) {
-        if (!r && c_.scenario == "dynamic-early" && !asked_) return;
-        if (std::exchange(asked_, true)) return;
-        say("DYN ping " + text_of(r));
-        auto stopped = ctx.stop_child("last");
-        say("DYN stop " + (stopped ? std::string("ok") : stopped.error().what()));
-      });
+      return ctx.request("/sv/group/last", "ping", {}, std::chrono::seconds(20),
+                         [this, &ctx](banyan::result<banyan::payload> r) {
+                           if (!r && c_.scenario == "dynamic-early" && !asked_) return;
+                           if (std::exchange(asked_, true)) return;
+                           say("DYN ping " + text_of(r));
+                           auto stopped = ctx.stop_child("last");
+                           say("DYN stop " + (stopped ? std::string("ok") : stopped.error().what()));
+                         });
     }
     if (!pinged) {
       // Made while the cluster may still be starting (n2 not ready yet): held until it is.
       pinged = true;
       ctx.request("/sv/group/last", "ping", {}, std::chrono::seconds(20), [&ctx](banyan::result<banyan::payload> r) {
-        say("PING " + (r ? std::string(reinterpret_cast<const char*>(r->bytes().data()), r->size()) : r.error().what()));
+        say("PING " +
+            (r ? std::string(reinterpret_cast<const char*>(r->bytes().data()), r->size()) : r.error().what()));
         ping_answered = true;
         if (quit_due) ctx.quit(0);
       });
@@ -226,9 +234,12 @@ void add_options(banyan::options& o, config& c) {
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");
   o.add("--root-restarts", c.root_restarts, "the root's restart limit (within 30 s)");
-  o.add("--scenario", c.scenario, "classic, otp (restart types, monitor, cleanup, state), dynamic (a dynamic child) or lost (middle's node dies)");
+  o.add(
+      "--scenario", c.scenario,
+      "classic, otp (restart types, monitor, cleanup, state), dynamic (a dynamic child) or lost (middle's node dies)");
   o.add("--backoff-ms", c.backoff_ms, "group's restart backoff in ms (doubling per restart)");
-  o.add("--middle-restart", c.middle_restart, "middle's restart type in the otp scenario: permanent, transient or temporary");
+  o.add("--middle-restart", c.middle_restart,
+        "middle's restart type in the otp scenario: permanent, transient or temporary");
 }
 
 }  // namespace
@@ -269,7 +280,8 @@ int main(int argc, char** argv) {
     if (c.middle_restart == "transient") middle.restart(banyan::restart_type::transient);
     else if (c.middle_restart == "temporary") middle.restart(banyan::restart_type::temporary);
     else if (c.middle_restart != "permanent") {
-      std::fprintf(stderr, "--middle-restart `%s`: must be permanent, transient or temporary\n", c.middle_restart.c_str());
+      std::fprintf(stderr, "--middle-restart `%s`: must be permanent, transient or temporary\n",
+                   c.middle_restart.c_str());
       return 2;
     }
   } else if (c.scenario == "lost") {

@@ -123,17 +123,22 @@ TEST(ProfileRead, InvalidJsonAnywhereIsAnErrorWithLineAndColumn) {
 }
 
 TEST(ProfileRead, WrongValuesNameTheirPlaceAndComponent) {
-  const std::string text = "{\"version\": 1, \"components\": [\n  {\"path\": \"/r\", \"parent\": null},\n"
-                           "  {\"path\": \"/r/a\", \"parent\": \"/r\", \"load\": {\"cpu\": \"x\"}}]}";
+  const std::string text =
+      "{\"version\": 1, \"components\": [\n  {\"path\": \"/r\", \"parent\": null},\n"
+      "  {\"path\": \"/r/a\", \"parent\": \"/r\", \"load\": {\"cpu\": \"x\"}}]}";
   auto t = parse_profile(text, "p.json");
   ASSERT_FALSE(t);
-  EXPECT_NE(t.error().message.find("p.json:" + place_of(text, "\"x\"") + ": components[1] (/r/a).load.cpu: expected a number"),
-            std::string::npos) << t.error().message;
+  EXPECT_NE(t.error().message.find("p.json:" + place_of(text, "\"x\"") +
+                                   ": components[1] (/r/a).load.cpu: expected a number"),
+            std::string::npos)
+      << t.error().message;
   for (const std::string& bad : {
            std::string(R"({"version": 1.0, "components": [{"path": "/r", "parent": null}]})"),
-           std::string(R"({"version": 1, "components": [{"path": "/r", "parent": null}, {"path": "/r", "parent": "/r"}]})"),
+           std::string(
+               R"({"version": 1, "components": [{"path": "/r", "parent": null}, {"path": "/r", "parent": "/r"}]})"),
            std::string(R"({"version": 1, "components": [{"path": "/r", "parent": null, "path": "/s"}]})"),
-           std::string(R"({"version": 1, "components": [{"path": "/r", "parent": null}, {"path": "/r/a", "parent": "/r/a"}]})"),
+           std::string(
+               R"({"version": 1, "components": [{"path": "/r", "parent": null}, {"path": "/r/a", "parent": "/r/a"}]})"),
            std::string(R"({"version": 1, "components": []})"),
            std::string(R"({"version": 1, "components": [{"path": "r", "parent": null}]})"),
            std::string(R"([1])"),

@@ -18,7 +18,8 @@ TEST(CommonOptions, FlagsSetTheFieldsAndTheEngineConfigs) {
   banyan::app app{"app"};
   common_options o;
   add_common_options(app.options(), o);
-  const char* args[] = {"app", "--backend", "cuda", "--nn-threads", "3", "--lr", "0.01", "--weight-decay", "0.1", "--json"};
+  const char* args[] = {"app",  "--backend", "cuda",           "--nn-threads", "3",
+                        "--lr", "0.01",      "--weight-decay", "0.1",          "--json"};
   std::vector<char*> argv;
   for (const char* a : args) argv.push_back(const_cast<char*>(a));
   ASSERT_EQ(app.options().parse(static_cast<int>(argv.size()), argv.data()), std::nullopt);
@@ -211,7 +212,8 @@ TEST(GptOptions, DeviceMemoryIsNamedAsTheUserWroteIt) {
   for (const char* wrong : {"5 MiB MiB", "MiB", ".", "1.2.3KiB", "5e3", "+5MiB"}) {
     o.device_memory = wrong;
     EXPECT_NE(gpt_options_error(o).find("--device-memory `" + std::string(wrong) + "`: expected a positive size"),
-              std::string::npos) << wrong;
+              std::string::npos)
+        << wrong;
   }
   o.device_memory = "0";
   EXPECT_EQ(gpt_options_error(o), "--device-memory `0`: must be a positive size, such as 200MiB, 1.5GB or 1048576");

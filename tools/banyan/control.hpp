@@ -51,7 +51,9 @@ class node_controls {
 // The socket file of the launch of `deployment`: /tmp/banyan-<hash of its absolute, normalized path>.ctl,
 // so every spelling of the same file finds the same launch.
 std::string control_socket_path(const std::string& deployment);
-inline std::string control_endpoint(const std::string& deployment) { return "ipc://" + control_socket_path(deployment); }
+inline std::string control_endpoint(const std::string& deployment) {
+  return "ipc://" + control_socket_path(deployment);
+}
 // True when something listens on that socket file. False for a missing file, and for one a launch
 // killed with SIGKILL left behind (ZeroMQ would wait on it for ever).
 bool control_socket_listens(const std::string& path);

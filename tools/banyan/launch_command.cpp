@@ -1,10 +1,10 @@
 // `banyan launch DEPLOYMENT [--profile FILE] [--join NODE] -- APP ARGS...`: starts one process per
 // node of the deployment on this machine (nodes with `join: later` excepted; --join NODE starts just
-// that node, which joins the running deployment) (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges their
-// output, forwards SIGINT/SIGTERM, and exits non-zero if any node fails. With --profile it merges the
-// nodes' profiles into one (per-edge traffic, loads, flows and per-link cross-node totals). While it
-// runs it serves the merged live profile on a control socket (control.hpp; `banyan profile --from`),
-// and with --dashboard ADDR:PORT a live web page of the run (dashboard.hpp).
+// that node, which joins the running deployment) (`APP ARGS --deployment DEPLOYMENT --node NAME`), prefixes and merges
+// their output, forwards SIGINT/SIGTERM, and exits non-zero if any node fails. With --profile it merges the nodes'
+// profiles into one (per-edge traffic, loads, flows and per-link cross-node totals). While it runs it serves the merged
+// live profile on a control socket (control.hpp; `banyan profile --from`), and with --dashboard ADDR:PORT a live web
+// page of the run (dashboard.hpp).
 // `--via mpirun|srun` hands the start to that launcher instead: it prints and runs
 // `mpirun -np K ... APP ARGS --deployment DEPLOYMENT` (or `srun --ntasks K ...`), and each process
 // takes its node from its rank (docs/runtime.md, "Launchers").
@@ -46,8 +46,8 @@ struct options {
   std::string profile;
   std::chrono::milliseconds run_for{0};
   bool json = false;
-  std::string via;  // empty: our own processes; mpirun or srun
-  std::string hosts;  // the launcher's host list (Open MPI's --host syntax), also BANYAN_HOSTS for `{host}`
+  std::string via;                // empty: our own processes; mpirun or srun
+  std::string hosts;              // the launcher's host list (Open MPI's --host syntax), also BANYAN_HOSTS for `{host}`
   std::vector<std::string> join;  // start only these nodes, into a running deployment
   std::string dashboard;          // ADDR:PORT to serve the dashboard on (dashboard.hpp); empty: none
   bool dashboard_remote = false;  // allow a non-loopback --dashboard address
@@ -70,7 +70,8 @@ void on_signal(int sig) { pending_signal = sig; }
 
 // Writes the node's complete lines (all of them once its streams closed), each prefixed `[node] `.
 void forward_lines(child& c) {
-  for (auto [s, to] : {std::pair{banyan::process::stream::out, stdout}, std::pair{banyan::process::stream::err, stderr}}) {
+  for (auto [s, to] :
+       {std::pair{banyan::process::stream::out, stdout}, std::pair{banyan::process::stream::err, stderr}}) {
     for (const auto& line : c.p.take_lines(s)) {
       if (line.find("` ended the run with exit code ") != std::string::npos) c.ended_by_peer = true;
       std::fprintf(to, "[%s] %s\n", c.node.c_str(), line.c_str());
@@ -83,7 +84,8 @@ std::string shell_quoted(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out += ' ';
-    if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") == std::string::npos) {
+    if (!a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=/.,:@%") ==
+                          std::string::npos) {
       out += a;
       continue;
     }
@@ -126,7 +128,9 @@ bool merge_profiles(const options& o, const std::filesystem::path& scratch, cons
     }
     summary["cross_node_messages"] = total;
     summary["profile"] = o.profile;
-    if (!o.json) std::printf("cross-node messages: %llu (profile: %s)\n", static_cast<unsigned long long>(total), o.profile.c_str());
+    if (!o.json)
+      std::printf("cross-node messages: %llu (profile: %s)\n", static_cast<unsigned long long>(total),
+                  o.profile.c_str());
   }
   std::filesystem::remove_all(scratch);
   return ok;
@@ -136,7 +140,7 @@ bool merge_profiles(const options& o, const std::filesystem::path& scratch, cons
 // health over its control channel (the SDK's control_channel.hpp) and merges them. Keeps forwarding
 // the nodes' output while it waits, so a chatty node cannot block on a full pipe.
 struct live_reading {
-  std::optional<profile> total;     // empty when `error` says why
+  std::optional<profile> total;  // empty when `error` says why
   std::string error;
   std::vector<std::string> health;  // the link health's JSON text, per node of several
 };
@@ -175,8 +179,8 @@ live_reading take_reading(std::vector<child>& children, node_controls& controls)
   for (const auto& c : children) {
     const auto& r = replies[c.node];
     if (r.size() != 2) {
-      out.error = "node " + c.node + " answered the live profile request with " + std::to_string(r.size()) + " frame(s): " +
-                  (r.empty() ? std::string() : banyan::log::escape(r.front(), 200));
+      out.error = "node " + c.node + " answered the live profile request with " + std::to_string(r.size()) +
+                  " frame(s): " + (r.empty() ? std::string() : banyan::log::escape(r.front(), 200));
       out.total.reset();
       return out;
     }
@@ -215,12 +219,14 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, node_c
   auto& total = reading.total;
   auto window = previous ? total->since(*previous) : result<profile>(*total);
   if (!window) return refuse(window.error().what());
-  nlohmann::json status = {{"nodes", nlohmann::json::array()}, {"total_s", total->duration_s}, {"window_s", window->duration_s}};
+  nlohmann::json status = {
+      {"nodes", nlohmann::json::array()}, {"total_s", total->duration_s}, {"window_s", window->duration_s}};
   for (const auto& c : children) status["nodes"].push_back(c.node);
   reply(status, total->to_json_text(), window->to_json_text());
   if (!quiet) {
     char line[128];
-    std::snprintf(line, sizeof line, "live profile served (window %.2f s of %.2f s)", window->duration_s, total->duration_s);
+    std::snprintf(line, sizeof line, "live profile served (window %.2f s of %.2f s)", window->duration_s,
+                  total->duration_s);
     banyan::log::info(tool, line);
   }
   previous = std::move(total);
@@ -255,13 +261,15 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
                         node_controls& controls, partitioner::deployment& running, bool quiet) {
   auto reply = [&](const nlohmann::json& answer) {
     // The nodes' answers are passed on as they came: bytes that are not UTF-8 are replaced, not fatal.
-    control.send(zmq::buffer(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)), zmq::send_flags::none);
+    control.send(zmq::buffer(answer.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)),
+                 zmq::send_flags::none);
   };
   auto refuse = [&](const std::string& why) {
     if (!quiet) banyan::log::warning(tool, "reconfigure: " + why);
     reply({{"error", why}, {"refused", true}, {"moves", nlohmann::json::array()}});
   };
-  if (frames.size() != 2) return refuse("a reconfigure request is two frames: `reconfigure` and the new deployment's path");
+  if (frames.size() != 2)
+    return refuse("a reconfigure request is two frames: `reconfigure` and the new deployment's path");
   auto next = partitioner::load_deployment(frames[1]);
   if (!next) return refuse(next.error().message);
   auto moves = moves_between(running, *next);
@@ -283,14 +291,17 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
       if (c.node == node && c.p.status()) return "node " + c.node + " ended during the move";
     return {};
   };
-  const auto gathering = std::count_if(moves->begin(), moves->end(), [](const planned_move& m) { return !m.gathers_for.empty(); });
+  const auto gathering =
+      std::count_if(moves->begin(), moves->end(), [](const planned_move& m) { return !m.gathers_for.empty(); });
   if (!quiet)
     banyan::log::info(tool, "reconfigure to " + frames[1] + ": " + std::to_string(moves->size()) + " move(s)" +
-                                (gathering ? " (" + std::to_string(gathering) + " of them gather parts of a subtree that runs on "
-                                                                               "several nodes before it moves)"
+                                (gathering ? " (" + std::to_string(gathering) +
+                                                 " of them gather parts of a subtree that runs on "
+                                                 "several nodes before it moves)"
                                            : std::string()));
   const move_channel channel{
-      .ask = [&](const std::string& node, const std::vector<std::string>& request) { return controls.ask(node, request); },
+      .ask = [&](const std::string& node,
+                 const std::vector<std::string>& request) { return controls.ask(node, request); },
       .reply = [&](const std::string& node, std::uint64_t id) { return controls.reply(node, id); }};
   auto answer = run_moves(*moves, channel, wait, ended);
   // Every move that was made: the launch runs that assignment now.
@@ -302,8 +313,9 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
     running.assignments = after_moves(running, {moves->begin(), moves->begin() + static_cast<std::ptrdiff_t>(made)});
   }
   answer["deployment"] = frames[1];
-  if (!quiet) banyan::log::info(tool, answer.contains("error") ? "reconfigure failed: " + answer["error"].get<std::string>()
-                                                                 : "reconfigured to " + frames[1]);
+  if (!quiet)
+    banyan::log::info(tool, answer.contains("error") ? "reconfigure failed: " + answer["error"].get<std::string>()
+                                                     : "reconfigured to " + frames[1]);
   reply(answer);
 }
 
@@ -313,14 +325,16 @@ void answer_dashboard(dashboard& dash, std::vector<child>& children, node_contro
                       const partitioner::deployment& d) {
   const auto asked = std::chrono::steady_clock::now();
   auto reading = take_reading(children, controls);
-  dashboard_reading r{.total = std::move(reading.total), .error = std::move(reading.error), .health = std::move(reading.health)};
+  dashboard_reading r{
+      .total = std::move(reading.total), .error = std::move(reading.error), .health = std::move(reading.health)};
   r.taken = asked;
   r.assignments = d.assignments;
   for (const auto& n : d.c.nodes) {
     std::string what = "not started";
     for (auto& c : children) {
       if (c.node != n.name) continue;
-      if (auto st = c.p.status()) what = st->signal ? "killed by signal " + std::to_string(st->signal) : "exited " + std::to_string(st->code);
+      if (auto st = c.p.status())
+        what = st->signal ? "killed by signal " + std::to_string(st->signal) : "exited " + std::to_string(st->code);
       else what = "running";
     }
     r.processes.emplace_back(n.name, what);
@@ -379,7 +393,9 @@ int run_via(const options& o, const std::vector<std::string>& names) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   auto p = banyan::process::spawn(argv, {.out = output_mode::inherit, .err = output_mode::inherit});
-  if (!p) return fail(tool, o.via + ": " + p.error().message + " (is it installed? tools/setup installs Open MPI)", exit_bad_arguments);
+  if (!p)
+    return fail(tool, o.via + ": " + p.error().message + " (is it installed? tools/setup installs Open MPI)",
+                exit_bad_arguments);
   const auto deadline = std::chrono::steady_clock::now() + o.run_for;
   bool stopping = false;
   bool limit_reached = false;  // --run-for passed: the launcher ending on launch's SIGTERM ended well
@@ -416,14 +432,20 @@ int run(const options& o) {
     if (d->c.find(name) < 0) {
       std::string names;
       for (const auto& n : d->c.nodes) names += (names.empty() ? "" : ", ") + n.name;
-      return fail(tool, "--join `" + name + "`: no such node in " + o.deployment + " (nodes: " + names + ")", exit_bad_arguments);
+      return fail(tool, "--join `" + name + "`: no such node in " + o.deployment + " (nodes: " + names + ")",
+                  exit_bad_arguments);
     }
     start.push_back(name);
   }
   if (!o.dashboard.empty() && !o.via.empty())
-    return fail(tool, "--dashboard needs the nodes' live profiles, which only a launch of its own processes serves (not --via)", exit_bad_arguments);
+    return fail(
+        tool, "--dashboard needs the nodes' live profiles, which only a launch of its own processes serves (not --via)",
+        exit_bad_arguments);
   if (!o.dashboard.empty() && !o.join.empty())
-    return fail(tool, "--dashboard with --join: the launch that started the deployment serves it (give --dashboard to that one)", exit_bad_arguments);
+    return fail(
+        tool,
+        "--dashboard with --join: the launch that started the deployment serves it (give --dashboard to that one)",
+        exit_bad_arguments);
 #ifdef BANYAN_LAUNCH_DASHBOARD
   // Before any node starts, so a bad address costs nothing, and the page is there from the first reading.
   std::unique_ptr<dashboard> dash;
@@ -431,8 +453,11 @@ int run(const options& o) {
     std::string why;
     auto where = parse_dashboard_address(o.dashboard, o.dashboard_remote, why);
     if (!where) return fail(tool, why, exit_bad_arguments);
-    dash = dashboard::start({.address = where->host, .port = where->port, .remote = o.dashboard_remote,
-                             .deployment_file = o.deployment, .deployment = *d},
+    dash = dashboard::start({.address = where->host,
+                             .port = where->port,
+                             .remote = o.dashboard_remote,
+                             .deployment_file = o.deployment,
+                             .deployment = *d},
                             why);
     if (!dash) return fail(tool, why, exit_bad_arguments);
     // Printed whatever the log level and with --json: the user needs it, and port 0 is known only now.
@@ -441,14 +466,20 @@ int run(const options& o) {
   }
 #else
   if (!o.dashboard.empty())
-    return fail(tool, "this banyan was built without the dashboard: cpp-httplib was not found when it was configured "
-                      "(Debian: libcpp-httplib-dev; tools/setup installs it), so reconfigure and rebuild", exit_bad_arguments);
+    return fail(tool,
+                "this banyan was built without the dashboard: cpp-httplib was not found when it was configured "
+                "(Debian: libcpp-httplib-dev; tools/setup installs it), so reconfigure and rebuild",
+                exit_bad_arguments);
 #endif
   if (!o.via.empty()) {
-    if (!o.join.empty()) return fail(tool, "--join is not supported with --via (start the joining node with the launcher's own command)", exit_bad_arguments);
+    if (!o.join.empty())
+      return fail(tool, "--join is not supported with --via (start the joining node with the launcher's own command)",
+                  exit_bad_arguments);
     if (start.size() != d->c.nodes.size())
-      return fail(tool, "--via starts every node of the deployment (rank i runs node i); " + o.deployment +
-                            " has nodes with `join: later`", exit_bad_arguments);
+      return fail(tool,
+                  "--via starts every node of the deployment (rank i runs node i); " + o.deployment +
+                      " has nodes with `join: later`",
+                  exit_bad_arguments);
     return run_via(o, start);
   }
   // The nodes' profiles, final (--profile) and live, go through this folder.
@@ -488,7 +519,9 @@ int run(const options& o) {
       std::filesystem::remove_all(scratch);
       return fail(tool, "node " + name + ": " + p.error().message, exit_bad_arguments);  // started ones are killed
     }
-    if (!o.json) banyan::log::info(tool, "node " + name + (o.join.empty() ? "" : " joining") + " started (pid " + std::to_string(p->pid()) + ")");
+    if (!o.json)
+      banyan::log::info(tool, "node " + name + (o.join.empty() ? "" : " joining") + " started (pid " +
+                                  std::to_string(p->pid()) + ")");
     children.push_back({name, std::move(*p)});
   }
 
@@ -540,7 +573,8 @@ int run(const options& o) {
       --running;
       c.status = c.p.status()->shell_code();
       if (!o.json) banyan::log::info(tool, "node " + c.node + " exited with " + std::to_string(c.status));
-      if (c.status != 0 && !stopping && !grace_until) grace_until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      if (c.status != 0 && !stopping && !grace_until)
+        grace_until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
     }
     if (grace_until && !stopping && running > 0 && std::chrono::steady_clock::now() >= *grace_until) {
       banyan::log::info(tool, "a node failed and the others are still running after 3 s; stopping them");
@@ -557,14 +591,13 @@ int run(const options& o) {
     list += (list.empty() ? "" : ", ") + c.node;
   }
   if (!failed.empty() && !asked_to_stop && !o.json) {
-    banyan::log::error(tool, "failed: " + failed + (stopped_by_them.empty() ? "" : " (which ended " + stopped_by_them + ")"));
+    banyan::log::error(tool,
+                       "failed: " + failed + (stopped_by_them.empty() ? "" : " (which ended " + stopped_by_them + ")"));
   }
 
   // A run ended by its own limit is a success: a node launch stopped then exits 0 or as its SIGTERM
   // says (128+15: the SDK ends a run on a signal that way), unless it had failed before.
-  auto ended_by_limit = [&](const child& c) {
-    return limit_reached && c.signalled && c.status == 128 + SIGTERM;
-  };
+  auto ended_by_limit = [&](const child& c) { return limit_reached && c.signalled && c.status == 128 + SIGTERM; };
   int code = 0;
   for (const auto& c : children)
     if (c.status != 0 && !ended_by_limit(c)) code = 1;
@@ -597,24 +630,28 @@ action setup_launch(CLI::App& sub) {
   auto o = std::make_shared<options>();
   sub.add_option("deployment", o->deployment, "Deployment YAML (nodes, endpoints, assignments)")->required();
   sub.add_option("--profile", o->profile, "Merge the nodes' profiles into this JSON file");
-  auto* run_for = add_duration_option(sub, "--run-for", o->run_for, "Stop every node (SIGTERM) after this long (0: no limit)");
+  auto* run_for =
+      add_duration_option(sub, "--run-for", o->run_for, "Stop every node (SIGTERM) after this long (0: no limit)");
   sub.add_flag("--json", o->json, "Print a JSON summary on stdout");
   sub.add_option("--via", o->via, "Start the nodes with this launcher (rank i runs the i-th node); prints the command")
       ->check(CLI::IsMember({"mpirun", "srun"}));
-  sub.add_option("--hosts", o->hosts,
-                 "Host list, Open MPI's --host syntax (a,b:2,c: rank i runs on the i-th slot); endpoints may name `{host}`. "
-                 "mpirun gets --host LIST, srun --nodelist; every node gets BANYAN_HOSTS=LIST (srun: Slurm's own layout)")
+  sub.add_option(
+         "--hosts", o->hosts,
+         "Host list, Open MPI's --host syntax (a,b:2,c: rank i runs on the i-th slot); endpoints may name `{host}`. "
+         "mpirun gets --host LIST, srun --nodelist; every node gets BANYAN_HOSTS=LIST (srun: Slurm's own layout)")
       ->type_name("LIST");
   sub.add_option("--join", o->join, "Start only this node (repeatable), joining the deployment that is already running")
       ->type_name("NODE")
       ->allow_extra_args(false);  // one node per --join: what follows is not another node
   sub.add_option("command", o->command, "-- APP ARGS...: the app binary and its arguments")->required();
-  sub.add_option("--dashboard", o->dashboard,
-                 "Serve a live web page of the run on ADDR:PORT (loopback only; port 0: any free one, the URL is printed): "
-                 "the tree coloured by node, per-edge and per-link traffic, link health, and a re-partitioning plan")
+  sub.add_option(
+         "--dashboard", o->dashboard,
+         "Serve a live web page of the run on ADDR:PORT (loopback only; port 0: any free one, the URL is printed): "
+         "the tree coloured by node, per-edge and per-link traffic, link health, and a re-partitioning plan")
       ->type_name("ADDR:PORT");
   sub.add_flag("--dashboard-remote", o->dashboard_remote,
-               "Allow a --dashboard address other than loopback (the page has no authentication: anyone who reaches it sees the run)");
+               "Allow a --dashboard address other than loopback (the page has no authentication: anyone who reaches it "
+               "sees the run)");
   add_deprecated_alias(sub, run_for, "--timeout", tool);
   return [o] { return run(*o); };
 }

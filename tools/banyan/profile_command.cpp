@@ -50,7 +50,7 @@ result<answer> ask(zmq::context_t& ctx, const std::string& deployment) {
     zmq::message_t m;
     if (!req.recv(m))
       return error{broker::errc::io, "the launch of " + deployment + " did not answer within 30 s (control socket " +
-                                 control_socket_path(deployment) + ")"};
+                                         control_socket_path(deployment) + ")"};
     if (i == 0) a.status = nlohmann::json::parse(m.to_string(), nullptr, false);
     else *parts[i] = m.to_string();
     if (!m.more()) break;
@@ -68,12 +68,14 @@ std::uint64_t edge_messages(const profile& p) {
 }
 
 int run(const options& o) {
-  if (!std::filesystem::exists(o.from)) return fail(tool, "deployment " + o.from + ": no such file", exit_bad_arguments);
+  if (!std::filesystem::exists(o.from))
+    return fail(tool, "deployment " + o.from + ": no such file", exit_bad_arguments);
   const std::string socket = control_socket_path(o.from);
   if (!std::filesystem::exists(socket))
     return fail(tool, "no launch of " + o.from + " is running (no control socket " + socket + ")", exit_bad_arguments);
   if (!control_socket_listens(socket))
-    return fail(tool, "no launch of " + o.from + " is running (" + socket + " is left from one that was killed)", exit_bad_arguments);
+    return fail(tool, "no launch of " + o.from + " is running (" + socket + " is left from one that was killed)",
+                exit_bad_arguments);
   zmq::context_t ctx;
   auto a = ask(ctx, o.from);
   if (a && o.window.count() > 0) {
@@ -119,7 +121,8 @@ action setup_profile(CLI::App& sub) {
   add_duration_option(sub, "--window", o->window,
                       "Profile this long a window (asks twice, this far apart); 0: since the previous request "
                       "to that launch, or its start");
-  sub.add_option("-o,--output", o->out, "Write the window's profile (docs/formats.md) to this file; default: print its table")
+  sub.add_option("-o,--output", o->out,
+                 "Write the window's profile (docs/formats.md) to this file; default: print its table")
       ->type_name("FILE");
   sub.add_option("--totals", o->totals, "Write the profile since the run started to this file")->type_name("FILE");
   sub.add_flag("--json", o->json, "Print a JSON summary on stdout");

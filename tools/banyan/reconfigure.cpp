@@ -65,15 +65,18 @@ struct planner {
 
 }  // namespace
 
-result<std::vector<planned_move>> moves_between(const partitioner::deployment& now, const partitioner::deployment& next) {
+result<std::vector<planned_move>> moves_between(const partitioner::deployment& now,
+                                                const partitioner::deployment& next) {
   auto refuse = [&](const std::string& why) { return error{partitioner::errc::invalid, next.name + ": " + why}; };
-  if (now.c.nodes.size() != next.c.nodes.size()) return refuse("it has other nodes than the running deployment " + now.name);
+  if (now.c.nodes.size() != next.c.nodes.size())
+    return refuse("it has other nodes than the running deployment " + now.name);
   for (std::size_t i = 0; i < now.c.nodes.size(); ++i) {
     const auto& a = now.c.nodes[i];
     const auto& b = next.c.nodes[i];
     if (a.name != b.name || a.endpoint != b.endpoint)
-      return refuse("node " + std::to_string(i) + " is `" + b.name + "` at " + b.endpoint + ", but the running deployment " +
-                    now.name + " has `" + a.name + "` at " + a.endpoint + " (a reconfiguration moves components between the running nodes)");
+      return refuse("node " + std::to_string(i) + " is `" + b.name + "` at " + b.endpoint +
+                    ", but the running deployment " + now.name + " has `" + a.name + "` at " + a.endpoint +
+                    " (a reconfiguration moves components between the running nodes)");
   }
   planner plan{assignments(now), {}};
   const auto wanted = assignments(next);
@@ -94,12 +97,13 @@ result<std::vector<planned_move>> moves_between(const partitioner::deployment& n
   }
   for (const auto& p : paths)  // the planner's own check: every path ends where NEW puts it
     if (node_of(plan.current, p) != node_of(wanted, p))
-      return error{partitioner::errc::invalid, "internal: the planned moves leave `" + p + "` on `" + node_of(plan.current, p) +
-                                                   "`, not `" + node_of(wanted, p) + "`"};
+      return error{partitioner::errc::invalid, "internal: the planned moves leave `" + p + "` on `" +
+                                                   node_of(plan.current, p) + "`, not `" + node_of(wanted, p) + "`"};
   return std::move(plan.out);
 }
 
-std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now, const std::vector<planned_move>& moves) {
+std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now,
+                                                 const std::vector<planned_move>& moves) {
   auto assigned = assignments(now);
   for (const auto& m : moves) apply_move(assigned, m);
   std::vector<partitioner::assignment> out;
@@ -109,7 +113,8 @@ std::vector<partitioner::assignment> after_moves(const partitioner::deployment& 
 
 nlohmann::json run_moves(const std::vector<planned_move>& moves, const move_channel& channel,
                          const std::function<void(std::chrono::milliseconds)>& wait,
-                         const std::function<std::string(const std::string& node)>& ended, std::chrono::milliseconds limit) {
+                         const std::function<std::string(const std::string& node)>& ended,
+                         std::chrono::milliseconds limit) {
   nlohmann::json out = {{"moves", nlohmann::json::array()}};
   for (const auto& m : moves) {
     const std::uint64_t id = channel.ask(m.from, {"move", m.path, m.to});
@@ -129,14 +134,16 @@ nlohmann::json run_moves(const std::vector<planned_move>& moves, const move_chan
     }
     auto a = reply->size() == 1 ? nlohmann::json::parse(reply->front(), nullptr, false) : nlohmann::json();
     if (!a.is_object()) {
-      out["error"] = "node `" + m.from + "` answered the move of `" + m.path + "` with something that is not a JSON object: " +
+      out["error"] = "node `" + m.from + "` answered the move of `" + m.path +
+                     "` with something that is not a JSON object: " +
                      (reply->empty() ? std::string() : reply->front().substr(0, 200));
       return out;
     }
     if (!m.gathers_for.empty()) a["gathers_for"] = m.gathers_for;
     out["moves"].push_back(a);
     if (a.contains("error")) {
-      out["error"] = "move of `" + m.path + "` from `" + m.from + "` to `" + m.to + "`: " + a["error"].get<std::string>();
+      out["error"] =
+          "move of `" + m.path + "` from `" + m.from + "` to `" + m.to + "`: " + a["error"].get<std::string>();
       return out;
     }
   }

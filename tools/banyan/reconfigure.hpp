@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,11 +32,13 @@ struct planned_move {
 // assignment then moves back out what its ancestor's move took along. Errors: the new deployment
 // has other nodes or endpoints (a reconfiguration moves components between the running nodes), no
 // assignment for the root, or puts the root on another node (the root does not move).
-result<std::vector<planned_move>> moves_between(const partitioner::deployment& now, const partitioner::deployment& next);
+result<std::vector<planned_move>> moves_between(const partitioner::deployment& now,
+                                                const partitioner::deployment& next);
 
 // The assignments `now` has after `moves` (for example those of a reconfiguration that stopped
 // part way): each move takes its whole subtree along.
-std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now, const std::vector<planned_move>& moves);
+std::vector<partitioner::assignment> after_moves(const partitioner::deployment& now,
+                                                 const std::vector<planned_move>& moves);
 
 // How run_moves reaches the node that coordinates a move: `ask(node, request)` sends one request
 // (`move PATH NODE`) to the node's control channel (the SDK's control_channel.hpp) and returns its

@@ -37,7 +37,8 @@ result<std::string> only_launch() {
   globfree(&g);
   if (live.size() == 1) return live.front();
   if (live.empty()) return error{partitioner::errc::io, "no banyan launch is running on this machine"};
-  return error{partitioner::errc::io, std::to_string(live.size()) + " launches are running on this machine; say which with --from DEPLOYMENT"};
+  return error{partitioner::errc::io,
+               std::to_string(live.size()) + " launches are running on this machine; say which with --from DEPLOYMENT"};
 }
 
 int run(const options& o) {
@@ -46,7 +47,8 @@ int run(const options& o) {
   std::string socket;
   if (!o.from.empty()) {
     socket = control_socket_path(o.from);
-    if (!control_socket_listens(socket)) return fail(tool, "no launch of " + o.from + " is running (control socket " + socket + ")", exit_bad_arguments);
+    if (!control_socket_listens(socket))
+      return fail(tool, "no launch of " + o.from + " is running (control socket " + socket + ")", exit_bad_arguments);
   } else {
     auto s = only_launch();
     if (!s) return fail(tool, s.error().message, exit_bad_arguments);
@@ -81,8 +83,9 @@ int run(const options& o) {
       if (const auto fresh = mv.value("without_state", nlohmann::json::array()); !fresh.empty()) {
         std::string list;
         for (const auto& f : fresh) list += (list.empty() ? "" : ", ") + f.get<std::string>();
-        std::fprintf(stderr, "%s: warning: %zu component(s) of %s gave no state (snapshot() returned nothing) and "
-                             "started afresh on %s: %s\n",
+        std::fprintf(stderr,
+                     "%s: warning: %zu component(s) of %s gave no state (snapshot() returned nothing) and "
+                     "started afresh on %s: %s\n",
                      tool, fresh.size(), mv.value("path", "").c_str(), mv.value("to", "").c_str(), list.c_str());
       }
       longest = std::max(longest, pause);
@@ -104,7 +107,8 @@ action setup_reconfigure(CLI::App& sub) {
   sub.add_option("deployment", o->next, "The new deployment YAML (same nodes; e.g. from banyan partition --current)")
       ->required()
       ->type_name("NEW");
-  sub.add_option("--from", o->from, "Deployment YAML the running `banyan launch` was started with (default: the only launch running here)")
+  sub.add_option("--from", o->from,
+                 "Deployment YAML the running `banyan launch` was started with (default: the only launch running here)")
       ->type_name("RUNNING");
   sub.add_flag("--json", o->json, "Print the launch's answer (every move's figures) as JSON");
   return [o] { return run(*o); };

@@ -82,8 +82,8 @@ payload encode(const T& v) {
 template <class T>
 T decode(const delivery& d) {
   if (d.data().size() < sizeof(T)) {
-    throw std::runtime_error("topic `" + d.topic() + "` from `" + d.sender() + "`: " +
-                             std::to_string(d.data().size()) + " bytes, expected " + std::to_string(sizeof(T)));
+    throw std::runtime_error("topic `" + d.topic() + "` from `" + d.sender() + "`: " + std::to_string(d.data().size()) +
+                             " bytes, expected " + std::to_string(sizeof(T)));
   }
   T v;
   std::memcpy(&v, d.bytes().data(), sizeof v);
@@ -121,8 +121,8 @@ constexpr const char* manifest_format = "banyan pipeline checkpoint";
 struct setup {
   trainer_options opt;
   trainer_hooks hooks;
-  std::vector<nn::stage_slice> slices;   // per stage
-  std::vector<int> slots;                // per stage: the schedule's peak of in-flight microbatches
+  std::vector<nn::stage_slice> slices;     // per stage
+  std::vector<int> slots;                  // per stage: the schedule's peak of in-flight microbatches
   std::vector<std::vector<action>> ranks;  // compute actions only
   std::vector<int> cuts;                   // the blocks' cuts, for the manifest
   int stages() const { return opt.schedule.stages; }
@@ -132,7 +132,8 @@ struct setup {
   nn::checkpoint_identity identity(int stage) const {
     nn::checkpoint_identity id{"gpt_stage", opt.model.to_vector(), nn::gpt_config::field_names(), 0, {}};
     const nn::stage_slice& sl = slices[stage];
-    for (std::int64_t v : {std::int64_t{stages()}, std::int64_t{stage}, std::int64_t{sl.first_block}, std::int64_t{sl.last_block}}) {
+    for (std::int64_t v :
+         {std::int64_t{stages()}, std::int64_t{stage}, std::int64_t{sl.first_block}, std::int64_t{sl.last_block}}) {
       id.config.push_back(v);
     }
     for (const char* f : {"stages", "stage", "first_block", "last_block"}) id.config_fields.emplace_back(f);
@@ -155,10 +156,9 @@ class stage_leaf : public leaf {
       if (s_->opt.schedule.stage_rank[st] != rank_) continue;
       auto c = std::make_unique<chunk>();
       c->stage = st;
-      auto made = nn::gpt_stage::create(o.model, s_->slices[st],
-                                        {.batch = o.batch, .seq_len = o.seq_len, .slots = s_->slots[st],
-                                         .microbatches = s_->microbatches()},
-                                        *be_);
+      auto made = nn::gpt_stage::create(
+          o.model, s_->slices[st],
+          {.batch = o.batch, .seq_len = o.seq_len, .slots = s_->slots[st], .microbatches = s_->microbatches()}, *be_);
       if (!made) throw std::runtime_error(made.error().what());
       c->model.emplace(std::move(made).value());
       c->model->init(o.seed);
@@ -180,9 +180,9 @@ class stage_leaf : public leaf {
     // its slots (allocated whole at create: the table's peak in flight x gpt_stage::slot_bytes).
     std::uint64_t bytes = 0;
     for (const auto& [st, c] : chunks_) {
-      bytes += 4 * c->model->params().bytes() +
-               static_cast<std::uint64_t>(s_->slots[st]) *
-                   nn::gpt_stage::slot_bytes(o.model, s_->slices[st], o.batch, o.seq_len);
+      bytes +=
+          4 * c->model->params().bytes() + static_cast<std::uint64_t>(s_->slots[st]) *
+                                               nn::gpt_stage::slot_bytes(o.model, s_->slices[st], o.batch, o.seq_len);
     }
     ctx.report_memory(bytes);
     sub(ctx, "ctl/reduce", [this](context& cx, const delivery& d) { reduce(cx, decode<reduce_msg>(d)); });
@@ -207,12 +207,12 @@ class stage_leaf : public leaf {
 
   void subscribe(context& ctx, int st) {
     const int S = s_->stages();
-    if (st > 0) sub(ctx, "act/" + std::to_string(st) + "/+", [this, st](context& cx, const delivery& d) {
-      arrived(cx, st, last_level(d.topic()), act, d.data());
-    });
-    if (st < S - 1) sub(ctx, "grad/" + std::to_string(st) + "/+", [this, st](context& cx, const delivery& d) {
-      arrived(cx, st, last_level(d.topic()), grad, d.data());
-    });
+    if (st > 0)
+      sub(ctx, "act/" + std::to_string(st) + "/+",
+          [this, st](context& cx, const delivery& d) { arrived(cx, st, last_level(d.topic()), act, d.data()); });
+    if (st < S - 1)
+      sub(ctx, "grad/" + std::to_string(st) + "/+",
+          [this, st](context& cx, const delivery& d) { arrived(cx, st, last_level(d.topic()), grad, d.data()); });
     if (S > 1 && (st == 0 || st == S - 1)) {
       sub(ctx, "tied/down/" + std::to_string(st), [this, st](context&, const delivery& d) { tied_[st] = d.data(); });
     }
@@ -367,8 +367,12 @@ class stage_leaf : public leaf {
   }
 
   void publish_stats(context& ctx) {
-    const stats_head h{step_, walk_start_ns_, rank_, static_cast<std::int32_t>(chunks_.size()),
-                       static_cast<std::int32_t>(events_.size()), 0};
+    const stats_head h{step_,
+                       walk_start_ns_,
+                       rank_,
+                       static_cast<std::int32_t>(chunks_.size()),
+                       static_cast<std::int32_t>(events_.size()),
+                       0};
     std::vector<std::byte> bytes(sizeof h + chunks_.size() * sizeof(chunk_stat) + events_.size() * sizeof(event_rec));
     std::byte* out = bytes.data();
     std::memcpy(out, &h, sizeof h);
@@ -473,8 +477,13 @@ class stage_leaf : public leaf {
   void save(context& ctx, std::int64_t done) {
     for (const auto& [st, c] : chunks_) {
       const nn::checkpoint_identity id = s_->identity(st);
-      const nn::checkpoint ck{id.model, id.config, static_cast<std::uint64_t>(done), c->model->params().to_host(*be_),
-                              c->opt->m_host(), c->opt->v_host(), {}};
+      const nn::checkpoint ck{id.model,
+                              id.config,
+                              static_cast<std::uint64_t>(done),
+                              c->model->params().to_host(*be_),
+                              c->opt->m_host(),
+                              c->opt->v_host(),
+                              {}};
       check(nn::save_checkpoint(s_->stage_file(st, done), ck), "stage " + std::to_string(st) + " checkpoint");
     }
     auto ok = ctx.publish("ctl/saved", encode(saved_msg{done, rank_, 0}), scope::parent());
@@ -522,7 +531,8 @@ class stage_leaf : public leaf {
 
 std::vector<std::uint64_t> slot_bytes_of(const setup& s) {
   std::vector<std::uint64_t> out;
-  for (const auto& slice : s.slices) out.push_back(nn::gpt_stage::slot_bytes(s.opt.model, slice, s.opt.batch, s.opt.seq_len));
+  for (const auto& slice : s.slices)
+    out.push_back(nn::gpt_stage::slot_bytes(s.opt.model, slice, s.opt.batch, s.opt.seq_len));
   return out;
 }
 
@@ -619,7 +629,8 @@ class trainer_composite : public composite {
     t.start.assign(P, 0);
     t.end.assign(P, 0);
     t.peak_memory.assign(P, 0);
-    for (int st = 0; st < S; ++st) t.peak_memory[s_->opt.schedule.stage_rank[st]] += static_cast<double>(r.activation_bytes[st]);
+    for (int st = 0; st < S; ++st)
+      t.peak_memory[s_->opt.schedule.stage_rank[st]] += static_cast<double>(r.activation_bytes[st]);
     auto ms = [origin](std::int64_t ns) { return static_cast<double>(ns - origin) / 1e6; };
     for (const auto& [rank, rs] : stats_) {
       bool any = false;
@@ -658,7 +669,8 @@ class trainer_composite : public composite {
     arrived_ = 0;
     const int S = s_->stages();
     if (S > 1) {
-      if (!tied_.count(0) || !tied_.count(S - 1)) throw std::runtime_error("step " + std::to_string(d.step) + ": a tied part is missing");
+      if (!tied_.count(0) || !tied_.count(S - 1))
+        throw std::runtime_error("step " + std::to_string(d.step) + ": a tied part is missing");
       // Each end gets the other's part (the same shared bytes, forwarded).
       publish(ctx, "tied/down/0", tied_.at(S - 1));
       publish(ctx, "tied/down/" + std::to_string(S - 1), tied_.at(0));
@@ -704,9 +716,10 @@ class trainer_composite : public composite {
   void write_manifest(std::int64_t done) const {
     const std::string& path = s_->opt.checkpoints.path;
     nlohmann::json files = nlohmann::json::array();
-    for (int st = 0; st < s_->stages(); ++st) files.push_back(std::filesystem::path(s_->stage_file(st, done)).filename().string());
-    const nlohmann::json j{{"format", manifest_format}, {"version", 1}, {"step", done},
-                           {"stages", s_->stages()}, {"cuts", s_->cuts}, {"files", files}};
+    for (int st = 0; st < s_->stages(); ++st)
+      files.push_back(std::filesystem::path(s_->stage_file(st, done)).filename().string());
+    const nlohmann::json j{{"format", manifest_format}, {"version", 1},     {"step", done},
+                           {"stages", s_->stages()},    {"cuts", s_->cuts}, {"files", files}};
     const std::string tmp = path + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -728,7 +741,7 @@ class trainer_composite : public composite {
   std::shared_ptr<const setup> s_;
   bool started_ = false;
   int arrived_ = 0;
-  int saved_ = 0;                                                   // ctl/saved of the checkpoint in progress
+  int saved_ = 0;                                             // ctl/saved of the checkpoint in progress
   std::int64_t committed_ = s_->opt.checkpoints.resume_step;  // the manifest's step (0: none yet)
   double loss_sum_ = 0;
   int losses_ = 0;
@@ -758,7 +771,8 @@ result<checkpoint_manifest> read_manifest(const std::filesystem::path& file) {
   }
   checkpoint_manifest m;
   try {
-    if (j.at("version").get<int>() != 1) return bad(name + ": version " + j.at("version").dump() + ", this build reads 1");
+    if (j.at("version").get<int>() != 1)
+      return bad(name + ": version " + j.at("version").dump() + ", this build reads 1");
     m.step = j.at("step").get<std::int64_t>();
     m.stages = j.at("stages").get<int>();
     m.cuts = j.at("cuts").get<std::vector<int>>();
@@ -829,7 +843,8 @@ result<traffic_map> predict_traffic(const trainer_options& options, const std::s
   for (int r = 0; r < P; ++r) every_rank[r] = r;
   const std::uint64_t steps = static_cast<std::uint64_t>(options.steps - options.checkpoints.resume_step);
   const std::uint64_t M = static_cast<std::uint64_t>(t.microbatches);
-  const std::uint64_t activation = static_cast<std::uint64_t>(options.batch) * options.seq_len * options.model.channels * sizeof(float);
+  const std::uint64_t activation =
+      static_cast<std::uint64_t>(options.batch) * options.seq_len * options.model.channels * sizeof(float);
   for (int st = 0; st + 1 < S; ++st) {
     const int a = t.stage_rank[st], b = t.stage_rank[st + 1];
     if (a == b) continue;
@@ -837,7 +852,8 @@ result<traffic_map> predict_traffic(const trainer_options& options, const std::s
     send(b, {a}, steps * M, activation, true);  // grad/<st>/<i>
   }
   if (S > 1) {
-    const std::uint64_t tied = static_cast<std::uint64_t>(options.model.vocab_size) * options.model.channels * sizeof(float);
+    const std::uint64_t tied =
+        static_cast<std::uint64_t>(options.model.vocab_size) * options.model.channels * sizeof(float);
     for (int end : {0, S - 1}) {
       send(t.stage_rank[end], {-1}, steps, tied, false);  // tied/up/<end>
       send(-1, {t.stage_rank[end]}, steps, tied, false);  // tied/down/<end>
@@ -847,19 +863,19 @@ result<traffic_map> predict_traffic(const trainer_options& options, const std::s
     std::uint64_t chunks = 0, actions = 0;
     for (int st = 0; st < S; ++st) chunks += t.stage_rank[st] == r ? 1 : 0;
     for (const auto& a : t.ranks[r]) actions += is_compute(a.op) ? 1 : 0;
-    const std::uint64_t stats = sizeof(stats_head) + chunks * sizeof(chunk_stat) +
-                                (options.record_timeline ? actions * sizeof(event_rec) : 0);
-    send(r, {-1}, steps, stats, false);               // ctl/stats
-    send(r, {-1}, steps, sizeof(done_msg), false);    // ctl/done
-    send(r, {-1}, steps, sizeof(sumsq_msg), false);   // ctl/sumsq
-    send(r, {-1}, 1, sizeof(applied_msg), false);     // ctl/applied, after the last update
+    const std::uint64_t stats =
+        sizeof(stats_head) + chunks * sizeof(chunk_stat) + (options.record_timeline ? actions * sizeof(event_rec) : 0);
+    send(r, {-1}, steps, stats, false);              // ctl/stats
+    send(r, {-1}, steps, sizeof(done_msg), false);   // ctl/done
+    send(r, {-1}, steps, sizeof(sumsq_msg), false);  // ctl/sumsq
+    send(r, {-1}, 1, sizeof(applied_msg), false);    // ctl/applied, after the last update
   }
   send(-1, every_rank, steps, sizeof(reduce_msg), false);    // ctl/reduce
   send(-1, every_rank, steps + 1, sizeof(step_msg), false);  // ctl/step: the first, then after each step
   std::uint64_t checkpoints = 0;
   for (std::int64_t done = 1; done <= options.steps; ++done) checkpoints += checkpoint_due(options, done) ? 1 : 0;
   for (int r = 0; r < P; ++r) send(r, {-1}, checkpoints, sizeof(saved_msg), false);  // ctl/saved
-  send(-1, every_rank, checkpoints, sizeof(committed_msg), false);                     // ctl/committed
+  send(-1, every_rank, checkpoints, sizeof(committed_msg), false);                   // ctl/committed
   return links;
 }
 
@@ -904,7 +920,8 @@ result<void> add_trainer(spec& parent, const std::string& name, const trainer_op
   s->slices = *slices;
   s->cuts = cuts;
   const auto& ck = options.checkpoints;
-  if (ck.every < 0) return bad("checkpoint every " + std::to_string(ck.every) + " steps: need 0 (the end only) or more");
+  if (ck.every < 0)
+    return bad("checkpoint every " + std::to_string(ck.every) + " steps: need 0 (the end only) or more");
   if (ck.resume_step < 0 || ck.resume_step >= options.steps || (ck.resume_step > 0 && ck.path.empty())) {
     return bad("resume from step " + std::to_string(ck.resume_step) + " of " + std::to_string(options.steps) +
                (ck.path.empty() ? " without a checkpoint" : ": nothing left to train"));

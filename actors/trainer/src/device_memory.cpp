@@ -48,7 +48,8 @@ result<std::optional<nn::memory_options>> memory_budget(const std::string& size,
       continue;
     }
     digits = true;
-    if (mantissa > (std::numeric_limits<std::uint64_t>::max() - 9) / 10 || (point && scale > std::numeric_limits<std::uint64_t>::max() / 10)) {
+    if (mantissa > (std::numeric_limits<std::uint64_t>::max() - 9) / 10 ||
+        (point && scale > std::numeric_limits<std::uint64_t>::max() / 10)) {
       return wrong("too large or too precise");
     }
     mantissa = mantissa * 10 + static_cast<std::uint64_t>(size[i] - '0');
@@ -71,10 +72,10 @@ result<std::optional<nn::memory_options>> memory_budget(const std::string& size,
 nlohmann::json memory_json(const nn::memory_executor& m, bool plan) {
   const auto& p = m.plan();
   const auto s = m.stats();
-  nlohmann::json j{{"budget", m.options().budget},    {"policy", nn::to_string(p.policy)},
-                   {"peak_bytes", s.peak_bytes},       {"plan_peak_bytes", p.peak_bytes},
-                   {"host_bytes", p.host_bytes},       {"predicted_ms", p.predicted_ms},
-                   {"compute_ms", p.compute_ms},       {"late_copies", s.late_copies}};
+  nlohmann::json j{{"budget", m.options().budget}, {"policy", nn::to_string(p.policy)},
+                   {"peak_bytes", s.peak_bytes},   {"plan_peak_bytes", p.peak_bytes},
+                   {"host_bytes", p.host_bytes},   {"predicted_ms", p.predicted_ms},
+                   {"compute_ms", p.compute_ms},   {"late_copies", s.late_copies}};
   if (!plan) return j;
   const auto& g = m.graph();
   auto rows = nlohmann::json::array();
@@ -91,8 +92,11 @@ nlohmann::json memory_json(const nn::memory_executor& m, bool plan) {
       bytes += g.tensors[t].bytes;
     }
     if (names.empty()) continue;
-    rows.push_back({{"layer", g.ops[i].name}, {"tensors", names}, {"bytes", bytes},
-                    {"decision", nn::to_string(p.decisions[i])}, {"extra_ms", p.extra_ms[i]},
+    rows.push_back({{"layer", g.ops[i].name},
+                    {"tensors", names},
+                    {"bytes", bytes},
+                    {"decision", nn::to_string(p.decisions[i])},
+                    {"extra_ms", p.extra_ms[i]},
                     {"swap_ms", std::isfinite(p.swap_ms[i]) ? nlohmann::json(p.swap_ms[i]) : nlohmann::json(nullptr)},
                     {"recompute_ms", p.recompute_ms[i]}});
   }

@@ -36,7 +36,7 @@ void gpt_trainer::on_start(context& ctx) {
   // Rank 0 speaks for the cluster; the other node trainers train silently.
   progress_.emplace(app_, static_cast<std::uint64_t>(opts_->steps - start_step_),
                     progress_style(opts_->common.json || rank_ > 0));  // ranks > 0 never update it
-  if (!driver_) ctx.post([this, &ctx] { step(ctx); });  // with workers: once they are all ready
+  if (!driver_) ctx.post([this, &ctx] { step(ctx); });                 // with workers: once they are all ready
 }
 
 namespace {
@@ -51,20 +51,25 @@ result<std::optional<worker_plan>> check_arguments(const gpt_options& o) {
                (o.data_parallel < 1 ? ": must be at least 1" : ": needs --workers"));
   }
   if (const auto& e = o.elastic; e.virtual_workers != 0) {
-    if (e.virtual_workers < 0) return bad("--virtual-workers " + std::to_string(e.virtual_workers) + ": must be positive");
-    if (!o.common.workers.empty() || o.data_parallel > 1) return bad("--elastic: not with --workers or --data-parallel (its physical workers replace them)");
+    if (e.virtual_workers < 0)
+      return bad("--virtual-workers " + std::to_string(e.virtual_workers) + ": must be positive");
+    if (!o.common.workers.empty() || o.data_parallel > 1)
+      return bad("--elastic: not with --workers or --data-parallel (its physical workers replace them)");
     if (o.batch % e.virtual_workers != 0)
-      return bad("--batch " + std::to_string(o.batch) + ": must be a multiple of --virtual-workers " + std::to_string(e.virtual_workers));
+      return bad("--batch " + std::to_string(o.batch) + ": must be a multiple of --virtual-workers " +
+                 std::to_string(e.virtual_workers));
     if (e.physical_workers < 1 || e.worker_threads < 1)
       return bad("--physical-workers and --worker-threads must be at least 1");
     if (e.min_workers < 0 || e.min_workers > e.physical_workers)
-      return bad("--min-workers " + std::to_string(e.min_workers) + ": must be 0..--physical-workers (" + std::to_string(e.physical_workers) + ")");
+      return bad("--min-workers " + std::to_string(e.min_workers) + ": must be 0..--physical-workers (" +
+                 std::to_string(e.physical_workers) + ")");
     if (e.balance != "measured" && e.balance != "even") return bad("--balance `" + e.balance + "`: measured or even");
     for (int k = 0; k < e.physical_workers; ++k)
       if (auto f = throttle_of(e, k); !f) return std::move(f).error();
   }
   if (o.batch % o.data_parallel != 0) {
-    return bad("--batch " + std::to_string(o.batch) + ": must be a multiple of --data-parallel " + std::to_string(o.data_parallel));
+    return bad("--batch " + std::to_string(o.batch) + ": must be a multiple of --data-parallel " +
+               std::to_string(o.data_parallel));
   }
   std::optional<worker_plan> plan;
   if (!o.common.workers.empty() || o.common.share_params) {
@@ -113,8 +118,11 @@ result<void> gpt_trainer::prepare(context& ctx) {
   auto be = nn::make_backend(o.common.backend_config());
   if (!be) return std::move(be).error();
   be_ = std::move(be).value();
-  const nn::gpt_config cfg{.vocab_size = static_cast<int>(corpus_.vocab.size()), .max_seq_len = o.seq_len,
-                           .num_layers = o.layers, .num_heads = o.heads, .channels = o.channels};
+  const nn::gpt_config cfg{.vocab_size = static_cast<int>(corpus_.vocab.size()),
+                           .max_seq_len = o.seq_len,
+                           .num_layers = o.layers,
+                           .num_heads = o.heads,
+                           .channels = o.channels};
   auto model = nn::gpt::create(cfg, o.batch, o.seq_len, *be_, *memory);
   if (!model && *memory) {
     return error{model.error().code, "--device-memory " + o.device_memory + " at --batch " + std::to_string(o.batch) +
@@ -146,10 +154,11 @@ result<void> gpt_trainer::prepare(context& ctx) {
   if (plan_) return start_workers(ctx);
   if (o.elastic.virtual_workers > 0) {
     // Checked here too, so a bad --virtual-workers is an argument error before any worker starts.
-    auto shards = virtual_shards::make(corpus_.ids, split, o.elastic.virtual_workers, o.batch / o.elastic.virtual_workers,
-                                       o.seq_len, o.common.seed);
+    auto shards = virtual_shards::make(corpus_.ids, split, o.elastic.virtual_workers,
+                                       o.batch / o.elastic.virtual_workers, o.seq_len, o.common.seed);
     if (!shards) return std::move(shards).error();
-    elastic_ = std::make_unique<elastic_scheduler>(ctx, o.elastic, [this, &ctx](const std::string& why) { fail(ctx, why); });
+    elastic_ =
+        std::make_unique<elastic_scheduler>(ctx, o.elastic, [this, &ctx](const std::string& why) { fail(ctx, why); });
     if (auto ok = elastic_->start(); !ok) return ok;
   }
   ctx.report_memory(4 * model_->num_params() * sizeof(float) +
@@ -185,7 +194,9 @@ result<void> gpt_trainer::start_workers(context& ctx) {
                                  o.batch, gradient_header_bytes + model_->params().bytes()));
   }
   if (auto wrong = check_worker_leaves(hub_.get(), *plan, o.common, ctx.path()); !wrong) return wrong;
-  auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(o.grad_clip),
+  auto group = cpu::worker_group::start({.where = plan->where,
+                                         .topo = plan->topo,
+                                         .optimizer = o.common.optimizer(o.grad_clip),
                                          .share_params = o.common.share_params,
                                          .exchange = exchange_ ? exchange_->function() : cpu::cluster_exchange{},
                                          .external_threads = true},
@@ -213,7 +224,8 @@ void gpt_trainer::step(context& ctx) {
     // Up to 10 steps per message, never past a validation or checkpoint step.
     int n = std::min(10, o.steps - step_);
     if (o.val_every > 0) n = std::min(n, o.val_every - step_ % o.val_every);
-    if (o.checkpoint_every > 0 && !o.common.checkpoint.empty()) n = std::min(n, o.checkpoint_every - step_ % o.checkpoint_every);
+    if (o.checkpoint_every > 0 && !o.common.checkpoint.empty())
+      n = std::min(n, o.checkpoint_every - step_ % o.checkpoint_every);
     // The worker leaves run them; this actor stays free (the cluster exchange goes through it).
     return driver_->run(step_, n, [this, &ctx](std::vector<float> losses) { ran(ctx, losses); });
   }
@@ -223,7 +235,8 @@ void gpt_trainer::step(context& ctx) {
     host_params_.resize(n);
     host_grads_.resize(n);
     be_->download(host_params_.data(), model_->params().base(), n * sizeof(float));
-    return elastic_->run(step_, host_params_.data(), n, host_grads_.data(), [this, &ctx](float loss) { elastic_step(ctx, loss); });
+    return elastic_->run(step_, host_params_.data(), n, host_grads_.data(),
+                         [this, &ctx](float loss) { elastic_step(ctx, loss); });
   }
   // Batches depend only on (seed, step), so a resumed run sees the same data as an uninterrupted one.
   nn::rng r(o.common.seed * 1000003ull + static_cast<std::uint64_t>(step_));
@@ -235,7 +248,8 @@ void gpt_trainer::step(context& ctx) {
   opt_->step(model_->params().base(), model_->grads().base(), o.common.optimizer(o.grad_clip));
   ++step_;
   losses_.push_back(last_loss_);
-  if (!std::isfinite(last_loss_)) return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
+  if (!std::isfinite(last_loss_))
+    return fail(ctx, "loss is not finite at step " + std::to_string(step_) + " (lower --lr)");
   // The plan made from the first step's measured layer times.
   if (step_ == start_step_ + 1 && o.print_memory_plan && model_->memory() && !o.common.json) {
     std::printf("%s", nn::format_plan(model_->memory()->graph(), model_->memory()->plan()).c_str());
@@ -284,18 +298,23 @@ void gpt_trainer::after_step(context& ctx) {
   if (o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && !o.common.checkpoint.empty()) {
     if (auto s = save(); !s) return fail(ctx, s.error());
   }
-  progress_->update(static_cast<std::uint64_t>(step_ - start_step_), format("%s  loss %.4f", position().c_str(), last_loss_));
+  progress_->update(static_cast<std::uint64_t>(step_ - start_step_),
+                    format("%s  loss %.4f", position().c_str(), last_loss_));
   ctx.post([this, &ctx] { step(ctx); });
 }
 
 std::string gpt_trainer::position() const { return format("step %d/%d", step_, opts_->steps); }
 
 nn::checkpoint_identity gpt_trainer::identity() const {
-  return {.model = "gpt", .config = model_->config().to_vector(), .config_fields = nn::gpt_config::field_names(),
+  return {.model = "gpt",
+          .config = model_->config().to_vector(),
+          .config_fields = nn::gpt_config::field_names(),
           .vocabulary = corpus_.vocab};
 }
 
-result<void> gpt_trainer::save() { return save_state(opts_->common.checkpoint, identity(), model_->params(), *be_, *opt_); }
+result<void> gpt_trainer::save() {
+  return save_state(opts_->common.checkpoint, identity(), model_->params(), *be_, *opt_);
+}
 
 float gpt_trainer::validate() {
   const auto& o = *opts_;
@@ -349,27 +368,41 @@ void gpt_trainer::finish(context& ctx) {
   const double secs = progress_->elapsed_seconds();
   const double tokens = static_cast<double>(step_ - start_step_) * o.batch * o.seq_len;
   if (o.common.json) {
-    nlohmann::json j{{"steps", step_},      {"train_loss", last_loss_}, {"val_loss", last_val_},
-                     {"seconds", secs},     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
-                     {"parameters", model_->num_params()}, {"backend", be_->name()},
+    nlohmann::json j{{"steps", step_},
+                     {"train_loss", last_loss_},
+                     {"val_loss", last_val_},
+                     {"seconds", secs},
+                     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
+                     {"parameters", model_->num_params()},
+                     {"backend", be_->name()},
                      {"workers", group_ ? group_->size() : 0},
-                     {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
-                     {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+                     {"worker_wait_ms_per_step",
+                      group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+                     {"worker_aggregate_ms_per_step",
+                      group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
                      {"data_parallel", o.data_parallel},
                      {"gradient_bytes", model_->params().bytes()},  // one gradient, as the exchange sends it
-                     {"checkpoint", o.common.checkpoint}, {"sample", sample}, {"losses", losses_}};
+                     {"checkpoint", o.common.checkpoint},
+                     {"sample", sample},
+                     {"losses", losses_}};
     if (elastic_) {
       const auto& e = elastic_->stats();
-      j["elastic"] = {{"virtual_workers", o.elastic.virtual_workers}, {"physical_workers", o.elastic.physical_workers},
-                      {"balance", o.elastic.balance}, {"step_ms", e.steps ? e.step_ms_total / e.steps : 0.0},
-                      {"joins", e.joins}, {"leaves", e.leaves}, {"redone", e.redone},
-                      {"reassignments", e.reassignments}, {"assignment", e.assignment}};
+      j["elastic"] = {{"virtual_workers", o.elastic.virtual_workers},
+                      {"physical_workers", o.elastic.physical_workers},
+                      {"balance", o.elastic.balance},
+                      {"step_ms", e.steps ? e.step_ms_total / e.steps : 0.0},
+                      {"joins", e.joins},
+                      {"leaves", e.leaves},
+                      {"redone", e.redone},
+                      {"reassignments", e.reassignments},
+                      {"assignment", e.assignment}};
     }
     if (model_->memory()) j["memory"] = memory_json(*model_->memory(), o.print_memory_plan);
     // Sampled bytes need not form valid UTF-8: replace invalid sequences rather than throw.
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("--- sample (%d chars, temperature %.2f) ---\n%s\n---\n", o.sample_chars, o.temperature, sample.c_str());
+    std::printf("--- sample (%d chars, temperature %.2f) ---\n%s\n---\n", o.sample_chars, o.temperature,
+                sample.c_str());
     std::printf("%s: %d steps in %.1fs (%.0f tokens/s), train loss %.4f, val loss %.4f, checkpoint `%s`\n",
                 app_.c_str(), step_ - start_step_, secs, secs > 0 ? tokens / secs : 0.0, last_loss_, last_val_,
                 o.common.checkpoint.c_str());
@@ -405,7 +438,10 @@ spec& add_gpt_trainer(spec& parent, const std::string& name, std::shared_ptr<con
     // ended), never restarted by supervision (their virtual workers move instead), own threads.
     auto& trainer = parent.add_composite<gpt_trainer>(name, give_up, opts, 0, std::shared_ptr<worker_hub>());
     for (int k = 0; k < std::max(1, o.elastic.physical_workers); ++k)
-      trainer.add_leaf<elastic_worker>("p" + std::to_string(k), opts, k).dynamic().restart(restart_type::temporary).own_thread();
+      trainer.add_leaf<elastic_worker>("p" + std::to_string(k), opts, k)
+          .dynamic()
+          .restart(restart_type::temporary)
+          .own_thread();
     return trainer;
   }
   if (nodes == 1) return node_trainer(parent, name, 0);

@@ -23,8 +23,8 @@ void mlp_trainer::on_start(context& ctx) {
     return fail(ctx, ready.error());
   }
   if (!opts_->common.json) {
-    log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count, test_.count,
-                                 model_->num_params(), be_->name().c_str()));
+    log::info(ctx.path(), format("%d training and %d test images, %zu parameters, backend %s", train_.count,
+                                 test_.count, model_->num_params(), be_->name().c_str()));
   }
   progress_.emplace(app_, static_cast<std::uint64_t>(total_steps_), progress_style(opts_->common.json, 0));
   if (!driver_) ctx.post([this, &ctx] { step(ctx); });  // with workers: once they are all ready
@@ -82,8 +82,11 @@ result<void> mlp_trainer::prepare(context& ctx) {
       }
     };
     if (auto wrong = check_worker_leaves(hub_.get(), *plan, o.common, ctx.path()); !wrong) return wrong;
-    auto group = cpu::worker_group::start({.where = plan->where, .topo = plan->topo, .optimizer = o.common.optimizer(0.0f),
-                                           .share_params = o.common.share_params, .external_threads = true},
+    auto group = cpu::worker_group::start({.where = plan->where,
+                                           .topo = plan->topo,
+                                           .optimizer = o.common.optimizer(0.0f),
+                                           .share_params = o.common.share_params,
+                                           .external_threads = true},
                                           model_->params(), *opt_, cpu::mlp_replicas(model_->config(), b, slice));
     if (!group) return std::move(group).error();
     group_ = std::move(group).value();
@@ -102,7 +105,8 @@ result<void> mlp_trainer::prepare(context& ctx) {
 
 void mlp_trainer::shuffle() {
   nn::rng r(opts_->common.seed * 7919ull + static_cast<std::uint64_t>(epoch_));
-  for (std::size_t i = order_.size() - 1; i > 0; --i) std::swap(order_[i], order_[r.below(static_cast<std::uint32_t>(i + 1))]);
+  for (std::size_t i = order_.size() - 1; i > 0; --i)
+    std::swap(order_[i], order_[r.below(static_cast<std::uint32_t>(i + 1))]);
 }
 
 void mlp_trainer::step(context& ctx) {
@@ -125,7 +129,8 @@ void mlp_trainer::step(context& ctx) {
   yb_.resize(o.batch);
   for (int b = 0; b < o.batch; ++b) {
     const int i = order_[pos_ + b];
-    std::copy_n(train_.pixels.begin() + static_cast<std::ptrdiff_t>(i) * D, D, xb_.begin() + static_cast<std::ptrdiff_t>(b) * D);
+    std::copy_n(train_.pixels.begin() + static_cast<std::ptrdiff_t>(i) * D, D,
+                xb_.begin() + static_cast<std::ptrdiff_t>(b) * D);
     yb_[b] = train_.labels[i];
   }
   last_loss_ = model_->forward(xb_.data(), yb_.data(), o.batch);
@@ -151,7 +156,8 @@ void mlp_trainer::after_step(context& ctx) {
 }
 
 std::string mlp_trainer::position() const {
-  return format("epoch %d/%d  step %lld/%lld", std::min(epoch_ + 1, opts_->epochs), opts_->epochs, steps_, total_steps_);
+  return format("epoch %d/%d  step %lld/%lld", std::min(epoch_ + 1, opts_->epochs), opts_->epochs, steps_,
+                total_steps_);
 }
 
 double mlp_trainer::evaluate() {
@@ -170,22 +176,30 @@ void mlp_trainer::finish(context& ctx) {
   const auto& o = *opts_;
   progress_->finish(format("%s  loss %.4f", position().c_str(), last_loss_));
   if (!o.common.checkpoint.empty()) {
-    const nn::checkpoint_identity id{.model = "mlp", .config = model_->config().to_vector(),
-                                     .config_fields = model_->config().field_names()};
+    const nn::checkpoint_identity id{
+        .model = "mlp", .config = model_->config().to_vector(), .config_fields = model_->config().field_names()};
     auto s = save_state(o.common.checkpoint, id, model_->params(), *be_, *opt_);
     if (!s) return fail(ctx, s.error());
   }
   const double secs = progress_->elapsed_seconds();
   if (o.common.json) {
-    nlohmann::json j{{"epochs", o.epochs}, {"steps", steps_}, {"train_loss", last_loss_}, {"test_accuracy", last_acc_},
-                     {"seconds", secs}, {"parameters", model_->num_params()}, {"backend", be_->name()},
-                     {"workers", group_ ? group_->size() : 0},
-                     {"worker_wait_ms_per_step", group_ ? group_->stats().wait_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0},
-                     {"worker_aggregate_ms_per_step", group_ ? group_->stats().aggregate_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0}};
+    nlohmann::json j{
+        {"epochs", o.epochs},
+        {"steps", steps_},
+        {"train_loss", last_loss_},
+        {"test_accuracy", last_acc_},
+        {"seconds", secs},
+        {"parameters", model_->num_params()},
+        {"backend", be_->name()},
+        {"workers", group_ ? group_->size() : 0},
+        {"worker_wait_ms_per_step",
+         group_ ? group_->stats().wait_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0},
+        {"worker_aggregate_ms_per_step",
+         group_ ? group_->stats().aggregate_ms / group_->size() / static_cast<double>(std::max(1LL, steps_)) : 0.0}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s: %d epochs (%lld steps) in %.1fs, final train loss %.4f, test accuracy %.4f\n", app_.c_str(), o.epochs,
-                steps_, secs, last_loss_, last_acc_);
+    std::printf("%s: %d epochs (%lld steps) in %.1fs, final train loss %.4f, test accuracy %.4f\n", app_.c_str(),
+                o.epochs, steps_, secs, last_loss_, last_acc_);
   }
   std::fflush(stdout);
   ctx.quit(0);
@@ -198,8 +212,8 @@ spec& add_mlp_trainer(spec& parent, const std::string& name, std::shared_ptr<con
   }
   if (!plan) return parent.add_composite<mlp_trainer>(name, {}, opts, std::shared_ptr<worker_hub>());
   auto hub = std::make_shared<worker_hub>(plan->where.size());
-  auto& trainer = parent.add_composite<mlp_trainer>(name, supervision{.strategy = restart_strategy::one_for_all, .max_restarts = 0},
-                                                    opts, hub);
+  auto& trainer = parent.add_composite<mlp_trainer>(
+      name, supervision{.strategy = restart_strategy::one_for_all, .max_restarts = 0}, opts, hub);
   add_worker_leaves(trainer, plan->where, hub);
   return trainer;
 }

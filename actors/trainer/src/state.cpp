@@ -11,8 +11,9 @@ namespace banyan::trainer {
 
 result<void> save_state(const std::filesystem::path& file, const nn::checkpoint_identity& id, const nn::arena& params,
                         nn::backend& be, const nn::adamw& opt) {
-  const nn::checkpoint ck{id.model,     id.config,    static_cast<std::uint64_t>(opt.steps()), params.to_host(be),
-                          opt.m_host(), opt.v_host(), id.vocabulary};
+  const nn::checkpoint ck{id.model,           id.config,    static_cast<std::uint64_t>(opt.steps()),
+                          params.to_host(be), opt.m_host(), opt.v_host(),
+                          id.vocabulary};
   return nn::save_checkpoint(file, ck);
 }
 

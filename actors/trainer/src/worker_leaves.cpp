@@ -115,7 +115,8 @@ void add_worker_leaves(spec& trainer, const cpu::placement& where, const std::sh
   for (std::size_t d = 0; d < where.domains.size(); ++d) {
     // A worker's failure cannot be repaired by restarting it alone (its replica is part of a step
     // every worker takes together): the domain gives up at once, and its trainer hears of it.
-    auto& domain = trainer.add_composite("numa" + std::to_string(d), supervision{.strategy = restart_strategy::one_for_all, .max_restarts = 0});
+    auto& domain = trainer.add_composite("numa" + std::to_string(d),
+                                         supervision{.strategy = restart_strategy::one_for_all, .max_restarts = 0});
     for (int w : where.domains[d]) domain.add_leaf<worker_leaf>("w" + std::to_string(w), hub, w).own_thread();
   }
 }
@@ -127,7 +128,8 @@ worker_driver::worker_driver(context& ctx, std::shared_ptr<worker_hub> hub, cpu:
     : ctx_(ctx), hub_(std::move(hub)), group_(group), on_ready_(std::move(on_ready)), on_error_(std::move(on_error)) {
   ready_.assign(static_cast<std::size_t>(group.size()), false);
   finished_.assign(static_cast<std::size_t>(group.size()), false);
-  for (auto [topic, handler] : {std::pair{work_ready_topic, &worker_driver::ready}, std::pair{work_done_topic, &worker_driver::finished}}) {
+  for (auto [topic, handler] :
+       {std::pair{work_ready_topic, &worker_driver::ready}, std::pair{work_done_topic, &worker_driver::finished}}) {
     auto ok = ctx.subscribe(topic, [this, h = handler](const delivery& d) { (this->*h)(d); });
     if (!ok) throw std::runtime_error(ok.error().what());
   }

@@ -18,7 +18,7 @@ enum class traffic_unit { messages, bytes };
 
 struct profile_options {
   traffic_unit unit = traffic_unit::messages;  // which edge figure becomes the edge weight
-  bool with_memory = true;  // read load.memory as a second dimension when any component has it
+  bool with_memory = true;                     // read load.memory as a second dimension when any component has it
 };
 
 // What a profile records beside the tree, for a caller that judges its loads (`banyan partition`).
@@ -43,10 +43,9 @@ struct profile_measurements {
 // Cost: one pass, linear in the file. load_profile maps the file and hands parsed pages back as it
 // goes, so its peak memory is about the file plus a third (simdjson's index) plus the tree; a
 // 10^6-component profile of 280 MB is read in well under a second.
-result<tree> parse_profile(const std::string& text, const std::string& name,
-                           const profile_options& o = {}, profile_measurements* m = nullptr);
-result<tree> load_profile(const std::string& path, const profile_options& o = {},
-                          profile_measurements* m = nullptr);
+result<tree> parse_profile(const std::string& text, const std::string& name, const profile_options& o = {},
+                           profile_measurements* m = nullptr);
+result<tree> load_profile(const std::string& path, const profile_options& o = {}, profile_measurements* m = nullptr);
 // Writes a profile (version 1) for `t`, e.g. from the generator. Vertex paths must be set. It holds
 // what the tree holds: paths, parents, `kind` (from the children), `load.cpu`, `load.memory` (when
 // the tree has memory) and each edge's weight as `messages`; no `load.messages`, `bytes`,
@@ -62,7 +61,7 @@ result<cluster> load_cluster(const std::string& path);
 struct assignment {
   std::string path;  // subtree root
   node_id node;
-  int line;          // YAML line, for the runtime's own errors (unknown path)
+  int line;  // YAML line, for the runtime's own errors (unknown path)
 };
 
 // A node's CURVE key files (`curve: {public: FILE, secret: FILE}`, written by `banyan keygen`).
@@ -75,7 +74,7 @@ struct curve_key_files {
 };
 
 struct deployment {
-  std::string name;                     // the file, as given to the reader (for messages)
+  std::string name;  // the file, as given to the reader (for messages)
   cluster c;
   std::vector<assignment> assignments;  // in file order
   // Per node (as c.nodes) when the deployment uses CURVE, empty when it does not: either every

@@ -7,12 +7,12 @@
 namespace banyan::runtime {
 
 enum class errc {
-  invalid_argument,  // a bad option, endpoint or key; an unknown peer
-  io,                // a socket or file operation failed; a peer is down
-  timeout,           // a peer did not come up in time
-  payload_too_large, // an envelope above max_payload_bytes (refused by send, never dropped)
-  peer_lost,         // the peer is gone (or was never up): what was sent to it is not delivered
-  incompatible_peer, // a peer runs another deployment (digest) or wire version
+  invalid_argument,   // a bad option, endpoint or key; an unknown peer
+  io,                 // a socket or file operation failed; a peer is down
+  timeout,            // a peer did not come up in time
+  payload_too_large,  // an envelope above max_payload_bytes (refused by send, never dropped)
+  peer_lost,          // the peer is gone (or was never up): what was sent to it is not delivered
+  incompatible_peer,  // a peer runs another deployment (digest) or wire version
 };
 
 const char* to_string(errc code);

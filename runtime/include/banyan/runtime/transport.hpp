@@ -33,8 +33,8 @@
 //    are refused at the handshake, logged and counted.
 #pragma once
 
-#include "banyan/runtime/error.hpp"
 #include "banyan/runtime/bytes.hpp"
+#include "banyan/runtime/error.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -85,20 +85,20 @@ struct transport_options {
 // and gives them no meaning (the SDK's use, per kind: sdk/src/node_wire.hpp).
 inline constexpr std::uint32_t no_vertex_field = 0xffffffffu;  // `entry` / `from` not set
 struct envelope {
-  std::uint16_t kind = 0;            // app-defined (data, subscribe, control, ...)
+  std::uint16_t kind = 0;  // app-defined (data, subscribe, control, ...)
   // Tree vertices (no_vertex_field: none): the publisher, subscriber, requester or watcher, and a
   // publish's scope. Every node holds the same tree, so no path travels for them.
   std::uint32_t sender = no_vertex_field, scope = no_vertex_field;
-  std::string topic;                 // topic text
-  std::string target;                // a second component path, or a node name
-  std::string text;                  // free text (an error message)
-  std::uint64_t id = 0;              // an identifier (subscription, request)
-  std::uint64_t origin_sequence = 0; // the originator's own sequence number
+  std::string topic;                                              // topic text
+  std::string target;                                             // a second component path, or a node name
+  std::string text;                                               // free text (an error message)
+  std::uint64_t id = 0;                                           // an identifier (subscription, request)
+  std::uint64_t origin_sequence = 0;                              // the originator's own sequence number
   std::uint32_t entry = no_vertex_field, from = no_vertex_field;  // tree vertices
-  std::int32_t code = 0;             // an exit code or outcome
+  std::int32_t code = 0;                                          // an exit code or outcome
   std::uint32_t timeout_ms = 0;
   bool urgent = false;
-  std::uint64_t sequence = 0;        // per-link, set by the transport on send
+  std::uint64_t sequence = 0;  // per-link, set by the transport on send
   shared_bytes payload;
   // Not sent. On a received envelope: its delivery receipt; the sender gets credit for it when the
   // last copy is released. On a sent one: kept, with the envelope, until the peer has delivered it
@@ -107,7 +107,7 @@ struct envelope {
 };
 
 // send()'s `block_at`: block while this many envelopes are outstanding for the peer.
-inline constexpr std::size_t at_window = 0;                       // the credit window
+inline constexpr std::size_t at_window = 0;                               // the credit window
 inline constexpr std::size_t never_block = static_cast<std::size_t>(-1);  // accept beyond it
 
 enum class log_level { info, warning, error };
@@ -137,25 +137,25 @@ struct callbacks {
 };
 
 struct link_stats {
-  bool up = false;       // a live or stalled link (not gone, not yet up)
-  bool stalled = false;  // silent past the failure detector's threshold
+  bool up = false;                                          // a live or stalled link (not gone, not yet up)
+  bool stalled = false;                                     // silent past the failure detector's threshold
   std::uint64_t messages_sent = 0, bytes_sent = 0;          // envelopes / payload bytes written (once each)
   std::uint64_t messages_received = 0, bytes_received = 0;  // envelopes / payload bytes delivered (once each)
   std::uint64_t batches_sent = 0, batches_received = 0;     // ZeroMQ messages carrying envelopes
-  std::uint64_t credit_waits = 0;      // send() calls that had to wait for credit
-  std::uint64_t outstanding = 0, outstanding_bytes = 0;  // now: queued + unacknowledged envelopes / payload bytes
-  std::uint64_t max_outstanding = 0;   // high-water mark of queued + unacknowledged envelopes
-  std::uint64_t max_outstanding_bytes = 0;  // ... of their payload bytes
-  std::uint64_t max_undelivered = 0;   // high-water mark of received envelopes whose receipts are held
+  std::uint64_t credit_waits = 0;                           // send() calls that had to wait for credit
+  std::uint64_t outstanding = 0, outstanding_bytes = 0;     // now: queued + unacknowledged envelopes / payload bytes
+  std::uint64_t max_outstanding = 0;                        // high-water mark of queued + unacknowledged envelopes
+  std::uint64_t max_outstanding_bytes = 0;                  // ... of their payload bytes
+  std::uint64_t max_undelivered = 0;        // high-water mark of received envelopes whose receipts are held
   std::uint64_t max_undelivered_bytes = 0;  // ... of their payload bytes
-  std::uint64_t sequence_gaps = 0;     // times envelopes were found missing (each repaired by a resend)
-  std::uint64_t resent = 0;            // envelopes written again (asked for by the receiver)
-  std::uint64_t duplicates = 0;        // envelopes received again (or ahead of a gap) and dropped
-  std::uint64_t send_failures = 0;     // send() calls refused (peer gone, payload too large, stopped)
-  std::uint64_t lost_on_down = 0;      // envelopes queued or unacknowledged when the peer was gone
-  std::uint64_t sessions = 0;          // times the link came up (1 + times after the peer was gone)
-  std::uint64_t stalls = 0;            // times the peer was stalled
-  std::uint64_t reconnects = 0;        // times we reconnected because the peer no longer heard us
+  std::uint64_t sequence_gaps = 0;          // times envelopes were found missing (each repaired by a resend)
+  std::uint64_t resent = 0;                 // envelopes written again (asked for by the receiver)
+  std::uint64_t duplicates = 0;             // envelopes received again (or ahead of a gap) and dropped
+  std::uint64_t send_failures = 0;          // send() calls refused (peer gone, payload too large, stopped)
+  std::uint64_t lost_on_down = 0;           // envelopes queued or unacknowledged when the peer was gone
+  std::uint64_t sessions = 0;               // times the link came up (1 + times after the peer was gone)
+  std::uint64_t stalls = 0;                 // times the peer was stalled
+  std::uint64_t reconnects = 0;             // times we reconnected because the peer no longer heard us
 };
 
 // Frames this node refused, by reason (over all senders, known or not).

@@ -19,10 +19,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
-#include <utility>
-#include <type_traits>
 #include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace banyan {
 
@@ -54,9 +54,10 @@ class ctor_arg {
 
 template <class T, class... Args>
 std::function<std::unique_ptr<component>()> make_factory(Args&&... args) {
-  return [held = std::tuple<ctor_arg<std::decay_t<Args>>...>(ctor_arg<std::decay_t<Args>>(std::forward<Args>(args))...)] {
-    return std::apply([](const auto&... a) { return std::unique_ptr<component>(new T(a.get()...)); }, held);
-  };
+  return
+      [held = std::tuple<ctor_arg<std::decay_t<Args>>...>(ctor_arg<std::decay_t<Args>>(std::forward<Args>(args))...)] {
+        return std::apply([](const auto&... a) { return std::unique_ptr<component>(new T(a.get()...)); }, held);
+      };
 }
 
 }  // namespace detail
@@ -142,9 +143,9 @@ class spec {
 // How a run routes and what it reports. banyan::run(app, argc, argv) fills this from the command line.
 struct run_options {
   routing_mode mode = routing_mode::hier;
-  unsigned threads = 0;             // CAF scheduler threads; 0 = the machine's cores
-  std::string profile_path;         // write the profile JSON here at the end
-  bool report = false;              // print the per-edge traffic table at the end
+  unsigned threads = 0;                      // CAF scheduler threads; 0 = the machine's cores
+  std::string profile_path;                  // write the profile JSON here at the end
+  bool report = false;                       // print the per-edge traffic table at the end
   std::chrono::milliseconds max_runtime{0};  // 0 = until quit(); else stop after this long (exit 0)
   // Multi-node: run as node `node` of the deployment file `deployment` (docs/formats.md), hosting
   // exactly the components assigned to it. Empty: everything in this process.
@@ -165,8 +166,8 @@ struct run_options {
 
 struct run_result {
   int exit_code = 0;
-  std::string error;                // why the run could not start (exit code 2), e.g. a bad deployment
-  profile traffic;                  // the run's profile (tree, loads, edge traffic)
+  std::string error;  // why the run could not start (exit code 2), e.g. a bad deployment
+  profile traffic;    // the run's profile (tree, loads, edge traffic)
 };
 
 class app {

@@ -57,12 +57,12 @@ class context {
   template <class Schema, class F>
   result<subscription_id> subscribe(std::string_view filter, F on_message,
                                     std::function<void(const error&)> on_invalid = {}) {
-    return subscribe(filter, [this, on_message = std::move(on_message), on_invalid = std::move(on_invalid)](
-                                 const delivery& d) {
-      auto ok = read_as<Schema>(d.data(), "topic `" + d.topic() + "` from `" + d.sender() + "`",
-                                [&](typename Schema::Reader r) { on_message(r, d); });
-      if (!ok) on_invalid ? on_invalid(ok.error()) : log(ok.error().what());
-    });
+    return subscribe(filter,
+                     [this, on_message = std::move(on_message), on_invalid = std::move(on_invalid)](const delivery& d) {
+                       auto ok = read_as<Schema>(d.data(), "topic `" + d.topic() + "` from `" + d.sender() + "`",
+                                                 [&](typename Schema::Reader r) { on_message(r, d); });
+                       if (!ok) on_invalid ? on_invalid(ok.error()) : log(ok.error().what());
+                     });
   }
   virtual bool unsubscribe(subscription_id id) = 0;
 

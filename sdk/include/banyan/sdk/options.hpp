@@ -154,7 +154,9 @@ class options {
     detail::option_binding b;
     b.type = detail::option_type<T>();
     b.default_text = detail::option_text(value);
-    b.parse = [&value](std::string_view text, bool positive) { return detail::parse_option_value(text, value, positive); };
+    b.parse = [&value](std::string_view text, bool positive) {
+      return detail::parse_option_value(text, value, positive);
+    };
     b.variable = &value;
     return add_binding(std::move(name), std::move(help), std::move(b));
   }

@@ -54,7 +54,7 @@ class payload {
   std::shared_ptr<const void> owner_;
   const std::byte* data_ = nullptr;  // word-aligned; null when empty
   std::size_t size_ = 0;
-  std::size_t words_ = 0;            // size_ rounded up to whole words (the last one zero-padded)
+  std::size_t words_ = 0;  // size_ rounded up to whole words (the last one zero-padded)
 };
 
 // Validates `p` as a `Schema` message (the whole message is traversed, so every pointer is checked) and
@@ -69,9 +69,9 @@ result<void> read_as(const payload& p, const std::string& what, Use&& use) {
     use(root);
     return {};
   } catch (const kj::Exception& e) {
-    return error{sdk::errc::invalid_payload, what + ": payload of " + std::to_string(p.size()) +
-                                            " bytes is not a valid message: " +
-                                            std::string(e.getDescription().cStr())};
+    return error{sdk::errc::invalid_payload,
+                 what + ": payload of " + std::to_string(p.size()) +
+                     " bytes is not a valid message: " + std::string(e.getDescription().cStr())};
   }
 }
 

@@ -24,8 +24,8 @@
 #include "banyan/trainer/data_parallel.hpp"
 #include "banyan/trainer/elastic.hpp"
 #include "banyan/trainer/options.hpp"
-#include "banyan/trainer/worker_leaves.hpp"
 #include "banyan/trainer/progress.hpp"
+#include "banyan/trainer/worker_leaves.hpp"
 
 #include <banyan/cpu/worker_group.hpp>
 #include <banyan/nn/adamw.hpp>
@@ -47,20 +47,20 @@ struct gpt_options {
   std::string data_dir = nn::default_fortunes_dir;
   common_options common;
   int steps = 2000;
-  int batch = 16;        // sequences per batch
-  int seq_len = 64;      // context length
+  int batch = 16;    // sequences per batch
+  int seq_len = 64;  // context length
   int layers = 4;
   int heads = 4;
-  int channels = 128;    // embedding width; a multiple of heads
+  int channels = 128;  // embedding width; a multiple of heads
   float grad_clip = 1.0f;
-  int val_every = 200;   // validate every N steps; 0: only at the end
+  int val_every = 200;         // validate every N steps; 0: only at the end
   int val_batches = 8;         // >= 1
   int checkpoint_every = 500;  // save every N steps; 0: only at the end
   // Continue from common.checkpoint. When the file is missing: a warning on stderr and a run from
   // scratch, or, with require_resume, an error (exit code 2).
   bool resume = false;
   bool require_resume = false;  // implies resume
-  int sample_chars = 300;      // text generated at the end
+  int sample_chars = 300;       // text generated at the end
   float temperature = 0.8f;
   // Data parallelism across node trainers (data_parallel.hpp): K > 1 node trainers, each with
   // common.workers workers on rows [rank*batch/K, (rank+1)*batch/K) of the global batch.
@@ -113,13 +113,13 @@ class gpt_trainer : public composite {
   std::optional<nn::text_batcher> train_, val_;
   std::shared_ptr<const worker_plan> plan_;  // with --workers (private type: shared_ptr allows it incomplete)
   std::shared_ptr<worker_hub> hub_;
-  std::unique_ptr<node_exchange> exchange_;   // with data_parallel > 1
-  std::unique_ptr<cpu::worker_group> group_;  // after the model, optimizer, data and exchange it uses
-  std::unique_ptr<worker_driver> driver_;     // before the group goes
+  std::unique_ptr<node_exchange> exchange_;     // with data_parallel > 1
+  std::unique_ptr<cpu::worker_group> group_;    // after the model, optimizer, data and exchange it uses
+  std::unique_ptr<worker_driver> driver_;       // before the group goes
   std::unique_ptr<elastic_scheduler> elastic_;  // with elastic.virtual_workers
-  std::vector<float> host_params_;             // elastic: the parameters handed out (host copy)
+  std::vector<float> host_params_;              // elastic: the parameters handed out (host copy)
   std::vector<float> host_grads_;
-  std::vector<float> losses_;                  // every step's training loss, for the summary
+  std::vector<float> losses_;  // every step's training loss, for the summary
   std::optional<banyan::progress> progress_;
   int step_ = 0, start_step_ = 0;
   float last_loss_ = 0.0f, last_val_ = -1.0f;

@@ -35,7 +35,7 @@ struct mlp_options {
   std::string data_dir = nn::default_fashion_mnist_dir;
   common_options common;
   int epochs = 8;
-  int batch = 128;                  // images per mini-batch; at most the training set
+  int batch = 128;                    // images per mini-batch; at most the training set
   std::vector<int> hidden{256, 128};  // hidden layer widths
 };
 

@@ -23,8 +23,8 @@ namespace banyan::trainer {
 // Saves `params` (on `be`) and `opt` to `file` tagged with `id` (model, config, vocabulary; its
 // stored_floats is not used). Errors (nn::errc::io): the file cannot be written; the previous file, if
 // any, is then left as it was.
-result<void> save_state(const std::filesystem::path& file, const nn::checkpoint_identity& id,
-                        const nn::arena& params, nn::backend& be, const nn::adamw& opt);
+result<void> save_state(const std::filesystem::path& file, const nn::checkpoint_identity& id, const nn::arena& params,
+                        nn::backend& be, const nn::adamw& opt);
 
 // Loads `file` into `params` and `opt` and returns the step count it was saved at. Errors (nn::errc):
 // io (missing, unreadable, a directory), corrupt, unsupported (another format version), mismatch
