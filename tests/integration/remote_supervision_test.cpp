@@ -248,9 +248,10 @@ std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> edges_in(const fs
   std::ifstream in(profile);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> out;  // child path -> messages, bytes
-  std::regex edge(R"re("bytes": (\d+),\s*"child": "([^"]+)",\s*"messages": (\d+))re");
+  // Edges as the profile writes them (docs/formats.md's order): parent, child, messages, bytes.
+  std::regex edge(R"re("child": "([^"]+)",\s*"messages": (\d+),\s*"bytes": (\d+))re");
   for (std::sregex_iterator it(text.begin(), text.end(), edge), end; it != end; ++it)
-    out[(*it)[2]] = {std::stoull((*it)[3]), std::stoull((*it)[1])};
+    out[(*it)[1]] = {std::stoull((*it)[2]), std::stoull((*it)[3])};
   return out;
 }
 
