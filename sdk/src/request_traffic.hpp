@@ -1,4 +1,4 @@
-// Request/reply traffic for the profile (issue #21 item 6): each request and each reply counted,
+// Request/reply traffic for the profile: each request and each reply counted,
 // messages and payload bytes, on every tree edge of the path it travels in the model (from the
 // sender up to the lowest common ancestor of sender and receiver, then down to the receiver), so
 // the partitioner weighs services like publishes. Private to the SDK.

@@ -1,4 +1,4 @@
-// `banyan launch --dashboard` (issue #18 item 6): mesh_app on three loopback nodes with the dashboard
+// `banyan launch --dashboard`: mesh_app on three loopback nodes with the dashboard
 // on a free port; the page is loaded in headless Chromium and what it shows — every component's
 // node, every link's messages and bytes, every edge's messages, a plan's predicted cost — is checked
 // against the run's own counters: the launch's final --profile once the traffic is over (and held

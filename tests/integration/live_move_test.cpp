@@ -1,4 +1,4 @@
-// Live moves (issue #18 items 3 and 4; docs/runtime.md "Moving subtrees live"): move_app on 3
+// Live moves (docs/runtime.md "Moving subtrees live"): move_app on 3
 // loopback nodes under banyan launch, its subtrees moved back and forth by banyan reconfigure while
 // every publisher publishes at full rate; what every subscriber got, and every request's answer,
 // against the same app in one process without moves.
@@ -14,7 +14,6 @@ namespace banyan {
 namespace {
 
 using namespace std::chrono_literals;
-using test::outcome;
 using test::run_argv;
 using test::running_launch;
 using test::scratch_dir;

@@ -32,7 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-using test::outcome;
 using test::run_argv;
 using test::run_command;
 using test::scratch_dir;
@@ -291,7 +290,7 @@ TEST(MultiNode, ARestartedNodeRejoinsTheRunningCluster) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
 }
 
-// Each link's coming up is logged once, by the transport (issue #21 item 6: the SDK logged it a
+// Each link's coming up is logged once, by the transport (the SDK logged it a
 // second time, as "link to `n1` is up").
 TEST(MultiNode, EachLinkUpIsLoggedOnce) {
   scratch_dir dir;
@@ -357,7 +356,7 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
   EXPECT_GT(std::stoull(m[1]), 0u) << "the slow node should have slowed the publishers";
 }
 
-// Under an existing launcher (issue #16): `banyan launch --via mpirun` prints and runs one mpirun
+// Under an existing launcher: `banyan launch --via mpirun` prints and runs one mpirun
 // command; each rank takes the deployment's node of its rank and the output equals one process's.
 TEST(Launchers, ThreeNodesUnderMpirunMatchOneProcess) {
   if (run_command("command -v mpirun", 10s).exit_code != 0)
@@ -418,7 +417,7 @@ fs::path write_host_deployment(const fs::path& dir) {
   return dir / "hosts.yaml";
 }
 
-// Endpoints naming `{host}` (issue #16): `banyan launch --via mpirun --hosts LIST` gives mpirun the
+// Endpoints naming `{host}`: `banyan launch --via mpirun --hosts LIST` gives mpirun the
 // host list and every rank BANYAN_HOSTS, and each node's `{host}` becomes its rank's host (here
 // `localhost`, a name: the node binds the address it resolves to).
 TEST(Launchers, EndpointsTakeTheirHostFromMpirunsHostList) {
@@ -484,7 +483,7 @@ TEST(Launchers, TheNodeComesFromTheLaunchersRankOrAClearError) {
   EXPECT_NE(as_n2.output.find("node `n2`: peers not up"), std::string::npos) << as_n2.output;
 }
 
-// Live profile (issue #18): `banyan profile --from DEPLOYMENT` asks a running launch for its merged
+// Live profile: `banyan profile --from DEPLOYMENT` asks a running launch for its merged
 // profile twice while the publishers keep publishing; the run then ends as usual with its final profile.
 TEST(MultiNode, LiveProfileIsServedWhileTheRunGoesOn) {
   scratch_dir dir;

@@ -1,4 +1,4 @@
-// Pipeline stages across nodes (issue #12 item 4): train_gpt --pipeline with its stage leaves on 2
+// Pipeline stages across nodes: train_gpt --pipeline with its stage leaves on 2
 // and 4 loopback nodes under banyan launch gives the one-process run's losses bit for bit, and every
 // link carries exactly the bytes pipeline::predict_traffic derives from the schedule and the
 // placement; a stage node killed mid-run ends the run by itself with an error naming the stage and

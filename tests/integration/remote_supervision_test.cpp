@@ -1,4 +1,4 @@
-// Supervision across nodes (issue #21, item 1): supervise_app's group supervises `middle` and `last`
+// Supervision across nodes: supervise_app's group supervises `middle` and `last`
 // on two other nodes (ipc:// endpoints in a fresh temporary folder), and must act exactly as it does
 // in one process: the same restarts for each strategy, the same escalation, the user's failure
 // reason. Each run is bounded by banyan launch's --run-for and a kill past a time limit.
@@ -25,7 +25,6 @@ using namespace std::chrono_literals;
 
 using test::outcome;
 using test::run_argv;
-using test::run_command;
 using test::scratch_dir;
 
 // The supervisors on n0, middle on n1, last on n2: both supervised children are remote.
@@ -98,7 +97,7 @@ TEST(RemoteSupervision, RestForOneRestartsTheRemoteChildAndLaterSiblings) {
 
 // middle fails in on_start 4 times; group allows 3 restarts, so it gives up and fails; the root
 // restarts group, whose new incarnation starts a fifth middle on n1, which succeeds.
-// Restart backoff (issue #21 item 4) with the child remote: middle fails 3 times; its supervisor on
+// Restart backoff with the child remote: middle fails 3 times; its supervisor on
 // n0 waits 40, 80 and 160 ms before the restarts it asks n1 for, so middle's 4th start comes at
 // least 280 ms after its first, as in one process.
 TEST(RemoteSupervision, BackoffDelaysTheRemoteChildsRestarts) {
@@ -117,7 +116,7 @@ TEST(RemoteSupervision, BackoffDelaysTheRemoteChildsRestarts) {
 }
 
 // A monitor of a component whose node is lost (killed outright) fires once with the loss as its
-// reason, as Erlang's `noconnection` (issue #21 item 4: be told when any component dies).
+// reason, as Erlang's `noconnection` (be told when any component dies).
 TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
   auto r = three_nodes({"--scenario", "lost"});
   EXPECT_NE(r.output.find("DYING"), std::string::npos) << r.output;
@@ -153,7 +152,7 @@ TEST(RemoteSupervision, EscalationPastTheRootEndsEveryNodeWithFailure) {
   EXPECT_NE(r.output.find("failed: n0 (which ended n1, n2)"), std::string::npos) << r.output;
 }
 
-// OTP parity across nodes (issue #21 items 4, 5): middle on n1 under group on n0, with each restart
+// OTP parity across nodes: middle on n1 under group on n0, with each restart
 // type. The same lines in one process and on three nodes: group's monitor of the remote middle
 // hears each end with its reason, the cleanup hook runs on middle's node, a remote ctx.stop() is
 // restarted only when permanent, and the restarted middle restores its state on its own node.
@@ -211,7 +210,7 @@ TEST(RemoteOtp, AStoppedTransientChildIsNotRunning) {
       << r.output;
 }
 
-// A dynamic child (issue #21 item 4): last, on n2, is started and stopped by group on n0 at run
+// A dynamic child: last, on n2, is started and stopped by group on n0 at run
 // time, as in one process.
 void expect_dynamic_like_one_process(const std::string& scenario) {
   for (bool multi : {false, true}) {
@@ -241,7 +240,7 @@ TEST(RemoteDynamicChildren, AChildStartedFromOnStartStartsOnceWithItsSiblings) {
   expect_dynamic_like_one_process("dynamic-early");
 }
 
-// Request/reply traffic in the profile (issue #21 item 6): group's `crash` request to middle (no
+// Request/reply traffic in the profile: group's `crash` request to middle (no
 // reply: middle throws) and `ping` to last (with its reply) are on the edges of their paths, each
 // counted once, in one process as in the profile `banyan launch` merges from three nodes.
 std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> edges_in(const fs::path& profile) {

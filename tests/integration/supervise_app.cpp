@@ -10,14 +10,14 @@
 // asks `last` for `ping` as soon as its children have started, and prints `PING <reply or error>`. Counts of
 // incarnations live in each process, which is enough: every incarnation of a component runs on its own node.
 //
-// --scenario otp (OTP parity across nodes, issue #21 items 4, 5): middle has restart type
+// --scenario otp (OTP parity across nodes): middle has restart type
 // --middle-restart and keeps its state (an incarnation count, checkpointed in on_start and printed
 // as `INCARNATION <path> <n>`); group monitors it and prints `DOWN <path> <reason>`; middle prints
 // `CLEANUP <path> <reason>` from its cleanup hook. group asks middle to `crash` once its children
 // have started, then (restarted) to `stop` (ctx.stop()), then ends the run when middle has started a
 // third time; when middle stays down (transient after its stop, temporary after its failure), group
 // asks it for `ping` once more, prints `AFTER <error>` and ends the run.
-// --scenario dynamic (issue #21 item 4): last is a dynamic child; group starts it, pings it, stops
+// --scenario dynamic: last is a dynamic child; group starts it, pings it, stops
 // it and pings it again, printing `DYN ...` lines; --scenario dynamic-early starts it from group's
 // on_start (so it starts with its siblings, after them in declaration order).
 #include <banyan/sdk/sdk.hpp>
