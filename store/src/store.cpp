@@ -1,0 +1,394 @@
+#include "banyan/store/store.hpp"
+
+#include "format.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace banyan::store {
+
+void transaction::put(std::string name, std::vector<std::byte> bytes) {
+  for (auto& [n, b] : blobs_) {
+    if (n == name) {
+      bytes_ = bytes_ - b.size() + bytes.size();
+      b = std::move(bytes);
+      return;
+    }
+  }
+  bytes_ += bytes.size();
+  blobs_.emplace_back(std::move(name), std::move(bytes));
+}
+
+void transaction::put(std::string name, std::span<const std::byte> bytes) {
+  put(std::move(name), std::vector<std::byte>(bytes.begin(), bytes.end()));
+}
+
+void transaction::put(std::string name, std::string_view bytes) {
+  put(std::move(name), std::as_bytes(std::span(bytes.data(), bytes.size())));
+}
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct pending {
+  txn_id id = 0;
+  transaction txn;
+};
+
+struct on_disk_blob {
+  txn_id txn = 0;
+  format::blob_entry entry;
+};
+
+}  // namespace
+
+// Everything the writer thread and the callers share. Shared with the budget's listener through a
+// weak pointer, so a budget that outlives the store never calls into a dead one.
+struct blob_store::state {
+  std::string dir;
+  options opts;
+  std::shared_ptr<file_system> fs;
+
+  mutable std::mutex mutex;
+  std::condition_variable room;     // commit() waits here for the buffer to drain
+  std::condition_variable durable;  // wait_durable() waits here
+  std::condition_variable work;     // the writer waits here
+  std::deque<pending> queue;        // committed, not yet durable, in commit order
+  txn_id last_committed = 0;
+  txn_id watermark = 0;
+  std::uint64_t buffered = 0;
+  std::uint64_t held = 0;  // of `buffered`, the bytes above the floor, held from the budget
+  std::optional<error> failure;
+  bool closing = false;
+  store_stats stats;
+  // The durable files on disk and each name's latest version.
+  std::map<txn_id, std::vector<format::blob_entry>> files;
+  std::map<std::string, on_disk_blob> latest;
+  // The memory source's last answer.
+  std::optional<std::uint64_t> available;
+  clock::time_point available_at{};
+  std::thread writer;
+
+  std::string path(const std::string& name) const { return dir + "/" + name; }
+
+  // The buffer's size now (lock held).
+  std::uint64_t limit(clock::time_point now) {
+    if (opts.memory && (opts.memory_poll_interval.count() == 0 || now - available_at >= opts.memory_poll_interval ||
+                        available_at == clock::time_point{})) {
+      available = opts.memory->available();
+      available_at = now;
+    }
+    std::uint64_t l = opts.ceiling_bytes;
+    if (available)
+      l = std::min(l, buffered + static_cast<std::uint64_t>(opts.free_memory_fraction * double(*available)));
+    if (opts.budget) l = std::min(l, buffered + opts.budget->free());
+    return std::clamp(l, opts.floor_bytes, opts.ceiling_bytes);
+  }
+
+  // Moves the budget's share to match `buffered` (lock held).
+  void rebalance_budget() {
+    if (!opts.budget) return;
+    const std::uint64_t want = buffered > opts.floor_bytes ? buffered - opts.floor_bytes : 0;
+    if (want > held) opts.budget->hold(want - held);
+    if (want < held) opts.budget->release(held - want);
+    held = want;
+  }
+
+  result<std::vector<format::blob_entry>> write(const pending& p) {
+    const std::string tmp = path(format::temp_name(p.id));
+    const std::string final_path = path(format::file_name(p.id));
+    auto file = fs->create(tmp);
+    if (!file) return std::move(file).error();
+    auto fail = [&](error e) -> result<std::vector<format::blob_entry>> {
+      (void)(*file)->close();
+      (void)fs->remove(tmp);  // best effort: open() removes leftovers too
+      return e;
+    };
+    std::vector<format::blob_entry> entries;
+    std::uint64_t offset = 0;
+    std::uint32_t file_crc = 0;
+    auto put = [&](std::span<const std::byte> bytes) -> result<void> {
+      file_crc = format::crc32c(bytes, file_crc);
+      offset += bytes.size();
+      return (*file)->append(bytes);
+    };
+    const auto head = format::header(p.id, static_cast<std::uint32_t>(p.txn.blobs().size()));
+    if (auto ok = put(head); !ok) return fail(std::move(ok).error());
+    for (const auto& [name, bytes] : p.txn.blobs()) {
+      const std::uint32_t crc = format::crc32c(bytes);
+      if (auto ok = put(format::blob_header(name, bytes.size(), crc)); !ok) return fail(std::move(ok).error());
+      entries.push_back({name, offset, bytes.size(), crc});
+      if (auto ok = put(bytes); !ok) return fail(std::move(ok).error());
+    }
+    const auto foot = format::footer(file_crc);
+    if (auto ok = (*file)->append(foot); !ok) return fail(std::move(ok).error());
+    offset += foot.size();
+    if (auto ok = (*file)->sync(); !ok) return fail(std::move(ok).error());
+    if (auto ok = (*file)->close(); !ok) return fail(std::move(ok).error());
+    if (auto ok = fs->rename(tmp, final_path); !ok) return fail(std::move(ok).error());
+    if (auto ok = fs->sync_dir(dir); !ok) return std::move(ok).error();
+    std::lock_guard lock(mutex);
+    stats.bytes_written += offset;
+    return entries;
+  }
+
+  // Files that hold no name's latest version and are older than the last keep_last (lock held).
+  std::vector<txn_id> removable() const {
+    std::set<txn_id> needed;
+    for (const auto& [_, b] : latest) needed.insert(b.txn);
+    std::vector<txn_id> out;
+    for (const auto& [id, _] : files) {
+      if (id + opts.keep_last <= watermark && !needed.contains(id)) out.push_back(id);
+    }
+    return out;
+  }
+
+  result<void> compact(const std::vector<txn_id>& ids) {
+    if (ids.empty()) return {};
+    for (txn_id id : ids) {
+      if (auto ok = fs->remove(path(format::file_name(id))); !ok) return ok;
+      std::lock_guard lock(mutex);
+      files.erase(id);
+      ++stats.files_removed;
+    }
+    return fs->sync_dir(dir);
+  }
+
+  void run_writer() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      work.wait(lock, [&] { return !queue.empty() || closing; });
+      if (queue.empty()) return;
+      const pending& p = queue.front();  // stable: the deque only grows at the back meanwhile
+      lock.unlock();
+      auto entries = write(p);
+      lock.lock();
+      if (!entries) {
+        fail(std::move(entries).error());
+        return;
+      }
+      watermark = p.id;
+      files[p.id] = *entries;
+      for (const auto& e : *entries) latest[e.name] = on_disk_blob{p.id, e};
+      buffered -= p.txn.bytes();
+      queue.pop_front();
+      rebalance_budget();
+      const auto old = removable();
+      room.notify_all();
+      durable.notify_all();
+      lock.unlock();
+      auto compacted = compact(old);
+      lock.lock();
+      if (!compacted) {
+        fail(std::move(compacted).error());
+        return;
+      }
+    }
+  }
+
+  // The writer stops: what is buffered can no longer be written (lock held).
+  void fail(error e) {
+    e.message = "store `" + dir + "`: " + e.message + " (durable up to transaction " + std::to_string(watermark) + ")";
+    failure = std::move(e);
+    queue.clear();
+    buffered = 0;
+    rebalance_budget();
+    room.notify_all();
+    durable.notify_all();
+  }
+};
+
+blob_store::blob_store(std::unique_ptr<state> s) : state_(std::move(s)) {}
+
+result<std::unique_ptr<blob_store>> blob_store::open(std::string dir, options opts) {
+  if (dir.empty()) return error{errc::invalid_argument, "store: empty folder name"};
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (opts.floor_bytes > opts.ceiling_bytes)
+    return error{errc::invalid_argument, "store `" + dir + "`: floor_bytes (" + std::to_string(opts.floor_bytes) +
+                                             ") is above ceiling_bytes (" + std::to_string(opts.ceiling_bytes) + ")"};
+  if (opts.keep_last == 0) return error{errc::invalid_argument, "store `" + dir + "`: keep_last must be at least 1"};
+  if (!(opts.free_memory_fraction > 0 && opts.free_memory_fraction <= 1))
+    return error{errc::invalid_argument, "store `" + dir + "`: free_memory_fraction must be in (0, 1]"};
+  if (!opts.fs) opts.fs = posix_file_system();
+  if (!opts.memory) opts.memory = system_memory_source();
+
+  auto s = std::make_unique<state>();
+  s->dir = dir;
+  s->fs = opts.fs;
+  s->opts = std::move(opts);
+  auto named = [&](error e) {
+    e.message = "store `" + dir + "`: " + e.message;
+    return e;
+  };
+  if (auto ok = s->fs->make_dirs(dir); !ok) return named(std::move(ok).error());
+  auto names = s->fs->list(dir);
+  if (!names) return named(std::move(names).error());
+  std::vector<txn_id> ids;
+  bool removed_temp = false;
+  for (const auto& name : *names) {
+    if (format::is_temp(name)) {
+      if (auto ok = s->fs->remove(s->path(name)); !ok) return named(std::move(ok).error());
+      removed_temp = true;
+    } else if (const txn_id id = format::txn_of(name); id != 0) {
+      ids.push_back(id);
+    }
+  }
+  if (removed_temp) {
+    if (auto ok = s->fs->sync_dir(dir); !ok) return named(std::move(ok).error());
+  }
+  std::sort(ids.begin(), ids.end());
+  for (txn_id id : ids) {
+    const std::string file = s->path(format::file_name(id));
+    auto bytes = s->fs->read(file);
+    if (!bytes) return named(std::move(bytes).error());
+    auto entries = format::parse(*bytes, id, file);
+    if (!entries) return named(std::move(entries).error());
+    for (const auto& e : *entries) s->latest[e.name] = on_disk_blob{id, e};
+    s->files[id] = std::move(*entries);
+  }
+  s->watermark = ids.empty() ? 0 : ids.back();
+  s->last_committed = s->watermark;
+  s->stats.durable = s->watermark;
+  auto store = std::unique_ptr<blob_store>(new blob_store(std::move(s)));
+  state* raw = store->state_.get();
+  if (raw->opts.budget) {
+    raw->opts.budget->on_change([raw] {
+      std::lock_guard lock(raw->mutex);
+      raw->room.notify_all();
+    });
+  }
+  raw->writer = std::thread([raw] { raw->run_writer(); });
+  return store;
+}
+
+blob_store::~blob_store() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->closing = true;
+  }
+  state_->work.notify_all();
+  state_->room.notify_all();
+  if (state_->writer.joinable()) state_->writer.join();
+  if (state_->opts.budget) {
+    state_->opts.budget->on_change(nullptr);
+    std::lock_guard lock(state_->mutex);
+    if (state_->held > 0) state_->opts.budget->release(state_->held);
+    state_->held = 0;
+  }
+}
+
+result<txn_id> blob_store::commit(transaction&& txn) {
+  auto& s = *state_;
+  const std::uint64_t n = txn.bytes();
+  std::unique_lock lock(s.mutex);
+  const auto start = clock::now();
+  bool waited = false;
+  for (;;) {
+    if (s.failure || s.closing) {
+      if (waited) --s.stats.commits_waiting;
+      if (s.failure) return *s.failure;
+      return error{errc::closed, "store `" + s.dir + "`: closing"};
+    }
+    s.stats.buffer_limit = s.limit(clock::now());
+    if (s.buffered == 0 || s.buffered + n <= s.stats.buffer_limit) break;
+    if (!waited) ++s.stats.commits_waiting;
+    waited = true;
+    s.room.wait(lock);
+  }
+  if (waited) --s.stats.commits_waiting;
+  if (waited) {
+    ++s.stats.commit_waits;
+    s.stats.commit_wait_ns +=
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - start).count());
+  }
+  const txn_id id = ++s.last_committed;
+  s.buffered += n;
+  s.rebalance_budget();
+  s.queue.push_back(pending{id, std::move(txn)});
+  lock.unlock();
+  s.work.notify_one();
+  return id;
+}
+
+result<void> blob_store::wait_durable(txn_id id, std::chrono::milliseconds limit) {
+  auto& s = *state_;
+  std::unique_lock lock(s.mutex);
+  if (id > s.last_committed)
+    return error{errc::invalid_argument, "store `" + s.dir + "`: transaction " + std::to_string(id) +
+                                             " was never committed (last: " + std::to_string(s.last_committed) + ")"};
+  s.durable.wait_for(lock, limit, [&] { return s.watermark >= id || s.failure.has_value(); });
+  if (s.watermark >= id) return {};
+  if (s.failure) return *s.failure;
+  return error{errc::timeout, "store `" + s.dir + "`: transaction " + std::to_string(id) + " not durable after " +
+                                  std::to_string(limit.count()) + " ms (durable up to " + std::to_string(s.watermark) +
+                                  ")"};
+}
+
+result<void> blob_store::flush(std::chrono::milliseconds limit) {
+  txn_id last = 0;
+  {
+    std::lock_guard lock(state_->mutex);
+    last = state_->last_committed;
+  }
+  return wait_durable(last, limit);
+}
+
+txn_id blob_store::durable_id() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->watermark;
+}
+
+std::vector<txn_id> blob_store::durable_transactions() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<txn_id> out;
+  for (const auto& [id, _] : state_->files) out.push_back(id);
+  return out;
+}
+
+std::vector<blob_info> blob_store::blobs() const {
+  std::lock_guard lock(state_->mutex);
+  std::vector<blob_info> out;
+  for (const auto& [name, b] : state_->latest) out.push_back({name, b.txn, b.entry.size});
+  return out;
+}
+
+result<std::vector<std::byte>> blob_store::read(const std::string& name) const {
+  on_disk_blob b;
+  {
+    std::lock_guard lock(state_->mutex);
+    auto it = state_->latest.find(name);
+    if (it == state_->latest.end())
+      return error{errc::invalid_argument, "store `" + state_->dir + "`: no durable blob named `" + name + "`"};
+    b = it->second;
+  }
+  const std::string file = state_->path(format::file_name(b.txn));
+  auto bytes = state_->fs->read(file, b.entry.offset, b.entry.size);
+  if (!bytes) return bytes;
+  if (format::crc32c(*bytes) != b.entry.crc)
+    return error{errc::corrupt, "`" + file + "`: blob `" + name + "`: checksum mismatch"};
+  return bytes;
+}
+
+std::optional<error> blob_store::failure() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->failure;
+}
+
+store_stats blob_store::stats() const {
+  std::lock_guard lock(state_->mutex);
+  store_stats out = state_->stats;
+  out.bytes_buffered = state_->buffered;
+  out.last_committed = state_->last_committed;
+  out.durable = state_->watermark;
+  return out;
+}
+
+const std::string& blob_store::dir() const { return state_->dir; }
+
+}  // namespace banyan::store
