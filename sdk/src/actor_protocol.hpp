@@ -2,7 +2,8 @@
 // banyan::run's main thread. Private to the SDK.
 //
 // Every message is a CAF atom followed by its arguments; the handler of each lives in
-// component_actor.cpp (components) or gateway.cpp (the gateway). A `deliver` carries a
+// component_actor.cpp (components; supervision and the outbound gate act on what it hears) or
+// gateway.cpp (the gateway). A `deliver` carries a
 // routed_message (route_front.hpp).
 #pragma once
 
@@ -14,6 +15,10 @@
 
 #include <functional>
 #include <string>
+
+namespace banyan::runtime {
+struct envelope;  // transport.hpp
+}  // namespace banyan::runtime
 
 namespace banyan::detail {
 
@@ -47,6 +52,11 @@ using movequit_atom = caf::atom_constant<caf::atom("movequit")>;    // end this 
 using childmove_atom = caf::atom_constant<caf::atom("childmove")>;  // child vertex, node, generation: a child moved
 using arrived_atom =
     caf::atom_constant<caf::atom("arrived")>;  // vertex: a moved subtree has started here (to the gateway)
+// To the gateway, from the node runtime (cluster/gateway.hpp):
+using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
+using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
+using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer token: move a local subtree there
+using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;  // node index: a peer is gone
 // Supervision across nodes (node_wire.hpp's child_* envelopes, turned into messages by the gateway):
 using rstarted_atom =
     caf::atom_constant<caf::atom("rstarted")>;  // child vertex, generation: a remote child's subtree started
@@ -74,3 +84,4 @@ struct task {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::detail::task)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(banyan::payload)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<banyan::detail::vertex_state>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<banyan::runtime::envelope>)  // remote_atom

@@ -1,15 +1,17 @@
 // The CAF actor that runs one component incarnation: hosts the user's object, routes its publishes,
-// dispatches deliveries, requests and posted work to it, and supervises its children.
+// and dispatches deliveries, requests and posted work to it. Its children are its supervisor's
+// (supervisor.hpp); whatever may leave its node goes through its outbound gate (outbound_gate.hpp).
 #pragma once
 
 #include "actor_protocol.hpp"
+#include "outbound_gate.hpp"
 #include "route_front.hpp"
 #include "run_state.hpp"
+#include "supervisor.hpp"
 
 #include <caf/all.hpp>
 
-#include <deque>
-#include <optional>
+#include <memory>
 #include <unordered_map>
 
 namespace banyan::detail {
@@ -39,97 +41,53 @@ class component_actor final : public caf::event_based_actor {
   void post_task(std::function<void()> fn);
   void post_after(std::chrono::milliseconds delay, std::function<void()> fn);
   void stop_self();  // ctx.stop(): an orderly end of this component alone
-  result<void> watch(std::string_view path, banyan::context::down_handler on_down);  // ctx.monitor
-  result<void> start_dynamic(std::string_view name);                                 // ctx.start_child
-  void release_held_dynamic();                       // starts held dynamic children whose node is ready now
-  result<void> stop_dynamic(std::string_view name);  // ctx.stop_child
+  result<void> watch(std::string_view path, banyan::context::down_handler on_down);              // ctx.monitor
+  result<void> start_dynamic(std::string_view name) { return supervisor_.start_dynamic(name); }  // ctx.start_child
+  result<void> stop_dynamic(std::string_view name) { return supervisor_.stop_dynamic(name); }    // ctx.stop_child
   void checkpoint();  // component::snapshot into the run's state_store, if the spec keeps state
 
+  // For the outbound gate and the supervisor, which act for this actor.
   run_state& state() { return *state_; }
+  std::shared_ptr<run_state> shared_state() const { return state_; }
   vertex_id vertex() const { return vertex_; }
+  // Routes a publish and sends it now: to its local targets from here, to other nodes through the gate.
+  result<void> route(std::string_view topic, vertex_id scope, const payload& data);
+  // A request to the component at `target`, which runs on this node.
+  void request_here(vertex_id target, std::string method, const payload& data, std::chrono::milliseconds timeout,
+                    banyan::context::reply_handler on_reply);
+  // Publishing to a component with a full backlog, or past a node link's window, pauses the actor
+  // after the current message (see the definition). False if it cannot pause now (already paused,
+  // starting or shutting down).
+  bool pause();
+  bool in_remote_delivery() const { return in_remote_delivery_; }  // a handler must not block on a node link
+  // Calls `f(component, context)`: a call into the user's code, one message of its load.
+  template <class F>
+  void call_user(F&& f) {
+    f(*user_, *ctx_);
+    ++calls_;
+  }
+  void children_started();  // every child has started (or none is to start): tell our supervisor once
 
  private:
-  // A child runs here (actor) or on another node (remote: its node runs it, numbered by
-  // generation, and reports its start and failure; node_wire.hpp's child_* kinds).
-  struct child {
-    vertex_id vertex;
-    caf::actor actor;
-    bool stopping = false;  // stopped on purpose: its exit is not a failure
-    bool remote = false;
-    bool remote_up = false;        // remote: an incarnation is running (or starting)
-    std::uint64_t generation = 1;  // remote: of that incarnation
-    bool active = true;            // false: a dynamic child not started (or stopped by stop_child)
-  };
-  std::size_t dynamic_child(std::string_view name) const;  // none if no such
-  error no_dynamic_child(std::string_view name) const;
-  // Requests to other nodes made before every node was ready, in order; their reply handlers wait
-  // in remote_requests_ (and time out there).
-  struct held_request {
-    std::uint64_t id;
-    vertex_id target;
-    std::string method;
-    payload data;
-    std::chrono::milliseconds timeout;
-  };
-
   template <class F>
   void counted(F&& f);
   void start();
-  bool spawn_child(std::size_t i);  // true: wait for its start before the next one
-  void spawn_next();
   void on_exit_message(caf::exit_msg& msg);
-  void on_child_gone(const caf::actor_addr& source, const caf::error& reason);
-  // A child ended: after a failure (`failure`: on_child_failure with `reason`, then per its restart
-  // type) or normally by ctx.stop() (restarted only if permanent).
-  // `was_starting`: it ended while it was starting (its later siblings wait for it).
-  void supervise(std::size_t i, const std::string& reason, bool failure = true, bool was_starting = false);
-  // A remote child's incarnation `generation` ended: which child, and whether it was the one being
-  // started; nothing when that incarnation was stopped or replaced already, or this one is shutting down.
-  struct ended_child {
-    std::size_t index;
-    bool was_starting;
-  };
-  std::optional<ended_child> remote_child_ended(vertex_id child_vertex, std::uint64_t generation);
-  void on_remote_failure(vertex_id child_vertex, std::uint64_t generation, const std::string& reason);
-  void on_remote_stopped(vertex_id child_vertex, std::uint64_t generation);  // it called ctx.stop()
-  void stop_child(child& c);
-  void stop_remote_children();  // this incarnation fails or is stopped: its remote children go too
-  void shutdown_next();
   result<void> send_on(const std::shared_ptr<const route_info>& info, const payload& data);
-  void flush_held();
   // `remote`: the message came from another node (its handler must not block on a node link).
   void deliver(const route_info& info, const payload& data, std::uint64_t sequence, std::uint32_t index, bool remote);
-  void send_remote_request(vertex_id target, std::string method, const payload& data, std::chrono::milliseconds timeout,
-                           banyan::context::reply_handler on_reply);
-  void finish_remote_request(std::uint64_t id, result<payload> outcome);
-  void transmit_request(const held_request& r);
-  void flush_held_requests();
-  void begin_shutdown(bool urgent);
-  // Live moves (gateway_move.cpp): this incarnation hands its state over and goes idle; a parent
-  // takes note that its child now runs on `to` (a local spawn when that is this node).
+  // Live moves (gateway_move.cpp): this incarnation hands its state over and goes idle.
   std::shared_ptr<vertex_state> move_out();
-  void child_moved(vertex_id child_vertex, node_id to, std::uint64_t generation);
-  bool pause();  // false if it cannot pause now (already paused, starting or shutting down)
   void resume();
 
   std::shared_ptr<run_state> state_;
   vertex_id vertex_;
   caf::actor_addr parent_;
-  bool initial_;
   std::unique_ptr<component> user_;
   std::unique_ptr<banyan::context> ctx_;
-  std::vector<child> children_;
-  // Children start one at a time, in order (OTP's synchronous start): a child's on_start, and its
-  // whole subtree's, completes before its next sibling is spawned.
-  std::vector<std::size_t> pending_;  // children still to start, ascending
-  static constexpr std::size_t none = ~std::size_t{0};
-  std::size_t starting_ = none;  // the child whose start we are waiting for
+  std::unique_ptr<outbound_gate> gate_;  // everything that may leave this node goes through it
+  supervisor supervisor_;
   bool reported_started_ = false;
-  bool in_on_start_ = false;  // this incarnation's on_start is running
-  std::deque<std::chrono::steady_clock::time_point> restarts_;
-  bool backing_off_ = false;  // a restart waits for its backoff (restart_atom)
-  bool shutting_down_ = false;
-  bool urgent_ = false;  // stopping on a signal: ahead of queued messages
   // Flow control (see pause()): after a publish found a target's backlog or a node link full.
   caf::message_handler main_;  // the behaviour; paused: a few skips in front of it
   bool paused_ = false;
@@ -138,12 +96,6 @@ class component_actor final : public caf::event_based_actor {
   std::int64_t delivered_ = 0;       // deliveries handled in this run of the actor
   bool in_remote_delivery_ = false;  // handling a message from another node: never block the thread
 
-  // Requests to components on other nodes, by id: the handler and what to call it in errors.
-  struct remote_request {
-    banyan::context::reply_handler on_reply;
-    std::string what;
-  };
-  std::unordered_map<std::uint64_t, remote_request> remote_requests_;
   std::unordered_map<subscription_id, banyan::context::handler> handlers_;
   std::unordered_map<subscription_id, std::string> filters_;  // what a live move carries
   // Arrived by a live move: the subscriptions of the incarnation that left, taken over by filter
@@ -151,23 +103,10 @@ class component_actor final : public caf::event_based_actor {
   std::vector<std::pair<subscription_id, std::string>> adopt_;
   bool arrived_ = false;
   std::shared_ptr<std::atomic<bool>> moved_ = std::make_shared<std::atomic<bool>>(false);  // left by a live move
-  std::deque<std::function<void()>> frozen_requests_;  // local requests made while a move froze the deployment
   std::unordered_map<std::string, banyan::context::service> services_;
   std::unordered_map<std::uint64_t, banyan::context::down_handler> monitors_;  // by id (watchers.hpp)
-  // Monitors of components on other nodes made before every node was ready: (watched, id).
-  std::vector<std::pair<vertex_id, std::uint64_t>> held_monitors_;
-  std::unordered_map<std::uint64_t, vertex_id> remote_watched_;  // monitors of components on other nodes, by id
-  std::vector<std::size_t> held_dynamic_;  // remote dynamic children started before their node was ready
-  route_cache routes_;                     // this component's publishes
+  route_cache routes_;                                                         // this component's publishes
   std::uint64_t sequence_ = 0;
-  // Publishes made before every node of a deployment was ready, in order (multi-node runs only).
-  struct held_publish {
-    std::string topic;
-    vertex_id scope;
-    payload data;
-  };
-  std::deque<held_publish> held_;
-  std::deque<held_request> held_requests_;
 };
 
 // Spawns the component at `v` from `spawner` (an actor, or the actor system for the root): on a

@@ -3,11 +3,11 @@
 // its traffic. Under `banyan launch` it also serves the launch's control channel.
 #include "banyan/sdk/app.hpp"
 
+#include "cluster/control_channel.hpp"
+#include "cluster/deployment.hpp"
+#include "cluster/node.hpp"
 #include "command_line.hpp"
 #include "component_actor.hpp"
-#include "control_channel.hpp"
-#include "deployment.hpp"
-#include "node.hpp"
 #include "run_state.hpp"
 
 #include <nlohmann/json.hpp>

@@ -42,7 +42,8 @@ std::string encode(const std::vector<vertex_state>& states);
 // Checks that every vertex is in `subtree_of`'s subtree and appears once; an error names the field.
 result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id subtree_of);
 
-// Incarnations arriving here: component_actor::start takes its vertex's state, once.
+// Incarnations arriving here: the gate of the arriving incarnation takes its vertex's state, once
+// (cluster_gate::arrive).
 class move_arrivals {
  public:
   void put(std::vector<vertex_state> states);

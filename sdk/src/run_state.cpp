@@ -1,7 +1,7 @@
 #include "run_state.hpp"
 
 #include "actor_protocol.hpp"
-#include "node.hpp"
+#include "cluster/node.hpp"
 
 #include "banyan/base/log.hpp"
 
@@ -63,6 +63,14 @@ void run_state::forget_subtree(vertex_id v, bool lost) {
       if (node_) node_->broadcast_unsubscribe(id);
   }
   for (auto c : tree_->children(v)) forget_subtree(c, lost);
+}
+
+void run_state::tell_watchers(vertex_id v, const std::string& why) {
+  for (const auto& [watcher, id] : watching_.of(v)) {
+    if (auto w = caf::actor_cast<caf::actor>(watcher)) caf::anon_send(w, mondown_atom::value, id, tree_->path(v), why);
+  }
+  if (node_)
+    for (const auto& w : watching_.remote_of(v)) node_->send_down(v, w.node, w.watcher, w.id, why);
 }
 
 void run_state::set_node(node_runtime* node, locality where) {

@@ -15,10 +15,10 @@
 //   arrivals                  move_state.hpp       thread-safe: incarnations a live move brings here
 //   node                      node.hpp, gateway.hpp multi-node runs only (null otherwise)
 //
-// Only operations that span parts live here (set_actor, forget_subtree, set_node, set_cluster_ready); everything
-// else is a call on one part. A new per-run service (pipeline stages, workers, a scheduler) is one
-// more part: its own header stating its thread-safety, a member and an accessor here, reached by
-// actors through component_actor::state(). Parts never reach back into run_state.
+// Only operations that span parts live here (set_actor, forget_subtree, tell_watchers, set_node, set_cluster_ready);
+// everything else is a call on one part. A new per-run service (pipeline stages, workers, a scheduler) is one more
+// part: its own header stating its thread-safety, a member and an accessor here, reached by actors through
+// component_actor::state(). Parts never reach back into run_state.
 #pragma once
 
 #include "completion.hpp"
@@ -87,16 +87,19 @@ class run_state : public std::enable_shared_from_this<run_state> {
   // `lost`: the subtree's node is gone, and this node forgets its remote subscriptions too (and tells
   // the others), so routes stop leading there until it starts again.
   void forget_subtree(vertex_id v, bool lost = false);
+  // An incarnation of `v` ended (`why`: "stopped", or its failure): every monitor of it hears it, on
+  // this node and, through the node, on others.
+  void tell_watchers(vertex_id v, const std::string& why);
 
   // Multi-node: makes this run one node of a deployment. Call before any actor starts.
   void set_node(node_runtime* node, locality where);
-  // Publishes wait (component_actor holds them, in order) until every node is ready, so no node
+  // Publishes wait (each incarnation's outbound gate holds them, in order) until every node is ready, so no node
   // misses another's early messages. Always true in a single process.
   bool cluster_ready() const { return cluster_ready_.load(std::memory_order_acquire); }
   // Every node is ready: logs it once and tells every running actor to flush what it held.
   void set_cluster_ready();
   // A live move freezes the deployment (docs/runtime.md, "Moving subtrees live"): publishes and
-  // requests wait as during the start (held in order by each component actor), data from other
+  // requests wait as during the start (held in order by each outbound gate), data from other
   // nodes waits in the gateway; thaw() releases them all, as the start's end does.
   void freeze();
   void thaw();

@@ -19,7 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The SDK's kinds and reply codes (sdk/src/node_wire.hpp; the test speaks the protocol from outside).
+// The SDK's kinds and reply codes (sdk/src/cluster/node_wire.hpp; the test speaks the protocol from outside).
 enum kind : std::uint16_t {
   data = 1,
   subscribe = 2,

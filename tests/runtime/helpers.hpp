@@ -1,6 +1,8 @@
 // Test fixtures for the transport: a temp dir for ipc endpoints and a node that records what it sees.
 #pragma once
 
+#include "../support/reported_threshold.hpp"
+
 #include "banyan/runtime/transport.hpp"
 
 #include <gtest/gtest.h>
@@ -17,6 +19,8 @@
 #include <vector>
 
 namespace banyan::runtime::test {
+
+using banyan::test::reported_threshold;
 
 using namespace std::chrono_literals;
 
@@ -153,17 +157,6 @@ struct recorder {
     return false;
   }
 };
-
-// The failure detector's threshold as the transport reported it when it gave a silent peer up
-// ("no frame for 812 ms (threshold 800 ms, ..."); nullopt when the reason names none (a restart).
-// Tests of how fast a loss is found compare with this rather than with a constant: the threshold
-// grows with the jitter the detector saw, which a loaded machine adds.
-inline std::optional<std::chrono::milliseconds> reported_threshold(const std::string& down_reason) {
-  static const std::regex threshold(R"(\(threshold ([0-9]+) ms)");
-  std::smatch m;
-  if (!std::regex_search(down_reason, m, threshold)) return std::nullopt;
-  return std::chrono::milliseconds(std::stoll(m[1].str()));
-}
 
 inline envelope make_envelope(std::uint64_t i, std::size_t payload_bytes = 8) {
   envelope e;

@@ -12,7 +12,7 @@
 // plus "error" (and "refused": true when nothing was tried) on failure.
 //
 // The launch in turn reaches each of its nodes through the node's control channel (the SDK's
-// sdk/src/control_channel.hpp): node_controls below, one DEALER per node on the endpoint the node
+// sdk/src/cluster/control_channel.hpp): node_controls below, one DEALER per node on the endpoint the node
 // was given in BANYAN_CONTROL.
 #pragma once
 

@@ -1,7 +1,6 @@
 #include "node.hpp"
 
 #include "actor_protocol.hpp"
-#include "gateway.hpp"
 #include "node_wire.hpp"
 #include "run_state.hpp"
 
@@ -50,7 +49,7 @@ std::string node_runtime::start_error() const {
 }
 
 result<void> node_runtime::start(caf::actor_system& system, const run_options& options) {
-  gateway_ = system.spawn<gateway_actor>(&state_, this);
+  gateway_ = spawn_gateway(system, &state_, this);
   start_timeout_ = options.start_timeout;
   heartbeat_timeout_ = options.heartbeat_timeout;
   max_payload_bytes_ = options.max_payload_bytes;
@@ -323,7 +322,7 @@ void node_runtime::peer_ready(const std::string& peer) {
   // A node that joins sees the others' readies after its own start too: only a late or a returning
   // node is news.
   if (late(n) || back) log::info(self_name(), "node `" + peer + "` joined" + (back ? " again" : ""));
-  // Dynamic children waiting for that node start now (component_actor's joined handler).
+  // Dynamic children waiting for that node start now (their gates release them: joined_atom).
   for (const auto& a : state_.actors().running()) caf::anon_send(a, joined_atom::value, n);
 }
 

@@ -17,6 +17,10 @@ using tell_atom = caf::atom_constant<caf::atom("tell")>;  // tell publishers wha
 constexpr auto tell_after = std::chrono::milliseconds(100);
 }  // namespace
 
+caf::actor spawn_gateway(caf::actor_system& system, run_state* state, node_runtime* node) {
+  return system.spawn<gateway_actor>(state, node);
+}
+
 gateway_actor::gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node)
     : caf::event_based_actor(cfg), state_(state), node_(node), routes_(state->front()) {}
 

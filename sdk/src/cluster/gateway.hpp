@@ -41,10 +41,6 @@ namespace banyan::detail {
 class node_runtime;
 class run_state;
 
-using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
-using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
-using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer token: move a local subtree there
-using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;    // node index: a peer is gone
 using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
 
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
@@ -144,6 +140,7 @@ class gateway_actor final : public caf::event_based_actor {
   };
   std::vector<waiting_move> waiting_moves_;  // asked while a move was on
   std::uint64_t next_epoch_ = 1;
+  std::uint64_t superseded_epoch_ = 0;  // a move that ended here when the next one's freeze overtook its thaw
 
   run_state* state_;
   node_runtime* node_;
@@ -168,5 +165,3 @@ class gateway_actor final : public caf::event_based_actor {
 };
 
 }  // namespace banyan::detail
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<banyan::runtime::envelope>)

@@ -205,4 +205,8 @@ class node_runtime {
   std::string start_error_;
 };
 
+// The gateway actor of `node` (gateway.hpp), which node_runtime::start spawns: defined with it, so
+// that the node runtime, below the gateway, does not include it.
+caf::actor spawn_gateway(caf::actor_system& system, run_state* state, node_runtime* node);
+
 }  // namespace banyan::detail

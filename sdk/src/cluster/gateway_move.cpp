@@ -148,6 +148,13 @@ void gateway_actor::on_move_limit(std::uint64_t epoch) {
 
 void gateway_actor::freeze(std::uint64_t epoch, node_id coordinator) {
   const std::size_t nodes = node_->deployment().names.size();
+  if (move_ && move_->epoch != epoch) {
+    // The move before this one is still on here, but its coordinator has thawed every node (a new
+    // move starts only on a thawed node): its thaw is on its way, over another link than this
+    // freeze. That move is over here too; its late steps are dropped.
+    superseded_epoch_ = move_->epoch;
+    move_.reset();
+  }
   if (!move_) move_.emplace();
   move_->epoch = epoch;
   move_->coordinator = coordinator;
@@ -344,6 +351,7 @@ void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
   const node_id from = node_->index_of(peer);
   const auto step = static_cast<move_step>(e.code);
   if (step == move_step::freeze) return freeze(e.id, from);
+  if (e.id == superseded_epoch_) return;  // a late step (its thaw) of a move a newer one replaced here
   if (!move_) {
     if (step != move_step::frozen)
       return log_dropped(peer, "move step " + std::to_string(e.code) + " of no move in progress");
