@@ -1,7 +1,7 @@
 #include "banyan/sdk/options.hpp"
 
-#include "command_line.hpp"
 #include "cluster/deployment.hpp"
+#include "command_line.hpp"
 
 #include "banyan/base/log.hpp"
 
