@@ -112,7 +112,7 @@ result<void> fault_file_system::append(const std::shared_ptr<inode>& file, std::
   if (capacity_) {
     std::uint64_t used = 0;
     for (const auto& [_, f] : folders_)
-      for (const auto& [__, i] : f->entries) used += i->data.size();
+      for (const auto& [name, i] : f->entries) used += i->data.size();
     if (used + bytes.size() > *capacity_) return error{errc::no_space, "No space left on device"};
   }
   last_append_file_ = file;
@@ -250,7 +250,7 @@ void fault_file_system::power_cut(std::mt19937_64& random, bool keep_unsynced_di
   // Every surviving file keeps its synced bytes; the file of the last unsynced append keeps a
   // random prefix of its unsynced bytes too (the torn write).
   for (auto& [_, f] : folders_) {
-    for (auto& [__, file] : f->entries) {
+    for (auto& [name, file] : f->entries) {
       std::size_t keep = file->synced;
       if (file == last_append_file_ && file->data.size() > file->synced)
         keep += std::uniform_int_distribution<std::size_t>(0, file->data.size() - file->synced)(random);

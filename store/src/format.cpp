@@ -130,10 +130,12 @@ result<std::vector<blob_entry>> parse(std::span<const std::byte> file, std::uint
   const auto body = file.first(file.size() - footer_size);
   reader f{file, file.size() - footer_size};
   if (f.u32() != footer_magic) return corrupt(path, "incomplete (no footer)");
-  if (f.u32() != crc32c(body)) return corrupt(path, "checksum mismatch");
+  const std::uint32_t want = f.u32();
+  std::uint32_t crc = crc32c(body.first(header_size));
   std::vector<blob_entry> out;
   reader b{body, header_size};
   for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint64_t start = b.at;
     if (!b.need(4)) return corrupt(path, "blob " + std::to_string(i) + " truncated");
     const std::uint32_t len = b.u32();
     if (!b.need(len + 12ull)) return corrupt(path, "blob " + std::to_string(i) + " truncated");
@@ -143,12 +145,14 @@ result<std::vector<blob_entry>> parse(std::span<const std::byte> file, std::uint
     e.size = b.u64();
     e.crc = b.u32();
     e.offset = b.at;
+    crc = crc32c(body.subspan(start, b.at - start), crc);
     if (!b.need(e.size)) return corrupt(path, "blob `" + e.name + "` truncated");
     if (crc32c(body.subspan(e.offset, e.size)) != e.crc)
       return corrupt(path, "blob `" + e.name + "`: checksum mismatch");
     b.at += e.size;
     out.push_back(std::move(e));
   }
+  if (crc != want) return corrupt(path, "checksum mismatch");
   if (b.at != body.size()) return corrupt(path, "trailing bytes after the last blob");
   return out;
 }

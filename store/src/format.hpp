@@ -2,10 +2,11 @@
 //
 //   header  u32 magic "BNYT"  u32 version (1)  u64 txn id  u32 blob count
 //   blob    u32 name length, name, u64 size, u32 crc32c(data), data      (blob count times)
-//   footer  u32 magic "BNYE"  u32 crc32c(every byte before the footer)
+//   footer  u32 magic "BNYE"  u32 crc32c(the header and every blob's bytes before its data)
 //
-// A file is valid only whole: the footer's checksum covers the header and every blob, and each
-// blob's own checksum lets read() check one blob without reading the file again.
+// A file is valid only whole: each blob's data is covered by its own checksum, and the footer's
+// checksum covers the header, the names, the sizes and those checksums, so the data is read once
+// to write it (one checksum pass) and read() can check one blob without reading the file again.
 #pragma once
 
 #include "banyan/base/result.hpp"

@@ -1,5 +1,6 @@
 #include "banyan/store/store.hpp"
 
+#include "buffer_pool.hpp"
 #include "format.hpp"
 
 #include <algorithm>
@@ -25,7 +26,11 @@ void transaction::put(std::string name, std::vector<std::byte> bytes) {
 }
 
 void transaction::put(std::string name, std::span<const std::byte> bytes) {
-  put(std::move(name), std::vector<std::byte>(bytes.begin(), bytes.end()));
+  if (pool_) {
+    put(std::move(name), pool_->copy(bytes.data(), bytes.size()));
+  } else {
+    put(std::move(name), std::vector<std::byte>(bytes.begin(), bytes.end()));
+  }
 }
 
 void transaction::put(std::string name, std::string_view bytes) {
@@ -48,12 +53,12 @@ struct on_disk_blob {
 
 }  // namespace
 
-// Everything the writer thread and the callers share. Shared with the budget's listener through a
-// weak pointer, so a budget that outlives the store never calls into a dead one.
+// Everything the writer thread and the callers share.
 struct blob_store::state {
   std::string dir;
   options opts;
   std::shared_ptr<file_system> fs;
+  std::shared_ptr<detail::buffer_pool> pool = std::make_shared<detail::buffer_pool>();
 
   mutable std::mutex mutex;
   std::condition_variable room;     // commit() waits here for the buffer to drain
@@ -63,7 +68,8 @@ struct blob_store::state {
   txn_id last_committed = 0;
   txn_id watermark = 0;
   std::uint64_t buffered = 0;
-  std::uint64_t held = 0;  // of `buffered`, the bytes above the floor, held from the budget
+  std::uint64_t held = 0;    // of `buffered` + `pooled`, the bytes above the floor, held from the budget
+  std::uint64_t pooled = 0;  // the pool's bytes when last looked at
   std::optional<error> failure;
   bool closing = false;
   store_stats stats;
@@ -74,6 +80,13 @@ struct blob_store::state {
   std::optional<std::uint64_t> available;
   clock::time_point available_at{};
   std::thread writer;
+  // The budget's listener reaches the state through this, under its mutex, so the destructor can
+  // cut it off while a take() on another thread is calling it.
+  struct listener_link {
+    std::mutex mutex;
+    state* target = nullptr;
+  };
+  std::shared_ptr<listener_link> link = std::make_shared<listener_link>();
 
   std::string path(const std::string& name) const { return dir + "/" + name; }
 
@@ -94,7 +107,8 @@ struct blob_store::state {
   // Moves the budget's share to match `buffered` (lock held).
   void rebalance_budget() {
     if (!opts.budget) return;
-    const std::uint64_t want = buffered > opts.floor_bytes ? buffered - opts.floor_bytes : 0;
+    const std::uint64_t mine = buffered + pooled;
+    const std::uint64_t want = mine > opts.floor_bytes ? mine - opts.floor_bytes : 0;
     if (want > held) opts.budget->hold(want - held);
     if (want < held) opts.budget->release(held - want);
     held = want;
@@ -113,18 +127,19 @@ struct blob_store::state {
     std::vector<format::blob_entry> entries;
     std::uint64_t offset = 0;
     std::uint32_t file_crc = 0;
-    auto put = [&](std::span<const std::byte> bytes) -> result<void> {
-      file_crc = format::crc32c(bytes, file_crc);
+    // The file's checksum covers everything but the blobs' data, which their own checksums cover.
+    auto put = [&](std::span<const std::byte> bytes, bool data) -> result<void> {
+      if (!data) file_crc = format::crc32c(bytes, file_crc);
       offset += bytes.size();
       return (*file)->append(bytes);
     };
     const auto head = format::header(p.id, static_cast<std::uint32_t>(p.txn.blobs().size()));
-    if (auto ok = put(head); !ok) return fail(std::move(ok).error());
+    if (auto ok = put(head, false); !ok) return fail(std::move(ok).error());
     for (const auto& [name, bytes] : p.txn.blobs()) {
       const std::uint32_t crc = format::crc32c(bytes);
-      if (auto ok = put(format::blob_header(name, bytes.size(), crc)); !ok) return fail(std::move(ok).error());
+      if (auto ok = put(format::blob_header(name, bytes.size(), crc), false); !ok) return fail(std::move(ok).error());
       entries.push_back({name, offset, bytes.size(), crc});
-      if (auto ok = put(bytes); !ok) return fail(std::move(ok).error());
+      if (auto ok = put(bytes, true); !ok) return fail(std::move(ok).error());
     }
     const auto foot = format::footer(file_crc);
     if (auto ok = (*file)->append(foot); !ok) return fail(std::move(ok).error());
@@ -176,8 +191,17 @@ struct blob_store::state {
       watermark = p.id;
       files[p.id] = *entries;
       for (const auto& e : *entries) latest[e.name] = on_disk_blob{p.id, e};
-      buffered -= p.txn.bytes();
+      const std::uint64_t txn_bytes = p.txn.bytes();
+      buffered -= txn_bytes;
+      std::vector<std::vector<std::byte>> spare;
+      for (auto& [name, bytes] : queue.front().txn.blobs_) spare.push_back(std::move(bytes));
       queue.pop_front();
+      // The pool keeps about one transaction's worth (the next checkpoint is usually the same
+      // size), within what the buffer's limit leaves room for; the rest is freed.
+      const std::uint64_t room_left = limit(clock::now());
+      pool->bound(std::min(room_left - std::min(room_left, buffered), txn_bytes + txn_bytes / 8));
+      for (auto& b : spare) pool->give(std::move(b));
+      pooled = pool->bytes();
       rebalance_budget();
       const auto old = removable();
       room.notify_all();
@@ -198,6 +222,8 @@ struct blob_store::state {
     failure = std::move(e);
     queue.clear();
     buffered = 0;
+    pool->bound(0);
+    pooled = 0;
     rebalance_budget();
     room.notify_all();
     durable.notify_all();
@@ -258,8 +284,16 @@ result<std::unique_ptr<blob_store>> blob_store::open(std::string dir, options op
   auto store = std::unique_ptr<blob_store>(new blob_store(std::move(s)));
   state* raw = store->state_.get();
   if (raw->opts.budget) {
-    raw->opts.budget->on_change([raw] {
+    raw->link->target = raw;
+    raw->opts.budget->on_change([link = raw->link] {
+      std::lock_guard guard(link->mutex);
+      state* raw = link->target;
+      if (raw == nullptr) return;
       std::lock_guard lock(raw->mutex);
+      // Spare buffers go first when someone takes budget: they hold no data.
+      raw->pool->bound(0);
+      raw->pooled = 0;
+      raw->rebalance_budget();
       raw->room.notify_all();
     });
   }
@@ -276,12 +310,18 @@ blob_store::~blob_store() {
   state_->room.notify_all();
   if (state_->writer.joinable()) state_->writer.join();
   if (state_->opts.budget) {
+    {
+      std::lock_guard guard(state_->link->mutex);
+      state_->link->target = nullptr;
+    }
     state_->opts.budget->on_change(nullptr);
     std::lock_guard lock(state_->mutex);
     if (state_->held > 0) state_->opts.budget->release(state_->held);
     state_->held = 0;
   }
 }
+
+transaction blob_store::begin() { return transaction(state_->pool); }
 
 result<txn_id> blob_store::commit(transaction&& txn) {
   auto& s = *state_;
@@ -309,6 +349,7 @@ result<txn_id> blob_store::commit(transaction&& txn) {
   }
   const txn_id id = ++s.last_committed;
   s.buffered += n;
+  s.pooled = s.pool->bytes();
   s.rebalance_budget();
   s.queue.push_back(pending{id, std::move(txn)});
   lock.unlock();
@@ -386,6 +427,7 @@ store_stats blob_store::stats() const {
   out.bytes_buffered = state_->buffered;
   out.last_committed = state_->last_committed;
   out.durable = state_->watermark;
+  out.bytes_pooled = state_->pool->bytes();
   return out;
 }
 

@@ -57,7 +57,8 @@ class memory_budget {
   // durable. hold() never waits: the buffer checks free() first (its back-pressure).
   void hold(std::uint64_t bytes);
   void release(std::uint64_t bytes);
-  // Called (without the budget's lock) after every take(), so holders re-check their limit.
+  // Called (without the budget's lock) when take() starts or gives up and after give(), so the
+  // holder re-checks its limit. One listener: one store per budget (a later call replaces it).
   void on_change(std::function<void()> listener);
 
  private:

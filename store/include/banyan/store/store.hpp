@@ -57,10 +57,17 @@ struct options {
   std::shared_ptr<memory_budget> budget;  // null: none
 };
 
+namespace detail {
+class buffer_pool;
+}
+
 // The named blobs of one transaction, built by the caller, then handed to commit(). A value: a
-// later put() of the same name replaces the earlier one.
+// later put() of the same name replaces the earlier one. One from blob_store::begin() copies into
+// buffers the store recycles (memory already faulted in: the copy runs at memcpy speed); a
+// default-constructed one allocates fresh buffers.
 class transaction {
  public:
+  transaction() = default;
   void put(std::string name, std::vector<std::byte> bytes);      // moved in: no copy
   void put(std::string name, std::span<const std::byte> bytes);  // copied
   void put(std::string name, std::string_view bytes);            // copied
@@ -68,8 +75,11 @@ class transaction {
   const std::vector<std::pair<std::string, std::vector<std::byte>>>& blobs() const { return blobs_; }
 
  private:
+  friend class blob_store;
+  explicit transaction(std::shared_ptr<detail::buffer_pool> pool) : pool_(std::move(pool)) {}
   std::vector<std::pair<std::string, std::vector<std::byte>>> blobs_;
   std::uint64_t bytes_ = 0;
+  std::shared_ptr<detail::buffer_pool> pool_;
 };
 
 // A name's latest durable version.
@@ -84,12 +94,13 @@ struct store_stats {
   std::uint64_t bytes_buffered = 0;   // committed, not yet durable
   std::uint64_t buffer_limit = 0;     // the buffer's size now (floor..ceiling)
   std::uint64_t commit_waits = 0;     // commits that waited for room
-  std::uint64_t commits_waiting = 0;  // commits waiting for room now
   std::uint64_t commit_wait_ns = 0;   // their total wait
+  std::uint64_t commits_waiting = 0;  // commits waiting for room now
   txn_id last_committed = 0;
   txn_id durable = 0;               // the watermark
   std::uint64_t bytes_written = 0;  // to transaction files, since open
   std::uint64_t files_removed = 0;  // by compaction, since open
+  std::uint64_t bytes_pooled = 0;   // spare buffers kept for the next begin()'s copies
 };
 
 class blob_store {
@@ -103,6 +114,9 @@ class blob_store {
   blob_store(const blob_store&) = delete;
   blob_store& operator=(const blob_store&) = delete;
   ~blob_store();
+
+  // A transaction whose put() copies into the store's recycled buffers. Never blocks.
+  transaction begin();
 
   // Puts the transaction in the buffer and gives it the next id. Waits while the buffer is full
   // (a transaction larger than the whole buffer waits until the buffer is empty). Errors: the
