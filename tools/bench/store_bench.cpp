@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -38,6 +39,7 @@ struct options {
   double every_step_mb = 8;
   std::string dir = "store-bench-data";
   bool json = false;
+  std::string trace;  // --budget-trace: CSV and SVG of the buffer while a host pool takes budget
 };
 
 double ms_since(clock_type::time_point t) {
@@ -124,6 +126,117 @@ summary summarize(std::vector<double> v) {
 }
 nlohmann::json to_json(const summary& s) { return {{"median_ms", s.median}, {"mean_ms", s.mean}, {"max_ms", s.max}}; }
 
+// The buffer's limit and contents over time while a host pool takes budget in 64 MiB steps up to
+// 448 of 512 MiB and gives it back, with a 32 MiB checkpoint every 100 ms (a little more than the
+// disk writes, so the buffer fills to its limit). Writes <trace>.csv and <trace>.svg.
+int budget_trace(const options& o) {
+  constexpr double mib = 1 << 20;
+  auto budget = std::make_shared<banyan::store::memory_budget>(512ull << 20);
+  banyan::store::options so;
+  so.floor_bytes = 32ull << 20;
+  so.ceiling_bytes = 512ull << 20;
+  so.budget = budget;
+  auto opened = blob_store::open(o.dir + "/trace", so);
+  if (!opened) {
+    std::fprintf(stderr, "store_bench: %s\n", opened.error().what().c_str());
+    return 1;
+  }
+  auto& store = **opened;
+  const blobs data(32);
+  struct sample {
+    double t_ms, limit, buffered, taken;
+  };
+  std::vector<sample> samples;
+  std::mutex m;
+  std::atomic<bool> done{false};
+  const auto start = clock_type::now();
+  std::thread sampler([&] {
+    while (!done) {
+      const auto st = store.stats();
+      {
+        std::lock_guard lock(m);
+        samples.push_back({ms_since(start), static_cast<double>(st.buffer_limit) / mib,
+                           static_cast<double>(st.bytes_buffered) / mib, static_cast<double>(budget->taken()) / mib});
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a sampling period, not a wait
+    }
+  });
+  std::thread pool([&] {
+    const std::uint64_t step = 64ull << 20;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (int i = 0; i < 7; ++i) {
+      if (!budget->take(step, std::chrono::seconds(30))) std::fprintf(stderr, "store_bench: take timed out\n");
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (int i = 0; i < 7; ++i) {
+      budget->give(step);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  while (ms_since(start) < 9000) {
+    spin(100);
+    if (auto id = store.commit(checkpoint_of(store, data)); !id) {
+      std::fprintf(stderr, "store_bench: %s\n", id.error().what().c_str());
+      break;
+    }
+  }
+  pool.join();
+  done = true;
+  sampler.join();
+  const auto st = store.stats();
+
+  std::FILE* csv = std::fopen((o.trace + ".csv").c_str(), "w");
+  std::FILE* svg = std::fopen((o.trace + ".svg").c_str(), "w");
+  if (csv == nullptr || svg == nullptr) {
+    std::fprintf(stderr, "store_bench: cannot write %s.csv / .svg\n", o.trace.c_str());
+    return 1;
+  }
+  std::fprintf(csv, "t_ms,buffer_limit_mib,bytes_buffered_mib,pool_taken_mib\n");
+  for (const auto& s : samples) std::fprintf(csv, "%.0f,%.1f,%.1f,%.1f\n", s.t_ms, s.limit, s.buffered, s.taken);
+  std::fclose(csv);
+  // A plain line chart: x = seconds (0..9), y = MiB (0..512).
+  const double w = 720, h = 300, left = 50, top = 20, x_max = 9000, y_max = 512;
+  auto x = [&](double t) { return left + t / x_max * w; };
+  auto y = [&](double v) { return top + h - v / y_max * h; };
+  std::fprintf(svg,
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+               w + left + 160, h + top + 40);
+  for (int v = 0; v <= 512; v += 128)
+    std::fprintf(svg,
+                 "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%.0f\" y=\"%.1f\" "
+                 "text-anchor=\"end\">%d</text>\n",
+                 left, y(v), left + w, y(v), left - 5, y(v) + 4, v);
+  for (int t = 0; t <= 9; ++t)
+    std::fprintf(svg, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%d s</text>\n", x(t * 1000.0), top + h + 16,
+                 t);
+  std::fprintf(svg, "<text x=\"10\" y=\"%.0f\" transform=\"rotate(-90 10 %.0f)\">MiB</text>\n", top + h / 2,
+               top + h / 2);
+  const struct {
+    const char* name;
+    const char* color;
+    double sample::*field;
+  } series[] = {{"buffer limit", "#1f77b4", &sample::limit},
+                {"bytes buffered", "#2ca02c", &sample::buffered},
+                {"host pool's budget", "#d62728", &sample::taken}};
+  int row = 0;
+  for (const auto& se : series) {
+    std::fprintf(svg, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", se.color);
+    for (const auto& s : samples) std::fprintf(svg, "%.1f,%.1f ", x(s.t_ms), y(s.*(se.field)));
+    std::fprintf(svg, "\"/>\n<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%s</text>\n", left + w + 10, top + 20 + 18.0 * row,
+                 se.color, se.name);
+    ++row;
+  }
+  std::fprintf(svg, "</svg>\n");
+  std::fclose(svg);
+  std::printf("budget trace: %zu samples -> %s.csv, %s.svg; commits %llu, waited %llu (%.0f ms in all), durable %llu\n",
+              samples.size(), o.trace.c_str(), o.trace.c_str(), static_cast<unsigned long long>(st.last_committed),
+              static_cast<unsigned long long>(st.commit_waits), static_cast<double>(st.commit_wait_ns) / 1e6,
+              static_cast<unsigned long long>(st.durable));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,6 +254,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--dir", o.dir, "Scratch folder (on the disk to measure; emptied first and at the end)");
   app.add_flag("--json", o.json, "Print the results as JSON on stdout");
+  app.add_option("--budget-trace", o.trace,
+                 "Instead: trace the buffer while a host pool takes and gives back budget; writes <path>.csv and "
+                 "<path>.svg");
   CLI11_PARSE(app, argc, argv);
 
   std::error_code ec;
@@ -149,6 +265,11 @@ int main(int argc, char** argv) {
   if (ec) {
     std::fprintf(stderr, "store_bench: cannot create `%s`: %s\n", o.dir.c_str(), ec.message().c_str());
     return 2;
+  }
+  if (!o.trace.empty()) {
+    const int rc = budget_trace(o);
+    std::filesystem::remove_all(o.dir, ec);
+    return rc;
   }
   const blobs data(o.mb);
   banyan::progress_options po{.unit = "checkpoints"};
