@@ -147,7 +147,7 @@ TEST(StoreMemory, TakingBudgetShrinksTheBufferByFlushingNeverByDropping) {
   EXPECT_EQ(budget->taken(), 0u);
 }
 
-class fake_proc : public ::testing::Test {
+class StoreMemorySource : public ::testing::Test {
  protected:
   test::temp_dir dir_;
   void write(const std::string& name, const std::string& text) {
@@ -156,7 +156,7 @@ class fake_proc : public ::testing::Test {
   }
 };
 
-TEST_F(fake_proc, SystemMemorySourceTakesTheSmallerOfCgroupV2RoomAndMemAvailable) {
+TEST_F(StoreMemorySource, SystemMemorySourceTakesTheSmallerOfCgroupV2RoomAndMemAvailable) {
   write("meminfo", "MemTotal:       8000 kB\nMemFree:        1000 kB\nMemAvailable:   2000 kB\n");
   write("self_cgroup", "0::/jobs/trainer\n");
   write("cg/jobs/trainer/memory.max", "1000000\n");
