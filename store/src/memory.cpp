@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace banyan::store {
 namespace {
@@ -95,30 +96,26 @@ std::uint64_t memory_budget::held() const {
 }
 
 bool memory_budget::take(std::uint64_t bytes, std::chrono::milliseconds limit) {
-  std::function<void()> listener;
   {
     std::lock_guard lock(mutex_);
     taken_ += bytes;
-    listener = listener_;
   }
-  if (listener) listener();
+  notify_listeners();
   std::unique_lock lock(mutex_);
   if (released_.wait_for(lock, limit, [&] { return taken_ + held_ <= capacity_; })) return true;
   taken_ -= bytes;
   lock.unlock();
-  if (listener) listener();
+  notify_listeners();
   return false;
 }
 
 void memory_budget::give(std::uint64_t bytes) {
-  std::function<void()> listener;
   {
     std::lock_guard lock(mutex_);
     taken_ -= std::min(bytes, taken_);
-    listener = listener_;
   }
   released_.notify_all();
-  if (listener) listener();
+  notify_listeners();
 }
 
 void memory_budget::hold(std::uint64_t bytes) {
@@ -134,9 +131,28 @@ void memory_budget::release(std::uint64_t bytes) {
   released_.notify_all();
 }
 
-void memory_budget::on_change(std::function<void()> listener) {
+std::uint64_t memory_budget::add_listener(std::function<void()> listener) {
   std::lock_guard lock(mutex_);
-  listener_ = std::move(listener);
+  const std::uint64_t id = next_listener_++;
+  listeners_[id] = std::make_shared<std::function<void()>>(std::move(listener));
+  return id;
+}
+
+void memory_budget::remove_listener(std::uint64_t id) {
+  std::lock_guard calls(calls_);  // waits for a notify_listeners() in progress
+  std::lock_guard lock(mutex_);
+  listeners_.erase(id);
+}
+
+void memory_budget::notify_listeners() {
+  // One notifying thread at a time, so remove_listener() can wait for the calls to end.
+  std::lock_guard calls(calls_);
+  std::vector<std::shared_ptr<std::function<void()>>> now;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [_, l] : listeners_) now.push_back(l);
+  }
+  for (const auto& l : now) (*l)();
 }
 
 }  // namespace banyan::store

@@ -80,13 +80,7 @@ struct blob_store::state {
   std::optional<std::uint64_t> available;
   clock::time_point available_at{};
   std::thread writer;
-  // The budget's listener reaches the state through this, under its mutex, so the destructor can
-  // cut it off while a take() on another thread is calling it.
-  struct listener_link {
-    std::mutex mutex;
-    state* target = nullptr;
-  };
-  std::shared_ptr<listener_link> link = std::make_shared<listener_link>();
+  std::uint64_t listener = 0;  // our listener on the budget
 
   std::string path(const std::string& name) const { return dir + "/" + name; }
 
@@ -284,11 +278,7 @@ result<std::unique_ptr<blob_store>> blob_store::open(std::string dir, options op
   auto store = std::unique_ptr<blob_store>(new blob_store(std::move(s)));
   state* raw = store->state_.get();
   if (raw->opts.budget) {
-    raw->link->target = raw;
-    raw->opts.budget->on_change([link = raw->link] {
-      std::lock_guard guard(link->mutex);
-      state* raw = link->target;
-      if (raw == nullptr) return;
+    raw->listener = raw->opts.budget->add_listener([raw] {
       std::lock_guard lock(raw->mutex);
       // Spare buffers go first when someone takes budget: they hold no data.
       raw->pool->bound(0);
@@ -310,11 +300,7 @@ blob_store::~blob_store() {
   state_->room.notify_all();
   if (state_->writer.joinable()) state_->writer.join();
   if (state_->opts.budget) {
-    {
-      std::lock_guard guard(state_->link->mutex);
-      state_->link->target = nullptr;
-    }
-    state_->opts.budget->on_change(nullptr);
+    state_->opts.budget->remove_listener(state_->listener);  // waits for a call in progress
     std::lock_guard lock(state_->mutex);
     if (state_->held > 0) state_->opts.budget->release(state_->held);
     state_->held = 0;

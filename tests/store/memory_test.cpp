@@ -147,6 +147,43 @@ TEST(StoreMemory, TakingBudgetShrinksTheBufferByFlushingNeverByDropping) {
   EXPECT_EQ(budget->taken(), 0u);
 }
 
+TEST(StoreMemory, TwoStoresSharingABudgetBothFlushForATake) {
+  auto budget = std::make_shared<memory_budget>(10'000);
+  auto gate_a = std::make_shared<gated_file_system>(std::make_shared<fault_file_system>());
+  auto gate_b = std::make_shared<gated_file_system>(std::make_shared<fault_file_system>());
+  options o = test::test_options();
+  o.floor_bytes = 1000;
+  o.ceiling_bytes = 100'000;
+  o.budget = budget;
+  o.fs = gate_a;
+  auto a = blob_store::open("a", o);
+  o.fs = gate_b;
+  auto b = blob_store::open("b", o);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  for (auto* s : {&*a, &*b}) {
+    transaction t;
+    t.put("blob", filler(4000, 'x'));
+    ASSERT_TRUE((*s)->commit(std::move(t)).has_value());
+  }
+  EXPECT_EQ(budget->held(), 6000u);  // 3000 above each floor
+  std::atomic<bool> taken{false};
+  std::thread pool([&] {
+    EXPECT_TRUE(budget->take(8000, 30s));
+    taken = true;
+  });
+  ASSERT_TRUE(eventually([&] { return budget->taken() == 8000; }));
+  gate_a->open_gate();
+  ASSERT_TRUE((*a)->flush(30s).has_value());
+  EXPECT_FALSE(taken) << "b still holds 3000: 8000 + 3000 > 10000";
+  gate_b->open_gate();
+  pool.join();
+  EXPECT_TRUE(taken);
+  ASSERT_TRUE((*b)->flush(30s).has_value());
+  EXPECT_EQ(budget->held(), 0u);
+  EXPECT_EQ(string_of(*(*a)->read("blob")), std::string(4000, 'x'));
+  EXPECT_EQ(string_of(*(*b)->read("blob")), std::string(4000, 'x'));
+}
+
 class StoreMemorySource : public ::testing::Test {
  protected:
   test::temp_dir dir_;

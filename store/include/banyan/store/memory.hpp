@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -57,17 +58,22 @@ class memory_budget {
   // durable. hold() never waits: the buffer checks free() first (its back-pressure).
   void hold(std::uint64_t bytes);
   void release(std::uint64_t bytes);
-  // Called (without the budget's lock) when take() starts or gives up and after give(), so the
-  // holder re-checks its limit. One listener: one store per budget (a later call replaces it).
-  void on_change(std::function<void()> listener);
+  // `listener` is called (without the budget's lock) when take() starts or gives up and after
+  // give(), so a holder re-checks its limit. Several holders (stores) may share one budget.
+  // remove_listener() returns once no call of that listener is running.
+  std::uint64_t add_listener(std::function<void()> listener);
+  void remove_listener(std::uint64_t id);
 
  private:
   const std::uint64_t capacity_;
   mutable std::mutex mutex_;
+  std::mutex calls_;  // held while listeners are called
   std::condition_variable released_;
   std::uint64_t taken_ = 0;
   std::uint64_t held_ = 0;
-  std::function<void()> listener_;
+  std::map<std::uint64_t, std::shared_ptr<std::function<void()>>> listeners_;
+  std::uint64_t next_listener_ = 1;
+  void notify_listeners();
 };
 
 }  // namespace banyan::store

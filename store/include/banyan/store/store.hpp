@@ -108,7 +108,7 @@ class blob_store {
   // Opens (creating the folder when missing) and recovers: the durable transactions found, the
   // latest version of each name. Leftover `.tmp` files of an interrupted write are removed.
   // Errors: invalid_argument (options), io / no_space (the folder), corrupt (a transaction file
-  // failing its checksum; named), and the memory source is not read yet.
+  // failing its checksum; named). Starts the writer thread.
   static result<std::unique_ptr<blob_store>> open(std::string dir, options opts = {});
 
   blob_store(const blob_store&) = delete;
