@@ -235,8 +235,10 @@ class gate_component final : public banyan::leaf {
     if (!r) throw std::runtime_error("publish " + topic + ": " + r.error().what());
   }
 
-  // A group message for the head's merged leaf (runs in the head).
+  // A group message for the head's merged leaf (runs in the head). Another leaf of this node may
+  // pass one on before the head has had a message of its own: the head learns its members here too.
   void deliver(int g, banyan::payload p) {
+    resolve();
     build();
     ins_[in_index_.at(g)].queue.push_back(std::move(p));
     progress();
