@@ -83,7 +83,10 @@ void run_state::set_node(node_runtime* node, locality where) {
 void run_state::set_cluster_ready() {
   if (frozen()) return;  // thaw() releases it
   if (cluster_ready_.exchange(true, std::memory_order_acq_rel)) return;
-  if (!said_ready_.exchange(true)) log::info(tree_->path(0), "every node is ready");
+  if (!said_ready_.exchange(true)) {
+    log::info(tree_->path(0), "every node is ready");
+    if (node_) node_->started();
+  }
   for (const auto& a : actors_.running()) caf::anon_send(a, ready_atom::value);
 }
 

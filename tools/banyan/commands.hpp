@@ -13,5 +13,6 @@ action setup_keygen(CLI::App& sub);       // keygen_command.cpp
 action setup_launch(CLI::App& sub);       // launch_command.cpp
 action setup_profile(CLI::App& sub);      // profile_command.cpp
 action setup_reconfigure(CLI::App& sub);  // reconfigure_command.cpp
+action setup_status(CLI::App& sub);       // status_command.cpp
 
 }  // namespace banyan::cli

@@ -1,10 +1,13 @@
 #include "control.hpp"
 
+#include "banyan/partitioner/error.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include <glob.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -67,6 +70,24 @@ std::optional<std::vector<std::string>> node_controls::reply(const std::string& 
     frames.erase(frames.begin());
     return frames;
   }
+}
+
+result<std::string> launch_socket(const std::string& deployment) {
+  if (!deployment.empty()) {
+    const std::string socket = control_socket_path(deployment);
+    if (control_socket_listens(socket)) return socket;
+    return error{partitioner::errc::io, "no launch of " + deployment + " is running (control socket " + socket + ")"};
+  }
+  glob_t g{};
+  std::vector<std::string> live;
+  if (::glob("/tmp/banyan-*.ctl", 0, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i)
+      if (control_socket_listens(g.gl_pathv[i])) live.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  if (live.size() == 1) return live.front();
+  if (live.empty()) return error{partitioner::errc::io, "no banyan launch is running on this machine"};
+  return error{partitioner::errc::io,
+               std::to_string(live.size()) + " launches are running on this machine; say which with --from DEPLOYMENT"};
 }
 
 }  // namespace banyan::cli

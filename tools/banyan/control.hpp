@@ -10,11 +10,16 @@
 // `reconfigure` (`banyan reconfigure`) is two frames, `reconfigure` and the new deployment's
 // absolute path; the reply is one JSON frame: {"moves": [each move's figures], "deployment": PATH}
 // plus "error" (and "refused": true when nothing was tried) on failure.
+// `status` (`banyan status`) is one frame, or two with a wait in milliseconds: the reply, once every
+// node's cluster start is over or the wait has passed, is one JSON frame: {"started": BOOL, "nodes":
+// [{"name": NODE, "state": "started"|"starting"|"ended"}...]}.
 //
 // The launch in turn reaches each of its nodes through the node's control channel (the SDK's
 // sdk/src/cluster/control_channel.hpp): node_controls below, one DEALER per node on the endpoint the node
 // was given in BANYAN_CONTROL.
 #pragma once
+
+#include "banyan/base/result.hpp"
 
 #include <zmq.hpp>
 
@@ -57,5 +62,8 @@ inline std::string control_endpoint(const std::string& deployment) {
 // True when something listens on that socket file. False for a missing file, and for one a launch
 // killed with SIGKILL left behind (ZeroMQ would wait on it for ever).
 bool control_socket_listens(const std::string& path);
+// The control socket of the launch of `deployment`, or of the only launch running on this machine
+// when `deployment` is empty; an error says why there is none (or which to choose).
+result<std::string> launch_socket(const std::string& deployment);
 
 }  // namespace banyan::cli

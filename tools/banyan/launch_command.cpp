@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -230,6 +231,38 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, node_c
     banyan::log::info(tool, line);
   }
   previous = std::move(total);
+}
+
+// Answers one `status WAIT_MS` request on the control socket (control.hpp): asks every node whether
+// the cluster start is over (`started`: a node answers once every node has been ready) and replies,
+// once every node has or WAIT_MS has passed, with each node's state: started, starting or ended.
+void answer_status(zmq::socket_t& control, const std::vector<std::string>& frames, std::vector<child>& children,
+                   node_controls& controls) {
+  std::chrono::milliseconds wait{0};
+  if (frames.size() == 2) wait = std::chrono::milliseconds(std::strtoll(frames[1].c_str(), nullptr, 10));
+  std::map<std::string, std::uint64_t> asked;
+  std::set<std::string> started;
+  for (auto& c : children)
+    if (!c.done && !c.p.status()) asked[c.node] = controls.ask(c.node, {"started"});
+  std::vector<banyan::process*> all;
+  for (auto& c : children) all.push_back(&c.p);
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    for (auto& c : children)
+      if (asked.count(c.node) && !started.count(c.node) && controls.reply(c.node, asked[c.node]))
+        started.insert(c.node);
+    const bool ended = std::any_of(children.begin(), children.end(), [](child& c) { return c.done || c.p.status(); });
+    if (started.size() == children.size() || ended || std::chrono::steady_clock::now() >= until) break;
+    banyan::process::wait_any(all, std::chrono::milliseconds(5));  // wakes on a node's output or exit
+    for (auto& c : children) forward_lines(c);
+  }
+  nlohmann::json nodes = nlohmann::json::array();
+  for (auto& c : children) {
+    const bool gone = c.done || c.p.status();
+    nodes.push_back({{"name", c.node}, {"state", gone ? "ended" : started.count(c.node) ? "started" : "starting"}});
+  }
+  const nlohmann::json answer = {{"started", started.size() == children.size()}, {"nodes", nodes}};
+  control.send(zmq::buffer(answer.dump()), zmq::send_flags::none);
 }
 
 // Why the running app cannot take `moves` towards `next`, or nothing: an assignment names a path
@@ -561,6 +594,7 @@ int run(const options& o) {
       while (request.more() && frames.size() < 8 && control->recv(request)) frames.push_back(request.to_string());
       while (request.more()) (void)control->recv(request);  // past what any request has: dropped
       if (frames.front() == "reconfigure") answer_reconfigure(*control, frames, children, controls, *d, o.json);
+      else if (frames.front() == "status") answer_status(*control, frames, children, controls);
       else answer_profile(*control, children, controls, previous_live, o.json);
     }
 #ifdef BANYAN_LAUNCH_DASHBOARD

@@ -22,6 +22,7 @@ const std::vector<banyan::cli::command>& commands() {
       {"launch", "Run an app as every node of a deployment on this machine", banyan::cli::setup_launch},
       {"profile", "Ask a running launch of a deployment for its merged live profile", banyan::cli::setup_profile},
       {"reconfigure", "Move subtrees of a running launch to a new deployment, live", banyan::cli::setup_reconfigure},
+      {"status", "The state of a running launch's nodes (started, starting, ended)", banyan::cli::setup_status},
 #endif
 #ifdef BANYAN_CLI_PARTITIONER
       {"partition", "Map a traffic profile onto a cluster and write a deployment", banyan::cli::setup_partition},

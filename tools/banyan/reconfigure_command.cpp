@@ -14,7 +14,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <glob.h>
 
 namespace banyan::cli {
 namespace {
@@ -27,33 +26,12 @@ struct options {
   bool json = false;
 };
 
-// The control socket of the one launch running on this machine, when --from is not given.
-result<std::string> only_launch() {
-  glob_t g{};
-  std::vector<std::string> live;
-  if (::glob("/tmp/banyan-*.ctl", 0, nullptr, &g) == 0)
-    for (std::size_t i = 0; i < g.gl_pathc; ++i)
-      if (control_socket_listens(g.gl_pathv[i])) live.emplace_back(g.gl_pathv[i]);
-  globfree(&g);
-  if (live.size() == 1) return live.front();
-  if (live.empty()) return error{partitioner::errc::io, "no banyan launch is running on this machine"};
-  return error{partitioner::errc::io,
-               std::to_string(live.size()) + " launches are running on this machine; say which with --from DEPLOYMENT"};
-}
-
 int run(const options& o) {
   auto next = partitioner::load_deployment(o.next);
   if (!next) return fail(tool, next.error().message, exit_bad_arguments);
-  std::string socket;
-  if (!o.from.empty()) {
-    socket = control_socket_path(o.from);
-    if (!control_socket_listens(socket))
-      return fail(tool, "no launch of " + o.from + " is running (control socket " + socket + ")", exit_bad_arguments);
-  } else {
-    auto s = only_launch();
-    if (!s) return fail(tool, s.error().message, exit_bad_arguments);
-    socket = *s;
-  }
+  auto found = launch_socket(o.from);
+  if (!found) return fail(tool, found.error().message, exit_bad_arguments);
+  const std::string& socket = *found;
   zmq::context_t ctx;
   zmq::socket_t req(ctx, zmq::socket_type::req);
   req.set(zmq::sockopt::linger, 0);

@@ -98,6 +98,16 @@ struct control_channel::impl {
       reply.push_back(std::move(health_text));
       return send_all(router, reply);
     }
+    if (kind == "started" && request.size() == 3) {
+      // Answered once every node has been ready (at once in one process), through the outbox.
+      auto answer = [out = out, reply]() mutable {
+        reply.push_back(R"({"started":true})");
+        out->post(std::move(reply));
+      };
+      if (node) node->when_started(std::move(answer));
+      else answer();
+      return;
+    }
     if (kind == "move" && request.size() == 5 && node) {
       // Answered when the move is over, from the gateway's thread: through the outbox.
       node->request_move(request[3], request[4], [out = out, reply](std::string answer) mutable {

@@ -6,6 +6,8 @@
 //
 //   profile             -> ID, the profile so far (JSON text, docs/formats.md), the node's link
 //                          health (JSON: per link its state and counters; `{}` in one process)
+//   started             -> ID, {"started":true} once every node of the deployment has been ready
+//                          (the cluster start is over; at once in one process)
 //   move PATH NODE      -> ID, the move's outcome (one JSON object) once the move is over; other
 //                          requests are served meanwhile
 //   anything else       -> ID, {"error": "..."}

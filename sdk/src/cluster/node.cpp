@@ -222,6 +222,24 @@ void node_runtime::host_roots() { caf::anon_send(gateway_, host_atom::value); }
 
 void node_runtime::arrived(vertex_id v) { caf::anon_send(gateway_, arrived_atom::value, v); }
 
+void node_runtime::when_started(std::function<void()> then) {
+  {
+    std::lock_guard lock(started_mutex_);
+    if (!started_) return when_started_.push_back(std::move(then));
+  }
+  then();
+}
+
+void node_runtime::started() {
+  std::vector<std::function<void()>> waiting;
+  {
+    std::lock_guard lock(started_mutex_);
+    started_ = true;
+    waiting.swap(when_started_);
+  }
+  for (auto& then : waiting) then();
+}
+
 void node_runtime::request_move(std::string path, std::string to, std::function<void(std::string)> answer) {
   std::uint64_t token;
   {

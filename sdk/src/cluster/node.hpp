@@ -125,6 +125,11 @@ class node_runtime {
   // node to move one of its subtrees (docs/runtime.md "Moving subtrees live"; the gateway runs the
   // move) and gets its outcome, a JSON object, through `answer` exactly once, on the gateway's thread.
   void arrived(vertex_id v);
+
+  // The cluster start is over (every node has been ready once): `then` runs now if it is, else once
+  // it is, on the thread that saw it (the control channel's `started` request waits on this).
+  void when_started(std::function<void()> then);
+  void started();  // run_state's, when every node is ready for the first time
   void request_move(std::string path, std::string to, std::function<void(std::string)> answer);
   void answer_move(std::uint64_t token, std::string answer);  // the gateway's side of request_move
   // A control envelope to one peer (never waits for credit); a send to a gone peer is logged and dropped.
@@ -168,6 +173,9 @@ class node_runtime {
   void send_to_all(const runtime::envelope& e);
   void log_summary();
 
+  std::mutex started_mutex_;
+  bool started_ = false;
+  std::vector<std::function<void()>> when_started_;  // under started_mutex_
   std::mutex answers_mutex_;
   std::unordered_map<std::uint64_t, std::function<void(std::string)>> answers_;  // request_move's, by token
   std::uint64_t next_answer_ = 1;
