@@ -13,7 +13,8 @@
 //   never a torn blob, never N+1 without N.
 // - Faults: when a write fails (disk full, EIO, folder deleted or read-only) the writer stops: the
 //   watermark stays at the last durable transaction, nothing durable is touched, and every later
-//   commit() and wait_durable() past the watermark returns that error, which names the file.
+//   commit() and wait_durable() past the watermark returns that error, which names the file (none
+//   of them hangs). The buffered transactions past the watermark are dropped: they cannot be written.
 // - Bounded disk: the latest keep_last transactions stay on disk, plus, for each name, the
 //   transaction holding its latest version; older transaction files are removed.
 //
@@ -33,8 +34,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -108,7 +111,8 @@ class blob_store {
   // Opens (creating the folder when missing) and recovers: the durable transactions found, the
   // latest version of each name. Leftover `.tmp` files of an interrupted write are removed.
   // Errors: invalid_argument (options), io / no_space (the folder), corrupt (a transaction file
-  // failing its checksum; named). Starts the writer thread.
+  // failing its checksum; named). Starts the writer thread. One blob_store per folder at a time,
+  // across processes too: nothing locks the folder (give each rank or node its own).
   static result<std::unique_ptr<blob_store>> open(std::string dir, options opts = {});
 
   blob_store(const blob_store&) = delete;
