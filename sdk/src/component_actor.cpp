@@ -85,13 +85,6 @@ component_actor::component_actor(caf::actor_config& cfg, std::shared_ptr<run_sta
 
 component_actor::~component_actor() = default;
 
-// A call into the component's code: one message of its load. Its time is counted by resume().
-template <class F>
-void component_actor::counted(F&& f) {
-  f();
-  ++calls_;
-}
-
 // One run of the actor over a batch of its messages (at most the scheduler's max-throughput). The
 // per-message bookkeeping is settled once per batch: the component's CPU load is the time its actor
 // runs (its handlers and the middleware's work for them: two clock reads per batch, not per

@@ -63,14 +63,17 @@ class component_actor final : public caf::event_based_actor {
   // Calls `f(component, context)`: a call into the user's code, one message of its load.
   template <class F>
   void call_user(F&& f) {
-    f(*user_, *ctx_);
-    ++calls_;
+    counted([&] { f(*user_, *ctx_); });
   }
   void children_started();  // every child has started (or none is to start): tell our supervisor once
 
  private:
+  // A call into the component's code: one message of its load. Its time is counted by resume().
   template <class F>
-  void counted(F&& f);
+  void counted(F&& f) {
+    f();
+    ++calls_;
+  }
   void start();
   void on_exit_message(caf::exit_msg& msg);
   result<void> send_on(const std::shared_ptr<const route_info>& info, const payload& data);

@@ -39,7 +39,7 @@ bool control_socket_listens(const std::string& path) {
 }
 
 std::string node_controls::add(const std::string& name, const std::filesystem::path& folder) {
-  const std::string endpoint = "ipc://" + (folder / (name + ".ctl")).string();
+  std::string endpoint = "ipc://" + (folder / (name + ".ctl")).string();
   zmq::socket_t s(context_, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.connect(endpoint);
