@@ -4,6 +4,8 @@
 // slow subscribers keep the subscribers' node's memory bounded (the figure in docs/runtime.md).
 #include "faults.hpp"
 
+#include "../support/node_started.hpp"
+
 #include <signal.h>
 
 #include <cstdio>
@@ -43,11 +45,17 @@ struct mesh_nodes {
       std::vector<std::string> argv{MESH_APP};
       argv.insert(argv.end(), args.begin(), args.end());
       argv.insert(argv.end(), {"--deployment", deployment.string(), "--node", "n" + std::to_string(i)});
-      auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
+      const std::string name = "n" + std::to_string(i);
+      controls.push_back(banyan::test::control_endpoint(deployment.parent_path().string(), name));
+      auto p = process::spawn(
+          argv, {.env = {{"BANYAN_CONTROL", controls.back()}}, .out = output_mode::capture, .err = output_mode::merge});
       if (!p) throw std::runtime_error(p.error().what());
       nodes.push_back({std::move(*p)});
     }
   }
+  std::vector<std::string> controls;  // each node's control endpoint
+  // Node i's cluster start is over: asked of the node, not read from its log.
+  bool started(int i, std::chrono::milliseconds limit) { return banyan::test::node_started(controls[i], limit); }
   // Reads every node's output until node i's contains `text`.
   bool wait_for(int i, const std::string& text, std::chrono::milliseconds limit) {
     const auto until = std::chrono::steady_clock::now() + limit;
@@ -90,7 +98,7 @@ TEST(MeshFaults, ASigstoppedNodeLosesNothingAndTheRunCompletesWithExactCounts) {
   auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n2\n");
   constexpr std::uint64_t messages = 30000;
   mesh_nodes m(d, 3, {"--messages", std::to_string(messages), "--heartbeat-timeout", "500ms", "--run-for", "100"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.wait_for(i, "every node is ready", 60s)) << m.all_output();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.started(i, 60s)) << m.all_output();
   m.nodes[1].proc.signal(SIGSTOP);
   ASSERT_TRUE(m.wait_for(0, "peer `n1` stalled", 20s)) << m.all_output();
   // Stopped one more second (the probe stopped it for 3 s with a 1 s timeout).
@@ -198,7 +206,7 @@ TEST(MeshFaults, KillNineReportsUndeliveredMessagesToTheirPublishers) {
   temp_dir dir;
   auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n2\n");
   mesh_nodes m(d, 3, {"--messages", "20000", "--slow-us", "2000", "--run-for", "100"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.wait_for(i, "every node is ready", 60s)) << m.all_output();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.started(i, 60s)) << m.all_output();
   m.nodes[2].proc.kill();
   ASSERT_TRUE(m.wait_for(0, "lost with ", 10s)) << m.all_output();
   ASSERT_TRUE(m.wait_for(0, "[/mesh/zone0/pub] told: ", 10s)) << m.all_output();
@@ -224,7 +232,7 @@ TEST(MeshFaults, CopiesLostOnAForwardingNodeAreReportedToTheirPublisher) {
   auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n1\n  /mesh/zone2/slow: n2\n");
   constexpr std::uint64_t messages = 20000;
   mesh_nodes m(d, 3, {"--messages", std::to_string(messages), "--slow-us", "2000", "--run-for", "100"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.wait_for(i, "every node is ready", 60s)) << m.all_output();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.started(i, 60s)) << m.all_output();
   m.nodes[2].proc.kill();
   ASSERT_TRUE(m.wait_for(1, "forwarded from other nodes", 10s)) << m.all_output();
   ASSERT_TRUE(m.wait_for(0, "[/mesh/zone0/pub] told: ", 10s)) << m.all_output();

@@ -2,6 +2,7 @@
 // temporary folder), each run bounded by a time limit and by banyan launch's own --run-for.
 #include "node_runs.hpp"
 
+#include "../support/node_started.hpp"
 #include "../support/reported_threshold.hpp"
 
 #include "banyan/base/process.hpp"
@@ -209,6 +210,9 @@ class node_group {
   bool wait_for(int i, const std::string& text, std::size_t times, std::chrono::milliseconds limit) {
     return read_until([&] { return occurrences(log(i), text) >= times; }, limit);
   }
+  // Node i's cluster start is over (every node has been ready): asked of the node over its control
+  // channel, not read from its log.
+  bool started(int i, std::chrono::milliseconds limit) { return test::node_started(control(i), limit); }
   void signal(int i, int sig) { procs_[i].signal(sig); }
   // SIGKILLs node i and reaps it.
   void kill_now(int i) { procs_[i].kill(); }
@@ -220,11 +224,15 @@ class node_group {
   }
 
  private:
+  std::string control(int i) const {
+    return test::control_endpoint(deployment_.parent_path().string(), "n" + std::to_string(i));
+  }
   process spawn(int i) {
     std::vector<std::string> args{MESH_APP};
     args.insert(args.end(), args_.begin(), args_.end());
     args.insert(args.end(), {"--deployment", deployment_.string(), "--node", "n" + std::to_string(i)});
-    auto p = process::spawn(args, {.out = output_mode::capture, .err = output_mode::merge});
+    auto p = process::spawn(
+        args, {.env = {{"BANYAN_CONTROL", control(i)}}, .out = output_mode::capture, .err = output_mode::merge});
     if (!p) throw std::runtime_error(p.error().what());
     return std::move(*p);
   }
@@ -254,7 +262,7 @@ TEST(MultiNode, KilledNodeIsReportedQuicklyAndTheOthersStillStopCleanly) {
   // The slow subscribers never finish their share in time, so only a signal ends these nodes; the
   // links are busy (credit windows full) when n2 dies.
   node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120", "--request-lost"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.wait_for(i, "every node is ready", 60s)) << nodes.log(i);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.started(i, 60s)) << nodes.log(i);
   auto killed_at = std::chrono::steady_clock::now();
   nodes.kill_now(2);
   for (int i = 0; i < 2; ++i) {
@@ -285,11 +293,11 @@ TEST(MultiNode, ARestartedNodeRejoinsTheRunningCluster) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
   node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.wait_for(i, "every node is ready", 60s)) << nodes.log(i);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.started(i, 60s)) << nodes.log(i);
   nodes.kill_now(2);
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(nodes.wait_for(i, "lost node `n2`", 10s)) << nodes.log(i);
   nodes.restart(2);
-  EXPECT_TRUE(nodes.wait_for(2, "every node is ready", 60s)) << nodes.log(2);
+  EXPECT_TRUE(nodes.started(2, 60s)) << nodes.log(2);
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(nodes.wait_for(i, "link to `n2` up", 2, 30s)) << nodes.log(i);
   nodes.signal(0, SIGTERM);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
@@ -301,7 +309,7 @@ TEST(MultiNode, EachLinkUpIsLoggedOnce) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
   node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--run-for", "120"});
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.wait_for(i, "every node is ready", 60s)) << nodes.log(i);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.started(i, 60s)) << nodes.log(i);
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) {
       if (i == j) continue;

@@ -1,0 +1,48 @@
+// Whether a node's cluster start is over, asked over its control channel (the SDK's
+// sdk/src/cluster/control_channel.hpp, `ID started`) instead of read from its log: tests that start
+// nodes by hand give each one a BANYAN_CONTROL endpoint and ask it.
+#pragma once
+
+#include <zmq.h>
+
+#include <chrono>
+#include <string>
+
+namespace banyan::test {
+
+// The control endpoint of node `name` in `folder` (an ipc:// socket file there).
+inline std::string control_endpoint(const std::string& folder, const std::string& name) {
+  return "ipc://" + folder + "/" + name + ".ctl";
+}
+
+// True once the node at `endpoint` answers `started` (every node of its deployment has been ready),
+// false when it has not within `limit`. What the node prints meanwhile stays in its pipe (a start
+// prints a few lines); the caller reads it afterwards.
+inline bool node_started(const std::string& endpoint, std::chrono::milliseconds limit) {
+  void* context = zmq_ctx_new();
+  void* dealer = zmq_socket(context, ZMQ_DEALER);
+  const int zero = 0;
+  zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+  // Connecting before the node has bound is fine: ZeroMQ sends the request once it has.
+  bool answered = zmq_connect(dealer, endpoint.c_str()) == 0 && zmq_send(dealer, "1", 1, ZMQ_SNDMORE) == 1 &&
+                  zmq_send(dealer, "started", 7, 0) == 7;
+  if (answered) {
+    zmq_pollitem_t item{dealer, 0, ZMQ_POLLIN, 0};
+    answered = zmq_poll(&item, 1, static_cast<long>(limit.count())) == 1;
+  }
+  std::string reply;
+  while (answered) {  // ID, {"started":true}
+    zmq_msg_t frame;
+    zmq_msg_init(&frame);
+    if (zmq_msg_recv(&frame, dealer, 0) < 0) break;
+    reply.assign(static_cast<const char*>(zmq_msg_data(&frame)), zmq_msg_size(&frame));
+    const bool more = zmq_msg_more(&frame);
+    zmq_msg_close(&frame);
+    if (!more) break;
+  }
+  zmq_close(dealer);
+  zmq_ctx_term(context);
+  return answered && reply.find("\"started\":true") != std::string::npos;
+}
+
+}  // namespace banyan::test
