@@ -60,6 +60,9 @@ caf::behavior gateway_actor::make_behavior() {
         }
       },
       [this](peerlost_atom, node_id n) { on_peer_lost(n); },
+      // The cluster became ready on another thread (this node announced itself after every peer's
+      // `ready` had come): what this gateway held goes now.
+      [this](ready_atom) { release_held(); },
       [this](movelimit_atom, std::uint64_t epoch) { on_move_limit(epoch); },
   };
 }
