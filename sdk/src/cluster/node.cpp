@@ -231,6 +231,9 @@ void node_runtime::when_started(std::function<void()> then) {
 }
 
 void node_runtime::started() {
+  // The gateway releases what it held (early data, its hosted roots' reports) when the last peer's
+  // `ready` reaches it; when this node was the last to announce itself, it hears it here.
+  caf::anon_send(gateway_, ready_atom::value);
   std::vector<std::function<void()>> waiting;
   {
     std::lock_guard lock(started_mutex_);
@@ -353,11 +356,7 @@ void node_runtime::check_cluster_ready() {
     std::lock_guard lock(ready_mutex_);
     for (std::size_t i = 0; i < ready_.size(); ++i) all = all && (ready_[i] || !required_[i]);
   }
-  if (!all) return;
-  state_.set_cluster_ready();
-  // The gateway releases what it held (early data, its hosted roots' reports) when the last peer's
-  // `ready` reaches it; when this node was the last to announce itself, it hears it here.
-  if (state_.cluster_ready()) caf::anon_send(gateway_, ready_atom::value);
+  if (all) state_.set_cluster_ready();
 }
 
 bool node_runtime::node_ready(node_id n) const {

@@ -129,7 +129,8 @@ class node_runtime {
   // The cluster start is over (every node has been ready once): `then` runs now if it is, else once
   // it is, on the thread that saw it (the control channel's `started` request waits on this).
   void when_started(std::function<void()> then);
-  void started();  // run_state's, when every node is ready for the first time
+  // run_state's, when every node is ready for the first time: the gateway and those waiting hear it.
+  void started();
   void request_move(std::string path, std::string to, std::function<void(std::string)> answer);
   void answer_move(std::uint64_t token, std::string answer);  // the gateway's side of request_move
   // A control envelope to one peer (never waits for credit); a send to a gone peer is logged and dropped.
