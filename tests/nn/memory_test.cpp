@@ -262,7 +262,7 @@ TEST(MemoryExecutor, RandomPlansTrainBitIdentically) {
     const memory_plan plan = compile_plan(g, unit_costs(g), d);
     SCOPED_TRACE("seed " + std::to_string(seed) + ", round " + std::to_string(round));
     const trace got = train(*be, memory_options{.budget = 1ull << 22, .poison = true, .replan = false}, seed, 3,
-                            [&](gpt& m) { m.memory()->set_plan(plan); });
+                            [&](gpt& m) { EXPECT_TRUE(m.memory()->set_plan(plan)); });
     EXPECT_EQ(got.first_grads, want.first_grads);
     EXPECT_EQ(got.losses, want.losses);
   }
@@ -317,8 +317,8 @@ TEST(MemoryExecutor, LatePrefetchesAreWaitedForNeverReadStale) {
   const trace got = train(*be, o, seed, 2, [&](gpt& m) {
     // Swap every layer that can be swapped, whatever the measured costs say.
     const memory_graph& g = m.memory()->graph();
-    m.memory()->set_plan(
-        compile_plan(g, unit_costs(g), std::vector<memory_decision>(g.ops.size(), memory_decision::swap)));
+    EXPECT_TRUE(m.memory()->set_plan(
+        compile_plan(g, unit_costs(g), std::vector<memory_decision>(g.ops.size(), memory_decision::swap))));
   });
   EXPECT_GT(held.load(), 0);
   EXPECT_EQ(got.first_grads, want.first_grads);

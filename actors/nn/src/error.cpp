@@ -9,6 +9,7 @@ const char* to_string(errc code) {
     case errc::corrupt: return "corrupt";
     case errc::mismatch: return "mismatch";
     case errc::unsupported: return "unsupported";
+    case errc::timeout: return "timeout";
   }
   return "unknown";
 }

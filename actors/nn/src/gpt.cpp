@@ -88,7 +88,10 @@ result<gpt> gpt::create(const gpt_config& cfg, int batch, int seq_len, backend& 
   est.h2d_bytes_per_ms = m.mem_->h2d_bytes_per_ms();
   est.copy_latency_ms = m.mem_->copy_latency_ms();
   auto measured_bw = plan_memory(m.mem_->graph(), est, m.mem_->options().budget, policy, m.mem_->options().planner);
-  m.mem_->set_plan(measured_bw ? std::move(measured_bw).value() : std::move(plan).value());
+  // With a shared host budget this waits for a checkpoint store to flush the host pool's bytes.
+  if (auto set = m.mem_->set_plan(measured_bw ? std::move(measured_bw).value() : std::move(plan).value()); !set) {
+    return std::move(set).error();
+  }
   m.measuring_ = m.mem_->options().replan;
   return m;
 }
@@ -418,8 +421,7 @@ result<void> gpt::replan_memory(memory_policy policy) {
   if (!mem_) return error{errc::invalid_argument, "gpt: replan_memory without a memory budget"};
   auto plan = plan_memory(mem_->graph(), measured_costs(), mem_->options().budget, policy, mem_->options().planner);
   if (!plan) return std::move(plan).error();
-  mem_->set_plan(std::move(plan).value());
-  return {};
+  return mem_->set_plan(std::move(plan).value());
 }
 
 std::vector<float> gpt::logits_host() const {

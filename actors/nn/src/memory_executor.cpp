@@ -4,6 +4,7 @@
 #include <cassert>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 namespace banyan::nn {
 
@@ -60,10 +61,35 @@ memory_executor::~memory_executor() {
   settle();
   copies_.reset();
   if (host_ != nullptr) be_->release_host(host_);
+  if (o_.host_budget && host_bytes_ > 0) o_.host_budget->give(host_bytes_);
 }
 
-void memory_executor::set_plan(memory_plan p) {
+result<void> memory_executor::take_host(std::size_t bytes) {
+  store::memory_budget* shared = o_.host_budget.get();
+  if (shared == nullptr || bytes == 0) return {};
+  auto amount = [](std::uint64_t b) { return format_bytes(b) + " (" + std::to_string(b) + " bytes)"; };
+  const std::uint64_t want = host_bytes_ + bytes;
+  if (want > shared->capacity()) {
+    return error{errc::invalid_argument, "memory_executor: the host pool needs " + amount(want) +
+                                             ", more than the shared host budget's whole capacity of " +
+                                             amount(shared->capacity())};
+  }
+  if (shared->take(bytes, o_.host_budget_wait)) return {};
+  return error{errc::timeout, "memory_executor: the host pool's " + amount(bytes) +
+                                  " did not come free in the shared host budget within " +
+                                  std::to_string(o_.host_budget_wait.count()) +
+                                  " ms: the checkpoint write buffer did not flush in time (capacity " +
+                                  amount(shared->capacity()) + ", held by write buffers " + amount(shared->held()) +
+                                  ", taken " + amount(shared->taken()) + ")"};
+}
+
+result<void> memory_executor::set_plan(memory_plan p) {
   assert(p.peak_bytes <= o_.budget && "memory_executor: the plan exceeds the budget");
+  // Taken before anything changes, so a failure leaves the old plan and pools in place. A host pool
+  // that grows takes only the difference: the old pool's bytes are already taken, and are reused.
+  if (p.host_bytes > host_bytes_) {
+    if (auto taken = take_host(p.host_bytes - host_bytes_); !taken) return taken;
+  }
   settle();
   plan_ = std::move(p);
   // The pool holds what the plan places, never more than the budget (a 200 MiB budget whose plan
@@ -74,6 +100,7 @@ void memory_executor::set_plan(memory_plan p) {
     host_ = be_->allocate_host(plan_.host_bytes);
     host_bytes_ = plan_.host_bytes;
   }
+  return {};
 }
 
 float* memory_executor::act(int t) const {

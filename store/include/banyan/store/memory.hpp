@@ -9,6 +9,12 @@
 // it (above their floor) and release() them when their data is durable; a user such as a host pool
 // take()s bytes, and take() waits until the holders have flushed enough to make room (a holder never
 // gives back data it has not written). give() returns taken bytes. Thread-safe.
+//
+// Who shares one today: blob_stores (options::budget) hold; the nn memory manager's host pool for
+// swapped activations (nn::memory_options::host_budget) takes. Its executor take()s the pool's bytes
+// before allocating it (a larger pool later: the difference), waits at most host_budget_wait (60 s
+// by default) and fails with nn::errc::timeout, naming the bytes, when the stores did not flush in
+// time; it give()s them all back when it is destroyed. Give both the same shared_ptr.
 #pragma once
 
 #include <chrono>

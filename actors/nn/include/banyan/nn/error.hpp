@@ -15,6 +15,7 @@ enum class errc {
   corrupt,           // a file's bytes are not what its format says (magic, size, checksum)
   mismatch,          // a well-formed file made for another model or config
   unsupported,       // a valid request this build or machine cannot serve (no CUDA, no GPU)
+  timeout,           // a shared resource did not come free in time (host memory a store did not flush)
 };
 
 // A short description ("invalid argument", "i/o error").

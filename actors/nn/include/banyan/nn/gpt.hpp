@@ -45,7 +45,9 @@ class gpt {
  public:
   // batch, seq_len: the largest (B,T) a forward pass will see (seq_len <= max_seq_len).
   // memory: a device-memory budget for the activations (per model instance, so each pipeline stage
-  // can have its own); fails, naming the minimum, when no plan fits it.
+  // can have its own); fails, naming the minimum, when no plan fits it. With memory->host_budget the
+  // host pool's bytes are taken from that shared budget first, which may wait for a checkpoint store
+  // to flush (memory_executor::set_plan: errc::timeout when it does not in time).
   static result<gpt> create(const gpt_config& cfg, int batch, int seq_len, backend& be,
                             std::optional<memory_options> memory = std::nullopt);
 
@@ -77,6 +79,8 @@ class gpt {
   const memory_executor* memory() const { return mem_.get(); }
   memory_executor* memory() { return mem_.get(); }
   // Plans again from the last measured per-layer times (after a step with a backward) with `policy`.
+  // Errors: the planner's; set_plan's (a larger host pool not free in the shared host budget), in
+  // which case the old plan stays. The automatic replan after the first step keeps it the same way.
   result<void> replan_memory(memory_policy policy);
   const gpt_config& config() const { return cfg_; }
   backend& device() const { return *be_; }

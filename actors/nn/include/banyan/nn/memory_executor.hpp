@@ -5,6 +5,13 @@
 // forward and prefetches with the backward (two directions at once); recomputes rerun the model's
 // forward of a layer during the backward.
 //
+// The host pool (the plan's host_bytes, allocated by set_plan) can draw from a budget of host bytes
+// shared with the checkpoint store's write buffer (memory_options::host_budget, store/memory.hpp):
+// set_plan take()s the bytes before allocating, which waits until the store has flushed enough
+// ("flush, never drop": buffered checkpoints are written, not discarded), and the executor give()s
+// them back in its destructor. The bandwidth probe's host buffer (at most 16 MiB, freed before the
+// constructor returns) is not counted.
+//
 // Guarantees: a tensor is read only after the copy or kernel that makes it (every prefetch is waited
 // for before its reader runs: a late copy stalls, it is never read stale), and device bytes are
 // reused only after the offload reading them is done. The peak it reports is measured while it runs
@@ -17,14 +24,21 @@
 
 #include "banyan/nn/backend.hpp"
 #include "banyan/nn/copy_engine.hpp"
+#include "banyan/nn/error.hpp"
 #include "banyan/nn/memory_plan.hpp"
+#include "banyan/store/memory.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
 namespace banyan::nn {
+
+// How long set_plan waits for the shared host budget (memory_options::host_budget_wait) by default:
+// long enough for a checkpoint store to write a large buffer to a slow disk.
+inline constexpr std::chrono::milliseconds default_host_budget_wait{60'000};
 
 // A model's device-memory budget, per model instance (gpt::create). A pipeline stage (gpt_stage) takes
 // none: its slots are kept whole.
@@ -39,6 +53,12 @@ struct memory_options {
   // The model plans again from measured layer times after its first step with a backward; tests
   // that set their own plan turn this off.
   bool replan = true;
+  // Host bytes shared with other users of host memory, typically a checkpoint blob_store's write
+  // buffer (store::options::budget). Null: the host pool is allocated without asking anyone. Set:
+  // the host pool's bytes are take()n from it first, waiting at most host_budget_wait for the
+  // store to flush (the executor shares ownership: the budget lives as long as it does).
+  std::shared_ptr<store::memory_budget> host_budget;
+  std::chrono::milliseconds host_budget_wait = default_host_budget_wait;
 };
 
 struct memory_stats {
@@ -55,8 +75,14 @@ class memory_executor {
   memory_executor(backend& be, memory_graph g, memory_options o);
   ~memory_executor();
 
-  // The plan to run from the next step (its peak must fit the budget: asserted).
-  void set_plan(memory_plan p);
+  // The plan to run from the next step (its peak must fit the budget: asserted). Allocates the pool
+  // and the host pool, or grows them; neither ever shrinks. With a host_budget, the host bytes the
+  // plan needs beyond the current host pool are take()n first, which may block up to
+  // host_budget_wait while a checkpoint store flushes. Errors (the old plan and pools stay as they
+  // were, nothing is taken): invalid_argument when the host pool needs more than the budget's whole
+  // capacity; timeout when the bytes did not come free in time (the message names the bytes and
+  // says that the checkpoint write buffer did not flush).
+  result<void> set_plan(memory_plan p);
   const memory_plan& plan() const { return plan_; }
   const memory_graph& graph() const { return g_; }
   const memory_options& options() const { return o_; }
@@ -86,7 +112,8 @@ class memory_executor {
            const std::function<void(int)>& again, const std::function<void(int)>& backward, int skip_op);
   void place(float*& slot, int t, std::size_t offset, bool zero);
   void release(float*& slot, int t);
-  void settle();  // waits for every copy in flight and forgets every placement
+  void settle();                              // waits for every copy in flight and forgets every placement
+  result<void> take_host(std::size_t bytes);  // from o_.host_budget, when there is one
 
   backend* be_;
   memory_graph g_;
@@ -94,7 +121,7 @@ class memory_executor {
   memory_plan plan_;
   buffer pool_;
   void* host_ = nullptr;
-  std::size_t host_bytes_ = 0;
+  std::size_t host_bytes_ = 0;  // with a host_budget, also the bytes taken from it
   std::unique_ptr<copy_engine> copies_;
   std::vector<float*> act_, grad_;
   std::vector<copy_engine::ticket> ticket_;
