@@ -21,7 +21,7 @@ constexpr int default_virtual_workers = 8;  // --elastic without --virtual-worke
 int main(int argc, char** argv) {
   using banyan::trainer::gpt_options;
   auto opts = std::make_shared<gpt_options>();
-  opts->common.checkpoint = "train_gpt.ckpt";
+  opts->common.checkpoint = "train_gpt.checkpoints";
   banyan::app app{"train_gpt"};
   auto& cli = app.options();
   cli.description(
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   cli.add("--grad-clip", opts->grad_clip, "Global gradient-norm clip (0: off)");
   cli.add("--val-every", opts->val_every, "Validate every N steps (0: only at the end)");
   cli.add("--val-batches", opts->val_batches, "Batches per validation").positive();
-  cli.add("--checkpoint", opts->common.checkpoint, "Checkpoint file ('' disables saving)");
+  cli.add("--checkpoint", opts->common.checkpoint, "Checkpoint folder ('' disables saving; docs/store.md)");
   cli.add("--checkpoint-every", opts->checkpoint_every, "Save every N steps (0: only at the end)");
   cli.add("--resume", opts->resume, "Continue from --checkpoint; when it is missing, warn and train from scratch");
   cli.add("--require-resume", opts->require_resume, "Continue from --checkpoint; fail when it is missing");
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
   train_gpt::pipeline_args pp;
   cli.add("--pipeline", pp.pipeline,
           "P > 0: train pipeline-parallel on P stage leaves /train_gpt/trainer/r0.. walking --schedule "
-          "(no validation or sample; --checkpoint writes one file per stage and a manifest)");
+          "(no validation or sample; each checkpoint holds every stage's state in one transaction)");
   cli.add("--schedule", pp.schedule,
           "With --pipeline: a shipped program (1f1b, gpipe, zb-h1, zb-v, ...), a .pipe program or a torch .csv table");
   cli.add("--microbatches", pp.microbatches, "With --pipeline: microbatches M per step, dividing --batch (0: 2P)");

@@ -323,23 +323,24 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   s->cuts = opt.cuts;
   opt.checkpoints.path = o.common.checkpoint;
   opt.checkpoints.every = o.checkpoint_every;
+  opt.checkpoints.synchronous = o.common.checkpoint_sync;
   if (o.resume || o.require_resume) {
     const std::string flag = o.require_resume ? "--require-resume" : "--resume";
-    std::error_code ec;
     if (o.common.checkpoint.empty()) return bad(flag + ": no --checkpoint to resume from");
-    if (std::filesystem::exists(o.common.checkpoint, ec)) {
+    if (pl::has_checkpoint(o.common.checkpoint)) {
       auto manifest = pl::read_manifest(o.common.checkpoint);
       if (!manifest) return bad(flag + ": " + manifest.error().message);
       if (auto ok = pl::check_resumable(*manifest, o.common.checkpoint, opt); !ok)
         return bad(flag + ": " + ok.error().message);
       opt.checkpoints.resume_step = manifest->step;
     } else if (o.require_resume) {
-      return bad(flag + ": checkpoint `" + o.common.checkpoint + "` does not exist");
+      return bad(flag + ": checkpoint folder `" + o.common.checkpoint + "` holds no checkpoint");
     } else {
-      std::fprintf(stderr,
-                   "warning: %s: checkpoint `%s` does not exist; training from scratch (--require-resume makes "
-                   "this an error)\n",
-                   flag.c_str(), o.common.checkpoint.c_str());
+      std::fprintf(
+          stderr,
+          "warning: %s: checkpoint folder `%s` holds no checkpoint; training from scratch (--require-resume makes "
+          "this an error)\n",
+          flag.c_str(), o.common.checkpoint.c_str());
     }
   }
   s->first_step = opt.checkpoints.resume_step;
@@ -361,8 +362,8 @@ banyan::result<void> add_pipeline_trainer(banyan::app& app, const banyan::traine
   };
   hooks.on_step = [s](const pl::step_report& r) { on_step(*s, r); };
   hooks.on_done = [s] { on_done(*s); };
-  hooks.on_checkpoint = [s](std::int64_t step, const std::string& manifest) {
-    s->bar->event("checkpoint `" + manifest + "` after step " + std::to_string(step));
+  hooks.on_checkpoint = [s](std::int64_t step, const std::string& folder) {
+    s->bar->event("checkpoint in `" + folder + "` after step " + std::to_string(step));
   };
   if (auto added = pl::add_trainer(app.root(), "trainer", opt, hooks); !added) return added.error();
   s->bar.emplace("train_gpt", static_cast<std::uint64_t>(o.steps), banyan::trainer::progress_style(o.common.json));

@@ -13,9 +13,10 @@
 // FILE writes the last step's timeline as a Chrome trace (.json) or an SVG Gantt chart (.svg), in the simulator's
 // format.
 //
-// Checkpoints: --checkpoint names the manifest, written with every stage's file after every
-// --checkpoint-every steps and at the end (pipeline_trainer's checkpoints: one file per stage, written
-// on the stage's node); --resume / --require-resume continue from it (the same --pipeline, split and
+// Checkpoints: --checkpoint names a folder; after every --checkpoint-every steps and at the end, every
+// stage's state and a manifest go into it as one store transaction (pipeline_trainer's checkpoints:
+// the stages are encoded on their nodes and stored by the composite); --resume / --require-resume
+// continue from it (the same --pipeline, split and
 // schedule shape; the batches depend only on (seed, step), so the loss curve goes on as it would have).
 //
 // Not in pipeline mode: validation, sampling, --workers, --elastic, --data-parallel, --device-memory

@@ -51,6 +51,55 @@ struct on_disk_blob {
   format::blob_entry entry;
 };
 
+struct on_disk {
+  std::map<txn_id, std::vector<format::blob_entry>> files;  // the durable transactions, checked
+};
+
+std::string path_in(const std::string& dir, const std::string& name) { return dir + "/" + name; }
+
+// The durable transactions in `dir`, each file read whole and checked. With `remove_temp`, leftover
+// `.tmp` files of an interrupted write are removed (and the removal made durable): the writer's
+// recovery; without, the folder is only read.
+result<on_disk> scan(file_system& fs, const std::string& dir, bool remove_temp) {
+  auto names = fs.list(dir);
+  if (!names) return std::move(names).error();
+  std::vector<txn_id> ids;
+  bool removed_temp = false;
+  for (const auto& name : *names) {
+    if (format::is_temp(name)) {
+      if (!remove_temp) continue;
+      if (auto ok = fs.remove(path_in(dir, name)); !ok) return std::move(ok).error();
+      removed_temp = true;
+    } else if (const txn_id id = format::txn_of(name); id != 0) {
+      ids.push_back(id);
+    }
+  }
+  if (removed_temp) {
+    if (auto ok = fs.sync_dir(dir); !ok) return std::move(ok).error();
+  }
+  on_disk out;
+  for (txn_id id : ids) {
+    const std::string file = path_in(dir, format::file_name(id));
+    auto bytes = fs.read(file);
+    if (!bytes) return std::move(bytes).error();
+    auto entries = format::parse(*bytes, id, file);
+    if (!entries) return std::move(entries).error();
+    out.files[id] = std::move(*entries);
+  }
+  return out;
+}
+
+// Reads blob `name` of transaction `txn` and checks it.
+result<std::vector<std::byte>> read_blob(file_system& fs, const std::string& dir, const std::string& name, txn_id txn,
+                                         const format::blob_entry& entry) {
+  const std::string file = path_in(dir, format::file_name(txn));
+  auto bytes = fs.read(file, entry.offset, entry.size);
+  if (!bytes) return bytes;
+  if (format::crc32c(*bytes) != entry.crc)
+    return error{errc::corrupt, "`" + file + "`: blob `" + name + "`: checksum mismatch"};
+  return bytes;
+}
+
 }  // namespace
 
 // Everything the writer thread and the callers share.
@@ -82,7 +131,7 @@ struct blob_store::state {
   std::thread writer;
   std::uint64_t listener = 0;  // our listener on the budget
 
-  std::string path(const std::string& name) const { return dir + "/" + name; }
+  std::string path(const std::string& name) const { return path_in(dir, name); }
 
   // The buffer's size now (lock held).
   std::uint64_t limit(clock::time_point now) {
@@ -247,32 +296,13 @@ result<std::unique_ptr<blob_store>> blob_store::open(std::string dir, options op
     return e;
   };
   if (auto ok = s->fs->make_dirs(dir); !ok) return named(std::move(ok).error());
-  auto names = s->fs->list(dir);
-  if (!names) return named(std::move(names).error());
-  std::vector<txn_id> ids;
-  bool removed_temp = false;
-  for (const auto& name : *names) {
-    if (format::is_temp(name)) {
-      if (auto ok = s->fs->remove(s->path(name)); !ok) return named(std::move(ok).error());
-      removed_temp = true;
-    } else if (const txn_id id = format::txn_of(name); id != 0) {
-      ids.push_back(id);
-    }
+  auto found = scan(*s->fs, dir, true);
+  if (!found) return named(std::move(found).error());
+  s->files = std::move(found->files);
+  for (const auto& [id, entries] : s->files) {
+    for (const auto& e : entries) s->latest[e.name] = on_disk_blob{id, e};
   }
-  if (removed_temp) {
-    if (auto ok = s->fs->sync_dir(dir); !ok) return named(std::move(ok).error());
-  }
-  std::sort(ids.begin(), ids.end());
-  for (txn_id id : ids) {
-    const std::string file = s->path(format::file_name(id));
-    auto bytes = s->fs->read(file);
-    if (!bytes) return named(std::move(bytes).error());
-    auto entries = format::parse(*bytes, id, file);
-    if (!entries) return named(std::move(entries).error());
-    for (const auto& e : *entries) s->latest[e.name] = on_disk_blob{id, e};
-    s->files[id] = std::move(*entries);
-  }
-  s->watermark = ids.empty() ? 0 : ids.back();
+  s->watermark = s->files.empty() ? 0 : s->files.rbegin()->first;
   s->last_committed = s->watermark;
   s->stats.durable = s->watermark;
   auto store = std::unique_ptr<blob_store>(new blob_store(std::move(s)));
@@ -394,12 +424,7 @@ result<std::vector<std::byte>> blob_store::read(const std::string& name) const {
       return error{errc::invalid_argument, "store `" + state_->dir + "`: no durable blob named `" + name + "`"};
     b = it->second;
   }
-  const std::string file = state_->path(format::file_name(b.txn));
-  auto bytes = state_->fs->read(file, b.entry.offset, b.entry.size);
-  if (!bytes) return bytes;
-  if (format::crc32c(*bytes) != b.entry.crc)
-    return error{errc::corrupt, "`" + file + "`: blob `" + name + "`: checksum mismatch"};
-  return bytes;
+  return read_blob(*state_->fs, state_->dir, name, b.txn, b.entry);
 }
 
 std::optional<error> blob_store::failure() const {
@@ -418,5 +443,54 @@ store_stats blob_store::stats() const {
 }
 
 const std::string& blob_store::dir() const { return state_->dir; }
+
+}  // namespace banyan::store
+
+namespace banyan::store {
+
+struct blob_reader::state {
+  std::string dir;
+  std::shared_ptr<file_system> fs;
+  std::map<std::string, std::pair<txn_id, format::blob_entry>> latest;
+  txn_id last = 0;
+};
+
+blob_reader::blob_reader(std::shared_ptr<const state> s) : state_(std::move(s)) {}
+
+result<blob_reader> blob_reader::open(std::string dir, std::shared_ptr<file_system> fs) {
+  if (dir.empty()) return error{errc::invalid_argument, "store: empty folder name"};
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  auto s = std::make_shared<state>();
+  s->dir = dir;
+  s->fs = fs ? std::move(fs) : posix_file_system();
+  auto found = scan(*s->fs, dir, false);
+  if (!found) {
+    error e = std::move(found).error();
+    e.message = "store `" + dir + "`: " + e.message;
+    return e;
+  }
+  for (const auto& [id, entries] : found->files) {
+    for (const auto& e : entries) s->latest[e.name] = {id, e};
+    s->last = id;
+  }
+  return blob_reader(std::move(s));
+}
+
+std::vector<blob_info> blob_reader::blobs() const {
+  std::vector<blob_info> out;
+  for (const auto& [name, b] : state_->latest) out.push_back({name, b.first, b.second.size});
+  return out;
+}
+
+txn_id blob_reader::last() const { return state_->last; }
+
+result<std::vector<std::byte>> blob_reader::read(const std::string& name) const {
+  auto it = state_->latest.find(name);
+  if (it == state_->latest.end())
+    return error{errc::invalid_argument, "store `" + state_->dir + "`: no durable blob named `" + name + "`"};
+  return read_blob(*state_->fs, state_->dir, name, it->second.first, it->second.second);
+}
+
+const std::string& blob_reader::dir() const { return state_->dir; }
 
 }  // namespace banyan::store

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 namespace banyan::trainer {
@@ -83,19 +84,31 @@ class State : public testing::Test {
   std::unique_ptr<nn::backend> be_;
   nn::mlp_config cfg_{.inputs = 4, .hidden = {3}, .classes = 2};
   nn::checkpoint_identity id_{.model = "mlp", .config = cfg_.to_vector(), .config_fields = cfg_.field_names()};
+
+  // Saves the state into the folder `name` under dir_ and waits until it is durable.
+  fs::path saved(const std::string& name, const nn::checkpoint_identity& id, const nn::mlp& m, const nn::adamw& opt) {
+    const fs::path folder = dir_ / name;
+    auto store = nn::checkpoint_store::open(folder);
+    EXPECT_TRUE(store) << store.error().message;
+    if (!store) return folder;
+    auto s = save_state(**store, id, m.params(), *be_, opt);
+    EXPECT_TRUE(s) << s.error().message;
+    auto done = finish_checkpoints(**store);
+    EXPECT_TRUE(done) << done.error().message;
+    return folder;
+  }
 };
 
 TEST_F(State, RestoresParametersMomentsAndStep) {
   std::optional<nn::adamw> opt;
   const nn::mlp a = trained(opt, 1);
-  const fs::path file = dir_ / "a.ckpt";
-  ASSERT_TRUE(save_state(file, id_, a.params(), *be_, *opt));
+  const fs::path folder = saved("a", id_, a, *opt);
 
   auto fresh = nn::mlp::create(cfg_, 2, *be_);
   ASSERT_TRUE(fresh);
   fresh->init(2);
   nn::adamw fresh_opt(*be_, fresh->params());
-  auto step = restore_state(file, id_, fresh->params(), *be_, fresh_opt);
+  auto step = restore_state(folder, id_, fresh->params(), *be_, fresh_opt);
   ASSERT_TRUE(step) << step.error().message;
   EXPECT_EQ(*step, 1);
   EXPECT_EQ(fresh_opt.steps(), 1);
@@ -104,53 +117,88 @@ TEST_F(State, RestoresParametersMomentsAndStep) {
   EXPECT_EQ(fresh_opt.v_host(), opt->v_host());
 }
 
+TEST_F(State, TheLatestSaveIsRestored) {
+  std::optional<nn::adamw> opt;
+  nn::mlp a = trained(opt, 1);
+  const fs::path folder = dir_ / "latest";
+  auto store = nn::checkpoint_store::open(folder);
+  ASSERT_TRUE(store) << store.error().message;
+  ASSERT_TRUE(save_state(**store, id_, a.params(), *be_, *opt));
+  opt->step(a.params().base(), a.grads().base(), {.lr = 0.01f});  // a second update: step 2
+  ASSERT_TRUE(save_state(**store, id_, a.params(), *be_, *opt));
+  ASSERT_TRUE(finish_checkpoints(**store));
+  EXPECT_EQ((*store)->durable_step(), 2);
+  EXPECT_EQ((*store)->stats().stall_ms.size(), 2u);
+
+  std::optional<nn::adamw> other_opt;
+  nn::mlp b = trained(other_opt, 3);
+  auto step = restore_state(folder, id_, b.params(), *be_, *other_opt);
+  ASSERT_TRUE(step) << step.error().message;
+  EXPECT_EQ(*step, 2);
+  EXPECT_EQ(b.params().to_host(*be_), a.params().to_host(*be_));
+  EXPECT_EQ(other_opt->m_host(), opt->m_host());
+}
+
 TEST_F(State, AnotherModelKindIsAMismatchAndChangesNothing) {
   std::optional<nn::adamw> opt;
   const nn::mlp a = trained(opt, 1);
-  const fs::path file = dir_ / "a.ckpt";
-  ASSERT_TRUE(save_state(file, id_, a.params(), *be_, *opt));
+  const fs::path folder = saved("a", id_, a, *opt);
 
   std::optional<nn::adamw> other_opt;
   nn::mlp other = trained(other_opt, 3);
   const auto before = other.params().to_host(*be_);
-  auto step = restore_state(file, {.model = "gpt", .config = cfg_.to_vector()}, other.params(), *be_, *other_opt);
+  auto step = restore_state(folder, {.model = "gpt", .config = cfg_.to_vector()}, other.params(), *be_, *other_opt);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::mismatch) << step.error().message;
   EXPECT_EQ(other.params().to_host(*be_), before);
 }
 
-TEST_F(State, MissingFileIsAnIoError) {
+TEST_F(State, AMissingFolderIsAnIoErrorNamingIt) {
   std::optional<nn::adamw> opt;
   nn::mlp a = trained(opt, 1);
-  auto step = restore_state(dir_ / "none.ckpt", id_, a.params(), *be_, *opt);
+  auto step = restore_state(dir_ / "none", id_, a.params(), *be_, *opt);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::io);
-  EXPECT_NE(step.error().message.find("none.ckpt"), std::string::npos) << step.error().message;
+  EXPECT_NE(step.error().message.find("`" + (dir_ / "none").string() + "`: does not exist"), std::string::npos)
+      << step.error().message;
 }
 
-TEST_F(State, ADirectoryIsAnErrorValueNotAnException) {
+TEST_F(State, AFileInsteadOfAFolderIsAnErrorValueNotAnException) {
   std::optional<nn::adamw> opt;
   nn::mlp a = trained(opt, 1);
-  auto step = restore_state(dir_, id_, a.params(), *be_, *opt);
+  const fs::path file = dir_ / "old.ckpt";
+  const nn::checkpoint ck{"mlp", cfg_.to_vector(), 1, a.params().to_host(*be_), opt->m_host(), opt->v_host(), {}};
+  ASSERT_TRUE(nn::save_checkpoint(file, ck));  // a checkpoint file from before checkpoint folders
+  auto step = restore_state(file, id_, a.params(), *be_, *opt);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::io);
-  EXPECT_NE(step.error().message.find("is a directory"), std::string::npos) << step.error().message;
-  auto saved = save_state(dir_, id_, a.params(), *be_, *opt);
-  ASSERT_FALSE(saved);
-  EXPECT_EQ(saved.error().code, nn::errc::io) << saved.error().message;
+  EXPECT_NE(step.error().message.find("is not a folder"), std::string::npos) << step.error().message;
+  auto store = nn::checkpoint_store::open(file);
+  ASSERT_FALSE(store);
+  EXPECT_NE(store.error().message.find("`" + file.string() + "`: is a file"), std::string::npos)
+      << store.error().message;
+}
+
+TEST_F(State, AFolderWithoutAStateSaysSo) {
+  std::optional<nn::adamw> opt;
+  nn::mlp a = trained(opt, 1);
+  fs::create_directories(dir_ / "empty");
+  EXPECT_FALSE(nn::has_checkpoint(dir_ / "empty", state_blob));
+  auto step = restore_state(dir_ / "empty", id_, a.params(), *be_, *opt);
+  ASSERT_FALSE(step);
+  EXPECT_NE(step.error().message.find("no durable blob named `state`"), std::string::npos) << step.error().message;
 }
 
 TEST_F(State, ConfigMismatchNamesTheField) {
   std::optional<nn::adamw> opt;
   const nn::mlp a = trained(opt, 1);
-  const fs::path file = dir_ / "a.ckpt";
-  ASSERT_TRUE(save_state(file, id_, a.params(), *be_, *opt));
+  const fs::path folder = saved("a", id_, a, *opt);
   nn::mlp_config wider = cfg_;
   wider.hidden = {5};
   auto m = nn::mlp::create(wider, 2, *be_);
   ASSERT_TRUE(m);
   nn::adamw o(*be_, m->params());
-  auto step = restore_state(file, {.model = "mlp", .config = wider.to_vector(), .config_fields = wider.field_names()},
+  auto step = restore_state(folder, {.model = "mlp", .config = wider.to_vector(), .config_fields = wider.field_names()},
                             m->params(), *be_, o);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::mismatch);
@@ -160,13 +208,12 @@ TEST_F(State, ConfigMismatchNamesTheField) {
 TEST_F(State, AnotherVocabularyOfTheSameSizeIsAMismatch) {
   std::optional<nn::adamw> opt;
   nn::mlp a = trained(opt, 1);
-  const fs::path file = dir_ / "v.ckpt";
   nn::checkpoint_identity id = id_;
   id.vocabulary = {'\n', ' ', 'a', 'b'};
-  ASSERT_TRUE(save_state(file, id, a.params(), *be_, *opt));
-  ASSERT_TRUE(restore_state(file, id, a.params(), *be_, *opt));
+  const fs::path folder = saved("v", id, a, *opt);
+  ASSERT_TRUE(restore_state(folder, id, a.params(), *be_, *opt));
   id.vocabulary = {'\n', ' ', 'a', 'c'};
-  auto step = restore_state(file, id, a.params(), *be_, *opt);
+  auto step = restore_state(folder, id, a.params(), *be_, *opt);
   ASSERT_FALSE(step);
   EXPECT_EQ(step.error().code, nn::errc::mismatch);
   EXPECT_NE(step.error().message.find("token 3 is byte 0x62 there, 0x63"), std::string::npos) << step.error().message;
@@ -175,14 +222,17 @@ TEST_F(State, AnotherVocabularyOfTheSameSizeIsAMismatch) {
 TEST(CheckpointPath, IsCheckedBeforeTraining) {
   const fs::path dir = fs::temp_directory_path() / ("banyan_trainer_path_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  EXPECT_TRUE(check_checkpoint_path(dir / "run.ckpt"));
-  EXPECT_TRUE(check_checkpoint_path("relative.ckpt"));
-  auto s = check_checkpoint_path(dir);
+  EXPECT_TRUE(check_checkpoint_path(dir / "run"));
+  EXPECT_TRUE(check_checkpoint_path(dir / "run/"));
+  EXPECT_TRUE(check_checkpoint_path("relative"));
+  EXPECT_TRUE(check_checkpoint_path(dir));  // an existing folder
+  { std::ofstream(dir / "file") << "x"; }
+  auto s = check_checkpoint_path(dir / "file");
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().code, nn::errc::invalid_argument);
-  EXPECT_NE(s.error().message.find("--checkpoint `" + dir.string() + "`: is a directory"), std::string::npos)
+  EXPECT_NE(s.error().message.find("--checkpoint `" + (dir / "file").string() + "`: is a file"), std::string::npos)
       << s.error().message;
-  s = check_checkpoint_path(dir / "missing" / "run.ckpt");
+  s = check_checkpoint_path(dir / "missing" / "run");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("directory `" + (dir / "missing").string() + "` does not exist"), std::string::npos)
       << s.error().message;

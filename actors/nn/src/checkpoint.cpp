@@ -18,22 +18,36 @@ constexpr std::size_t fixed_header_v1 = 48;  // version 1: no vocabulary length,
 constexpr std::size_t max_model_name = 64;
 constexpr std::size_t max_vocabulary = 65536;
 
-template <class T>
-void put(std::string& out, T v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // x86_64 and aarch64 are little-endian, as the format says
-  out.append(b, sizeof(T));
-}
+// Appends into a buffer reserved once: the encoded checkpoint is built with one copy of the tensors
+// (no zero-filling first).
+class writer {
+ public:
+  explicit writer(std::size_t size) { out_.reserve(size); }
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  template <class T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes(&v, sizeof(T));  // x86_64 and aarch64 are little-endian, as the format says
+  }
+  const std::byte* data() const { return out_.data(); }
+  std::size_t size() const { return out_.size(); }
+  std::vector<std::byte> take() && { return std::move(out_); }
+
+ private:
+  std::vector<std::byte> out_;
+};
 
 template <class T>
-T get(const std::string& in, std::size_t at) {
+T get(std::span<const std::byte> in, std::size_t at) {
   T v;
   std::memcpy(&v, in.data() + at, sizeof(T));
   return v;
 }
 
-std::uint32_t crc(const char* p, std::size_t n) {
+std::uint32_t crc(const std::byte* p, std::size_t n) {
   uLong c = crc32(0L, Z_NULL, 0);
   while (n > 0) {
     const auto chunk = static_cast<uInt>(n > (1u << 30) ? (1u << 30) : n);
@@ -52,41 +66,46 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
-result<void> save_checkpoint(const fs::path& file, const checkpoint& ck) {
-  const std::string name = "checkpoint `" + file.string() + "`";
+result<std::vector<std::byte>> encode_checkpoint(const checkpoint& ck, std::string_view name) {
   if (ck.m.size() != ck.params.size() || ck.v.size() != ck.params.size()) {
-    return error{errc::invalid_argument, name + ": params, m and v differ in size"};
+    return error{errc::invalid_argument, std::string(name) + ": params, m and v differ in size"};
   }
-  if (ck.model.size() > max_model_name) return error{errc::invalid_argument, name + ": model name too long"};
-  if (ck.vocabulary.size() > max_vocabulary) return error{errc::invalid_argument, name + ": vocabulary too long"};
+  if (ck.model.size() > max_model_name)
+    return error{errc::invalid_argument, std::string(name) + ": model name too long"};
+  if (ck.vocabulary.size() > max_vocabulary) {
+    return error{errc::invalid_argument, std::string(name) + ": vocabulary too long"};
+  }
   const std::size_t P = ck.params.size();
   const std::size_t header = fixed_header + 8 * ck.config.size() + ck.model.size() + ck.vocabulary.size();
-  std::string out;
-  out.reserve(header + 12 * P + 4);
-  out.append(magic, 8);
-  put<std::uint32_t>(out, checkpoint_version);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(header));
-  put<std::uint64_t>(out, ck.step);
-  put<std::uint64_t>(out, P);
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(ck.config.size()));
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(ck.model.size()));
-  put<std::uint64_t>(out, 12 * static_cast<std::uint64_t>(P));
-  put<std::uint32_t>(out, static_cast<std::uint32_t>(ck.vocabulary.size()));
-  put<std::uint32_t>(out, 0);
-  for (auto c : ck.config) put<std::int64_t>(out, c);
-  out += ck.model;
-  out.append(reinterpret_cast<const char*>(ck.vocabulary.data()), ck.vocabulary.size());
-  for (const auto* vec : {&ck.params, &ck.m, &ck.v}) {
-    out.append(reinterpret_cast<const char*>(vec->data()), vec->size() * sizeof(float));
-  }
-  put<std::uint32_t>(out, crc(out.data(), out.size()));
+  writer out(header + 12 * P + 4);
+  out.bytes(magic, 8);
+  out.put<std::uint32_t>(checkpoint_version);
+  out.put<std::uint32_t>(static_cast<std::uint32_t>(header));
+  out.put<std::uint64_t>(ck.step);
+  out.put<std::uint64_t>(P);
+  out.put<std::uint32_t>(static_cast<std::uint32_t>(ck.config.size()));
+  out.put<std::uint32_t>(static_cast<std::uint32_t>(ck.model.size()));
+  out.put<std::uint64_t>(12 * static_cast<std::uint64_t>(P));
+  out.put<std::uint32_t>(static_cast<std::uint32_t>(ck.vocabulary.size()));
+  out.put<std::uint32_t>(0);
+  for (auto c : ck.config) out.put<std::int64_t>(c);
+  out.bytes(ck.model.data(), ck.model.size());
+  out.bytes(ck.vocabulary.data(), ck.vocabulary.size());
+  for (const auto* vec : {&ck.params, &ck.m, &ck.v}) out.bytes(vec->data(), vec->size() * sizeof(float));
+  out.put<std::uint32_t>(crc(out.data(), out.size()));
+  return std::move(out).take();
+}
 
+result<void> save_checkpoint(const fs::path& file, const checkpoint& ck) {
+  const std::string name = "checkpoint `" + file.string() + "`";
+  auto out = encode_checkpoint(ck, name);
+  if (!out) return std::move(out).error();
   fs::path tmp = file;
   tmp += ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return error{errc::io, name + ": cannot open `" + tmp.string() + "` for writing"};
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    f.write(reinterpret_cast<const char*>(out->data()), static_cast<std::streamsize>(out->size()));
     f.flush();
     if (!f) return error{errc::io, name + ": write failed (disk full?)"};
   }
@@ -106,8 +125,15 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   if (!f || !fs::is_regular_file(status)) return error{errc::io, name + ": cannot open (missing or unreadable)"};
   const auto size = fs::file_size(file, ec);
   if (ec) return error{errc::io, name + ": cannot read its size: " + ec.message()};
-  std::string in(size, '\0');
-  if (!f.read(in.data(), static_cast<std::streamsize>(size))) return error{errc::io, name + ": read failed"};
+  std::vector<std::byte> in(size);
+  if (!f.read(reinterpret_cast<char*>(in.data()), static_cast<std::streamsize>(size))) {
+    return error{errc::io, name + ": read failed"};
+  }
+  return decode_checkpoint(in, name);
+}
+
+result<checkpoint> decode_checkpoint(std::span<const std::byte> in, std::string_view label) {
+  const std::string name(label);
   if (in.size() < fixed_header_v1 + 4) {
     return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
                                     std::to_string(fixed_header_v1 + 4) + "-byte minimum (truncated?)"};
@@ -155,8 +181,9 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   checkpoint ck;
   ck.step = step;
   for (std::uint32_t i = 0; i < K; ++i) ck.config.push_back(get<std::int64_t>(in, fixed + 8ull * i));
-  ck.model = in.substr(fixed + 8ull * K, M);
-  const char* vocab = in.data() + fixed + 8ull * K + M;
+  const auto* text = reinterpret_cast<const char*>(in.data());
+  ck.model.assign(text + fixed + 8ull * K, M);
+  const auto* vocab = reinterpret_cast<const unsigned char*>(text + fixed + 8ull * K + M);
   ck.vocabulary.assign(vocab, vocab + D);
   std::size_t at = header;
   for (auto* vec : {&ck.params, &ck.m, &ck.v}) {

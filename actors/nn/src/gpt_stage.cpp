@@ -108,7 +108,45 @@ void add_slot_tensors(arena& a, const gpt_config& cfg, const stage_slice& slice,
   }
 }
 
+struct param_ids {
+  int wte = -1, wpe = -1, blocks = 0, lnfw = -1, lnfb = -1;
+};
+
+// The slice's parameters (and, alike, their gradients): layers 0 embedding, 1 + (l - first) per
+// block, then the head, for arena::layer_bytes.
+param_ids add_param_tensors(arena& a, const gpt_config& cfg, const stage_slice& slice) {
+  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, C = cfg.channels;
+  const int head_layer = 1 + slice.last_block - slice.first_block;
+  param_ids ids;
+  if (slice.has_embedding) {
+    ids.wte = a.add("wte", {V, C}, 0);
+    ids.wpe = a.add("wpe", {maxT, C}, 0);
+  }
+  for (int l = slice.first_block; l < slice.last_block; ++l) {
+    const int layer = 1 + l - slice.first_block;
+    // As gpt's: block_param order.
+    const std::vector<int> shapes[NBP] = {{C}, {C}, {3 * C, C}, {3 * C}, {C, C},     {C},
+                                          {C}, {C}, {4 * C, C}, {4 * C}, {C, 4 * C}, {C}};
+    for (int k = 0; k < NBP; ++k) {
+      const int id = a.add(block_param_name(l, k), shapes[k], layer);
+      if (l == slice.first_block && k == 0) ids.blocks = id;
+    }
+  }
+  if (slice.has_head) {
+    ids.lnfw = a.add("lnf_w", {C}, head_layer);
+    ids.lnfb = a.add("lnf_b", {C}, head_layer);
+    if (!slice.has_embedding) ids.wte = a.add("wte", {V, C}, head_layer);  // the head's copy
+  }
+  return ids;
+}
+
 }  // namespace
+
+std::size_t gpt_stage::param_floats(const gpt_config& cfg, const stage_slice& slice) {
+  arena layout;  // laid out, not allocated
+  add_param_tensors(layout, cfg, slice);
+  return layout.numel();
+}
 
 std::uint64_t gpt_stage::slot_bytes(const gpt_config& cfg, const stage_slice& slice, int batch, int seq_len) {
   arena layout;  // laid out, not allocated
@@ -118,30 +156,14 @@ std::uint64_t gpt_stage::slot_bytes(const gpt_config& cfg, const stage_slice& sl
 
 gpt_stage::gpt_stage(const gpt_config& cfg, const stage_slice& slice, const stage_options& opt, backend& be)
     : cfg_(cfg), slice_(slice), opt_(opt), be_(&be) {
-  const int V = cfg.vocab_size, maxT = cfg.max_seq_len, C = cfg.channels, B = opt.batch, T = opt.seq_len;
-  // Layers, for arena::layer_bytes: 0 embedding (or input), 1 + (l - first) per block, then the head.
-  const int nblocks = slice.last_block - slice.first_block;
-  const int head_layer = 1 + nblocks;
+  const int B = opt.batch, T = opt.seq_len;
   for (arena* a : {&params_, &grads_}) {
-    if (slice.has_embedding) {
-      p_wte_ = a->add("wte", {V, C}, 0);
-      p_wpe_ = a->add("wpe", {maxT, C}, 0);
-    }
-    for (int l = slice.first_block; l < slice.last_block; ++l) {
-      const int layer = 1 + l - slice.first_block;
-      // As gpt's: block_param order.
-      const std::vector<int> shapes[NBP] = {{C}, {C}, {3 * C, C}, {3 * C}, {C, C},     {C},
-                                            {C}, {C}, {4 * C, C}, {4 * C}, {C, 4 * C}, {C}};
-      for (int k = 0; k < NBP; ++k) {
-        const int id = a->add(block_param_name(l, k), shapes[k], layer);
-        if (l == slice.first_block && k == 0) p_blocks_ = id;
-      }
-    }
-    if (slice.has_head) {
-      p_lnfw_ = a->add("lnf_w", {C}, head_layer);
-      p_lnfb_ = a->add("lnf_b", {C}, head_layer);
-      if (!slice.has_embedding) p_wte_ = a->add("wte", {V, C}, head_layer);  // the head's copy
-    }
+    const param_ids ids = add_param_tensors(*a, cfg, slice);
+    p_wte_ = ids.wte;
+    p_wpe_ = ids.wpe;
+    p_blocks_ = ids.blocks;
+    p_lnfw_ = ids.lnfw;
+    p_lnfb_ = ids.lnfb;
     a->allocate(be);
   }
   slots_.resize(opt.slots);

@@ -4,6 +4,7 @@
 
 #include <banyan/base/log.hpp>
 #include <banyan/nn/checkpoint.hpp>
+#include <banyan/nn/checkpoint_store.hpp>
 #include <banyan/pipeline/lower.hpp>
 #include <banyan/pipeline/validate.hpp>
 #include <banyan/sdk/component.hpp>
@@ -44,11 +45,9 @@ struct step_msg {  // ctl/step, composite -> leaves: apply step-1's update if `a
   double coef;  // the clip coefficient for step-1's gradients (1: no clipping)
   std::int32_t run, apply;
 };
-struct saved_msg {  // ctl/saved, leaf -> composite: the rank's stage files after `step` steps are written
-  std::int64_t step;
-  std::int32_t rank, pad;
-};
-struct committed_msg {  // ctl/committed, composite -> leaves: the manifest names the files of `step`
+// ctl/saved/<stage>/<step>, leaf -> composite: the stage's checkpoint after `step` steps, encoded
+// (nn::encode_checkpoint); the payload is the blob.
+struct committed_msg {  // ctl/committed, composite -> leaves: every stage of `step` is in the store
   std::int64_t step;
 };
 // ctl/stats, leaf -> composite, before its ctl/done: a stats_head, `chunks` chunk_stat, `events` event_rec.
@@ -116,6 +115,13 @@ bool checkpoint_due(const trainer_options& o, std::int64_t done) {
 }
 
 constexpr const char* manifest_format = "banyan pipeline checkpoint";
+constexpr int manifest_version = 2;  // 1: a JSON file naming one file per stage (before checkpoint folders)
+constexpr const char* manifest_blob = "manifest";
+// How long a failing pipeline waits for its committed checkpoints to be durable before it reports
+// which one is.
+constexpr std::chrono::seconds checkpoint_flush_on_failure{30};
+
+std::string stage_blob(int stage) { return "stage" + std::to_string(stage); }
 
 // What every incarnation of the trainer's components shares: read-only after add_trainer.
 struct setup {
@@ -126,9 +132,6 @@ struct setup {
   std::vector<std::vector<action>> ranks;  // compute actions only
   std::vector<int> cuts;                   // the blocks' cuts, for the manifest
   int stages() const { return opt.schedule.stages; }
-  std::string stage_file(int stage, std::int64_t done) const {
-    return opt.checkpoints.path + ".stage" + std::to_string(stage) + ".step" + std::to_string(done);
-  }
   nn::checkpoint_identity identity(int stage) const {
     nn::checkpoint_identity id{"gpt_stage", opt.model.to_vector(), nn::gpt_config::field_names(), 0, {}};
     const nn::stage_slice& sl = slices[stage];
@@ -452,20 +455,20 @@ class stage_leaf : public leaf {
     if (!ok) throw std::runtime_error(ok.error().what());
   }
 
-  // Errors name the stage and its file: missing, corrupt, saved for another model or split, or at
+  // Errors name the stage and the folder: missing, corrupt, saved for another model or split, or at
   // another step than the manifest's.
   result<void> restore(chunk& c) {
     const std::int64_t done = s_->opt.checkpoints.resume_step;
-    const std::string file = s_->stage_file(c.stage, done);
+    const std::string& folder = s_->opt.checkpoints.path;
     const std::string stage = "stage " + std::to_string(c.stage) + ": ";
     auto bad = [](const std::string& m) { return error{errc::invalid, m}; };
-    auto ck = nn::load_checkpoint(file);
+    auto ck = nn::read_checkpoint(folder, stage_blob(c.stage));
     if (!ck) return bad(stage + ck.error().message);
     nn::checkpoint_identity id = s_->identity(c.stage);
     id.stored_floats = c.model->params().numel();
-    if (auto same = nn::check_matches(*ck, file, id); !same) return bad(stage + same.error().message);
+    if (auto same = nn::check_matches(*ck, folder, id); !same) return bad(stage + same.error().message);
     if (static_cast<std::int64_t>(ck->step) != done) {
-      return bad(stage + "`" + file + "` holds step " + std::to_string(ck->step) + ", the manifest says " +
+      return bad(stage + "`" + folder + "` holds step " + std::to_string(ck->step) + ", the manifest says " +
                  std::to_string(done));
     }
     c.model->params().from_host(*be_, ck->params);
@@ -473,7 +476,8 @@ class stage_leaf : public leaf {
     return {};
   }
 
-  // Writes each stage's state after `done` steps, then says so to the composite.
+  // Sends each stage's state after `done` steps, encoded, to the composite, which stores every stage
+  // of the step in one transaction.
   void save(context& ctx, std::int64_t done) {
     for (const auto& [st, c] : chunks_) {
       const nn::checkpoint_identity id = s_->identity(st);
@@ -484,32 +488,16 @@ class stage_leaf : public leaf {
                               c->opt->m_host(),
                               c->opt->v_host(),
                               {}};
-      check(nn::save_checkpoint(s_->stage_file(st, done), ck), "stage " + std::to_string(st) + " checkpoint");
+      auto bytes = nn::encode_checkpoint(ck, "stage " + std::to_string(st) + " checkpoint");
+      if (!bytes) throw std::runtime_error(bytes.error().what());
+      auto owner = std::make_shared<const std::vector<std::byte>>(std::move(bytes).value());
+      const payload blob = payload::view_of(owner, owner->data(), owner->size());
+      auto ok = ctx.publish("ctl/saved/" + std::to_string(st) + "/" + std::to_string(done), blob, scope::parent());
+      if (!ok) throw std::runtime_error(ok.error().what());
     }
-    auto ok = ctx.publish("ctl/saved", encode(saved_msg{done, rank_, 0}), scope::parent());
-    if (!ok) throw std::runtime_error(ok.error().what());
   }
 
-  // The manifest names `done`'s files: every other file of this leaf's stages goes, older ones and
-  // those a killed run left behind (written but never named by a manifest).
   void committed(context& ctx, const committed_msg& m) {
-    namespace fs = std::filesystem;
-    const fs::path manifest(s_->opt.checkpoints.path);
-    const fs::path dir = manifest.parent_path().empty() ? fs::path(".") : manifest.parent_path();
-    std::error_code ec;
-    for (const auto& [st, c] : chunks_) {
-      const std::string prefix = manifest.filename().string() + ".stage" + std::to_string(st) + ".step";
-      const std::string keep = fs::path(s_->stage_file(st, m.step)).filename().string();
-      for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-        const std::string name = it->path().filename().string();
-        if (name == keep || name.rfind(prefix, 0) != 0 || name.size() == prefix.size() ||
-            name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
-          continue;
-        }
-        fs::remove(it->path(), ec);  // gone already: nothing to do
-        ec.clear();
-      }
-    }
     if (applied_after_commit_ == m.step) applied(ctx, m.step);
   }
 
@@ -546,7 +534,13 @@ class trainer_composite : public composite {
     sub(ctx, "ctl/done", [this](context& cx, const delivery& d) { done(cx, decode<done_msg>(d)); });
     sub(ctx, "ctl/sumsq", [this](context& cx, const delivery& d) { sumsq(cx, decode<sumsq_msg>(d)); });
     sub(ctx, "ctl/applied", [this](context& cx, const delivery& d) { applied(cx, decode<applied_msg>(d)); });
-    sub(ctx, "ctl/saved", [this](context& cx, const delivery& d) { saved(cx, decode<saved_msg>(d)); });
+    sub(ctx, "ctl/saved/+/+", [this](context& cx, const delivery& d) { saved(cx, d); });
+    const auto& c = s_->opt.checkpoints;
+    if (!c.path.empty() && !store_) {
+      auto store = nn::checkpoint_store::open(c.path, {.synchronous = c.synchronous});
+      if (!store) return fail(ctx, "checkpoint folder: " + store.error().message, 2);
+      store_ = std::move(store).value();
+    }
   }
 
   void on_children_started(context& ctx) override {
@@ -568,14 +562,16 @@ class trainer_composite : public composite {
     std::string message = "pipeline stage" + std::string(stages.find(',') == std::string::npos ? " " : "s ") + stages +
                           " (`" + child_path + "`) failed: " + reason + "; the pipeline cannot go on without it";
     const auto& c = s_->opt.checkpoints;
-    if (committed_ > 0) {
-      message += "; the last checkpoint is `" + c.path + "` after step " + std::to_string(committed_);
+    if (store_) {
+      (void)store_->flush(checkpoint_flush_on_failure);  // what was committed, durable before saying so
+      const std::int64_t durable = std::max(store_->durable_step(), c.resume_step);
+      message += durable > 0
+                     ? "; the last durable checkpoint in `" + c.path + "` is after step " + std::to_string(durable)
+                     : "; no checkpoint is durable yet";
     } else {
-      message += c.path.empty() ? "; no checkpoints were asked for" : "; no checkpoint was written yet";
+      message += "; no checkpoints were asked for";
     }
-    if (!s_->opt.quit_when_done) throw std::runtime_error(message);
-    log::error(ctx.path(), message);
-    ctx.quit(1);
+    fail(ctx, message, 1);
   }
 
  private:
@@ -586,6 +582,12 @@ class trainer_composite : public composite {
   void publish(context& ctx, const std::string& topic, const payload& p) {
     auto ok = ctx.publish(topic, p, scope::self());
     if (!ok) throw std::runtime_error(ok.error().what());
+  }
+  // Ends the run with `exit_code` (quit_when_done), else fails the component.
+  void fail(context& ctx, const std::string& message, int exit_code) {
+    if (!s_->opt.quit_when_done) throw std::runtime_error(message);
+    log::error(ctx.path(), message);
+    ctx.quit(exit_code);
   }
 
   void stats(const delivery& d) {
@@ -703,37 +705,42 @@ class trainer_composite : public composite {
     publish(ctx, "ctl/step", encode(step_msg{next, coef, next < s_->opt.steps ? 1 : 0, 1}));
   }
 
-  // Every rank wrote its stage files of `done`: the manifest names them, then the leaves drop older ones.
-  void saved(context& ctx, const saved_msg& m) {
-    if (++saved_ < s_->num_ranks()) return;
-    saved_ = 0;
-    write_manifest(m.step);
-    committed_ = m.step;
-    publish(ctx, "ctl/committed", encode(committed_msg{m.step}));
-    if (s_->hooks.on_checkpoint) s_->hooks.on_checkpoint(m.step, s_->opt.checkpoints.path);
-  }
-
-  void write_manifest(std::int64_t done) const {
-    const std::string& path = s_->opt.checkpoints.path;
-    nlohmann::json files = nlohmann::json::array();
-    for (int st = 0; st < s_->stages(); ++st)
-      files.push_back(std::filesystem::path(s_->stage_file(st, done)).filename().string());
-    const nlohmann::json j{{"format", manifest_format}, {"version", 1},     {"step", done},
-                           {"stages", s_->stages()},    {"cuts", s_->cuts}, {"files", files}};
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << j.dump(2) << "\n";
-      if (!out.flush()) throw std::runtime_error("checkpoint manifest `" + path + "`: cannot write `" + tmp + "`");
+  // A stage's checkpoint of `step`. Once every stage's is here, they and the manifest are one store
+  // transaction: a crash keeps all of them or none, so every stage resumes from the same step.
+  void saved(context& ctx, const delivery& d) {
+    const std::string& topic = d.topic();
+    const std::size_t slash = topic.rfind('/');
+    const int stage = std::stoi(topic.substr(topic.rfind('/', slash - 1) + 1));
+    const std::int64_t step = std::stoll(topic.substr(slash + 1));
+    if (!store_ || stage < 0 || stage >= s_->stages() || (!saving_.empty() && step != saving_step_))
+      throw std::runtime_error("`" + topic + "` from `" + d.sender() + "`: not a checkpoint this run asked for");
+    saving_step_ = step;
+    saving_[stage] = d.data();
+    if (static_cast<int>(saving_.size()) < s_->stages()) return;
+    store::transaction txn = store_->begin();
+    for (const auto& [st, blob] : saving_) txn.put(stage_blob(st), blob.bytes());
+    const nlohmann::json manifest{{"format", manifest_format},
+                                  {"version", manifest_version},
+                                  {"step", step},
+                                  {"stages", s_->stages()},
+                                  {"cuts", s_->cuts}};
+    txn.put(manifest_blob, std::string_view(manifest.dump(2)));
+    saving_.clear();
+    if (auto ok = store_->save(std::move(txn), step); !ok) {
+      return fail(ctx, "checkpoint of step " + std::to_string(step) + ": " + ok.error().message, 1);
     }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) throw std::runtime_error("checkpoint manifest `" + path + "`: " + ec.message());
+    publish(ctx, "ctl/committed", encode(committed_msg{step}));
+    if (s_->hooks.on_checkpoint) s_->hooks.on_checkpoint(step, s_->opt.checkpoints.path);
   }
 
   void applied(context& ctx, const applied_msg&) {
     if (++arrived_ < s_->num_ranks()) return;
     arrived_ = 0;
+    if (store_) {  // the run is done once its checkpoints are on disk
+      if (auto ok = store_->flush(std::chrono::hours(1)); !ok) {
+        return fail(ctx, "checkpoint folder `" + s_->opt.checkpoints.path + "`: " + ok.error().message, 1);
+      }
+    }
     if (s_->hooks.on_done) s_->hooks.on_done();
     if (s_->opt.quit_when_done) ctx.quit(0);
   }
@@ -741,8 +748,9 @@ class trainer_composite : public composite {
   std::shared_ptr<const setup> s_;
   bool started_ = false;
   int arrived_ = 0;
-  int saved_ = 0;                                             // ctl/saved of the checkpoint in progress
-  std::int64_t committed_ = s_->opt.checkpoints.resume_step;  // the manifest's step (0: none yet)
+  std::unique_ptr<nn::checkpoint_store> store_;  // with checkpoints
+  std::map<int, payload> saving_;                // the checkpoint in progress, by stage
+  std::int64_t saving_step_ = 0;
   double loss_sum_ = 0;
   int losses_ = 0;
   std::map<int, payload> tied_;
@@ -761,18 +769,30 @@ error bad(const std::string& m) { return error{errc::invalid, m}; }
 
 }  // namespace
 
-result<checkpoint_manifest> read_manifest(const std::filesystem::path& file) {
-  const std::string name = "checkpoint manifest `" + file.string() + "`";
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return bad(name + ": cannot read the file");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+result<checkpoint_manifest> read_manifest(const std::filesystem::path& folder) {
+  const std::string name = "checkpoint folder `" + folder.string() + "`";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) {
+    return bad(name + (std::filesystem::exists(folder, ec) ? ": not a folder (a manifest file from before checkpoint "
+                                                             "folders? docs/store.md)"
+                                                           : ": does not exist"));
+  }
+  auto reader = store::blob_reader::open(folder.string());
+  if (!reader) return bad(reader.error().message);
+  auto bytes = reader->read(manifest_blob);
+  if (!bytes) return bad(name + ": no pipeline checkpoint in it (" + bytes.error().message + ")");
+  const nlohmann::json j =
+      nlohmann::json::parse(reinterpret_cast<const char*>(bytes->data()),
+                            reinterpret_cast<const char*>(bytes->data() + bytes->size()), nullptr, false);
   if (j.is_discarded() || !j.is_object() || j.value("format", "") != manifest_format) {
     return bad(name + ": not a pipeline checkpoint manifest (written by train_gpt --pipeline)");
   }
   checkpoint_manifest m;
   try {
-    if (j.at("version").get<int>() != 1)
-      return bad(name + ": version " + j.at("version").dump() + ", this build reads 1");
+    if (j.at("version").get<int>() != manifest_version) {
+      return bad(name + ": manifest version " + j.at("version").dump() + ", this build reads " +
+                 std::to_string(manifest_version));
+    }
     m.step = j.at("step").get<std::int64_t>();
     m.stages = j.at("stages").get<int>();
     m.cuts = j.at("cuts").get<std::vector<int>>();
@@ -786,9 +806,17 @@ result<checkpoint_manifest> read_manifest(const std::filesystem::path& file) {
   return m;
 }
 
-result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem::path& file,
+bool has_checkpoint(const std::filesystem::path& folder) {
+  std::error_code ec;
+  if (!std::filesystem::exists(folder, ec)) return false;
+  if (!std::filesystem::is_directory(folder, ec)) return true;
+  auto reader = store::blob_reader::open(folder.string());
+  return !reader || !reader->blobs().empty();  // any checkpoint: read_manifest says whether it is one
+}
+
+result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem::path& folder,
                              const trainer_options& options) {
-  const std::string name = "checkpoint manifest `" + file.string() + "`";
+  const std::string name = "checkpoint folder `" + folder.string() + "`";
   const int stages = options.schedule.stages;
   std::vector<int> cuts = options.cuts;
   if (cuts.empty()) {
@@ -874,8 +902,22 @@ result<traffic_map> predict_traffic(const trainer_options& options, const std::s
   send(-1, every_rank, steps + 1, sizeof(step_msg), false);  // ctl/step: the first, then after each step
   std::uint64_t checkpoints = 0;
   for (std::int64_t done = 1; done <= options.steps; ++done) checkpoints += checkpoint_due(options, done) ? 1 : 0;
-  for (int r = 0; r < P; ++r) send(r, {-1}, checkpoints, sizeof(saved_msg), false);  // ctl/saved
-  send(-1, every_rank, checkpoints, sizeof(committed_msg), false);                   // ctl/committed
+  // ctl/saved/<stage>/<step>: each stage's encoded checkpoint (nn/checkpoint.hpp's format, no vocabulary).
+  std::vector<int> cuts = options.cuts;
+  if (cuts.empty() && checkpoints > 0) {
+    auto even = even_cuts(options.model.num_layers, S);
+    if (!even) return even.error();
+    cuts = *even;
+  }
+  auto slices = checkpoints > 0 ? nn::cut_stages(options.model.num_layers, cuts) : std::vector<nn::stage_slice>{};
+  if (!slices) return bad("cuts: " + slices.error().message);
+  const std::size_t config_values = options.model.to_vector().size() + 4;  // setup::identity's
+  for (int st = 0; st < S && checkpoints > 0; ++st) {
+    const std::uint64_t floats = nn::gpt_stage::param_floats(options.model, (*slices)[st]);
+    const std::uint64_t encoded = 56 + 8 * config_values + std::string_view("gpt_stage").size() + 12 * floats + 4;
+    send(t.stage_rank[st], {-1}, checkpoints, encoded, false);
+  }
+  send(-1, every_rank, checkpoints, sizeof(committed_msg), false);  // ctl/committed
   return links;
 }
 

@@ -99,8 +99,10 @@ result<void> gpt_trainer::prepare(context& ctx) {
   auto checked = check_arguments(o);  // argument errors before any work
   if (!checked) return std::move(checked).error();
   if (*checked) plan_ = std::make_shared<const worker_plan>(std::move(**checked));
-  if (!o.common.checkpoint.empty()) {
-    if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
+  if (!o.common.checkpoint.empty() && rank_ == 0) {  // rank 0 alone saves
+    auto store = open_checkpoints(o.common);
+    if (!store) return std::move(store).error();
+    checkpoints_ = std::move(store).value();
   }
   auto corpus = nn::load_fortunes(o.data_dir);
   if (!corpus) return input_error("--data", corpus.error());
@@ -135,19 +137,20 @@ result<void> gpt_trainer::prepare(context& ctx) {
   if (auto s = o.common.optimizer(o.grad_clip).validate(); !s) return s;
   if (o.resume || o.require_resume) {
     const std::string flag = o.require_resume ? "--require-resume" : "--resume";
-    std::error_code ec;
     if (o.common.checkpoint.empty()) {
       return error{nn::errc::invalid_argument, flag + ": no --checkpoint to resume from"};
-    } else if (std::filesystem::exists(o.common.checkpoint, ec)) {
+    } else if (nn::has_checkpoint(o.common.checkpoint, state_blob)) {
       auto step = restore_state(o.common.checkpoint, identity(), model_->params(), *be_, *opt_);
       if (!step) return input_error(flag, step.error());
       step_ = *step;
       log::info(ctx.path(), "resumed from `" + o.common.checkpoint + "` at step " + std::to_string(step_));
     } else if (o.require_resume) {
-      return error{nn::errc::invalid_argument, flag + ": checkpoint `" + o.common.checkpoint + "` does not exist"};
+      return error{nn::errc::invalid_argument,
+                   flag + ": checkpoint folder `" + o.common.checkpoint + "` holds no checkpoint"};
     } else {
-      log::warning(ctx.path(), flag + ": checkpoint `" + o.common.checkpoint +
-                                   "` does not exist; training from scratch (--require-resume makes this an error)");
+      log::warning(ctx.path(),
+                   flag + ": checkpoint folder `" + o.common.checkpoint +
+                       "` holds no checkpoint; training from scratch (--require-resume makes this an error)");
     }
   }
   start_step_ = step_;
@@ -295,7 +298,7 @@ void gpt_trainer::after_step(context& ctx) {
     last_val_ = validate();
     progress_->event(format("step %d: train loss %.4f, val loss %.4f", step_, last_loss_, last_val_));
   }
-  if (o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && !o.common.checkpoint.empty()) {
+  if (o.checkpoint_every > 0 && step_ % o.checkpoint_every == 0 && checkpoints_) {
     if (auto s = save(); !s) return fail(ctx, s.error());
   }
   progress_->update(static_cast<std::uint64_t>(step_ - start_step_),
@@ -312,9 +315,7 @@ nn::checkpoint_identity gpt_trainer::identity() const {
           .vocabulary = corpus_.vocab};
 }
 
-result<void> gpt_trainer::save() {
-  return save_state(opts_->common.checkpoint, identity(), model_->params(), *be_, *opt_);
-}
+result<void> gpt_trainer::save() { return save_state(*checkpoints_, identity(), model_->params(), *be_, *opt_); }
 
 float gpt_trainer::validate() {
   const auto& o = *opts_;
@@ -361,30 +362,33 @@ void gpt_trainer::finish(context& ctx) {
   if (rank_ > 0) return log::info(ctx.path(), format("done: %d steps, train loss %.6f", step_, last_loss_));
   progress_->finish(format("%s  loss %.4f", position().c_str(), last_loss_));
   last_val_ = validate();
-  if (!o.common.checkpoint.empty()) {
+  if (checkpoints_) {
     if (auto s = save(); !s) return fail(ctx, s.error());
+    if (auto s = finish_checkpoints(*checkpoints_); !s) return fail(ctx, s.error());
   }
   const std::string sample = generate();
   const double secs = progress_->elapsed_seconds();
   const double tokens = static_cast<double>(step_ - start_step_) * o.batch * o.seq_len;
   if (o.common.json) {
-    nlohmann::json j{{"steps", step_},
-                     {"train_loss", last_loss_},
-                     {"val_loss", last_val_},
-                     {"seconds", secs},
-                     {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
-                     {"parameters", model_->num_params()},
-                     {"backend", be_->name()},
-                     {"workers", group_ ? group_->size() : 0},
-                     {"worker_wait_ms_per_step",
-                      group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
-                     {"worker_aggregate_ms_per_step",
-                      group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
-                     {"data_parallel", o.data_parallel},
-                     {"gradient_bytes", model_->params().bytes()},  // one gradient, as the exchange sends it
-                     {"checkpoint", o.common.checkpoint},
-                     {"sample", sample},
-                     {"losses", losses_}};
+    nlohmann::json j{
+        {"steps", step_},
+        {"train_loss", last_loss_},
+        {"val_loss", last_val_},
+        {"seconds", secs},
+        {"tokens_per_s", secs > 0 ? tokens / secs : 0.0},
+        {"parameters", model_->num_params()},
+        {"backend", be_->name()},
+        {"workers", group_ ? group_->size() : 0},
+        {"worker_wait_ms_per_step",
+         group_ ? group_->stats().wait_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+        {"worker_aggregate_ms_per_step",
+         group_ ? group_->stats().aggregate_ms / group_->size() / std::max(1, step_ - start_step_) : 0.0},
+        {"data_parallel", o.data_parallel},
+        {"gradient_bytes", model_->params().bytes()},  // one gradient, as the exchange sends it
+        {"checkpoint", o.common.checkpoint},
+        {"checkpoints", checkpoints_ ? checkpoint_json(*checkpoints_, o.common.checkpoint_sync) : nlohmann::json()},
+        {"sample", sample},
+        {"losses", losses_}};
     if (elastic_) {
       const auto& e = elastic_->stats();
       j["elastic"] = {{"virtual_workers", o.elastic.virtual_workers},

@@ -39,7 +39,9 @@ result<void> mlp_trainer::prepare(context& ctx) {
     plan = std::move(p).value();
   }
   if (!o.common.checkpoint.empty()) {
-    if (auto s = check_checkpoint_path(o.common.checkpoint); !s) return s;
+    auto store = open_checkpoints(o.common);
+    if (!store) return std::move(store).error();
+    checkpoints_ = std::move(store).value();
   }
   auto train = nn::load_fashion_mnist(o.data_dir, "train");
   if (!train) return input_error("--data", train.error());
@@ -175,11 +177,11 @@ double mlp_trainer::evaluate() {
 void mlp_trainer::finish(context& ctx) {
   const auto& o = *opts_;
   progress_->finish(format("%s  loss %.4f", position().c_str(), last_loss_));
-  if (!o.common.checkpoint.empty()) {
+  if (checkpoints_) {
     const nn::checkpoint_identity id{
         .model = "mlp", .config = model_->config().to_vector(), .config_fields = model_->config().field_names()};
-    auto s = save_state(o.common.checkpoint, id, model_->params(), *be_, *opt_);
-    if (!s) return fail(ctx, s.error());
+    if (auto s = save_state(*checkpoints_, id, model_->params(), *be_, *opt_); !s) return fail(ctx, s.error());
+    if (auto s = finish_checkpoints(*checkpoints_); !s) return fail(ctx, s.error());
   }
   const double secs = progress_->elapsed_seconds();
   if (o.common.json) {

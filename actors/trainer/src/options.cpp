@@ -11,6 +11,9 @@ void add_common_options(banyan::options& cli, common_options& o) {
           "Per-core data-parallel workers: per-core, per-pu or a count (the batch is split among them); "
           "unset: one instance on --nn-threads threads");
   cli.add("--share-params", o.share_params, "With --workers: one read-only parameter copy per NUMA domain");
+  cli.add("--checkpoint-sync", o.checkpoint_sync,
+          "Wait until each checkpoint is on disk (fsynced) before training goes on; default: training goes on once "
+          "it is in the host write buffer, and the run waits for it at the end");
   cli.add("--json", o.json, "Print the summary as JSON on stdout");
 }
 

@@ -9,32 +9,62 @@
 
 namespace banyan::trainer {
 
-result<void> save_state(const std::filesystem::path& file, const nn::checkpoint_identity& id, const nn::arena& params,
+result<std::unique_ptr<nn::checkpoint_store>> open_checkpoints(const common_options& o, std::string_view flag) {
+  if (auto ok = check_checkpoint_path(o.checkpoint, flag); !ok) return std::move(ok).error();
+  auto store = nn::checkpoint_store::open(o.checkpoint, {.synchronous = o.checkpoint_sync});
+  if (!store) return error{nn::errc::invalid_argument, std::string(flag) + ": " + store.error().message};
+  return store;
+}
+
+result<void> save_state(nn::checkpoint_store& store, const nn::checkpoint_identity& id, const nn::arena& params,
                         nn::backend& be, const nn::adamw& opt) {
   const nn::checkpoint ck{id.model,           id.config,    static_cast<std::uint64_t>(opt.steps()),
                           params.to_host(be), opt.m_host(), opt.v_host(),
                           id.vocabulary};
-  return nn::save_checkpoint(file, ck);
+  auto saved = store.save(state_blob, ck);
+  if (!saved) return std::move(saved).error();
+  return {};
 }
 
-result<int> restore_state(const std::filesystem::path& file, const nn::checkpoint_identity& id, nn::arena& params,
+result<void> finish_checkpoints(nn::checkpoint_store& store) {
+  auto ok = store.flush(std::chrono::hours(1));
+  if (ok) return {};
+  const std::int64_t step = store.durable_step();
+  error e = std::move(ok).error();
+  e.message = "checkpoint folder `" + store.dir().string() + "`: " + e.message + "; " +
+              (step < 0 ? std::string("no checkpoint of this run is durable")
+                        : "the checkpoint of step " + std::to_string(step) + " is the last durable one");
+  return e;
+}
+
+result<int> restore_state(const std::filesystem::path& dir, const nn::checkpoint_identity& id, nn::arena& params,
                           nn::backend& be, nn::adamw& opt) {
-  auto ck = nn::load_checkpoint(file);
+  auto ck = nn::read_checkpoint(dir, state_blob);
   if (!ck) return std::move(ck).error();
   nn::checkpoint_identity expected = id;
   expected.stored_floats = params.numel();
-  if (auto s = nn::check_matches(*ck, file, expected); !s) return std::move(s).error();
+  if (auto s = nn::check_matches(*ck, dir, expected); !s) return std::move(s).error();
   params.from_host(be, ck->params);
   opt.restore(ck->m, ck->v, static_cast<int>(ck->step));
   return static_cast<int>(ck->step);
 }
 
-result<void> check_checkpoint_path(const std::filesystem::path& file, std::string_view flag) {
+result<void> check_checkpoint_path(const std::filesystem::path& folder, std::string_view flag) {
   namespace fs = std::filesystem;
-  const std::string name = std::string(flag) + " `" + file.string() + "`";
+  const std::string name = std::string(flag) + " `" + folder.string() + "`";
   std::error_code ec;
-  if (fs::is_directory(file, ec)) return error{nn::errc::invalid_argument, name + ": is a directory; give a file name"};
-  const fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  if (fs::exists(folder, ec) && !fs::is_directory(folder, ec)) {
+    return error{nn::errc::invalid_argument,
+                 name + ": is a file; checkpoints are a folder (docs/store.md): give a folder name"};
+  }
+  if (fs::is_directory(folder, ec)) {
+    if (::access(folder.c_str(), W_OK | X_OK) != 0)
+      return error{nn::errc::invalid_argument, name + ": cannot write in this folder"};
+    return {};
+  }
+  fs::path plain = folder;
+  if (!plain.has_filename()) plain = plain.parent_path();  // "run/" names the folder run
+  const fs::path dir = plain.parent_path().empty() ? fs::path(".") : plain.parent_path();
   if (!fs::is_directory(dir, ec)) {
     return error{nn::errc::invalid_argument, name + ": directory `" + dir.string() + "` does not exist"};
   }

@@ -152,4 +152,23 @@ class blob_store {
   std::unique_ptr<state> state_;
 };
 
+// A read-only view of a store's folder as it is on disk when opened: the durable transactions and
+// the latest version of each name. It changes nothing (no writer, leftover `.tmp` files stay), so
+// other processes may read a folder one blob_store writes, e.g. every rank of a run resuming from
+// the checkpoints rank 0 writes. A transaction file that the writer's compaction removed after
+// open() is an io error naming it. Errors of open() as blob_store::open's (the folder must exist).
+class blob_reader {
+ public:
+  static result<blob_reader> open(std::string dir, std::shared_ptr<file_system> fs = nullptr);
+  std::vector<blob_info> blobs() const;
+  txn_id last() const;  // the newest durable transaction; 0: none
+  result<std::vector<std::byte>> read(const std::string& name) const;
+  const std::string& dir() const;
+
+ private:
+  struct state;
+  explicit blob_reader(std::shared_ptr<const state> s);
+  std::shared_ptr<const state> state_;
+};
+
 }  // namespace banyan::store

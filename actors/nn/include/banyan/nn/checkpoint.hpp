@@ -23,13 +23,19 @@
 // between tensors too: P >= the model's num_params(), which counts parameters only. Version 1 files (48-byte header, no
 // vocabulary) still load, with an empty vocabulary. A file is written to `<path>.tmp` and renamed, so a crash never
 // leaves a half-written checkpoint under the real name.
+//
+// The same bytes are a blob in a checkpoint store (banyan::store, docs/store.md): encode_checkpoint()
+// and decode_checkpoint() are the format without the file, and name the checkpoint by `name`.
 #pragma once
 
 #include "banyan/nn/error.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace banyan::nn {
@@ -45,6 +51,12 @@ struct checkpoint {
 };
 
 result<void> save_checkpoint(const std::filesystem::path& file, const checkpoint& ck);
+
+// The file's bytes. Errors: invalid_argument (params, m and v of different sizes, a model name or
+// vocabulary too long), naming `name` ("checkpoint `run.ckpt`").
+result<std::vector<std::byte>> encode_checkpoint(const checkpoint& ck, std::string_view name);
+// Parses bytes encode_checkpoint() (or a file) made. Errors as load_checkpoint's, naming `name`.
+result<checkpoint> decode_checkpoint(std::span<const std::byte> bytes, std::string_view name);
 
 // Errors: io (missing, unreadable, a directory), corrupt (bad magic, truncated, sizes that disagree,
 // checksum), unsupported (another version).

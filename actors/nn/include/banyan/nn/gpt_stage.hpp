@@ -84,6 +84,9 @@ class gpt_stage {
   // Bytes of one slot (its activations and their gradients) of such a stage, without creating it:
   // a stage holds `slots` of them.
   static std::uint64_t slot_bytes(const gpt_config& cfg, const stage_slice& slice, int batch, int seq_len);
+  // Floats of such a stage's parameter arena (params().numel(), alignment padding included), without
+  // creating it.
+  static std::size_t param_floats(const gpt_config& cfg, const stage_slice& slice);
 
   // This slice's parameters as gpt::init(seed) sets them. Costs the random draws of the whole model
   // (those of the other stages are drawn and dropped), but only this stage's memory.

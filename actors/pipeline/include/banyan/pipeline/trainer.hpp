@@ -72,10 +72,15 @@
 
 namespace banyan::pipeline {
 
+// Checkpoints go to a folder (nn::checkpoint_store on banyan::store): each checkpoint is one store
+// transaction holding every stage's state (blobs `stage0`, `stage1`, ...) and a JSON manifest (blob
+// `manifest`: format, version, step, stages, cuts). The leaves encode their stages and send them to
+// the composite, which commits them together once all are in: a crash keeps all of a step or none.
 struct trainer_checkpoints {
-  std::string path;              // the manifest; "": no checkpoints
+  std::string path;              // the folder; "": no checkpoints
   int every = 0;                 // after every `every`-th step's update (0: only after the last step)
-  std::int64_t resume_step = 0;  // > 0: each stage starts from its file of this step (read_manifest)
+  std::int64_t resume_step = 0;  // > 0: each stage starts from its state of this step (read_manifest)
+  bool synchronous = false;      // each checkpoint durable before the composite goes on
 };
 
 struct trainer_options {
@@ -127,7 +132,7 @@ struct trainer_hooks {
   std::function<void(std::int64_t step, int stage, const nn::gpt_stage&)> on_gradients;
   std::function<void()> on_done;  // the composite's thread, after the last update
   // The composite's thread, once the manifest of the checkpoint after `step` steps is written.
-  std::function<void(std::int64_t step, const std::string& manifest)> on_checkpoint;
+  std::function<void(std::int64_t step, const std::string& folder)> on_checkpoint;
 };
 
 // Checks the options (a valid table, cuts that give every stage a block, a valid model and
@@ -136,16 +141,20 @@ struct trainer_hooks {
 result<void> add_trainer(spec& parent, const std::string& name, const trainer_options& options,
                          const trainer_hooks& hooks);
 
-// A checkpoint's manifest (trainer_checkpoints). Errors (errc::invalid) name the file: missing,
-// not a pipeline manifest, or one for other stages or cuts than `options` gives.
+// The latest durable checkpoint's manifest in a checkpoint folder (trainer_checkpoints). Errors
+// (errc::invalid) name the folder: missing, not a folder, no pipeline checkpoint in it, or one for
+// other stages or cuts than `options` gives.
 struct checkpoint_manifest {
   std::int64_t step = 0;
   int stages = 0;
   std::vector<int> cuts;
 };
-result<checkpoint_manifest> read_manifest(const std::filesystem::path& file);
+result<checkpoint_manifest> read_manifest(const std::filesystem::path& folder);
+// Whether `folder` exists and holds a durable checkpoint (read_manifest says whether it is a
+// pipeline's, and why a folder that cannot be read cannot).
+bool has_checkpoint(const std::filesystem::path& folder);
 // Checks that `m` was written for these options' stages and cuts and leaves steps to train.
-result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem::path& file,
+result<void> check_resumable(const checkpoint_manifest& m, const std::filesystem::path& folder,
                              const trainer_options& options);
 
 // The trainer's traffic on each link between nodes, as the broker routes it: a message goes up the

@@ -30,6 +30,7 @@
 #include <banyan/cpu/worker_group.hpp>
 #include <banyan/nn/adamw.hpp>
 #include <banyan/nn/checkpoint.hpp>
+#include <banyan/nn/checkpoint_store.hpp>
 #include <banyan/nn/data.hpp>
 #include <banyan/nn/gpt.hpp>
 #include <banyan/sdk/component.hpp>
@@ -56,7 +57,7 @@ struct gpt_options {
   int val_every = 200;         // validate every N steps; 0: only at the end
   int val_batches = 8;         // >= 1
   int checkpoint_every = 500;  // save every N steps; 0: only at the end
-  // Continue from common.checkpoint. When the file is missing: a warning on stderr and a run from
+  // Continue from common.checkpoint. When the folder holds no checkpoint: a warning on stderr and a run from
   // scratch, or, with require_resume, an error (exit code 2).
   bool resume = false;
   bool require_resume = false;  // implies resume
@@ -111,7 +112,8 @@ class gpt_trainer : public composite {
   std::optional<nn::gpt> model_;
   std::optional<nn::adamw> opt_;
   std::optional<nn::text_batcher> train_, val_;
-  std::shared_ptr<const worker_plan> plan_;  // with --workers (private type: shared_ptr allows it incomplete)
+  std::unique_ptr<nn::checkpoint_store> checkpoints_;  // rank 0, with a checkpoint folder
+  std::shared_ptr<const worker_plan> plan_;            // with --workers (private type: shared_ptr allows it incomplete)
   std::shared_ptr<worker_hub> hub_;
   std::unique_ptr<node_exchange> exchange_;     // with data_parallel > 1
   std::unique_ptr<cpu::worker_group> group_;    // after the model, optimizer, data and exchange it uses

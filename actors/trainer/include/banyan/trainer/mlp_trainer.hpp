@@ -20,6 +20,7 @@
 
 #include <banyan/cpu/worker_group.hpp>
 #include <banyan/nn/adamw.hpp>
+#include <banyan/nn/checkpoint_store.hpp>
 #include <banyan/nn/data.hpp>
 #include <banyan/nn/mlp.hpp>
 #include <banyan/sdk/component.hpp>
@@ -62,6 +63,7 @@ class mlp_trainer : public composite {
   std::unique_ptr<nn::backend> be_;
   std::optional<nn::mlp> model_;
   std::optional<nn::adamw> opt_;
+  std::unique_ptr<nn::checkpoint_store> checkpoints_;  // with a checkpoint folder
   std::optional<banyan::progress> progress_;
   std::vector<int> order_;
   std::vector<float> xb_;

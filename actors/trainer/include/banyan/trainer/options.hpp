@@ -1,5 +1,5 @@
 // What every trainer leaf takes besides its model and data: where the compute runs, the optimizer,
-// the checkpoint file, the seed and the output mode, and the command-line flags that set them, so the
+// the checkpoint folder, the seed and the output mode, and the command-line flags that set them, so the
 // trainers spell them the same way.
 //
 // Values: copy them into a leaf (as a shared_ptr<const ...>) after the command line is parsed.
@@ -20,7 +20,10 @@ struct common_options {
   int nn_threads = 0;           // cpu compute threads; 0 keeps the library defaults (all cores)
   float lr = 1e-3f;             // AdamW
   float weight_decay = 0.0f;
-  std::string checkpoint;  // file the state is saved to; empty: never saved
+  std::string checkpoint;  // folder the state is saved to (nn::checkpoint_store); empty: never saved
+  // true: each checkpoint is durable (written and fsynced) before training goes on; false: training
+  // goes on once it is in the store's host buffer, and the run waits for it at the end.
+  bool checkpoint_sync = false;
   std::uint64_t seed = 1;  // initialisation and data order; runs with equal seeds are equal
   bool json = false;       // summary as JSON on stdout; progress keeps only its final line
   // Data-parallel per-core workers (actors/cpu): "" trains one instance; "per-core",
@@ -36,9 +39,10 @@ struct common_options {
   }
 };
 
-// Adds --backend, --nn-threads, --lr, --weight-decay, --workers, --share-params and --json to `cli` (an app's
-// options()), writing into `o`, which must outlive the parse. The checkpoint file and the seed mean something
-// model-specific (what is saved, what is seeded), so each app adds those flags with its own help text.
+// Adds --backend, --nn-threads, --lr, --weight-decay, --workers, --share-params, --checkpoint-sync and --json to
+// `cli` (an app's options()), writing into `o`, which must outlive the parse. The checkpoint folder and the seed
+// mean something model-specific (what is saved, what is seeded), so each app adds those flags with its own help
+// text.
 void add_common_options(banyan::options& cli, common_options& o);
 
 }  // namespace banyan::trainer
