@@ -76,6 +76,9 @@ nlohmann::json memory_json(const nn::memory_executor& m, bool plan) {
                    {"peak_bytes", s.peak_bytes},   {"plan_peak_bytes", p.peak_bytes},
                    {"host_bytes", p.host_bytes},   {"predicted_ms", p.predicted_ms},
                    {"compute_ms", p.compute_ms},   {"late_copies", s.late_copies}};
+  if (const auto& host = m.options().host_budget) {  // shared with the checkpoint buffer
+    j["host_budget"] = {{"capacity", host->capacity()}, {"taken", host->taken()}, {"held", host->held()}};
+  }
   if (!plan) return j;
   const auto& g = m.graph();
   auto rows = nlohmann::json::array();

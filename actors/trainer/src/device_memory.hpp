@@ -17,9 +17,10 @@ namespace banyan::trainer {
 result<std::optional<nn::memory_options>> memory_budget(const std::string& size, const std::string& policy);
 
 // {"budget", "policy", "peak_bytes" (measured), "plan_peak_bytes", "host_bytes", "predicted_ms",
-// "compute_ms", "late_copies"}; with `plan`, also "plan": one row per layer that saves activations
-// (layer, tensors, bytes, decision, extra_ms, and the estimates swap_ms (null: cannot overlap) and
-// recompute_ms).
+// "compute_ms", "late_copies"}, and "host_budget" {"capacity", "taken" (by the host pool), "held" (by
+// the checkpoint buffer)} when the host pool shares one with the checkpoints; with `plan`, also "plan": one row per
+// layer that saves activations (layer, tensors, bytes, decision, extra_ms, and the estimates swap_ms (null: cannot
+// overlap) and recompute_ms).
 nlohmann::json memory_json(const nn::memory_executor& m, bool plan);
 
 }  // namespace banyan::trainer

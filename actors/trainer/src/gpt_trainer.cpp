@@ -99,8 +99,14 @@ result<void> gpt_trainer::prepare(context& ctx) {
   auto checked = check_arguments(o);  // argument errors before any work
   if (!checked) return std::move(checked).error();
   if (*checked) plan_ = std::make_shared<const worker_plan>(std::move(**checked));
+  auto memory = memory_budget(o.device_memory, o.memory_policy);  // checked above: a value
+  if (!memory) return std::move(memory).error();
   if (!o.common.checkpoint.empty() && rank_ == 0) {  // rank 0 alone saves
-    auto store = open_checkpoints(o.common);
+    // A device-memory plan may offload to a host pool: it and the checkpoint buffer share one host
+    // budget, so the pool's bytes come from the buffer flushing, never from dropping a checkpoint.
+    std::shared_ptr<store::memory_budget> host;
+    if (*memory) (*memory)->host_budget = host = shared_host_budget();
+    auto store = open_checkpoints(o.common, "--checkpoint", host);
     if (!store) return std::move(store).error();
     checkpoints_ = std::move(store).value();
   }
@@ -115,8 +121,6 @@ result<void> gpt_trainer::prepare(context& ctx) {
   train_.emplace(corpus_.ids, 0, split, o.batch, o.seq_len);
   val_.emplace(corpus_.ids, split, n, o.batch, o.seq_len);
 
-  auto memory = memory_budget(o.device_memory, o.memory_policy);  // checked above: a value
-  if (!memory) return std::move(memory).error();
   auto be = nn::make_backend(o.common.backend_config());
   if (!be) return std::move(be).error();
   be_ = std::move(be).value();

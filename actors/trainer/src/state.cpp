@@ -7,13 +7,23 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace banyan::trainer {
 
-result<std::unique_ptr<nn::checkpoint_store>> open_checkpoints(const common_options& o, std::string_view flag) {
+result<std::unique_ptr<nn::checkpoint_store>> open_checkpoints(const common_options& o, std::string_view flag,
+                                                               std::shared_ptr<store::memory_budget> host_budget) {
   if (auto ok = check_checkpoint_path(o.checkpoint, flag); !ok) return std::move(ok).error();
-  auto store = nn::checkpoint_store::open(o.checkpoint, {.synchronous = o.checkpoint_sync});
+  auto store =
+      nn::checkpoint_store::open(o.checkpoint, {.synchronous = o.checkpoint_sync, .budget = std::move(host_budget)});
   if (!store) return error{nn::errc::invalid_argument, std::string(flag) + ": " + store.error().message};
   return store;
+}
+
+std::shared_ptr<store::memory_budget> shared_host_budget() {
+  const std::uint64_t ceiling = nn::checkpoint_store_options{}.buffer_ceiling;
+  const std::uint64_t available = store::system_memory_source()->available().value_or(0);
+  return std::make_shared<store::memory_budget>(std::max(ceiling, available / 2));
 }
 
 result<void> save_state(nn::checkpoint_store& store, const nn::checkpoint_identity& id, const nn::arena& params,

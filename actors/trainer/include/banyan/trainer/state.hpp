@@ -29,10 +29,17 @@ namespace banyan::trainer {
 inline constexpr const char* state_blob = "state";
 
 // Opens the checkpoint folder `o.checkpoint` for writing (created when missing), synchronous when
-// o.checkpoint_sync. Errors name `flag` and the folder (invalid_argument: a file is in the way, the
-// folder cannot be created or written).
+// o.checkpoint_sync; its host buffer shares `host_budget` (when given) with the memory manager's host
+// pool. Errors name `flag` and the folder (invalid_argument: a file is in the way, the folder cannot be
+// created or written).
 result<std::unique_ptr<nn::checkpoint_store>> open_checkpoints(const common_options& o,
-                                                               std::string_view flag = "--checkpoint");
+                                                               std::string_view flag = "--checkpoint",
+                                                               std::shared_ptr<store::memory_budget> host_budget = {});
+
+// The host budget a trainer's checkpoint buffer and its memory manager's host pool share: half of the
+// memory the process may take now (cgroup v2 or MemAvailable, store::system_memory_source), and at
+// least the buffer's default ceiling.
+std::shared_ptr<store::memory_budget> shared_host_budget();
 
 // Saves `params` (on `be`) and `opt` into `store` as the blob `state`, tagged with `id` (model,
 // config, vocabulary; its stored_floats is not used). Returns once the bytes are in the store's buffer
