@@ -29,6 +29,22 @@ class buffer_pool {
     return out;
   }
 
+  // A buffer of `n` bytes for the caller to fill: a recycled one when one large enough is spare (its
+  // bytes are whatever it held), else a fresh one.
+  std::vector<std::byte> take(std::size_t n) {
+    std::vector<std::byte> out;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = spare_.lower_bound(n); it != spare_.end()) {
+        out = std::move(it->second);
+        bytes_ -= it->first;
+        spare_.erase(it);
+      }
+    }
+    out.resize(n);  // no reallocation when recycled: capacity >= n
+    return out;
+  }
+
   // Keeps `buffer` while the pool stays within its bound; frees it otherwise.
   void give(std::vector<std::byte>&& buffer) {
     std::vector<std::byte> dropped;
@@ -39,6 +55,7 @@ class buffer_pool {
       return;
     }
     bytes_ += cap;
+    buffer.resize(cap);  // no reallocation; a take() of this size then fills nothing in
     spare_.emplace(cap, std::move(buffer));
   }
 

@@ -33,6 +33,14 @@ void transaction::put(std::string name, std::span<const std::byte> bytes) {
   }
 }
 
+std::span<std::byte> transaction::reserve(std::string name, std::size_t size) {
+  put(name, pool_ ? pool_->take(size) : std::vector<std::byte>(size));
+  for (auto& [n, b] : blobs_) {
+    if (n == name) return b;  // the vector's heap buffer: it stays where it is when blobs_ grows
+  }
+  return {};
+}
+
 void transaction::put(std::string name, std::string_view bytes) {
   put(std::move(name), std::as_bytes(std::span(bytes.data(), bytes.size())));
 }

@@ -17,6 +17,7 @@ constexpr std::size_t fixed_header = 56;     // version 2
 constexpr std::size_t fixed_header_v1 = 48;  // version 1: no vocabulary length, no reserved word
 constexpr std::size_t max_model_name = 64;
 constexpr std::size_t max_vocabulary = 65536;
+constexpr std::uint32_t checksum_left_to_container = 1;  // the flags word's bit: no CRC-32 to check
 
 // Appends into a buffer reserved once: the encoded checkpoint is built with one copy of the tensors
 // (no zero-filling first).
@@ -66,33 +67,42 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
-result<std::vector<std::byte>> encode_checkpoint(const checkpoint& ck, std::string_view name) {
-  if (ck.m.size() != ck.params.size() || ck.v.size() != ck.params.size()) {
-    return error{errc::invalid_argument, std::string(name) + ": params, m and v differ in size"};
-  }
+result<std::vector<std::byte>> encode_checkpoint_header(const checkpoint& ck, std::size_t floats, bool checksum,
+                                                        std::string_view name) {
   if (ck.model.size() > max_model_name)
     return error{errc::invalid_argument, std::string(name) + ": model name too long"};
   if (ck.vocabulary.size() > max_vocabulary) {
     return error{errc::invalid_argument, std::string(name) + ": vocabulary too long"};
   }
-  const std::size_t P = ck.params.size();
   const std::size_t header = fixed_header + 8 * ck.config.size() + ck.model.size() + ck.vocabulary.size();
-  writer out(header + 12 * P + 4);
+  writer out(header);
   out.bytes(magic, 8);
   out.put<std::uint32_t>(checkpoint_version);
   out.put<std::uint32_t>(static_cast<std::uint32_t>(header));
   out.put<std::uint64_t>(ck.step);
-  out.put<std::uint64_t>(P);
+  out.put<std::uint64_t>(floats);
   out.put<std::uint32_t>(static_cast<std::uint32_t>(ck.config.size()));
   out.put<std::uint32_t>(static_cast<std::uint32_t>(ck.model.size()));
-  out.put<std::uint64_t>(12 * static_cast<std::uint64_t>(P));
+  out.put<std::uint64_t>(12 * static_cast<std::uint64_t>(floats));
   out.put<std::uint32_t>(static_cast<std::uint32_t>(ck.vocabulary.size()));
-  out.put<std::uint32_t>(0);
+  out.put<std::uint32_t>(checksum ? 0 : checksum_left_to_container);
   for (auto c : ck.config) out.put<std::int64_t>(c);
   out.bytes(ck.model.data(), ck.model.size());
   out.bytes(ck.vocabulary.data(), ck.vocabulary.size());
+  return std::move(out).take();
+}
+
+result<std::vector<std::byte>> encode_checkpoint(const checkpoint& ck, std::string_view name, bool checksum) {
+  if (ck.m.size() != ck.params.size() || ck.v.size() != ck.params.size()) {
+    return error{errc::invalid_argument, std::string(name) + ": params, m and v differ in size"};
+  }
+  const std::size_t P = ck.params.size();
+  auto header = encode_checkpoint_header(ck, P, checksum, name);
+  if (!header) return header;
+  writer out(header->size() + 12 * P + 4);
+  out.bytes(header->data(), header->size());
   for (const auto* vec : {&ck.params, &ck.m, &ck.v}) out.bytes(vec->data(), vec->size() * sizeof(float));
-  out.put<std::uint32_t>(crc(out.data(), out.size()));
+  out.put<std::uint32_t>(checksum ? crc(out.data(), out.size()) : 0);
   return std::move(out).take();
 }
 
@@ -129,10 +139,10 @@ result<checkpoint> load_checkpoint(const fs::path& file) {
   if (!f.read(reinterpret_cast<char*>(in.data()), static_cast<std::streamsize>(size))) {
     return error{errc::io, name + ": read failed"};
   }
-  return decode_checkpoint(in, name);
+  return decode_checkpoint(in, name, true);
 }
 
-result<checkpoint> decode_checkpoint(std::span<const std::byte> in, std::string_view label) {
+result<checkpoint> decode_checkpoint(std::span<const std::byte> in, std::string_view label, bool require_checksum) {
   const std::string name(label);
   if (in.size() < fixed_header_v1 + 4) {
     return error{errc::corrupt, name + ": " + std::to_string(in.size()) + " bytes, shorter than the " +
@@ -172,8 +182,11 @@ result<checkpoint> decode_checkpoint(std::span<const std::byte> in, std::string_
                                     std::to_string(expected) +
                                     (in.size() < expected ? " (truncated)" : " (trailing bytes)")};
   }
+  const std::uint32_t flags = version == 1 ? 0 : get<std::uint32_t>(in, 52);
+  if ((flags & checksum_left_to_container) && require_checksum)
+    return error{errc::corrupt, name + ": has no checksum (a checkpoint kept in a store, not a file)"};
   const auto stored = get<std::uint32_t>(in, in.size() - 4);
-  const auto computed = crc(in.data(), in.size() - 4);
+  const auto computed = (flags & checksum_left_to_container) ? stored : crc(in.data(), in.size() - 4);
   if (stored != computed) {
     return error{errc::corrupt,
                  name + ": checksum mismatch (stored " + hex(stored) + ", computed " + hex(computed) + ")"};

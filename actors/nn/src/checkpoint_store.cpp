@@ -1,6 +1,7 @@
 #include "banyan/nn/checkpoint_store.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <system_error>
 
 namespace banyan::nn {
@@ -39,7 +40,7 @@ result<store::txn_id> checkpoint_store::save(const std::vector<std::pair<std::st
   const auto start = clock::now();
   store::transaction txn;  // the encoded bytes are moved in: no copy beyond the encoding
   for (const auto& [name, ck] : named) {
-    auto bytes = encode_checkpoint(*ck, label(dir_, name));
+    auto bytes = encode_checkpoint(*ck, label(dir_, name), false);  // the store checks every blob
     if (!bytes) return std::move(bytes).error();
     txn.put(name, std::move(bytes).value());
   }
@@ -60,6 +61,25 @@ result<store::txn_id> checkpoint_store::commit(store::transaction&& txn, std::in
   }
   stall_ms_.push_back(ms_since(start));
   return id;
+}
+
+result<store::txn_id> checkpoint_store::save_state(const std::string& name, const checkpoint& head, backend& be,
+                                                   const float* params, const float* m, const float* v,
+                                                   std::size_t floats) {
+  const auto start = clock::now();
+  auto header = encode_checkpoint_header(head, floats, false, label(dir_, name));
+  if (!header) return std::move(header).error();
+  const std::size_t tensor = floats * sizeof(float);
+  store::transaction txn = store_->begin();
+  std::span<std::byte> out = txn.reserve(name, header->size() + 3 * tensor + 4);
+  std::memcpy(out.data(), header->data(), header->size());
+  std::byte* at = out.data() + header->size();
+  for (const float* part : {params, m, v}) {
+    if (tensor > 0) be.download(at, part, tensor);
+    at += tensor;
+  }
+  std::memset(at, 0, 4);  // no checksum: the store's per-blob CRC32C covers these bytes
+  return commit(std::move(txn), static_cast<std::int64_t>(head.step), start);
 }
 
 result<store::txn_id> checkpoint_store::save(const std::string& name, const checkpoint& ck) {

@@ -488,7 +488,8 @@ class stage_leaf : public leaf {
                               c->opt->m_host(),
                               c->opt->v_host(),
                               {}};
-      auto bytes = nn::encode_checkpoint(ck, "stage " + std::to_string(st) + " checkpoint");
+      auto bytes =
+          nn::encode_checkpoint(ck, "stage " + std::to_string(st) + " checkpoint", false);  // the store checks it
       if (!bytes) throw std::runtime_error(bytes.error().what());
       auto owner = std::make_shared<const std::vector<std::byte>>(std::move(bytes).value());
       const payload blob = payload::view_of(owner, owner->data(), owner->size());

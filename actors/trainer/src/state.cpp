@@ -28,10 +28,8 @@ std::shared_ptr<store::memory_budget> shared_host_budget() {
 
 result<void> save_state(nn::checkpoint_store& store, const nn::checkpoint_identity& id, const nn::arena& params,
                         nn::backend& be, const nn::adamw& opt) {
-  const nn::checkpoint ck{id.model,           id.config,    static_cast<std::uint64_t>(opt.steps()),
-                          params.to_host(be), opt.m_host(), opt.v_host(),
-                          id.vocabulary};
-  auto saved = store.save(state_blob, ck);
+  const nn::checkpoint head{id.model, id.config, static_cast<std::uint64_t>(opt.steps()), {}, {}, {}, id.vocabulary};
+  auto saved = store.save_state(state_blob, head, be, params.base(), opt.m_data(), opt.v_data(), params.numel());
   if (!saved) return std::move(saved).error();
   return {};
 }

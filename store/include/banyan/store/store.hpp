@@ -74,6 +74,11 @@ class transaction {
   void put(std::string name, std::vector<std::byte> bytes);      // moved in: no copy
   void put(std::string name, std::span<const std::byte> bytes);  // copied
   void put(std::string name, std::string_view bytes);            // copied
+  // A blob of `size` bytes that the caller fills in through the returned span before commit(): a
+  // state copied straight from where it lives (a device, a model's arena) into the store's buffer,
+  // with no copy in between. Its bytes are unspecified until filled. The span stays valid until the
+  // transaction is committed or replaces the blob.
+  std::span<std::byte> reserve(std::string name, std::size_t size);
   std::uint64_t bytes() const { return bytes_; }
   const std::vector<std::pair<std::string, std::vector<std::byte>>>& blobs() const { return blobs_; }
 

@@ -42,6 +42,10 @@ class adamw {
   // For checkpoints: moments to and from host, and the step count.
   std::vector<float> m_host() const;
   std::vector<float> v_host() const;
+  // The moments where they live (device pointers of the backend), for a checkpoint that downloads
+  // them straight into its buffer.
+  const float* m_data() const { return static_cast<const float*>(m_.get()); }
+  const float* v_data() const { return static_cast<const float*>(v_.get()); }
   void restore(const std::vector<float>& m, const std::vector<float>& v, int steps);
 
  private:

@@ -11,7 +11,8 @@
 //   36        4     u32 model name length M (<= 64)
 //   40        8     u64 payload bytes (= 12*P)
 //   48        4     u32 vocabulary length D (<= 65536)
-//   52        4     u32 reserved (0)
+//   52        4     u32 flags: bit 0 set = no CRC-32 (the field at end-4 is 0 and not checked), for a
+//                   checkpoint kept in a container that checks its bytes itself (banyan::store)
 //   56        8*K   i64 config values (gpt: vocab, max_seq_len, layers, heads, channels)
 //   56+8K     M     model name ("gpt", "mlp")
 //   56+8K+M   D     vocabulary: the byte of each token id (gpt on a char corpus); D = 0: none
@@ -52,11 +53,19 @@ struct checkpoint {
 
 result<void> save_checkpoint(const std::filesystem::path& file, const checkpoint& ck);
 
-// The file's bytes. Errors: invalid_argument (params, m and v of different sizes, a model name or
-// vocabulary too long), naming `name` ("checkpoint `run.ckpt`").
-result<std::vector<std::byte>> encode_checkpoint(const checkpoint& ck, std::string_view name);
-// Parses bytes encode_checkpoint() (or a file) made. Errors as load_checkpoint's, naming `name`.
-result<checkpoint> decode_checkpoint(std::span<const std::byte> bytes, std::string_view name);
+// The file's bytes; without `checksum`, flagged as leaving the checksum to the container (one pass
+// over the tensors less). Errors: invalid_argument (params, m and v of different sizes, a model name
+// or vocabulary too long), naming `name` ("checkpoint `run.ckpt`").
+result<std::vector<std::byte>> encode_checkpoint(const checkpoint& ck, std::string_view name, bool checksum = true);
+// The header alone, for a writer that places the tensors itself: `ck`'s model, config, step and
+// vocabulary (its tensors are not read) for `floats` parameters. The whole checkpoint is then the
+// header, params, m and v (4 * floats bytes each) and a u32 checksum (0 without `checksum`).
+result<std::vector<std::byte>> encode_checkpoint_header(const checkpoint& ck, std::size_t floats, bool checksum,
+                                                        std::string_view name);
+// Parses bytes encode_checkpoint() (or a file) made. Errors as load_checkpoint's, naming `name`;
+// with `require_checksum` (as for a file), one without a checksum is corrupt.
+result<checkpoint> decode_checkpoint(std::span<const std::byte> bytes, std::string_view name,
+                                     bool require_checksum = false);
 
 // Errors: io (missing, unreadable, a directory), corrupt (bad magic, truncated, sizes that disagree,
 // checksum), unsupported (another version).

@@ -18,6 +18,7 @@
 // own thread.
 #pragma once
 
+#include "banyan/nn/backend.hpp"
 #include "banyan/nn/checkpoint.hpp"
 
 #include <banyan/store/store.hpp>
@@ -63,6 +64,12 @@ class checkpoint_store {
   // message names the file and durable_step() says what is safe).
   result<store::txn_id> save(const std::vector<std::pair<std::string, const checkpoint*>>& named);
   result<store::txn_id> save(const std::string& name, const checkpoint& ck);
+  // A model's state as checkpoint `name` with one copy of the tensors: `floats` parameters and both
+  // AdamW moments downloaded from `be` (device pointers) straight into the store's buffer; `head`
+  // gives the model, config, step and vocabulary (its tensors are not read). The blob leaves its
+  // checksum to the store, which checks every blob.
+  result<store::txn_id> save_state(const std::string& name, const checkpoint& head, backend& be, const float* params,
+                                   const float* m, const float* v, std::size_t floats);
   // Commits blobs encoded elsewhere (the checkpoints of a pipeline's stages, made by its leaves, and
   // its manifest) as one transaction of step `step`. `txn` from begin(): its put() copies into
   // buffers the store recycles.
