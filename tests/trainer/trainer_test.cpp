@@ -1,4 +1,5 @@
 #include <banyan/nn/mlp.hpp>
+#include <banyan/store/fault_file_system.hpp>
 #include <banyan/sdk/app.hpp>
 #include <banyan/trainer/gpt_trainer.hpp>
 #include <banyan/trainer/options.hpp>
@@ -187,6 +188,25 @@ TEST_F(State, AFolderWithoutAStateSaysSo) {
   auto step = restore_state(dir_ / "empty", id_, a.params(), *be_, *opt);
   ASSERT_FALSE(step);
   EXPECT_NE(step.error().message.find("no durable blob named `state`"), std::string::npos) << step.error().message;
+}
+
+TEST_F(State, AFailedWriteNamesTheFileAndTheLastDurableStep) {
+  std::optional<nn::adamw> opt;
+  nn::mlp a = trained(opt, 1);
+  auto faults = std::make_shared<store::fault_file_system>();
+  auto store = nn::checkpoint_store::open("ckpt", {.fs = faults});
+  ASSERT_TRUE(store) << store.error().message;
+  ASSERT_TRUE(save_state(**store, id_, a.params(), *be_, *opt));
+  ASSERT_TRUE(finish_checkpoints(**store));
+  faults->fail_next(store::fault_file_system::op::sync, store::errc::io);  // the next fsync: EIO
+  opt->step(a.params().base(), a.grads().base(), {.lr = 0.01f});
+  ASSERT_TRUE(save_state(**store, id_, a.params(), *be_, *opt));  // buffered: training goes on
+  auto done = finish_checkpoints(**store);
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().code, store::errc::io);
+  EXPECT_NE(done.error().message.find("ckpt/txn-00000000000000000002"), std::string::npos) << done.error().message;
+  EXPECT_NE(done.error().message.find("the checkpoint of step 1 is the last durable one"), std::string::npos)
+      << done.error().message;
 }
 
 TEST_F(State, ConfigMismatchNamesTheField) {

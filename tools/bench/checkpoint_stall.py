@@ -17,6 +17,7 @@ Runs alternate (none, sync, buffer, none, ...) `--repeats` times; medians are re
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -74,13 +75,26 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--nn-threads", type=int, default=max(1, (os.cpu_count() or 2) - 1),
                     help="train_gpt's compute threads (default: all cores but one, left to the store's writer)")
-    ap.add_argument("--dir", default=None, help="folder for the checkpoints (default: a temporary one here)")
+    ap.add_argument("--dir", default=None,
+                    help="where the checkpoint folders go (default: a temporary folder in --build, on its disk; "
+                         "removed at the end)")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     a = ap.parse_args()
     app = os.path.join(a.build, "samples", "train_gpt", "train_gpt")
     if not os.access(app, os.X_OK):
         sys.exit(f"checkpoint_stall: {app} not found; build train_gpt first")
-    work = tempfile.mkdtemp(prefix="ckpt-stall-", dir=a.dir or ".")
+    work = tempfile.mkdtemp(prefix="ckpt-stall-", dir=a.dir or a.build)
+    try:
+        fig = measure(a, app, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report(fig)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(fig, f, indent=2)
+
+
+def measure(a, app, work):
     runs = {"none": [], "sync": [], "buffer": [], "every_step": []}
     for r in range(a.repeats):
         print(f"checkpoint_stall: repeat {r + 1}/{a.repeats}", file=sys.stderr, flush=True)
@@ -121,22 +135,25 @@ def main():
     fig["less_stall_than_torch_save"] = 1 - fig["buffer_stall_ms"] / fig["torch_save_ms"]
     fig["every_step_overhead"] = fig["step_ms_every_step"] / fig["step_ms_none"] - 1
     fig["nn_threads"] = a.nn_threads
+    fig["torch_save_max_ms"] = max(t["plain_ms"])
+    fig["torch_save_fsync_max_ms"] = max(t["fsync_ms"])
+    return fig
+
+
+def report(fig):
     print(f"checkpoint: {fig['checkpoint_bytes'] / 2**20:.1f} MiB ({fig['parameters']} parameters, params + AdamW m, v); "
-          f"--nn-threads {a.nn_threads} of {os.cpu_count()} cores")
+          f"--nn-threads {fig['nn_threads']} of {os.cpu_count()} cores")
     print("| save | stall median ms | max ms |")
     print("|---|---:|---:|")
     print(f"| --checkpoint-sync (write + fsync + rename) | {fig['sync_stall_ms']:.1f} | {fig['sync_stall_max_ms']:.1f} |")
-    print(f"| torch.save (no fsync) | {fig['torch_save_ms']:.1f} | {max(t['plain_ms']):.1f} |")
-    print(f"| torch.save + fsync | {fig['torch_save_fsync_ms']:.1f} | {max(t['fsync_ms']):.1f} |")
+    print(f"| torch.save (no fsync) | {fig['torch_save_ms']:.1f} | {fig['torch_save_max_ms']:.1f} |")
+    print(f"| torch.save + fsync | {fig['torch_save_fsync_ms']:.1f} | {fig['torch_save_fsync_max_ms']:.1f} |")
     print(f"| store buffer (default) | {fig['buffer_stall_ms']:.1f} | {fig['buffer_stall_max_ms']:.1f} |")
     print(f"less stall than sync: {fig['less_stall_than_sync']:.1%}, than torch.save: "
           f"{fig['less_stall_than_torch_save']:.1%}; last checkpoint durable {fig['buffer_flush_ms']:.0f} ms after "
           f"training ended; buffer waits {fig['buffer_waits']}")
     print(f"checkpoint every step: {fig['step_ms_every_step']:.1f} ms/step against {fig['step_ms_none']:.1f} "
           f"without checkpoints ({fig['every_step_overhead']:+.1%})")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(fig, f, indent=2)
 
 
 if __name__ == "__main__":
