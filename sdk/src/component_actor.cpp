@@ -200,8 +200,11 @@ caf::behavior component_actor::make_behavior() {
         gate_->open();
       },
       [this](joined_atom, node_id) { gate_->open(); },
-      [this](lost_atom, const std::string& child_path, const std::string& reason) {
-        supervisor_.child_lost(child_path, reason);
+      [this](lost_atom, const std::string& child_path, node_id lost, const std::string& reason) {
+        supervisor_.child_lost(child_path, lost, reason);
+      },
+      [this](failover_atom, vertex_id child_vertex, const std::string& reason) {
+        supervisor_.child_failed_over(child_vertex, reason);
       },
       [this](undeliv_atom, const std::string& node, std::uint64_t count, const std::string& reason) {
         counted([&] { user_->on_undelivered(*ctx_, node, count, reason); });

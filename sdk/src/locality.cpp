@@ -31,6 +31,10 @@ void locality::move(const component_tree& tree, vertex_id v, node_id to) {
     next[u] = to;
     for (auto c : tree.children(u)) stack.push_back(c);
   }
+  assign(std::move(next));
+}
+
+void locality::assign(std::vector<node_id> next) {
   snapshots_.push_back(std::move(next));  // a deque: earlier snapshots stay where they are
   current_.store(&snapshots_.back(), std::memory_order_release);
   version_.fetch_add(1, std::memory_order_acq_rel);

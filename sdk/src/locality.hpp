@@ -9,8 +9,8 @@
 // atomic pointer, kept for the run so a reader's reference never dangles) and version() moves, so a
 // route built on the old one is stale (route_front.hpp).
 //
-// Thread-safety: every member may be called from any thread; move() is called while the deployment
-// is frozen for a move (no data in flight), by the node's gateway only.
+// Thread-safety: every member may be called from any thread; move() and assign() are called by the
+// node's gateway only (move() while the deployment is frozen for a move: no data in flight).
 #pragma once
 
 #include "banyan/broker/placement.hpp"
@@ -41,6 +41,8 @@ class locality {
   std::vector<vertex_id> roots(const component_tree& tree) const;
   // Assigns v's whole subtree to `to`.
   void move(const component_tree& tree, vertex_id v, node_id to);
+  // A whole new assignment (a failover: the lost node's subtrees on survivors).
+  void assign(std::vector<node_id> next);
 
  private:
   std::deque<std::vector<node_id>> snapshots_{std::vector<node_id>{}};  // every assignment so far

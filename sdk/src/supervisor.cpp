@@ -213,14 +213,19 @@ void supervisor::child_gone(const caf::actor_addr& source, const caf::error& rea
   supervise(i, reason_text(reason), true, was_starting);
 }
 
-void supervisor::child_lost(const std::string& child_path, const std::string& reason) {
+void supervisor::child_lost(const std::string& child_path, node_id lost, const std::string& reason) {
+  auto found = std::find_if(children_.begin(), children_.end(),
+                            [&](const child& c) { return c.remote && state_.tree().path(c.vertex) == child_path; });
+  if (found == children_.end() || state_.where().node_of(found->vertex) != lost) return;  // failed over already
   log::warning(state_.tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
   self_.call_user([&](component& user, context& ctx) { user.on_child_failure(ctx, child_path, reason); });
-  // Its node is gone: nothing can restart it there. Later siblings still start. A dynamic child may
-  // be started again, when its node is back (the gate holds its start until then).
+  // Its node is gone: nothing can restart it there; a failover may place it on a survivor
+  // (child_failed_over). Later siblings still start. A dynamic child may be started again, when its
+  // node is back (the gate holds its start until then).
   for (std::size_t i = 0; i < children_.size(); ++i) {
     child& c = children_[i];
     if (!c.remote || state_.tree().path(c.vertex) != child_path) continue;
+    c.lost = c.remote_up;  // it was running: a failover restarts it
     c.remote_up = false;
     if (state_.spec_of(c.vertex).is_dynamic()) {
       c.active = false;
@@ -231,6 +236,24 @@ void supervisor::child_lost(const std::string& child_path, const std::string& re
       spawn_next();
     }
   }
+}
+
+void supervisor::child_failed_over(vertex_id child_vertex, const std::string& reason) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.vertex == child_vertex; });
+  if (it == children_.end()) return;
+  child& c = *it;
+  const bool told = c.lost;                   // child_lost reported the failure already
+  const bool was_up = c.lost || c.remote_up;  // running on the lost node when it went
+  c.lost = false;
+  c.remote = !state_.is_local(c.vertex);
+  c.remote_up = false;
+  if (shutting_down_ || !was_up) return;  // not running: its next start goes to its new node
+  if (!told) log::warning(state_.tree().path(vertex_), "child `" + state_.tree().path(c.vertex) + "` lost: " + reason);
+  if (state_.spec_of(c.vertex).is_dynamic()) c.active = true;  // child_lost let it go; it runs again
+  const auto i = static_cast<std::size_t>(it - children_.begin());
+  const bool was_starting = starting_ == i;
+  if (was_starting) starting_ = none;
+  supervise(i, reason, /*failure=*/!told, was_starting);
 }
 
 void supervisor::supervise(std::size_t i, const std::string& reason, bool failure, bool was_starting) {

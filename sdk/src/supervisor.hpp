@@ -48,8 +48,12 @@ class supervisor {
   void remote_child_started(vertex_id child, std::uint64_t generation);      // rstarted_atom
   void child_gone(const caf::actor_addr& source, const caf::error& reason);  // its exit or down message
   void remote_child_failed(vertex_id child, std::uint64_t generation, const std::string& reason);
-  void remote_child_stopped(vertex_id child, std::uint64_t generation);       // it called ctx.stop()
-  void child_lost(const std::string& child_path, const std::string& reason);  // its node is gone
+  void remote_child_stopped(vertex_id child, std::uint64_t generation);  // it called ctx.stop()
+  // Its node `lost` is gone (ignored when the child no longer runs there: failed over already).
+  void child_lost(const std::string& child_path, node_id lost, const std::string& reason);
+  // A failover placed the lost child's subtree on a survivor (where() says which): restarted there as
+  // its restart type and this supervisor's strategy say, within the intensity limit.
+  void child_failed_over(vertex_id child, const std::string& reason);
   // A live move: the child now runs on `to` (a local spawn when that is this node).
   void child_moved(vertex_id child, node_id to, std::uint64_t generation);
   void backoff_over();  // restart_atom
@@ -73,6 +77,7 @@ class supervisor {
     std::uint64_t generation = 1;  // remote: of that incarnation
     bool active = true;            // false: a dynamic child not started (or stopped by stop_child)
     bool waiting = false;          // a dynamic start held by the gate until its node is ready
+    bool lost = false;             // running when its node was lost (child_lost told the user)
   };
   static constexpr std::size_t none = ~std::size_t{0};
 

@@ -290,8 +290,12 @@ TEST(LiveMove, TheNewNodeKilledMidMoveLeavesTheSubtreeWhereItWas) {
   EXPECT_NE(error.find("node `n2` was lost during the move; `/mv/s` runs on `n1` again"), std::string::npos)
       << r->output();
   ASSERT_TRUE(l.read_until("starting `/mv/s` here again from the states it was handed", 60s)) << l.log;
-  // The launch ends the run 3 s after n2's loss; s/sub (all its publishers on n0 and n1) goes on
-  // meanwhile from the state it moved out with, and must have received more, with no fault.
+  // n2 hosted /mv/q too: the run goes on, /mv/q failed over (to n0, its parent's node); s/sub (all
+  // its publishers on n0 and n1) goes on from the state it moved out with, and must have received
+  // more, with no fault, by the time the run is stopped.
+  ASSERT_TRUE(l.read_until("node `n2` lost: failing over `/mv/q` to `n0`", 60s)) << l.log;
+  ASSERT_TRUE(l.read_until("restarting `/mv/q`", 60s)) << l.log;
+  l.p->signal(SIGTERM);
   auto end = l.p->wait(120s);
   for (auto& line : l.p->take_lines()) l.log += line + "\n";
   ASSERT_TRUE(end) << l.log;

@@ -126,6 +126,26 @@ TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
   EXPECT_EQ(r.output.find(down, at + 1), std::string::npos) << "the monitor fired twice\n" << r.output;
 }
 
+// Failover: middle's node n1 dies (kill -9, from inside). The run goes on: the root's node n0 places
+// /sv/group/middle on a survivor (n0: its parent group runs there), group's supervisor restarts it
+// there (permanent), a request reaches the new incarnation, and launch ends with exit 0.
+TEST(Failover, ALostNodesSubtreeRestartsOnASurvivorAndTheRunEndsWell) {
+  auto r = three_nodes({"--scenario", "failover"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("DYING"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node n1 was lost"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("node `n1` lost: failing over `/sv/group/middle` to `n0`"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("FAILURE /sv/group/middle node `n1` lost"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[n0] START /sv/group/middle"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("AFTER pong from /sv/group/middle incarnation 1 of this process"), std::string::npos)
+      << r.output;
+  // The user hears of the loss once, whichever of the loss and the failover reaches group first.
+  const std::string failure = "FAILURE /sv/group/middle ";
+  const auto first = r.output.find(failure);
+  EXPECT_EQ(r.output.find(failure, first + 1), std::string::npos) << r.output;
+  EXPECT_EQ(count(r.output, "START /sv/group/middle"), 2u) << r.output;  // on n1, then on n0
+}
+
 TEST(RemoteSupervision, TooManyRemoteRestartsEscalateToTheParent) {
   auto r = three_nodes({"--fail-in", "start", "--failures", "4", "--max-restarts", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

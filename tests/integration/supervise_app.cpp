@@ -17,6 +17,8 @@
 // have started, then (restarted) to `stop` (ctx.stop()), then ends the run when middle has started a
 // third time; when middle stays down (transient after its stop, temporary after its failure), group
 // asks it for `ping` once more, prints `AFTER <error>` and ends the run.
+// --scenario failover: group asks middle to `die` (its node kills itself), then asks middle for
+// `ping` until its new incarnation answers from a survivor, prints `AFTER <reply>` and ends the run.
 // --scenario dynamic: last is a dynamic child; group starts it, pings it, stops
 // it and pings it again, printing `DYN ...` lines; --scenario dynamic-early starts it from group's
 // on_start (so it starts with its siblings, after them in declaration order).
@@ -83,7 +85,13 @@ class flaky : public banyan::leaf {
       });
     }
     if (fail && c_.fail_in == "start") throw std::runtime_error("boom in on_start");
-    if (c_.scenario == "lost") {
+    if (c_.scenario == "failover") {
+      ctx.serve("ping", [&ctx](const banyan::payload&) -> banyan::result<banyan::payload> {
+        return banyan::payload::copy_of("pong from " + ctx.path() + " incarnation " +
+                                        std::to_string(middle_incarnations) + " of this process");
+      });
+    }
+    if (c_.scenario == "lost" || c_.scenario == "failover") {
       // Its whole node dies at once, as a machine would (no orderly end, no goodbye to the peers).
       ctx.serve("die", [](const banyan::payload&) -> banyan::result<banyan::payload> {
         say("DYING");
@@ -121,7 +129,7 @@ class group : public banyan::composite {
   explicit group(config c) : c_(c) {}
   void on_start(banyan::context& ctx) override {
     say("START " + ctx.path());
-    if (c_.scenario == "classic") return;
+    if (c_.scenario == "classic" || c_.scenario == "failover") return;
     if (c_.scenario == "dynamic-early") start_last(ctx);  // from on_start: starts with the others
     const std::string watched = c_.scenario == "otp" || c_.scenario == "lost" ? "/sv/group/middle" : "/sv/group/last";
     auto m = ctx.monitor(watched, [this, &ctx](const std::string& path, const std::string& reason) {
@@ -143,8 +151,15 @@ class group : public banyan::composite {
     ++group_failures_seen;
     say("FAILURE " + child + " " + reason);
     if (after_) quit_when_told_everything(ctx);
+    if (c_.scenario == "failover" && !std::exchange(pinging_, true)) ping_until_up(ctx, 0);
   }
   void on_children_started(banyan::context& ctx) override {
+    if (c_.scenario == "failover") {
+      if (++phase_ == 1)
+        ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20),
+                    [](banyan::result<banyan::payload> r) { say("DIE " + text_of(r)); });
+      return;
+    }
     if (c_.scenario == "lost") {
       ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20),
                   [](banyan::result<banyan::payload> r) { say("DIE " + text_of(r)); });
@@ -206,6 +221,21 @@ class group : public banyan::composite {
     const bool failure_due = c_.scenario == "otp" && c_.middle_restart == "temporary";
     if (!failure_due || group_failures_seen >= c_.failures) ctx.quit(0);
   }
+  // failover: middle's node is gone; ask it until its new incarnation on a survivor answers.
+  void ping_until_up(banyan::context& ctx, int tries) {
+    ctx.request("/sv/group/middle", "ping", {}, std::chrono::seconds(2),
+                [this, &ctx, tries](banyan::result<banyan::payload> r) {
+                  if (r) {
+                    say("AFTER " + text_of(r));
+                    return ctx.quit(0);
+                  }
+                  if (tries >= 400) {
+                    say("NEVER UP " + text_of(r));
+                    return ctx.quit(3);
+                  }
+                  ctx.after(std::chrono::milliseconds(50), [this, &ctx, tries] { ping_until_up(ctx, tries + 1); });
+                });
+  }
   void start_last(banyan::context& ctx) {
     say("DYN before");
     auto started = ctx.start_child("last");
@@ -217,8 +247,9 @@ class group : public banyan::composite {
   }
   config c_;
   int phase_ = 0;
-  bool asked_ = false;  // dynamic: last answered its ping
-  bool after_ = false;  // the ping after middle's DOWN was answered
+  bool asked_ = false;    // dynamic: last answered its ping
+  bool after_ = false;    // the ping after middle's DOWN was answered
+  bool pinging_ = false;  // failover: asking middle until it is up again
 };
 
 class top : public banyan::composite {
@@ -236,7 +267,8 @@ void add_options(banyan::options& o, config& c) {
   o.add("--root-restarts", c.root_restarts, "the root's restart limit (within 30 s)");
   o.add(
       "--scenario", c.scenario,
-      "classic, otp (restart types, monitor, cleanup, state), dynamic (a dynamic child) or lost (middle's node dies)");
+      "classic, otp (restart types, monitor, cleanup, state), dynamic (a dynamic child), lost (middle's node dies) or "
+      "failover (middle's node dies; group asks middle until it answers from a survivor)");
   o.add("--backoff-ms", c.backoff_ms, "group's restart backoff in ms (doubling per restart)");
   o.add("--middle-restart", c.middle_restart,
         "middle's restart type in the otp scenario: permanent, transient or temporary");
@@ -284,12 +316,12 @@ int main(int argc, char** argv) {
                    c.middle_restart.c_str());
       return 2;
     }
-  } else if (c.scenario == "lost") {
-    // middle's node kills itself; group (on n0) monitors middle.
+  } else if (c.scenario == "lost" || c.scenario == "failover") {
+    // middle's node kills itself; group (on n0) monitors middle, or asks it until it is back.
   } else if (c.scenario == "dynamic" || c.scenario == "dynamic-early") {
     last.dynamic();
   } else if (c.scenario != "classic") {
-    std::fprintf(stderr, "--scenario `%s`: must be classic, otp, dynamic or lost\n", c.scenario.c_str());
+    std::fprintf(stderr, "--scenario `%s`: must be classic, otp, dynamic, lost or failover\n", c.scenario.c_str());
     return 2;
   }
   return banyan::run(app, argc, argv);

@@ -64,6 +64,9 @@ struct child {
   // line): its own non-zero exit follows from that node's, it is not where the failure began.
   bool ended_by_peer = false;
   bool signalled = false;  // launch stopped it (a signal, --run-for, or the others' grace ran out)
+  // It ended while the run went on: it did not host the root, so the root's node failed its
+  // subtrees over to the survivors (docs/runtime.md "Failover"). Readings leave it out.
+  bool lost = false;
 };
 
 volatile std::sig_atomic_t pending_signal = 0;
@@ -149,35 +152,40 @@ struct live_reading {
 live_reading take_reading(std::vector<child>& children, node_controls& controls) {
   live_reading out;
   std::string ended;
-  for (auto& c : children)
+  std::vector<child*> live;  // a node lost and failed over is not asked: its components run elsewhere
+  for (auto& c : children) {
+    if (c.lost) continue;
+    live.push_back(&c);
     if (c.done || c.p.status()) ended += (ended.empty() ? "" : ", ") + c.node;
+  }
   if (!ended.empty()) {
     out.error = "node " + ended + " has ended; the live profile needs every node";
     return out;
   }
   std::map<std::string, std::uint64_t> asked;
   std::map<std::string, std::vector<std::string>> replies;
-  for (auto& c : children) asked[c.node] = controls.ask(c.node, {"profile"});
+  for (auto* c : live) asked[c->node] = controls.ask(c->node, {"profile"});
   // A node may still be starting, or busy; a loaded machine makes it slower.
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::vector<banyan::process*> all;
   for (auto& c : children) all.push_back(&c.p);
-  while (replies.size() < children.size() && std::chrono::steady_clock::now() < until) {
-    for (auto& c : children)
-      if (!replies.count(c.node))
-        if (auto r = controls.reply(c.node, asked[c.node])) replies[c.node] = std::move(*r);
-    if (replies.size() == children.size()) break;
+  while (replies.size() < live.size() && std::chrono::steady_clock::now() < until) {
+    for (auto* c : live)
+      if (!replies.count(c->node))
+        if (auto r = controls.reply(c->node, asked[c->node])) replies[c->node] = std::move(*r);
+    if (replies.size() == live.size()) break;
     banyan::process::wait_any(all, std::chrono::milliseconds(5));
     for (auto& c : children) forward_lines(c);
   }
   std::string late;
-  for (const auto& c : children)
-    if (!replies.count(c.node)) late += (late.empty() ? "" : ", ") + c.node;
+  for (const auto* c : live)
+    if (!replies.count(c->node)) late += (late.empty() ? "" : ", ") + c->node;
   if (!late.empty()) {
     out.error = "node " + late + " did not answer within 10 s";
     return out;
   }
-  for (const auto& c : children) {
+  for (const auto* cp : live) {
+    const child& c = *cp;
     const auto& r = replies[c.node];
     if (r.size() != 2) {
       out.error = "node " + c.node + " answered the live profile request with " + std::to_string(r.size()) +
@@ -242,8 +250,11 @@ void answer_status(zmq::socket_t& control, const std::vector<std::string>& frame
   if (frames.size() == 2) wait = std::chrono::milliseconds(std::strtoll(frames[1].c_str(), nullptr, 10));
   std::map<std::string, std::uint64_t> asked;
   std::set<std::string> started;
-  for (auto& c : children)
+  std::size_t lost = 0;
+  for (auto& c : children) {
+    lost += c.lost ? 1 : 0;
     if (!c.done && !c.p.status()) asked[c.node] = controls.ask(c.node, {"started"});
+  }
   std::vector<banyan::process*> all;
   for (auto& c : children) all.push_back(&c.p);
   const auto until = std::chrono::steady_clock::now() + wait;
@@ -251,17 +262,22 @@ void answer_status(zmq::socket_t& control, const std::vector<std::string>& frame
     for (auto& c : children)
       if (asked.count(c.node) && !started.count(c.node) && controls.reply(c.node, asked[c.node]))
         started.insert(c.node);
-    const bool ended = std::any_of(children.begin(), children.end(), [](child& c) { return c.done || c.p.status(); });
-    if (started.size() == children.size() || ended || std::chrono::steady_clock::now() >= until) break;
+    const bool ended =
+        std::any_of(children.begin(), children.end(), [](child& c) { return !c.lost && (c.done || c.p.status()); });
+    if (started.size() + lost == children.size() || ended || std::chrono::steady_clock::now() >= until) break;
     banyan::process::wait_any(all, std::chrono::milliseconds(5));  // wakes on a node's output or exit
     for (auto& c : children) forward_lines(c);
   }
   nlohmann::json nodes = nlohmann::json::array();
   for (auto& c : children) {
     const bool gone = c.done || c.p.status();
-    nodes.push_back({{"name", c.node}, {"state", gone ? "ended" : started.count(c.node) ? "started" : "starting"}});
+    nodes.push_back({{"name", c.node},
+                     {"state", c.lost                  ? "lost"
+                               : gone                  ? "ended"
+                               : started.count(c.node) ? "started"
+                                                       : "starting"}});
   }
-  const nlohmann::json answer = {{"started", started.size() == children.size()}, {"nodes", nodes}};
+  const nlohmann::json answer = {{"started", started.size() + lost == children.size()}, {"nodes", nodes}};
   control.send(zmq::buffer(answer.dump()), zmq::send_flags::none);
 }
 
@@ -307,8 +323,14 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
   if (!next) return refuse(next.error().message);
   auto moves = moves_between(running, *next);
   if (!moves) return refuse(moves.error().message);
-  for (const auto& c : children)
+  for (const auto& c : children) {
+    if (c.lost) {
+      return refuse("node " + c.node +
+                    " was lost and its subtrees failed over; this launch does not follow a failover's placement yet, "
+                    "so it cannot plan moves from it");
+    }
     if (c.done || c.p.status()) return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
+  }
   // The whole plan is checked before the first move, so a refused one has moved nothing.
   if (auto why = plan_refusal(*next, *moves, children, controls); !why.empty()) return refuse(why);
   std::vector<banyan::process*> all;
@@ -569,6 +591,17 @@ int run(const options& o) {
     for (auto& c : children) c.p.signal(sig);
   };
   std::size_t running = children.size();
+  // The node that runs the tree's root (the shallowest assignment): losing it ends the run, losing
+  // another is a failover.
+  std::string root_node;
+  std::size_t root_depth = ~std::size_t{0};
+  for (const auto& as : d->assignments) {
+    const auto depth = static_cast<std::size_t>(std::count(as.path.begin(), as.path.end(), '/'));
+    if (depth < root_depth) {
+      root_depth = depth;
+      root_node = d->c.nodes[static_cast<std::size_t>(as.node)].name;
+    }
+  }
   bool asked_to_stop = false;  // by a signal or --run-for: non-zero exits are not failures to name
   bool limit_reached = false;  // --run-for passed: a node that ends on launch's SIGTERM ended well
   // After a node fails, the others normally end by themselves (the SDK passes its quit on to every
@@ -607,8 +640,17 @@ int run(const options& o) {
       --running;
       c.status = c.p.status()->shell_code();
       if (!o.json) banyan::log::info(tool, "node " + c.node + " exited with " + std::to_string(c.status));
-      if (c.status != 0 && !stopping && !grace_until)
-        grace_until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      if (c.status != 0 && !stopping && !grace_until) {
+        if (running > 0 && c.node != root_node) {
+          // The run goes on without it: the root's node fails its subtrees over to the survivors.
+          c.lost = true;
+          banyan::log::warning(tool, "node " + c.node + " was lost (exit " + std::to_string(c.status) +
+                                         "); the run goes on: node " + root_node +
+                                         ", which runs the root, fails its subtrees over to the others");
+        } else {
+          grace_until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+        }
+      }
     }
     if (grace_until && !stopping && running > 0 && std::chrono::steady_clock::now() >= *grace_until) {
       banyan::log::info(tool, "a node failed and the others are still running after 3 s; stopping them");
@@ -619,7 +661,7 @@ int run(const options& o) {
   // The nodes where a failure began: non-zero, and not told by another node that it ended the run.
   std::string failed, stopped_by_them;
   for (const auto& c : children) {
-    if (c.status == 0) continue;
+    if (c.status == 0 || c.lost) continue;
     if (c.signalled && !c.ended_by_peer) continue;  // stopped by launch
     std::string& list = c.ended_by_peer ? stopped_by_them : failed;
     list += (list.empty() ? "" : ", ") + c.node;
@@ -634,9 +676,12 @@ int run(const options& o) {
   auto ended_by_limit = [&](const child& c) { return limit_reached && c.signalled && c.status == 128 + SIGTERM; };
   int code = 0;
   for (const auto& c : children)
-    if (c.status != 0 && !ended_by_limit(c)) code = 1;
+    if (c.status != 0 && !ended_by_limit(c) && !c.lost) code = 1;
   nlohmann::json summary = {{"deployment", o.deployment}, {"exit_code", code}, {"nodes", nlohmann::json::array()}};
-  for (const auto& c : children) summary["nodes"].push_back({{"node", c.node}, {"exit_code", c.status}});
+  for (const auto& c : children) {
+    summary["nodes"].push_back({{"node", c.node}, {"exit_code", c.status}});
+    if (c.lost) summary["failed_over"].push_back(c.node);
+  }
 #ifdef BANYAN_LAUNCH_DASHBOARD
   if (dash) summary["dashboard"] = dash->url();
 #endif
@@ -648,7 +693,8 @@ int run(const options& o) {
   }
   if (!o.profile.empty()) {
     std::vector<std::string> names;
-    for (const auto& c : children) names.push_back(c.node);
+    for (const auto& c : children)
+      if (!c.lost) names.push_back(c.node);  // a lost node wrote no profile
     if (!merge_profiles(o, scratch, names, summary)) code = 1;
   }
   std::filesystem::remove_all(scratch);

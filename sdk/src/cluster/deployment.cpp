@@ -157,6 +157,7 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
   out.node_of.reserve(m->size());
   for (auto node : *m) out.node_of.push_back(static_cast<node_id>(node));
   out.late = d->joins_later;
+  out.cluster = d->c;
 
   // CURVE: every peer's public key; our own secret key.
   out.curve_public.assign(out.names.size(), {});

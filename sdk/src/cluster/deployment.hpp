@@ -10,6 +10,7 @@
 #include "banyan/base/result.hpp"
 #include "banyan/broker/placement.hpp"
 #include "banyan/broker/tree.hpp"
+#include "banyan/partitioner/model.hpp"
 #include "banyan/sdk/app.hpp"
 
 #include <string>
@@ -22,7 +23,8 @@ struct resolved_deployment {
   std::vector<std::string> endpoints;
   std::vector<std::string> curve_public, curve_secret;  // per node, Z85; empty: no CURVE (secret: ours only)
   std::vector<node_id> node_of;                         // per vertex of the app's tree
-  std::vector<bool> late;  // per node: `join: later` (the others do not wait for it at start)
+  std::vector<bool> late;        // per node: `join: later` (the others do not wait for it at start)
+  partitioner::cluster cluster;  // the nodes' capacities and link costs (a failover's placement)
   node_id self = 0;
 };
 

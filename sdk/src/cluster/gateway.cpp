@@ -253,6 +253,7 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
     case wire_kind::monitor: return on_monitor(peer, e);
     case wire_kind::down: return on_down(peer, e);
     case wire_kind::move: return on_move(peer, e);
+    case wire_kind::failover: return on_failover(peer, e);
   }
 }
 

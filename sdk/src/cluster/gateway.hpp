@@ -134,6 +134,28 @@ class gateway_actor final : public caf::event_based_actor {
     std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
   };
   std::optional<move_run> move_;
+
+  // Failover (gateway_failover.cpp, docs/runtime.md "Failover"): the root's node places the subtrees
+  // a lost node hosted on the survivors (partitioner::place_lost) and sends the new assignment to
+  // every survivor; each applies it (where, the lost components' subscriptions, its hosted roots)
+  // and says so; with every survivor's word the root's node says go, and each supervisor of a lost
+  // child restarts it where it now belongs, as its restart type and strategy say.
+  void on_failover(const std::string& peer, runtime::envelope& e);
+  void start_failover(node_id lost);
+  void apply_failover(node_id lost, std::vector<node_id> next);
+  void check_failover_applied();
+  void failover_go();
+  void send_failover(node_id to, failover_step step, std::string payload = {});
+  void next_failover();  // a failover or move that waited for this one
+  struct failover_run {
+    std::uint64_t epoch = 0;
+    node_id lost = 0;
+    node_id coordinator = 0;
+    std::vector<node_id> before;     // the assignment when the node was lost
+    std::vector<bool> applied_from;  // the coordinator's: per node
+  };
+  std::optional<failover_run> failover_;
+  std::vector<node_id> failovers_waiting_;  // the coordinator's: lost nodes whose failover waits
   struct waiting_move {
     std::string path, to;
     std::uint64_t answer;

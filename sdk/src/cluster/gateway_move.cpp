@@ -72,8 +72,9 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
     const nlohmann::json a = {{"path", path}, {"error", why}};
     node_->answer_move(answer, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
-  if (move_) {
-    // This node still takes part in the previous move (its thaw is on the way): started after it.
+  if (move_ || failover_ || !failovers_waiting_.empty()) {
+    // This node still takes part in the previous move (its thaw is on the way), or a failover runs:
+    // started after it.
     waiting_moves_.push_back({path, to_name, answer});
     return;
   }
@@ -392,6 +393,7 @@ void gateway_actor::thaw_here() {
   for (auto& [from_peer, envelope] : waiting) on_data(from_peer, envelope);
   state_->thaw();
   release_held();
+  if (!failovers_waiting_.empty()) return next_failover();  // it starts the waiting moves after it
   if (!waiting_moves_.empty()) {
     auto next = std::move(waiting_moves_.front());
     waiting_moves_.erase(waiting_moves_.begin());
@@ -440,6 +442,8 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
 // node lost after the hand-over: the subtree starts again here from the states it handed over, and
 // the move ends as aborted.
 void gateway_actor::on_peer_lost(node_id n) {
+  if (state_->where().node_of(0) == state_->where().self()) start_failover(n);  // the root's node decides
+  if (failover_) check_failover_applied();  // a survivor that will not answer no longer counts
   if (!move_) return;
   const node_id self = state_->where().self();
   const std::string& name = node_->name_of(n);

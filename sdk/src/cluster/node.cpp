@@ -157,8 +157,14 @@ void node_runtime::send_to_all(const runtime::envelope& e) {
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
     auto r = transport_->send(deployment_.names[i], e, runtime::never_block);
-    // A node that may join later hears it all when it comes up (on_peer_up).
-    if (!r && required_[i]) log::warning(self_name(), r.error().what());
+    // A node that may join later hears it all when it comes up (on_peer_up); so does a lost one
+    // that comes back.
+    bool lost = false;
+    {
+      std::lock_guard lock(ready_mutex_);
+      lost = lost_[i];
+    }
+    if (!r && required_[i] && !lost) log::warning(self_name(), r.error().what());
   }
 }
 
@@ -579,7 +585,7 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
   for (vertex_id v = 1; v < tree.size(); ++v) {
     if (state_.where().node_of(v) != lost || !is_local(tree.parent(v))) continue;
     if (auto a = state_.actors().get(tree.parent(v)))
-      caf::anon_send(a, lost_atom::value, tree.path(v), "node `" + peer + "` lost: " + reason);
+      caf::anon_send(a, lost_atom::value, tree.path(v), lost, "node `" + peer + "` lost: " + reason);
   }
   // Monitors: every local component that watches one on the lost node hears of its end.
   for (vertex_id v = 0; v < tree.size(); ++v) {

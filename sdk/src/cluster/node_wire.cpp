@@ -135,6 +135,10 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       allowed = f_target | f_text | f_id | f_code | f_origin | f_payload;
       name = "move";
       break;
+    case wire_kind::failover:
+      allowed = f_text | f_id | f_code | f_payload;
+      name = "failover";
+      break;
     default: return "unknown kind " + std::to_string(e.kind);
   }
   const std::string kind = std::string(name) + " envelope: ";
@@ -182,6 +186,20 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       }
       if (e.text.size() > max_node_name_bytes)
         return kind + "node name (text) of " + std::to_string(e.text.size()) + " bytes";
+      return "";
+    case wire_kind::failover:
+      if (auto f = id_fault(); !f.empty()) return f;
+      if (e.code < static_cast<std::int32_t>(failover_step::plan) ||
+          e.code > static_cast<std::int32_t>(failover_step::go))
+        return kind + "step (code) " + std::to_string(e.code) + " is not a failover step";
+      if (e.text.empty() || e.text.size() > max_node_name_bytes)
+        return kind + "lost node name (text) of " + std::to_string(e.text.size()) + " bytes";
+      if (e.code == static_cast<std::int32_t>(failover_step::plan) && e.payload.size() != 4 * tree.size()) {
+        return kind + "plan of " + std::to_string(e.payload.size()) + " bytes, expected 4 per component (" +
+               std::to_string(4 * tree.size()) + ")";
+      }
+      if (e.code != static_cast<std::int32_t>(failover_step::plan) && !e.payload.empty())
+        return kind + "only a plan carries a payload";
       return "";
     case wire_kind::ready: return "";
     case wire_kind::quit:

@@ -30,6 +30,10 @@
 // generation it runs under there), handed (the data held for it follows no more), moved (it runs
 // on node `text` now) and ack; all of one move share its epoch.
 //
+// `failover` carries a failover's steps (docs/runtime.md "Failover"): plan (the new assignment, one
+// little-endian u32 node index per vertex, in the payload), applied and go; `text` names the lost
+// node, `id` is the failover's epoch. Only the root's node sends plan and go.
+//
 // sender and scope are tree vertices (every node holds the same tree: the deployment's digest), the
 // other components travel as paths (target).
 // Every cell is a typed field of the wire schema (runtime/schema/envelope.capnp): numbers and codes
@@ -60,7 +64,8 @@ enum class wire_kind : std::uint16_t {
   child_stopped = 13,
   monitor = 14,
   down = 15,
-  move = 16
+  move = 16,
+  failover = 17
 };
 
 // The steps of a live move (`code` of a move envelope; gateway_move.cpp).
@@ -73,6 +78,13 @@ enum class move_step : std::int32_t {
   moved = 6,
   ack = 7,
   thaw = 8
+};
+
+// The steps of a failover (`code` of a failover envelope; gateway_failover.cpp).
+enum class failover_step : std::int32_t {
+  plan = 1,     // the root's node -> every survivor: the new assignment (payload)
+  applied = 2,  // a survivor -> the root's node: applied here
+  go = 3        // the root's node -> every survivor: supervisors restart the lost children
 };
 
 // A reply's outcome (`code` of a reply envelope).

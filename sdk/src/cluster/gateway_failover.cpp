@@ -1,0 +1,239 @@
+// Failover (docs/runtime.md "Failover"): the gateway's part. The root's node coordinates; it never
+// fails over itself (its loss ends the run).
+//
+//   1. plan     the root's node hears that a node is lost, places every maximal subtree that node
+//               hosted on one survivor (partitioner::place_lost: least added cross-node cost, within
+//               capacity) and sends the whole new assignment to every survivor.
+//   2. applied  each survivor applies it: the lost components' subscriptions go from its routing
+//               table (their incarnations are gone; the orphans below them are stopped), where()
+//               takes the new assignment, a hosted root whose parent was lost is stopped (its new
+//               parent incarnation starts it again; when that parent now runs here it is no longer a
+//               hosted root), and a lost subtree placed here under a parent elsewhere becomes a hosted
+//               root waiting for its supervisor's start. Then it tells the root's node.
+//   3. go       with every survivor's word, the root's node says go: each supervisor of a lost
+//               subtree's root restarts it where it now runs, as its restart type, its strategy and
+//               its intensity limit say (supervisor::child_failed_over).
+// No restart begins before every survivor has applied the plan, so no node can drop the new
+// incarnations' subscriptions with the old ones. A node lost during a failover is failed over next.
+#include "actor_protocol.hpp"
+#include "gateway.hpp"
+#include "node.hpp"
+#include "run_state.hpp"
+
+#include "banyan/base/log.hpp"
+#include "banyan/partitioner/failover.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace banyan::detail {
+namespace {
+
+// The roots of the maximal subtrees `lost` hosted in `node_of`.
+std::vector<vertex_id> lost_roots(const component_tree& tree, const std::vector<node_id>& node_of, node_id lost) {
+  std::vector<vertex_id> out;
+  for (vertex_id v = 0; v < tree.size(); ++v)
+    if (node_of[v] == lost && (v == 0 || node_of[tree.parent(v)] != lost)) out.push_back(v);
+  return out;
+}
+
+std::string encode_assignment(const std::vector<node_id>& node_of) {
+  std::string out(4 * node_of.size(), '\0');
+  for (std::size_t i = 0; i < node_of.size(); ++i) {
+    const auto n = static_cast<std::uint32_t>(node_of[i]);  // little-endian, as every machine we run on
+    std::memcpy(out.data() + 4 * i, &n, 4);
+  }
+  return out;
+}
+
+}  // namespace
+
+void gateway_actor::send_failover(node_id to, failover_step step, std::string payload) {
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::failover);
+  e.code = static_cast<std::int32_t>(step);
+  e.id = failover_->epoch;
+  e.text = node_->name_of(failover_->lost);
+  if (!payload.empty()) {
+    auto owner = std::make_shared<std::string>(std::move(payload));
+    e.payload = runtime::shared_bytes(owner, reinterpret_cast<const std::byte*>(owner->data()), owner->size());
+  }
+  node_->send_control(to, std::move(e));
+}
+
+void gateway_actor::start_failover(node_id lost) {
+  if (shutting_down_) return;
+  if (move_ || failover_) {
+    if (std::find(failovers_waiting_.begin(), failovers_waiting_.end(), lost) == failovers_waiting_.end())
+      failovers_waiting_.push_back(lost);
+    return;
+  }
+  const auto& tree = state_->tree();
+  const node_id self = state_->where().self();
+  const std::vector<node_id> before = state_->where().node_of();
+  const auto roots = lost_roots(tree, before, lost);
+  const std::string& name = node_->name_of(lost);
+  if (roots.empty()) return log::info(node_->self_name(), "node `" + name + "` lost: it hosted nothing; no failover");
+
+  // The problem as this node knows it: the tree, each edge weighted by the messages this node has
+  // routed on it (plus one, so that an idle edge still counts), the deployment's nodes. Components'
+  // loads are not known here (each node measures its own): they count as 0, so capacity decides
+  // nothing yet and the placement follows the traffic.
+  partitioner::tree t;
+  const auto traffic = state_->routing().traffic();
+  for (vertex_id v = 0; v < tree.size(); ++v) {
+    t.path.push_back(tree.path(v));
+    t.parent.push_back(v == 0 ? partitioner::no_vertex : static_cast<partitioner::vertex_id>(tree.parent(v)));
+    t.cpu.push_back(0);
+    t.weight.push_back(v == 0 ? 0.0 : 1.0 + static_cast<double>(v < traffic.size() ? traffic[v].messages : 0));
+  }
+  auto p = partitioner::make_problem(std::move(t), node_->deployment().cluster);
+  std::vector<bool> alive(node_->deployment().names.size(), false);
+  for (node_id n = 0; n < alive.size(); ++n) alive[n] = n != lost && (n == self || node_->node_ready(n));
+  partitioner::mapping current(before.begin(), before.end());
+  auto plan = p ? partitioner::place_lost(*p, current, static_cast<partitioner::node_id>(lost), alive)
+                : result<partitioner::failover_plan>(p.error());
+  if (!plan) {
+    // Nowhere to go: the lost children stay down; their supervisors were told of the loss.
+    return log::error(node_->self_name(), "node `" + name + "` lost; no failover: " + plan.error().message);
+  }
+  std::string moves;
+  for (const auto& m : plan->moves)
+    moves += (moves.empty() ? "" : ", ") + std::string("`") + tree.path(m.root) + "` to `" + node_->name_of(m.to) + "`";
+  log::warning(node_->self_name(), "node `" + name + "` lost: failing over " + moves);
+
+  failover_.emplace();
+  failover_->epoch = (std::uint64_t(self) << 48) | next_epoch_++;
+  failover_->lost = lost;
+  failover_->coordinator = self;
+  failover_->applied_from.assign(alive.size(), false);
+  std::vector<node_id> next(plan->next.begin(), plan->next.end());
+  const std::string payload = encode_assignment(next);
+  for (node_id n = 0; n < alive.size(); ++n)
+    if (alive[n] && n != self) send_failover(n, failover_step::plan, payload);
+  apply_failover(lost, std::move(next));
+  failover_->applied_from[self] = true;
+  check_failover_applied();
+}
+
+void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
+  const node_id from = node_->index_of(peer);
+  const auto step = static_cast<failover_step>(e.code);
+  const node_id root_node = state_->where().node_of(0);
+  const auto& names = node_->deployment().names;
+  const auto lost_it = std::find(names.begin(), names.end(), e.text);
+  if (lost_it == names.end()) return log_dropped(peer, "failover of `" + e.text + "`: no such node");
+  const auto lost = static_cast<node_id>(lost_it - names.begin());
+  switch (step) {
+    case failover_step::plan: {
+      // Only the root's node places subtrees (a peer could otherwise move any of them).
+      if (from != root_node) return log_dropped(peer, "failover plan: only the root's node decides one");
+      if (lost == state_->where().self() || lost == root_node)
+        return log_dropped(peer, "failover plan for node `" + e.text + "`: not a lost node");
+      std::vector<node_id> next(state_->tree().size());
+      const auto* bytes = e.payload.data();
+      for (std::size_t i = 0; i < next.size(); ++i) {
+        std::uint32_t n;
+        std::memcpy(&n, bytes + 4 * i, 4);
+        if (n >= names.size() || n == static_cast<std::uint32_t>(lost))
+          return log_dropped(peer, "failover plan: component " + std::to_string(i) + " on node " + std::to_string(n));
+        next[i] = static_cast<node_id>(n);
+      }
+      // A plan moves the lost node's components only.
+      const auto& now = state_->where().node_of();
+      for (std::size_t i = 0; i < next.size(); ++i)
+        if (now[i] != lost && next[i] != now[i])
+          return log_dropped(peer, "failover plan moves `" + state_->tree().path(static_cast<vertex_id>(i)) +
+                                       "`, which did not run on `" + e.text + "`");
+      failover_.emplace();
+      failover_->epoch = e.id;
+      failover_->lost = lost;
+      failover_->coordinator = from;
+      apply_failover(lost, std::move(next));
+      return send_failover(from, failover_step::applied);
+    }
+    case failover_step::applied:
+      if (!failover_ || failover_->coordinator != state_->where().self() || e.id != failover_->epoch)
+        return log_dropped(peer, "failover step of no failover this node coordinates");
+      failover_->applied_from[from] = true;
+      return check_failover_applied();
+    case failover_step::go:
+      if (from != root_node || !failover_ || e.id != failover_->epoch)
+        return log_dropped(peer, "failover go of no failover in progress here");
+      return failover_go();
+  }
+}
+
+void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
+  const auto& tree = state_->tree();
+  const node_id self = state_->where().self();
+  failover_->before = state_->where().node_of();
+  const auto& before = failover_->before;
+  // The lost incarnations' subscriptions, and those of everything below them (orphans are stopped):
+  // no restart runs anywhere yet, so nothing new is dropped.
+  for (vertex_id r : lost_roots(tree, before, lost)) state_->forget_subtree(r, /*lost=*/true);
+  state_->where().assign(next);
+  // Hosted roots whose parent was lost: stopped (OTP: children go with their supervisor). The new
+  // parent incarnation starts them again, under its node's generations: any start is new.
+  for (auto it = hosted_.begin(); it != hosted_.end();) {
+    const vertex_id parent = tree.parent(it->vertex);
+    if (before[parent] != lost) {
+      ++it;
+      continue;
+    }
+    stop_hosted(*it);
+    it->generation = 0;
+    if (next[parent] != self) {
+      ++it;
+      continue;
+    }
+    // Its parent runs here now: a local child of that parent from now on, no hosted root.
+    it = hosted_.erase(it);
+    state_->done().root_left();
+  }
+  // Lost subtrees placed here under a parent elsewhere: hosted roots that wait for their start.
+  for (vertex_id r : lost_roots(tree, before, lost)) {
+    if (next[r] != self || next[tree.parent(r)] == self || hosted_of(r)) continue;
+    hosted h{r, caf::actor{}};
+    h.generation = 0;
+    h.counted_started = true;
+    hosted_.push_back(h);
+    state_->done().root_arrived();
+  }
+}
+
+void gateway_actor::check_failover_applied() {
+  if (!failover_ || failover_->coordinator != state_->where().self()) return;
+  for (node_id n = 0; n < failover_->applied_from.size(); ++n)
+    if (!failover_->applied_from[n] && n != failover_->lost && node_->node_ready(n)) return;
+  for (node_id n = 0; n < failover_->applied_from.size(); ++n)
+    if (failover_->applied_from[n] && n != state_->where().self()) send_failover(n, failover_step::go);
+  failover_go();
+}
+
+void gateway_actor::failover_go() {
+  const auto& tree = state_->tree();
+  const std::string reason = "node `" + node_->name_of(failover_->lost) + "` lost; failed over to `";
+  for (vertex_id r : lost_roots(tree, failover_->before, failover_->lost)) {
+    if (!state_->is_local(tree.parent(r))) continue;
+    if (auto parent = state_->actors().get(tree.parent(r)))
+      anon_send(parent, failover_atom::value, r, reason + node_->name_of(state_->where().node_of(r)) + "`");
+  }
+  failover_.reset();
+  next_failover();
+}
+
+void gateway_actor::next_failover() {
+  while (!failover_ && !move_ && !failovers_waiting_.empty()) {
+    const node_id lost = failovers_waiting_.front();
+    failovers_waiting_.erase(failovers_waiting_.begin());
+    start_failover(lost);
+  }
+  if (!failover_ && !move_ && !waiting_moves_.empty()) {
+    auto next = std::move(waiting_moves_.front());
+    waiting_moves_.erase(waiting_moves_.begin());
+    start_move(next.path, next.to, next.answer);
+  }
+}
+
+}  // namespace banyan::detail
