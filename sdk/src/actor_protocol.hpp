@@ -42,8 +42,8 @@ using restart_atom =
     caf::atom_constant<caf::atom("restart")>;  // a supervisor's backoff has passed: start what is pending
 using joined_atom =
     caf::atom_constant<caf::atom("joined")>;  // node index: a node joined (or came back) after the start
-using nodelost_atom =
-    caf::atom_constant<caf::atom("nodelost")>;  // node index, reason: remote monitors of its components fire
+using nodelost_atom = caf::atom_constant<caf::atom("nodelost")>;  // node index, reason, the components it ran
+                                                                  // (ascending): remote monitors of them fire
 using mondown_atom = caf::atom_constant<caf::atom("mondown")>;  // monitor id, path, reason: a monitored component ended
 using undeliv_atom =
     caf::atom_constant<caf::atom("undeliv")>;  // node, count, reason: our publishes a gone node will not deliver

@@ -178,9 +178,9 @@ caf::behavior component_actor::make_behavior() {
         auto it = monitors_.find(id);
         if (it != monitors_.end()) counted([&] { it->second(path, reason); });
       },
-      [this](nodelost_atom, node_id lost, const std::string& reason) {
+      [this](nodelost_atom, node_id, const std::string& reason, const std::vector<vertex_id>& gone) {
         // Every monitor of a component the lost node ran fires once, here, and is gone.
-        for (const auto& [id, v] : gate_->monitors_lost_with(lost)) {
+        for (const auto& [id, v] : gate_->monitors_lost_with(gone)) {
           auto handler = monitors_.find(id);
           if (handler == monitors_.end()) continue;
           auto on_down = std::move(handler->second);
@@ -320,7 +320,9 @@ void component_actor::checkpoint() {
   if (!user_ || !ctx_ || !state_->spec_of(vertex_).keeps_state()) return;
   std::optional<payload> snapshot;
   counted([&] { snapshot = user_->snapshot(*ctx_); });
-  if (snapshot) state_->kept().put(vertex_, std::move(*snapshot));
+  if (!snapshot) return;
+  if (auto* durable = state_->durable()) durable->put(state_->tree().path(vertex_), *snapshot);
+  state_->kept().put(vertex_, std::move(*snapshot));
 }
 
 void component_actor::on_exit_message(caf::exit_msg& msg) {

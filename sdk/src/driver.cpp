@@ -144,6 +144,11 @@ run_result run(app& application, const run_options& options) {
     if (!d) return fail(d.error());
     node = std::make_unique<detail::node_runtime>(*state, std::move(*d));
     state->set_node(node.get(), detail::locality(node->deployment().node_of, node->deployment().self));
+    if (!options.state_dir.empty()) {
+      auto durable = detail::durable_states::open(options.state_dir, node->self_name());
+      if (!durable) return fail(durable.error());
+      state->set_durable(std::move(durable).value());
+    }
   }
   auto started = std::chrono::steady_clock::now();
   {

@@ -55,9 +55,9 @@ class outbound_gate {
 
   // Watches `watched` under `id`: its end comes to the actor as mondown_atom.
   virtual void monitor(vertex_id watched, std::uint64_t id) = 0;
-  // The node `lost` is gone: the monitors of components it ran, in the order they were made, and
-  // forgotten (they fire once, now).
-  virtual std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(node_id lost) = 0;
+  // A node is gone with the components `gone` (ascending, as they were placed when the loss was
+  // found): the monitors of them, in the order they were made, and forgotten (they fire once, now).
+  virtual std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(const std::vector<vertex_id>& gone) = 0;
 
   // Subscriptions made and dropped by this incarnation: every node's replica learns them.
   virtual void subscribed(subscription_id id, const std::string& filter) = 0;
@@ -95,7 +95,9 @@ class local_gate final : public outbound_gate {
   void answer(std::uint64_t, result<payload>) override {}
   void expire(std::uint64_t, std::chrono::milliseconds) override {}
   void monitor(vertex_id watched, std::uint64_t id) override;
-  std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(node_id) override { return {}; }
+  std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(const std::vector<vertex_id>&) override {
+    return {};
+  }
   void subscribed(subscription_id, const std::string&) override {}
   void unsubscribed(subscription_id) override {}
   std::uint64_t start_child(vertex_id child) override;

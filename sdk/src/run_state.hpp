@@ -23,6 +23,7 @@
 
 #include "completion.hpp"
 #include "directory.hpp"
+#include "durable_states.hpp"
 #include "local_flow.hpp"
 #include "locality.hpp"
 #include "move_state.hpp"
@@ -76,6 +77,9 @@ class run_state : public std::enable_shared_from_this<run_state> {
   request_traffic& requests() { return requests_; }
   move_arrivals& arrivals() { return arrivals_; }
   node_runtime* node() const { return node_; }
+  // With run_options::state_dir on a node: where kept states are also made durable (else null).
+  durable_states* durable() const { return durable_.get(); }
+  void set_durable(std::unique_ptr<durable_states> d) { durable_ = std::move(d); }
 
   // Registers `a` as the actor running `v` (invalid: none) and starts its backlog afresh; `a`
   // registered already is no change (a component registers itself before its on_start runs, and
@@ -122,6 +126,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   request_traffic requests_{tree_};
   move_arrivals arrivals_;
   node_runtime* node_ = nullptr;
+  std::unique_ptr<durable_states> durable_;
   std::atomic<bool> cluster_ready_{true};
   std::atomic<bool> frozen_{false};
   std::atomic<bool> said_ready_{false};

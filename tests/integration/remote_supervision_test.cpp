@@ -5,8 +5,11 @@
 #include "node_runs.hpp"
 
 #include "banyan/base/process.hpp"
+#include "banyan/store/store.hpp"
 
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <chrono>
 #include <filesystem>
@@ -126,24 +129,86 @@ TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
   EXPECT_EQ(r.output.find(down, at + 1), std::string::npos) << "the monitor fired twice\n" << r.output;
 }
 
-// Failover: middle's node n1 dies (kill -9, from inside). The run goes on: the root's node n0 places
-// /sv/group/middle on a survivor (n0: its parent group runs there), group's supervisor restarts it
-// there (permanent), a request reaches the new incarnation, and launch ends with exit 0.
-TEST(Failover, ALostNodesSubtreeRestartsOnASurvivorAndTheRunEndsWell) {
-  auto r = three_nodes({"--scenario", "failover"});
+// Failover: middle's node n1 is killed (kill -9) once middle has started (and, with --state-dir,
+// once its state is durable). The run goes on: the root's node n0 places /sv/group/middle on a
+// survivor (n0: its parent group runs there), group's supervisor restarts it there (permanent), a
+// request reaches the new incarnation, and launch ends with exit 0. With --state-dir the new
+// incarnation restores the state the lost one made durable; without, it starts fresh and says so.
+outcome failover_run(bool durable) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  const fs::path states = dir.path / "states";
+  std::vector<std::string> argv{BANYAN_CLI,    "launch",    d.string(), "--run-for",  "60s",     "--",
+                                SUPERVISE_APP, "--threads", "2",        "--scenario", "failover"};
+  if (durable) argv.insert(argv.end(), {"--state-dir", states.string()});
+  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
+  EXPECT_TRUE(p.has_value());
+  if (!p) return {-1, "cannot start banyan launch"};
+  std::string log;
+  std::vector<process*> all{&*p};
+  auto read_until = [&](auto done, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      for (auto& l : p->take_lines()) log += l + "\n";
+      if (done()) return true;
+      if (std::chrono::steady_clock::now() >= until || (p->closed() && p->status())) return false;
+      process::wait_any(all, 50ms);
+    }
+  };
+  auto has = [&](const std::string& text) { return [&log, text] { return log.find(text) != std::string::npos; }; };
+  EXPECT_TRUE(read_until(has("[n1] INCARNATION /sv/group/middle 1"), 60s)) << log;
+  // A failover needs a started cluster: a node lost before its peers ever saw it is a failed start.
+  for (const char* node : {"n0", "n1", "n2"})
+    EXPECT_TRUE(read_until(has("[" + std::string(node) + "] [/sv] every node is ready"), 60s)) << log;
+  if (durable) {
+    // Its checkpoint is durable once the store's folder for n1 holds it (the writer's fsync).
+    EXPECT_TRUE(read_until(
+        [&] {
+          auto r = store::blob_reader::open((states / "n1").string());
+          return r && !r->blobs().empty();
+        },
+        60s))
+        << log;
+  }
+  std::smatch m;
+  static const std::regex started(R"(node n1 started \(pid (\d+)\))");
+  EXPECT_TRUE(std::regex_search(log, m, started)) << log;
+  if (m.empty()) return {-1, log};
+  EXPECT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
+  auto st = p->wait(90s);
+  for (auto& l : p->take_lines()) log += l + "\n";
+  EXPECT_TRUE(st.has_value()) << log;
+  return {st ? st->code : -1, log};
+}
+
+void expect_failed_over(const outcome& r) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("DYING"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("node n1 was lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("node `n1` lost: failing over `/sv/group/middle` to `n0`"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("FAILURE /sv/group/middle node `n1` lost"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[n0] START /sv/group/middle"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("AFTER pong from /sv/group/middle incarnation 1 of this process"), std::string::npos)
-      << r.output;
   // The user hears of the loss once, whichever of the loss and the failover reaches group first.
   const std::string failure = "FAILURE /sv/group/middle ";
   const auto first = r.output.find(failure);
   EXPECT_EQ(r.output.find(failure, first + 1), std::string::npos) << r.output;
   EXPECT_EQ(count(r.output, "START /sv/group/middle"), 2u) << r.output;  // on n1, then on n0
+}
+
+TEST(Failover, ALostNodesSubtreeRestartsOnASurvivorFromItsDurableState) {
+  const auto r = failover_run(true);
+  expect_failed_over(r);
+  EXPECT_NE(r.output.find("failover: `/sv/group/middle` restart from their last durable state in `"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[n0] INCARNATION /sv/group/middle 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("AFTER pong from /sv/group/middle incarnation 2\n"), std::string::npos) << r.output;
+}
+
+TEST(Failover, WithoutAStateFolderTheLostSubtreeRestartsFreshAndSaysSo) {
+  const auto r = failover_run(false);
+  expect_failed_over(r);
+  EXPECT_NE(r.output.find("keep state but restart fresh here: the run has no --state-dir"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("AFTER pong from /sv/group/middle incarnation 1\n"), std::string::npos) << r.output;
 }
 
 TEST(RemoteSupervision, TooManyRemoteRestartsEscalateToTheParent) {

@@ -17,8 +17,10 @@
 // have started, then (restarted) to `stop` (ctx.stop()), then ends the run when middle has started a
 // third time; when middle stays down (transient after its stop, temporary after its failure), group
 // asks it for `ping` once more, prints `AFTER <error>` and ends the run.
-// --scenario failover: group asks middle to `die` (its node kills itself), then asks middle for
-// `ping` until its new incarnation answers from a survivor, prints `AFTER <reply>` and ends the run.
+// --scenario failover: middle keeps its incarnation count as its state (printed as `INCARNATION
+// <path> <n>`, checkpointed in on_start); when its node is lost (killed by the test), group asks
+// middle for `ping` until its new incarnation answers from a survivor, prints `AFTER <reply>` and
+// ends the run.
 // --scenario dynamic: last is a dynamic child; group starts it, pings it, stops
 // it and pings it again, printing `DYN ...` lines; --scenario dynamic-early starts it from group's
 // on_start (so it starts with its siblings, after them in declaration order).
@@ -86,12 +88,15 @@ class flaky : public banyan::leaf {
     }
     if (fail && c_.fail_in == "start") throw std::runtime_error("boom in on_start");
     if (c_.scenario == "failover") {
-      ctx.serve("ping", [&ctx](const banyan::payload&) -> banyan::result<banyan::payload> {
-        return banyan::payload::copy_of("pong from " + ctx.path() + " incarnation " +
-                                        std::to_string(middle_incarnations) + " of this process");
+      // Its incarnation count is its state: restored from the last durable one after a failover
+      // (with --state-dir), else counted afresh.
+      say("INCARNATION " + ctx.path() + " " + std::to_string(++incarnation_));
+      ctx.checkpoint();
+      ctx.serve("ping", [this, &ctx](const banyan::payload&) -> banyan::result<banyan::payload> {
+        return banyan::payload::copy_of("pong from " + ctx.path() + " incarnation " + std::to_string(incarnation_));
       });
     }
-    if (c_.scenario == "lost" || c_.scenario == "failover") {
+    if (c_.scenario == "lost") {
       // Its whole node dies at once, as a machine would (no orderly end, no goodbye to the peers).
       ctx.serve("die", [](const banyan::payload&) -> banyan::result<banyan::payload> {
         say("DYING");
@@ -154,13 +159,9 @@ class group : public banyan::composite {
     if (c_.scenario == "failover" && !std::exchange(pinging_, true)) ping_until_up(ctx, 0);
   }
   void on_children_started(banyan::context& ctx) override {
-    if (c_.scenario == "failover") {
-      if (++phase_ == 1)
-        ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20),
-                    [](banyan::result<banyan::payload> r) { say("DIE " + text_of(r)); });
-      return;
-    }
+    if (c_.scenario == "failover") return;  // the test kills middle's node from outside
     if (c_.scenario == "lost") {
+      if (++phase_ > 1) return;  // a restarted middle (failed over) is not asked again
       ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20),
                   [](banyan::result<banyan::payload> r) { say("DIE " + text_of(r)); });
       return;
@@ -316,8 +317,10 @@ int main(int argc, char** argv) {
                    c.middle_restart.c_str());
       return 2;
     }
-  } else if (c.scenario == "lost" || c.scenario == "failover") {
-    // middle's node kills itself; group (on n0) monitors middle, or asks it until it is back.
+  } else if (c.scenario == "failover") {
+    middle.keep_state();  // group asks it until it answers from a survivor
+  } else if (c.scenario == "lost") {
+    // middle's node kills itself; group (on n0) monitors middle.
   } else if (c.scenario == "dynamic" || c.scenario == "dynamic-early") {
     last.dynamic();
   } else if (c.scenario != "classic") {

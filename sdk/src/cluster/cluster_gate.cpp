@@ -151,12 +151,12 @@ void cluster_gate::monitor(vertex_id watched, std::uint64_t id) {
   else held_.push_back({kind::monitor, {}, 0, {}, std::move(send), std::nullopt});
 }
 
-std::vector<std::pair<std::uint64_t, vertex_id>> cluster_gate::monitors_lost_with(node_id lost) {
+std::vector<std::pair<std::uint64_t, vertex_id>> cluster_gate::monitors_lost_with(const std::vector<vertex_id>& gone) {
   // Every component on the lost node ended with it (Erlang's `noconnection`); it will report
-  // nothing more.
+  // nothing more. `gone` is read when the loss was found: a failover may have placed them since.
   std::vector<std::pair<std::uint64_t, vertex_id>> fired;
   std::erase_if(remote_watched_, [&](const auto& m) {
-    if (state_.where().node_of(m.second) != lost) return false;
+    if (!std::binary_search(gone.begin(), gone.end(), m.second)) return false;
     fired.emplace_back(m);
     return true;
   });

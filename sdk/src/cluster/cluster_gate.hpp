@@ -31,7 +31,7 @@ class cluster_gate final : public outbound_gate {
   void answer(std::uint64_t id, result<payload> outcome) override;
   void expire(std::uint64_t id, std::chrono::milliseconds after) override;
   void monitor(vertex_id watched, std::uint64_t id) override;
-  std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(node_id lost) override;
+  std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(const std::vector<vertex_id>& gone) override;
   void subscribed(subscription_id id, const std::string& filter) override;
   void unsubscribed(subscription_id id) override;
   std::uint64_t start_child(vertex_id child) override;

@@ -143,6 +143,8 @@ class gateway_actor final : public caf::event_based_actor {
   void on_failover(const std::string& peer, runtime::envelope& e);
   void start_failover(node_id lost);
   void apply_failover(node_id lost, std::vector<node_id> next);
+  // The lost components that restart here take their last durable state (run_options::state_dir).
+  void restore_lost_states(node_id lost, const std::vector<node_id>& before, const std::vector<node_id>& next);
   void check_failover_applied();
   void failover_go();
   void send_failover(node_id to, failover_step step, std::string payload = {});
@@ -156,6 +158,16 @@ class gateway_actor final : public caf::event_based_actor {
   };
   std::optional<failover_run> failover_;
   std::vector<node_id> failovers_waiting_;  // the coordinator's: lost nodes whose failover waits
+  // A survivor applies a plan only once it has found the loss itself (node_runtime::on_peer_down
+  // tells its components what ran there first, from the assignment before the plan).
+  std::vector<bool> loss_seen_;
+  struct pending_plan {
+    std::uint64_t epoch;
+    node_id coordinator, lost;
+    std::vector<node_id> next;
+  };
+  std::optional<pending_plan> pending_plan_;
+  void take_plan(pending_plan p);
   struct waiting_move {
     std::string path, to;
     std::uint64_t answer;

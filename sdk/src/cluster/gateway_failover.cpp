@@ -145,12 +145,12 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
         if (now[i] != lost && next[i] != now[i])
           return log_dropped(peer, "failover plan moves `" + state_->tree().path(static_cast<vertex_id>(i)) +
                                        "`, which did not run on `" + e.text + "`");
-      failover_.emplace();
-      failover_->epoch = e.id;
-      failover_->lost = lost;
-      failover_->coordinator = from;
-      apply_failover(lost, std::move(next));
-      return send_failover(from, failover_step::applied);
+      pending_plan p{e.id, from, lost, std::move(next)};
+      if (lost >= loss_seen_.size() || !loss_seen_[lost]) {
+        pending_plan_ = std::move(p);  // applied when this node finds the loss (on_peer_lost)
+        return;
+      }
+      return take_plan(std::move(p));
     }
     case failover_step::applied:
       if (!failover_ || failover_->coordinator != state_->where().self() || e.id != failover_->epoch)
@@ -162,6 +162,15 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
         return log_dropped(peer, "failover go of no failover in progress here");
       return failover_go();
   }
+}
+
+void gateway_actor::take_plan(pending_plan p) {
+  failover_.emplace();
+  failover_->epoch = p.epoch;
+  failover_->lost = p.lost;
+  failover_->coordinator = p.coordinator;
+  apply_failover(p.lost, std::move(p.next));
+  send_failover(p.coordinator, failover_step::applied);
 }
 
 void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
@@ -191,6 +200,7 @@ void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
     it = hosted_.erase(it);
     state_->done().root_left();
   }
+  restore_lost_states(lost, before, next);
   // Lost subtrees placed here under a parent elsewhere: hosted roots that wait for their start.
   for (vertex_id r : lost_roots(tree, before, lost)) {
     if (next[r] != self || next[tree.parent(r)] == self || hosted_of(r)) continue;
@@ -200,6 +210,52 @@ void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
     hosted_.push_back(h);
     state_->done().root_arrived();
   }
+}
+
+void gateway_actor::restore_lost_states(node_id lost, const std::vector<node_id>& before,
+                                        const std::vector<node_id>& next) {
+  const auto& tree = state_->tree();
+  const node_id self = state_->where().self();
+  std::vector<std::string> paths;
+  for (vertex_id v = 0; v < tree.size(); ++v)
+    if (before[v] == lost && next[v] == self && state_->spec_of(v).keeps_state()) paths.push_back(tree.path(v));
+  if (paths.empty()) return;
+  auto list = [](const std::vector<std::string>& l) {
+    std::string out;
+    for (std::size_t i = 0; i < l.size() && i < 5; ++i) out += (i ? ", `" : "`") + l[i] + "`";
+    return out + (l.size() > 5 ? ", ..." : "");
+  };
+  const std::string& dir = state_->options().state_dir;
+  if (dir.empty()) {
+    return log::warning(node_->self_name(), "failover: " + list(paths) +
+                                                " keep state but restart fresh here: the run has no --state-dir to "
+                                                "keep states durable");
+  }
+  const std::string folder = durable_states::folder(dir, node_->name_of(lost));
+  auto states = durable_states::read(dir, node_->name_of(lost), paths);
+  if (!states) {
+    return log::error(node_->self_name(), "failover: the lost node's states cannot be read (" + states.error().message +
+                                              "); " + list(paths) + " restart fresh");
+  }
+  std::vector<std::string> restored, fresh;
+  std::uint64_t bytes = 0;
+  for (const auto& path : paths) {
+    auto it = states->find(path);
+    if (it == states->end()) {
+      fresh.push_back(path);
+      continue;
+    }
+    bytes += it->second.size();
+    state_->kept().put(*tree.find(path), payload::copy_of(std::span<const std::byte>(it->second)));
+    restored.push_back(path);
+  }
+  if (!restored.empty()) {
+    log::info(node_->self_name(), "failover: " + list(restored) + " restart from their last durable state in `" +
+                                      folder + "` (" + std::to_string(bytes) + " bytes)");
+  }
+  if (!fresh.empty())
+    log::warning(node_->self_name(), "failover: " + list(fresh) + " have no durable state in `" + folder +
+                                         "` (never checkpointed): they restart fresh");
 }
 
 void gateway_actor::check_failover_applied() {

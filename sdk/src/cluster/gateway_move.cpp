@@ -442,7 +442,10 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
 // node lost after the hand-over: the subtree starts again here from the states it handed over, and
 // the move ends as aborted.
 void gateway_actor::on_peer_lost(node_id n) {
+  if (loss_seen_.size() <= n) loss_seen_.resize(node_->deployment().names.size(), false);
+  loss_seen_[n] = true;
   if (state_->where().node_of(0) == state_->where().self()) start_failover(n);  // the root's node decides
+  if (pending_plan_ && pending_plan_->lost == n) take_plan(*std::exchange(pending_plan_, std::nullopt));
   if (failover_) check_failover_applied();  // a survivor that will not answer no longer counts
   if (!move_) return;
   const node_id self = state_->where().self();

@@ -575,24 +575,30 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
     lost_[index_of(peer)] = true;
   }
   fail_requests_to(index_of(peer), "node `" + peer + "` lost: " + reason);
-  caf::anon_send(gateway_, peerlost_atom::value, index_of(peer));  // a move it took part in ends
-  waiters_.release(index_of(peer));                                // their sends now fail fast instead of waiting
+  waiters_.release(index_of(peer));  // their sends now fail fast instead of waiting
   // Supervision event: every local component with a child on the lost node hears about it.
   node_id lost = 0;
   for (std::size_t i = 0; i < deployment_.names.size(); ++i)
     if (deployment_.names[i] == peer) lost = static_cast<node_id>(i);
+  // What ran there, read before the gateway hears of the loss: a failover (the gateway's) changes
+  // where() next.
   const auto& tree = state_.tree();
-  for (vertex_id v = 1; v < tree.size(); ++v) {
-    if (state_.where().node_of(v) != lost || !is_local(tree.parent(v))) continue;
+  const std::vector<node_id> where = state_.where().node_of();
+  std::vector<vertex_id> gone;
+  for (vertex_id v = 0; v < tree.size(); ++v)
+    if (where[v] == lost) gone.push_back(v);
+  for (vertex_id v : gone) {
+    if (v == 0 || where[tree.parent(v)] != state_.where().self()) continue;
     if (auto a = state_.actors().get(tree.parent(v)))
       caf::anon_send(a, lost_atom::value, tree.path(v), lost, "node `" + peer + "` lost: " + reason);
   }
   // Monitors: every local component that watches one on the lost node hears of its end.
   for (vertex_id v = 0; v < tree.size(); ++v) {
-    if (!is_local(v)) continue;
+    if (where[v] != state_.where().self()) continue;
     if (auto a = state_.actors().get(v))
-      caf::anon_send(a, nodelost_atom::value, lost, "node `" + peer + "` lost: " + reason);
+      caf::anon_send(a, nodelost_atom::value, lost, "node `" + peer + "` lost: " + reason, gone);
   }
+  caf::anon_send(gateway_, peerlost_atom::value, lost);  // a move it took part in ends; a failover begins
 }
 
 }  // namespace banyan::detail

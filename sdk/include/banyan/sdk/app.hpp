@@ -162,6 +162,11 @@ struct run_options {
   // Multi-node: a publish (or request) whose payload is larger is refused with
   // runtime::errc::payload_too_large, whatever its route, so an app behaves alike on every deployment.
   std::size_t max_payload_bytes = 16 << 20;
+  // Multi-node: every state a component keeps (keep_state()) is also made durable in
+  // `<state_dir>/<node>`, so a failover restarts a lost component from its last durable state
+  // (docs/runtime.md, "Failover"). The same folder for every node (a shared file system). Empty:
+  // states stay in memory, and a failed-over component restarts fresh.
+  std::string state_dir;
 };
 
 struct run_result {

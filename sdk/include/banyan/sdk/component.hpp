@@ -54,7 +54,9 @@ class component {
   // failed incarnation cannot be asked, so its successor restores the last checkpoint taken before
   // the failure (none: no restore() call). Return nothing to keep no state. The state is bytes or a
   // Cap'n Proto struct (payload::copy_of, payload::build<Schema>, read_as<Schema>); it stays on the
-  // component's node, where its restarts run. Moving a component live uses the same pair, whether
+  // component's node, where its restarts run, and with --state-dir (run_options::state_dir) it is
+  // also made durable, so that a failover restarts the component on another node from the last one
+  // (docs/runtime.md, "Failover"). Moving a component live uses the same pair, whether
   // or not it keeps state across restarts: one whose snapshot returns nothing starts afresh on its
   // new node, and the move warns naming it (docs/runtime.md, "Moving subtrees live").
   virtual std::optional<payload> snapshot(context&) { return std::nullopt; }
