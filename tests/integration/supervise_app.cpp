@@ -44,6 +44,7 @@ struct config {
   std::string scenario = "classic";
   std::string middle_restart = "permanent";
   int backoff_ms = 0;  // group's restart backoff
+  std::size_t state_bytes = 0;  // middle's state padded to this size (failover figures)
 };
 
 std::string text_of(const banyan::result<banyan::payload>& r) {
@@ -113,7 +114,9 @@ class flaky : public banyan::leaf {
     say("CLEANUP " + ctx.path() + " " + reason);
   }
   std::optional<banyan::payload> snapshot(banyan::context&) override {
-    return banyan::payload::copy_of(std::to_string(incarnation_));
+    std::string state = std::to_string(incarnation_) + " ";
+    if (state.size() < c_.state_bytes) state.resize(c_.state_bytes, 'x');  // restore reads the number
+    return banyan::payload::copy_of(state);
   }
   void restore(banyan::context&, const banyan::payload& state) override {
     incarnation_ = std::stoi(std::string(reinterpret_cast<const char*>(state.bytes().data()), state.size()));
@@ -262,6 +265,7 @@ class top : public banyan::composite {
 
 void add_options(banyan::options& o, config& c) {
   o.add("--failures", c.failures, "Incarnations of middle that fail");
+  o.add("--state-bytes", c.state_bytes, "middle's state padded to this many bytes (failover scenario)");
   o.add("--fail-in", c.fail_in, "Where middle fails: start or handler");
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");
