@@ -211,6 +211,63 @@ TEST(Failover, WithoutAStateFolderTheLostSubtreeRestartsFreshAndSaysSo) {
   EXPECT_NE(r.output.find("AFTER pong from /sv/group/middle incarnation 1\n"), std::string::npos) << r.output;
 }
 
+// After a failover, launch follows where the root's node put the subtrees: a replacement node
+// joins (`banyan launch --join n3`, a `join: later` node) and `banyan reconfigure` moves
+// /sv/group/middle onto it live, from where the failover had placed it (n0), with its state.
+TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
+  scratch_dir dir;
+  auto write = [&](const std::string& name, const std::string& middle_on) {
+    const fs::path d = dir.path / name;
+    std::ofstream out(d);
+    out << "version: 1\nnodes:\n";
+    for (int i = 0; i < 4; ++i)
+      out << "  - {name: n" << i << ", endpoint: \"ipc://" << (dir.path / ("n" + std::to_string(i))).string()
+          << "\", capacity: {cpu: 1}" << (i == 3 ? ", join: later" : "") << "}\n";
+    out << "assignments:\n  /sv: n0\n  /sv/group/middle: " << middle_on << "\n  /sv/group/last: n2\n";
+    return d;
+  };
+  const fs::path d = write("d.yaml", "n1"), d3 = write("d3.yaml", "n3");
+  const std::vector<std::string> app{SUPERVISE_APP, "--threads", "2", "--scenario", "failover", "--stay",
+                                     "--state-dir", (dir.path / "states").string()};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
+  argv.insert(argv.end(), app.begin(), app.end());
+  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(p.has_value());
+  std::string log;
+  std::vector<process*> all{&*p};
+  auto read_until = [&](const std::string& text, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      for (auto& l : p->take_lines()) log += l + "\n";
+      if (log.find(text) != std::string::npos) return true;
+      if (std::chrono::steady_clock::now() >= until || (p->closed() && p->status())) return false;
+      process::wait_any(all, 50ms);
+    }
+  };
+  for (const char* node : {"n0", "n1", "n2"})
+    ASSERT_TRUE(read_until("[" + std::string(node) + "] [/sv] every node is ready", 60s)) << log;
+  std::smatch m;
+  static const std::regex started(R"(node n1 started \(pid (\d+)\))");
+  ASSERT_TRUE(std::regex_search(log, m, started)) << log;
+  ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
+  ASSERT_TRUE(read_until("AFTER pong from /sv/group/middle", 60s)) << log;
+
+  std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n3", "--run-for", "90s", "--"};
+  join.insert(join.end(), app.begin(), app.end());
+  auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(joining.has_value());
+  ASSERT_TRUE(read_until("node `n3` joined", 60s)) << log << joining->output();
+  auto r = run_argv({BANYAN_CLI, "reconfigure", d3.string(), "--from", d.string(), "--json"}, 120s);
+  EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << log;
+  EXPECT_NE(r.output.find("\"from\": \"n0\""), std::string::npos) << r.output;  // where the failover put it
+  EXPECT_NE(r.output.find("\"to\": \"n3\""), std::string::npos) << r.output;
+  EXPECT_TRUE(read_until("moved `/sv/group/middle` from `n0` to `n3`", 30s)) << log;
+  p->signal(SIGTERM);
+  joining->signal(SIGTERM);
+  EXPECT_TRUE(p->wait(60s).has_value()) << log;
+  EXPECT_TRUE(joining->wait(60s).has_value()) << joining->output();
+}
+
 TEST(RemoteSupervision, TooManyRemoteRestartsEscalateToTheParent) {
   auto r = three_nodes({"--fail-in", "start", "--failures", "4", "--max-restarts", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -45,6 +45,7 @@ struct config {
   std::string middle_restart = "permanent";
   int backoff_ms = 0;  // group's restart backoff
   std::size_t state_bytes = 0;  // middle's state padded to this size (failover figures)
+  bool stay = false;            // failover: the run goes on after middle answered (until stopped)
 };
 
 std::string text_of(const banyan::result<banyan::payload>& r) {
@@ -231,7 +232,8 @@ class group : public banyan::composite {
                 [this, &ctx, tries](banyan::result<banyan::payload> r) {
                   if (r) {
                     say("AFTER " + text_of(r));
-                    return ctx.quit(0);
+                    if (!c_.stay) ctx.quit(0);
+                    return;
                   }
                   if (tries >= 400) {
                     say("NEVER UP " + text_of(r));
@@ -266,6 +268,7 @@ class top : public banyan::composite {
 void add_options(banyan::options& o, config& c) {
   o.add("--failures", c.failures, "Incarnations of middle that fail");
   o.add("--state-bytes", c.state_bytes, "middle's state padded to this many bytes (failover scenario)");
+  o.add("--stay", c.stay, "failover scenario: go on after middle answered from a survivor (until stopped)");
   o.add("--fail-in", c.fail_in, "Where middle fails: start or handler");
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");

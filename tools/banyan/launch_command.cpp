@@ -241,6 +241,49 @@ void answer_profile(zmq::socket_t& control, std::vector<child>& children, node_c
   previous = std::move(total);
 }
 
+// The node that runs the tree's root: the shallowest assignment's. Losing it ends the run; losing
+// another is a failover, which it decides.
+std::string root_node_of(const partitioner::deployment& d) {
+  std::string node;
+  std::size_t depth = ~std::size_t{0};
+  for (const auto& as : d.assignments) {
+    const auto n = static_cast<std::size_t>(std::count(as.path.begin(), as.path.end(), '/'));
+    if (n < depth) {
+      depth = n;
+      node = d.c.nodes[static_cast<std::size_t>(as.node)].name;
+    }
+  }
+  return node;
+}
+
+// After a failover the launch's record of where each subtree runs is old: the root's node, which
+// decided the failover, tells where everything runs now (its control channel's `where`), and that
+// becomes the running deployment's assignment. Errors say why.
+std::string follow_failover(std::vector<child>& children, node_controls& controls, partitioner::deployment& running) {
+  const std::string root = root_node_of(running);
+  const auto id = controls.ask(root, {"where"});
+  std::vector<banyan::process*> all;
+  for (auto& c : children) all.push_back(&c.p);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::optional<std::vector<std::string>> r;
+  while (!(r = controls.reply(root, id)) && std::chrono::steady_clock::now() < until) {
+    banyan::process::wait_any(all, std::chrono::milliseconds(5));
+    for (auto& c : children) forward_lines(c);
+  }
+  if (!r || r->size() != 1) return "node " + root + " did not say where the subtrees run after the failover";
+  const auto j = nlohmann::json::parse(r->front(), nullptr, false);
+  if (!j.is_object() || !j.contains("assignments") || !j["assignments"].is_object())
+    return "node " + root + " answered `where` with " + banyan::log::escape(r->front(), 200);
+  std::vector<partitioner::assignment> now;
+  for (const auto& [path, node] : j["assignments"].items()) {
+    const auto index = running.c.find(node.is_string() ? node.get<std::string>() : std::string());
+    if (index == partitioner::no_node) return "node " + root + " placed `" + path + "` on an unknown node";
+    now.push_back({path, index, 0});
+  }
+  running.assignments = std::move(now);
+  return {};
+}
+
 // Answers one `status WAIT_MS` request on the control socket (control.hpp): asks every node whether
 // the cluster start is over (`started`: a node answers once every node has been ready) and replies,
 // once every node has or WAIT_MS has passed, with each node's state: started, starting or ended.
@@ -323,13 +366,13 @@ void answer_reconfigure(zmq::socket_t& control, const std::vector<std::string>& 
   if (!next) return refuse(next.error().message);
   auto moves = moves_between(running, *next);
   if (!moves) return refuse(moves.error().message);
-  for (const auto& c : children) {
-    if (c.lost) {
-      return refuse("node " + c.node +
-                    " was lost and its subtrees failed over; this launch does not follow a failover's placement yet, "
-                    "so it cannot plan moves from it");
-    }
-    if (c.done || c.p.status()) return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
+  for (const auto& c : children)
+    if (!c.lost && (c.done || c.p.status()))
+      return refuse("node " + c.node + " has ended; a reconfiguration needs every node");
+  if (std::any_of(children.begin(), children.end(), [](const child& c) { return c.lost; })) {
+    if (auto why = follow_failover(children, controls, running); !why.empty()) return refuse(why);
+    moves = moves_between(running, *next);  // from where the failover put the subtrees
+    if (!moves) return refuse(moves.error().message);
   }
   // The whole plan is checked before the first move, so a refused one has moved nothing.
   if (auto why = plan_refusal(*next, *moves, children, controls); !why.empty()) return refuse(why);
@@ -591,17 +634,7 @@ int run(const options& o) {
     for (auto& c : children) c.p.signal(sig);
   };
   std::size_t running = children.size();
-  // The node that runs the tree's root (the shallowest assignment): losing it ends the run, losing
-  // another is a failover.
-  std::string root_node;
-  std::size_t root_depth = ~std::size_t{0};
-  for (const auto& as : d->assignments) {
-    const auto depth = static_cast<std::size_t>(std::count(as.path.begin(), as.path.end(), '/'));
-    if (depth < root_depth) {
-      root_depth = depth;
-      root_node = d->c.nodes[static_cast<std::size_t>(as.node)].name;
-    }
-  }
+  const std::string root_node = root_node_of(*d);
   bool asked_to_stop = false;  // by a signal or --run-for: non-zero exits are not failures to name
   bool limit_reached = false;  // --run-for passed: a node that ends on launch's SIGTERM ended well
   // After a node fails, the others normally end by themselves (the SDK passes its quit on to every

@@ -108,6 +108,10 @@ struct control_channel::impl {
       else answer();
       return;
     }
+    if (kind == "where" && request.size() == 3 && node) {
+      reply.push_back(node->assignment_json());
+      return send_all(router, reply);
+    }
     if (kind == "move" && request.size() == 5 && node) {
       // Answered when the move is over, from the gateway's thread: through the outbox.
       node->request_move(request[3], request[4], [out = out, reply](std::string answer) mutable {
@@ -116,7 +120,7 @@ struct control_channel::impl {
       });
       return;
     }
-    const std::string why = kind == "move" && !node ? "this process is not a node of a deployment"
+    const std::string why = (kind == "move" || kind == "where") && !node ? "this process is not a node of a deployment"
                                                     : "unknown request `" + log::escape(kind, 64) + "` with " +
                                                           std::to_string(request.size() - 3) + " argument(s)";
     reply.push_back(nlohmann::json{{"error", why}}.dump());

@@ -10,6 +10,9 @@
 //                          (the cluster start is over; at once in one process)
 //   move PATH NODE      -> ID, the move's outcome (one JSON object) once the move is over; other
 //                          requests are served meanwhile
+//   where               -> ID, {"assignments": {path: node}}: where every component runs now as this
+//                          node knows it (after live moves and failovers; the root's node decides
+//                          failovers, so its answer is the deployment's)
 //   anything else       -> ID, {"error": "..."}
 //
 // The launch writes nothing to the node's disk and the node reads no file: requests cannot be lost

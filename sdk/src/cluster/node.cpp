@@ -6,6 +6,8 @@
 
 #include "banyan/base/log.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -227,6 +229,15 @@ void node_runtime::broadcast_quit(int exit_code, bool urgent) {
 void node_runtime::host_roots() { caf::anon_send(gateway_, host_atom::value); }
 
 void node_runtime::arrived(vertex_id v) { caf::anon_send(gateway_, arrived_atom::value, v); }
+
+std::string node_runtime::assignment_json() const {
+  const auto& tree = state_.tree();
+  const auto& where = state_.where().node_of();
+  nlohmann::json a = nlohmann::json::object();
+  for (vertex_id v = 0; v < tree.size(); ++v)
+    if (v == 0 || where[v] != where[tree.parent(v)]) a[tree.path(v)] = deployment_.names[where[v]];
+  return nlohmann::json{{"assignments", a}}.dump();
+}
 
 void node_runtime::when_started(std::function<void()> then) {
   {

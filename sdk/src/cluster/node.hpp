@@ -132,6 +132,10 @@ class node_runtime {
   // run_state's, when every node is ready for the first time: the gateway and those waiting hear it.
   void started();
   void request_move(std::string path, std::string to, std::function<void(std::string)> answer);
+  // Where every component runs now, as this node knows it (after moves and failovers): JSON
+  // {"assignments": {path: node}}, the tree's root and every component whose node differs from its
+  // parent's (a deployment file's minimal assignments). Any thread.
+  std::string assignment_json() const;
   void answer_move(std::uint64_t token, std::string answer);  // the gateway's side of request_move
   // A control envelope to one peer (never waits for credit); a send to a gone peer is logged and dropped.
   void send_control(node_id to, runtime::envelope e);
