@@ -227,8 +227,8 @@ TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
     return d;
   };
   const fs::path d = write("d.yaml", "n1"), d3 = write("d3.yaml", "n3");
-  const std::vector<std::string> app{SUPERVISE_APP, "--threads", "2", "--scenario", "failover", "--stay",
-                                     "--state-dir", (dir.path / "states").string()};
+  const std::vector<std::string> app{SUPERVISE_APP, "--threads", "2",           "--scenario",
+                                     "failover",    "--stay",    "--state-dir", (dir.path / "states").string()};
   std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
   argv.insert(argv.end(), app.begin(), app.end());
   auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
@@ -267,6 +267,54 @@ TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
   EXPECT_TRUE(p->wait(60s).has_value()) << log;
   EXPECT_TRUE(joining->wait(60s).has_value()) << joining->output();
 }
+
+// Two nodes lost: n1 (middle) and n2 (last), one after the other (once middle answers from n0) or
+// at once (the second loss comes during the first failover, which no longer waits for it, and is
+// failed over next). Each loss is its own failover; both subtrees end up on n0, their parent's node.
+void two_losses(bool at_once) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  std::vector<std::string> argv{BANYAN_CLI,    "launch",    d.string(), "--run-for",  "90s",      "--",
+                                SUPERVISE_APP, "--threads", "2",        "--scenario", "failover", "--stay"};
+  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(p.has_value());
+  std::string log;
+  std::vector<process*> all{&*p};
+  auto read_until = [&](const std::string& text, std::chrono::seconds limit) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      for (auto& l : p->take_lines()) log += l + "\n";
+      if (log.find(text) != std::string::npos) return true;
+      if (std::chrono::steady_clock::now() >= until || (p->closed() && p->status())) return false;
+      process::wait_any(all, 50ms);
+    }
+  };
+  for (const char* node : {"n0", "n1", "n2"})
+    ASSERT_TRUE(read_until("[" + std::string(node) + "] [/sv] every node is ready", 60s)) << log;
+  auto kill_node = [&](const std::string& node) {
+    std::smatch m;
+    const std::regex started("node " + node + R"( started \(pid (\d+)\))");
+    ASSERT_TRUE(std::regex_search(log, m, started)) << log;
+    ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
+  };
+  kill_node("n1");
+  if (!at_once) {
+    ASSERT_TRUE(read_until("AFTER pong from /sv/group/middle", 60s)) << log;
+  }
+  kill_node("n2");
+  ASSERT_TRUE(read_until("node `n2` lost: failing over `/sv/group/last` to `n0`", 60s)) << log;
+  ASSERT_TRUE(read_until("[n0] START /sv/group/last", 60s)) << log;
+  ASSERT_TRUE(read_until("AFTER pong from /sv/group/middle", 60s)) << log;
+  p->signal(SIGTERM);
+  auto st = p->wait(60s);
+  for (auto& l : p->take_lines()) log += l + "\n";
+  ASSERT_TRUE(st.has_value()) << log;
+  EXPECT_NE(log.find("node `n1` lost: failing over `/sv/group/middle` to `n0`"), std::string::npos) << log;
+  EXPECT_EQ(log.find("still running after 3 s"), std::string::npos) << log;
+}
+
+TEST(Failover, TwoNodesLostOneAfterTheOtherFailOverInTurn) { two_losses(false); }
+TEST(Failover, TwoNodesLostAtOnceFailOverInTurn) { two_losses(true); }
 
 TEST(RemoteSupervision, TooManyRemoteRestartsEscalateToTheParent) {
   auto r = three_nodes({"--fail-in", "start", "--failures", "4", "--max-restarts", "3"});

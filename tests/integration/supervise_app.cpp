@@ -43,7 +43,7 @@ struct config {
   int root_restarts = 3;
   std::string scenario = "classic";
   std::string middle_restart = "permanent";
-  int backoff_ms = 0;  // group's restart backoff
+  int backoff_ms = 0;           // group's restart backoff
   std::size_t state_bytes = 0;  // middle's state padded to this size (failover figures)
   bool stay = false;            // failover: the run goes on after middle answered (until stopped)
 };

@@ -120,9 +120,10 @@ struct control_channel::impl {
       });
       return;
     }
-    const std::string why = (kind == "move" || kind == "where") && !node ? "this process is not a node of a deployment"
-                                                    : "unknown request `" + log::escape(kind, 64) + "` with " +
-                                                          std::to_string(request.size() - 3) + " argument(s)";
+    const std::string why = (kind == "move" || kind == "where") && !node
+                                ? "this process is not a node of a deployment"
+                                : "unknown request `" + log::escape(kind, 64) + "` with " +
+                                      std::to_string(request.size() - 3) + " argument(s)";
     reply.push_back(nlohmann::json{{"error", why}}.dump());
     send_all(router, reply);
   }
