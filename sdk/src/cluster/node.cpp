@@ -396,6 +396,7 @@ void node_runtime::on_peer_up(const std::string& peer) {
   for (std::size_t i = 0; i < deployment_.names.size(); ++i)
     if (deployment_.names[i] == peer) sent_[i].failing = false;
   if (!announced_) return;
+  if (refuse_returning(peer)) return;
   // A peer that comes back has lost our subscriptions: send them again (replicas ignore known ids).
   // This runs on the I/O thread, where send() does not block.
   for (const auto& s : state_.routing().local_subscriptions()) {
@@ -409,6 +410,31 @@ void node_runtime::on_peer_up(const std::string& peer) {
   runtime::envelope ready;
   ready.kind = static_cast<std::uint16_t>(wire_kind::ready);
   (void)transport_->send(peer, std::move(ready));
+}
+
+bool node_runtime::refuse_returning(const std::string& peer) {
+  const node_id n = index_of(peer);
+  if (state_.where().node_of(0) != state_.where().self()) return false;  // the root's node decides failovers
+  {
+    std::lock_guard lock(ready_mutex_);
+    if (!lost_[n]) return false;
+  }
+  // Its deployment still gives it components that a failover placed elsewhere: it would start them
+  // a second time. It is not taken back; it ends (its replacement joins as a new node).
+  const auto& where = state_.where().node_of();
+  for (vertex_id v = 0; v < state_.tree().size(); ++v) {
+    if (deployment_.node_of[v] != n || where[v] == n) continue;
+    log::error(self_name(), "node `" + peer + "` came back, but its components failed over while it was lost (`" +
+                                state_.tree().path(v) + "` runs on `" + deployment_.names[where[v]] +
+                                "`): refused, it is told to end; start a replacement under another name (`join: "
+                                "later`) and move subtrees onto it");
+    runtime::envelope e;
+    e.kind = static_cast<std::uint16_t>(wire_kind::quit);
+    e.code = 2;
+    (void)transport_->send(peer, std::move(e), runtime::never_block);
+    return true;
+  }
+  return false;
 }
 
 node_id node_runtime::index_of(const std::string& peer) const {

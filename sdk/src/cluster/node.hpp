@@ -165,6 +165,9 @@ class node_runtime {
   std::uint64_t publisher_pauses() const { return pauses_.load(std::memory_order_relaxed); }
   // The index of node `peer` (this node's own for an unknown name).
   node_id index_of(const std::string& peer) const;
+  // The root's node: a lost peer that comes back while the components its deployment gives it run
+  // elsewhere (failed over) is told to end, and true; otherwise false.
+  bool refuse_returning(const std::string& peer);
 
  private:
   void on_envelope(const std::string& peer, runtime::envelope&& e);
