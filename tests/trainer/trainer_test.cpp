@@ -1,6 +1,6 @@
 #include <banyan/nn/mlp.hpp>
-#include <banyan/store/fault_file_system.hpp>
 #include <banyan/sdk/app.hpp>
+#include <banyan/store/fault_file_system.hpp>
 #include <banyan/trainer/gpt_trainer.hpp>
 #include <banyan/trainer/options.hpp>
 #include <banyan/trainer/state.hpp>
