@@ -674,7 +674,9 @@ int run(const options& o) {
       c.status = c.p.status()->shell_code();
       if (!o.json) banyan::log::info(tool, "node " + c.node + " exited with " + std::to_string(c.status));
       if (c.status != 0 && !stopping && !grace_until) {
-        if (running > 0 && c.node != root_node) {
+        // Killed (a signal: kill -9, a crash) rather than ended by the app's own exit code, or told
+        // by another node that the run ended: a node lost, whose subtrees fail over.
+        if (running > 0 && c.node != root_node && c.status > 128 && !c.ended_by_peer) {
           // The run goes on without it: the root's node fails its subtrees over to the survivors.
           c.lost = true;
           banyan::log::warning(tool, "node " + c.node + " was lost (exit " + std::to_string(c.status) +
