@@ -43,6 +43,21 @@ class run_state;
 
 using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
 
+// A failover this node takes part in (gateway_failover.cpp). Outside the gateway class: clang
+// cannot tell an optional of a nested struct with member initializers default-constructible there.
+struct failover_run {
+  std::uint64_t epoch = 0;
+  node_id lost = 0;
+  node_id coordinator = 0;
+  std::vector<node_id> before;     // the assignment when the node was lost
+  std::vector<bool> applied_from;  // the coordinator's: per node
+};
+struct pending_plan {  // a failover plan that came before this node found the loss itself
+  std::uint64_t epoch = 0;
+  node_id coordinator = 0, lost = 0;
+  std::vector<node_id> next;
+};
+
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
 // argument tuple, which UBSan reports.
 class gateway_actor final : public caf::event_based_actor {
@@ -149,23 +164,11 @@ class gateway_actor final : public caf::event_based_actor {
   void failover_go();
   void send_failover(node_id to, failover_step step, std::string payload = {});
   void next_failover();  // a failover or move that waited for this one
-  struct failover_run {
-    std::uint64_t epoch = 0;
-    node_id lost = 0;
-    node_id coordinator = 0;
-    std::vector<node_id> before;     // the assignment when the node was lost
-    std::vector<bool> applied_from;  // the coordinator's: per node
-  };
   std::optional<failover_run> failover_;
   std::vector<node_id> failovers_waiting_;  // the coordinator's: lost nodes whose failover waits
   // A survivor applies a plan only once it has found the loss itself (node_runtime::on_peer_down
   // tells its components what ran there first, from the assignment before the plan).
   std::vector<bool> loss_seen_;
-  struct pending_plan {
-    std::uint64_t epoch;
-    node_id coordinator, lost;
-    std::vector<node_id> next;
-  };
   std::optional<pending_plan> pending_plan_;
   void take_plan(pending_plan p);
   struct waiting_move {
