@@ -249,7 +249,15 @@ void supervisor::child_failed_over(vertex_id child_vertex, const std::string& re
   c.remote_up = false;
   if (shutting_down_ || !was_up) return;  // not running: its next start goes to its new node
   if (!told) log::warning(state_.tree().path(vertex_), "child `" + state_.tree().path(c.vertex) + "` lost: " + reason);
-  if (state_.spec_of(c.vertex).is_dynamic()) c.active = true;  // child_lost let it go; it runs again
+  if (state_.spec_of(c.vertex).is_dynamic()) {
+    // Started on demand (ctx.start_child), often for the node it runs on (an elastic worker): it
+    // stays down, as its loss said; start_child starts it again, where it now belongs.
+    if (!told)
+      self_.call_user(
+          [&](component& user, context& ctx) { user.on_child_failure(ctx, state_.tree().path(c.vertex), reason); });
+    c.active = false;
+    return;
+  }
   const auto i = static_cast<std::size_t>(it - children_.begin());
   const bool was_starting = starting_ == i;
   if (was_starting) starting_ = none;

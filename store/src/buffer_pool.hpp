@@ -16,15 +16,7 @@ class buffer_pool {
  public:
   // A buffer holding a copy of `bytes`, recycled when one large enough is spare.
   std::vector<std::byte> copy(const std::byte* data, std::size_t n) {
-    std::vector<std::byte> out;
-    {
-      std::lock_guard lock(mutex_);
-      if (auto it = spare_.lower_bound(n); it != spare_.end()) {
-        out = std::move(it->second);
-        bytes_ -= it->first;
-        spare_.erase(it);
-      }
-    }
+    std::vector<std::byte> out = spare(n);
     out.assign(data, data + n);  // no reallocation when recycled: capacity >= n
     return out;
   }
@@ -32,15 +24,7 @@ class buffer_pool {
   // A buffer of `n` bytes for the caller to fill: a recycled one when one large enough is spare (its
   // bytes are whatever it held), else a fresh one.
   std::vector<std::byte> take(std::size_t n) {
-    std::vector<std::byte> out;
-    {
-      std::lock_guard lock(mutex_);
-      if (auto it = spare_.lower_bound(n); it != spare_.end()) {
-        out = std::move(it->second);
-        bytes_ -= it->first;
-        spare_.erase(it);
-      }
-    }
+    std::vector<std::byte> out = spare(n);
     out.resize(n);  // no reallocation when recycled: capacity >= n
     return out;
   }
@@ -78,6 +62,17 @@ class buffer_pool {
   }
 
  private:
+  // The smallest spare buffer with capacity >= n, taken out of the pool; empty when none is.
+  std::vector<std::byte> spare(std::size_t n) {
+    std::lock_guard lock(mutex_);
+    auto it = spare_.lower_bound(n);
+    if (it == spare_.end()) return {};
+    std::vector<std::byte> out = std::move(it->second);
+    bytes_ -= it->first;
+    spare_.erase(it);
+    return out;
+  }
+
   mutable std::mutex mutex_;
   std::multimap<std::size_t, std::vector<std::byte>> spare_;  // by capacity
   std::uint64_t bytes_ = 0;

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -129,6 +130,55 @@ TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
   EXPECT_EQ(r.output.find(down, at + 1), std::string::npos) << "the monitor fired twice\n" << r.output;
 }
 
+// A `banyan launch` of supervise_app whose merged output is read as it comes, for tests that act
+// while it runs (kill a node, start another launch).
+struct watched_launch {
+  std::optional<process> p;
+  std::string log;
+
+  explicit watched_launch(const std::vector<std::string>& argv) {
+    auto spawned = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
+    EXPECT_TRUE(spawned.has_value()) << spawned.error().message;
+    if (spawned) p.emplace(std::move(spawned).value());
+  }
+  // Reads until `done()` holds; false when the launch ended first or `limit` passed.
+  template <class Done>
+  bool until(Done done, std::chrono::seconds limit) {
+    if (!p) return false;
+    std::vector<process*> all{&*p};
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      for (auto& l : p->take_lines()) log += l + "\n";
+      if (done()) return true;
+      if (std::chrono::steady_clock::now() >= end || (p->closed() && p->status())) return false;
+      process::wait_any(all, 50ms);
+    }
+  }
+  bool until_line(const std::string& text, std::chrono::seconds limit = 60s) {
+    return until([&] { return log.find(text) != std::string::npos; }, limit);
+  }
+  // Every node of the three says the cluster is ready: a node lost before its peers ever saw it
+  // would be a failed start, not a failover.
+  bool cluster_ready() {
+    for (const char* node : {"n0", "n1", "n2"})
+      if (!until_line("[" + std::string(node) + "] [/sv] every node is ready")) return false;
+    return true;
+  }
+  // kill -9 of `node`'s process (its pid from launch's `node X started (pid N)` line).
+  bool kill_node(const std::string& node) {
+    std::smatch m;
+    const std::regex started("node " + node + R"( started \(pid (\d+)\))");
+    return std::regex_search(log, m, started) && ::kill(std::stoi(m[1]), SIGKILL) == 0;
+  }
+  // Waits for the launch's end; its exit code, -1 when it did not end.
+  int end(std::chrono::seconds limit) {
+    if (!p) return -1;
+    auto st = p->wait(limit);
+    for (auto& l : p->take_lines()) log += l + "\n";
+    return st ? st->code : -1;
+  }
+};
+
 // Failover: middle's node n1 is killed (kill -9) once middle has started (and, with --state-dir,
 // once its state is durable). The run goes on: the root's node n0 places /sv/group/middle on a
 // survivor (n0: its parent group runs there), group's supervisor restarts it there (permanent), a
@@ -141,44 +191,22 @@ outcome failover_run(bool durable) {
   std::vector<std::string> argv{BANYAN_CLI,    "launch",    d.string(), "--run-for",  "60s",     "--",
                                 SUPERVISE_APP, "--threads", "2",        "--scenario", "failover"};
   if (durable) argv.insert(argv.end(), {"--state-dir", states.string()});
-  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
-  EXPECT_TRUE(p.has_value());
-  if (!p) return {-1, "cannot start banyan launch"};
-  std::string log;
-  std::vector<process*> all{&*p};
-  auto read_until = [&](auto done, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      for (auto& l : p->take_lines()) log += l + "\n";
-      if (done()) return true;
-      if (std::chrono::steady_clock::now() >= until || (p->closed() && p->status())) return false;
-      process::wait_any(all, 50ms);
-    }
-  };
-  auto has = [&](const std::string& text) { return [&log, text] { return log.find(text) != std::string::npos; }; };
-  EXPECT_TRUE(read_until(has("[n1] INCARNATION /sv/group/middle 1"), 60s)) << log;
-  // A failover needs a started cluster: a node lost before its peers ever saw it is a failed start.
-  for (const char* node : {"n0", "n1", "n2"})
-    EXPECT_TRUE(read_until(has("[" + std::string(node) + "] [/sv] every node is ready"), 60s)) << log;
+  watched_launch l(argv);
+  EXPECT_TRUE(l.until_line("[n1] INCARNATION /sv/group/middle 1")) << l.log;
+  EXPECT_TRUE(l.cluster_ready()) << l.log;
   if (durable) {
     // Its checkpoint is durable once the store's folder for n1 holds it (the writer's fsync).
-    EXPECT_TRUE(read_until(
+    EXPECT_TRUE(l.until(
         [&] {
           auto r = store::blob_reader::open((states / "n1").string());
           return r && !r->blobs().empty();
         },
         60s))
-        << log;
+        << l.log;
   }
-  std::smatch m;
-  static const std::regex started(R"(node n1 started \(pid (\d+)\))");
-  EXPECT_TRUE(std::regex_search(log, m, started)) << log;
-  if (m.empty()) return {-1, log};
-  EXPECT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
-  auto st = p->wait(90s);
-  for (auto& l : p->take_lines()) log += l + "\n";
-  EXPECT_TRUE(st.has_value()) << log;
-  return {st ? st->code : -1, log};
+  EXPECT_TRUE(l.kill_node("n1")) << l.log;
+  const int code = l.end(90s);
+  return {code, l.log};
 }
 
 void expect_failed_over(const outcome& r) {
@@ -231,40 +259,24 @@ TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
                                      "failover",    "--stay",    "--state-dir", (dir.path / "states").string()};
   std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
   argv.insert(argv.end(), app.begin(), app.end());
-  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
-  ASSERT_TRUE(p.has_value());
-  std::string log;
-  std::vector<process*> all{&*p};
-  auto read_until = [&](const std::string& text, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      for (auto& l : p->take_lines()) log += l + "\n";
-      if (log.find(text) != std::string::npos) return true;
-      if (std::chrono::steady_clock::now() >= until || (p->closed() && p->status())) return false;
-      process::wait_any(all, 50ms);
-    }
-  };
-  for (const char* node : {"n0", "n1", "n2"})
-    ASSERT_TRUE(read_until("[" + std::string(node) + "] [/sv] every node is ready", 60s)) << log;
-  std::smatch m;
-  static const std::regex started(R"(node n1 started \(pid (\d+)\))");
-  ASSERT_TRUE(std::regex_search(log, m, started)) << log;
-  ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
-  ASSERT_TRUE(read_until("AFTER pong from /sv/group/middle", 60s)) << log;
+  watched_launch l(argv);
+  ASSERT_TRUE(l.cluster_ready()) << l.log;
+  ASSERT_TRUE(l.kill_node("n1")) << l.log;
+  ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;
 
   std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n3", "--run-for", "90s", "--"};
   join.insert(join.end(), app.begin(), app.end());
   auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
   ASSERT_TRUE(joining.has_value());
-  ASSERT_TRUE(read_until("node `n3` joined", 60s)) << log << joining->output();
+  ASSERT_TRUE(l.until_line("node `n3` joined")) << l.log << joining->output();
   auto r = run_argv({BANYAN_CLI, "reconfigure", d3.string(), "--from", d.string(), "--json"}, 120s);
-  EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << log;
+  EXPECT_EQ(r.exit_code, 0) << r.output << "\n" << l.log;
   EXPECT_NE(r.output.find("\"from\": \"n0\""), std::string::npos) << r.output;  // where the failover put it
   EXPECT_NE(r.output.find("\"to\": \"n3\""), std::string::npos) << r.output;
-  EXPECT_TRUE(read_until("moved `/sv/group/middle` from `n0` to `n3`", 30s)) << log;
-  p->signal(SIGTERM);
+  EXPECT_TRUE(l.until_line("moved `/sv/group/middle` from `n0` to `n3`", 30s)) << l.log;
+  l.p->signal(SIGTERM);
   joining->signal(SIGTERM);
-  EXPECT_TRUE(p->wait(60s).has_value()) << log;
+  EXPECT_NE(l.end(60s), -1) << l.log;
   EXPECT_TRUE(joining->wait(60s).has_value()) << joining->output();
 }
 
@@ -274,43 +286,21 @@ TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
 void two_losses(bool at_once) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  std::vector<std::string> argv{BANYAN_CLI,    "launch",    d.string(), "--run-for",  "90s",      "--",
-                                SUPERVISE_APP, "--threads", "2",        "--scenario", "failover", "--stay"};
-  auto p = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
-  ASSERT_TRUE(p.has_value());
-  std::string log;
-  std::vector<process*> all{&*p};
-  auto read_until = [&](const std::string& text, std::chrono::seconds limit) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      for (auto& l : p->take_lines()) log += l + "\n";
-      if (log.find(text) != std::string::npos) return true;
-      if (std::chrono::steady_clock::now() >= until || (p->closed() && p->status())) return false;
-      process::wait_any(all, 50ms);
-    }
-  };
-  for (const char* node : {"n0", "n1", "n2"})
-    ASSERT_TRUE(read_until("[" + std::string(node) + "] [/sv] every node is ready", 60s)) << log;
-  auto kill_node = [&](const std::string& node) {
-    std::smatch m;
-    const std::regex started("node " + node + R"( started \(pid (\d+)\))");
-    ASSERT_TRUE(std::regex_search(log, m, started)) << log;
-    ASSERT_EQ(::kill(std::stoi(m[1]), SIGKILL), 0);
-  };
-  kill_node("n1");
+  watched_launch l({BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--", SUPERVISE_APP, "--threads", "2",
+                    "--scenario", "failover", "--stay"});
+  ASSERT_TRUE(l.cluster_ready()) << l.log;
+  ASSERT_TRUE(l.kill_node("n1")) << l.log;
   if (!at_once) {
-    ASSERT_TRUE(read_until("AFTER pong from /sv/group/middle", 60s)) << log;
+    ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;
   }
-  kill_node("n2");
-  ASSERT_TRUE(read_until("node `n2` lost: failing over `/sv/group/last` to `n0`", 60s)) << log;
-  ASSERT_TRUE(read_until("[n0] START /sv/group/last", 60s)) << log;
-  ASSERT_TRUE(read_until("AFTER pong from /sv/group/middle", 60s)) << log;
-  p->signal(SIGTERM);
-  auto st = p->wait(60s);
-  for (auto& l : p->take_lines()) log += l + "\n";
-  ASSERT_TRUE(st.has_value()) << log;
-  EXPECT_NE(log.find("node `n1` lost: failing over `/sv/group/middle` to `n0`"), std::string::npos) << log;
-  EXPECT_EQ(log.find("still running after 3 s"), std::string::npos) << log;
+  ASSERT_TRUE(l.kill_node("n2")) << l.log;
+  ASSERT_TRUE(l.until_line("node `n2` lost: failing over `/sv/group/last` to `n0`")) << l.log;
+  ASSERT_TRUE(l.until_line("[n0] START /sv/group/last")) << l.log;
+  ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;
+  l.p->signal(SIGTERM);
+  ASSERT_NE(l.end(60s), -1) << l.log;
+  EXPECT_NE(l.log.find("node `n1` lost: failing over `/sv/group/middle` to `n0`"), std::string::npos) << l.log;
+  EXPECT_EQ(l.log.find("still running after 3 s"), std::string::npos) << l.log;
 }
 
 TEST(Failover, TwoNodesLostOneAfterTheOtherFailOverInTurn) { two_losses(false); }
