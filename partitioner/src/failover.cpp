@@ -1,22 +1,13 @@
 #include "banyan/partitioner/failover.hpp"
 
+#include "detail.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
 namespace banyan::partitioner {
-
-namespace {
-
-std::string number(double v) {
-  std::string s = std::to_string(v);
-  s.erase(s.find_last_not_of('0') + 1);
-  if (!s.empty() && s.back() == '.') s.pop_back();
-  return s;
-}
-
-}  // namespace
 
 result<failover_plan> place_lost(const problem& p, const mapping& current, node_id lost,
                                  const std::vector<bool>& alive) {
@@ -89,10 +80,11 @@ result<failover_plan> place_lost(const problem& p, const mapping& current, node_
       }
     }
     if (best == no_node) {
-      return error{errc::over_capacity, "failover: `" + t.name(s.root) + "` (cpu load " + number(s.cpu) +
-                                            ") fits on no surviving node: the most capacity left is " +
-                                            number(std::max(0.0, most_room)) + ", short by " +
-                                            number(s.cpu - std::max(0.0, most_room))};
+      const double left = std::max(0.0, most_room);
+      return error{errc::over_capacity,
+                   "failover: `" + t.name(s.root) + "` (cpu load " + detail::format_number(s.cpu, 6) +
+                       ") fits on no surviving node: the most capacity left is " + detail::format_number(left, 6) +
+                       ", short by " + detail::format_number(s.cpu - left, 6)};
     }
     for (vertex_id u : s.members) plan.next[at(u)] = best;
     used[at(best)] += s.cpu;

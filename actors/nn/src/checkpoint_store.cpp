@@ -36,17 +36,6 @@ result<std::unique_ptr<checkpoint_store>> checkpoint_store::open(const fs::path&
   return std::unique_ptr<checkpoint_store>(new checkpoint_store(dir, std::move(s).value(), o.synchronous));
 }
 
-result<store::txn_id> checkpoint_store::save(const std::vector<std::pair<std::string, const checkpoint*>>& named) {
-  const auto start = clock::now();
-  store::transaction txn;  // the encoded bytes are moved in: no copy beyond the encoding
-  for (const auto& [name, ck] : named) {
-    auto bytes = encode_checkpoint(*ck, label(dir_, name), false);  // the store checks every blob
-    if (!bytes) return std::move(bytes).error();
-    txn.put(name, std::move(bytes).value());
-  }
-  return commit(std::move(txn), named.empty() ? 0 : static_cast<std::int64_t>(named.front().second->step), start);
-}
-
 result<store::txn_id> checkpoint_store::save(store::transaction&& txn, std::int64_t step) {
   return commit(std::move(txn), step, clock::now());
 }
@@ -80,10 +69,6 @@ result<store::txn_id> checkpoint_store::save_state(const std::string& name, cons
   }
   std::memset(at, 0, 4);  // no checksum: the store's per-blob CRC32C covers these bytes
   return commit(std::move(txn), static_cast<std::int64_t>(head.step), start);
-}
-
-result<store::txn_id> checkpoint_store::save(const std::string& name, const checkpoint& ck) {
-  return save({{name, &ck}});
 }
 
 result<void> checkpoint_store::flush(std::chrono::milliseconds limit) {

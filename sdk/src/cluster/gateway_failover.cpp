@@ -178,9 +178,10 @@ void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
   const node_id self = state_->where().self();
   failover_->before = state_->where().node_of();
   const auto& before = failover_->before;
+  const auto roots = lost_roots(tree, before, lost);
   // The lost incarnations' subscriptions, and those of everything below them (orphans are stopped):
   // no restart runs anywhere yet, so nothing new is dropped.
-  for (vertex_id r : lost_roots(tree, before, lost)) state_->forget_subtree(r, /*lost=*/true);
+  for (vertex_id r : roots) state_->forget_subtree(r, /*lost=*/true);
   state_->where().assign(next);
   // Hosted roots whose parent was lost: stopped (OTP: children go with their supervisor). The new
   // parent incarnation starts them again, under its node's generations: any start is new.
@@ -202,7 +203,7 @@ void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
   }
   restore_lost_states(lost, before, next);
   // Lost subtrees placed here under a parent elsewhere: hosted roots that wait for their start.
-  for (vertex_id r : lost_roots(tree, before, lost)) {
+  for (vertex_id r : roots) {
     if (next[r] != self || next[tree.parent(r)] == self || hosted_of(r)) continue;
     hosted h{r, caf::actor{}};
     h.generation = 0;

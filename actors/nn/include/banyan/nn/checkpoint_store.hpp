@@ -59,11 +59,10 @@ class checkpoint_store {
   static result<std::unique_ptr<checkpoint_store>> open(const std::filesystem::path& dir,
                                                         checkpoint_store_options o = {});
 
-  // Encodes each named checkpoint and commits them as one transaction. Errors: the encoding's
-  // (invalid_argument), the store's (the writer failed earlier: disk full, EIO, folder gone; the
-  // message names the file and durable_step() says what is safe).
-  result<store::txn_id> save(const std::vector<std::pair<std::string, const checkpoint*>>& named);
-  result<store::txn_id> save(const std::string& name, const checkpoint& ck);
+  // Both saves return the transaction's id once its bytes are in the buffer (durable, when
+  // synchronous). Errors: the encoding's (invalid_argument), the store's (the writer failed earlier:
+  // disk full, EIO, folder gone; the message names the file and durable_step() says what is safe).
+  //
   // A model's state as checkpoint `name` with one copy of the tensors: `floats` parameters and both
   // AdamW moments downloaded from `be` (device pointers) straight into the store's buffer; `head`
   // gives the model, config, step and vocabulary (its tensors are not read). The blob leaves its
@@ -78,7 +77,7 @@ class checkpoint_store {
 
   // Waits until every save is durable, at most `limit`.
   result<void> flush(std::chrono::milliseconds limit);
-  // The step of the newest durable save (its first checkpoint's step); -1: none yet.
+  // The step of the newest durable save; -1: none yet.
   std::int64_t durable_step() const;
 
   checkpoint_save_stats stats() const;
