@@ -34,7 +34,7 @@ using started_atom = caf::atom_constant<caf::atom("started")>;    // a child's s
 using ready_atom = caf::atom_constant<caf::atom("ready")>;        // every node is ready: flush held publishes
 using lost_atom = caf::atom_constant<caf::atom("lost")>;  // child path, node, reason: a child on another node was lost
 using failover_atom =
-    caf::atom_constant<caf::atom("failover")>;  // child vertex, reason: a lost child's subtree now runs on a survivor
+    caf::atom_constant<caf::atom("failover")>;  // child vertices, reasons: lost children's subtrees now run on survivors
 using resume_atom = caf::atom_constant<caf::atom("resume")>;  // a paused publisher may go on
 using reply_atom = caf::atom_constant<caf::atom("reply")>;    // a reply from another node
 using expire_atom = caf::atom_constant<caf::atom("expire")>;  // a cross-node request's timeout

@@ -203,8 +203,8 @@ caf::behavior component_actor::make_behavior() {
       [this](lost_atom, const std::string& child_path, node_id lost, const std::string& reason) {
         supervisor_.child_lost(child_path, lost, reason);
       },
-      [this](failover_atom, vertex_id child_vertex, const std::string& reason) {
-        supervisor_.child_failed_over(child_vertex, reason);
+      [this](failover_atom, const std::vector<vertex_id>& children, const std::vector<std::string>& reasons) {
+        supervisor_.children_failed_over(children, reasons);
       },
       [this](undeliv_atom, const std::string& node, std::uint64_t count, const std::string& reason) {
         counted([&] { user_->on_undelivered(*ctx_, node, count, reason); });

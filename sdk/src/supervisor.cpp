@@ -217,10 +217,11 @@ void supervisor::child_lost(const std::string& child_path, node_id lost, const s
   auto found = std::find_if(children_.begin(), children_.end(),
                             [&](const child& c) { return c.remote && state_.tree().path(c.vertex) == child_path; });
   if (found == children_.end() || state_.where().node_of(found->vertex) != lost) return;  // failed over already
+  if (!found->remote_up) return;  // not running there (a dynamic child not started): nothing was lost
   log::warning(state_.tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
   self_.call_user([&](component& user, context& ctx) { user.on_child_failure(ctx, child_path, reason); });
   // Its node is gone: nothing can restart it there; a failover may place it on a survivor
-  // (child_failed_over). Later siblings still start. A dynamic child may be started again, when its
+  // (children_failed_over). Later siblings still start. A dynamic child may be started again, when its
   // node is back (the gate holds its start until then).
   for (std::size_t i = 0; i < children_.size(); ++i) {
     child& c = children_[i];
@@ -238,33 +239,59 @@ void supervisor::child_lost(const std::string& child_path, node_id lost, const s
   }
 }
 
-void supervisor::child_failed_over(vertex_id child_vertex, const std::string& reason) {
-  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.vertex == child_vertex; });
-  if (it == children_.end()) return;
-  child& c = *it;
-  const bool told = c.lost;                   // child_lost reported the failure already
-  const bool was_up = c.lost || c.remote_up;  // running on the lost node when it went
-  c.lost = false;
-  c.remote = !state_.is_local(c.vertex);
-  c.remote_up = false;
-  if (shutting_down_ || !was_up) return;  // not running: its next start goes to its new node
-  if (!told) log::warning(state_.tree().path(vertex_), "child `" + state_.tree().path(c.vertex) + "` lost: " + reason);
-  if (state_.spec_of(c.vertex).is_dynamic()) {
-    // Started on demand (ctx.start_child), often for the node it runs on (an elastic worker): it
-    // stays down, as its loss said; start_child starts it again, where it now belongs.
-    if (!told)
-      self_.call_user(
-          [&](component& user, context& ctx) { user.on_child_failure(ctx, state_.tree().path(c.vertex), reason); });
-    c.active = false;
-    return;
+void supervisor::children_failed_over(const std::vector<vertex_id>& vertices, const std::vector<std::string>& reasons) {
+  // Each lost child now runs where() says. Its lost incarnation needs no stop: it is gone.
+  std::vector<std::size_t> up;  // those running when their node went, in start order
+  std::vector<bool> told(children_.size(), false);
+  std::vector<const std::string*> reason_of(children_.size(), nullptr);
+  for (std::size_t k = 0; k < vertices.size(); ++k) {
+    auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.vertex == vertices[k]; });
+    if (it == children_.end()) continue;
+    child& c = *it;
+    const auto i = static_cast<std::size_t>(it - children_.begin());
+    told[i] = c.lost;                           // child_lost reported the failure already
+    const bool was_up = c.lost || c.remote_up;  // running on the lost node when it went
+    c.lost = false;
+    c.remote = !state_.is_local(c.vertex);
+    c.remote_up = false;
+    reason_of[i] = &reasons[k];
+    if (shutting_down_ || !was_up) continue;  // not running: its next start goes to its new node
+    if (!told[i])
+      log::warning(state_.tree().path(vertex_), "child `" + state_.tree().path(c.vertex) + "` lost: " + reasons[k]);
+    if (state_.spec_of(c.vertex).is_dynamic()) {
+      // Started on demand (ctx.start_child), often for the node it runs on (an elastic worker): it
+      // stays down, as its loss said; start_child starts it again, where it now belongs.
+      if (!told[i])
+        self_.call_user([&](component& user, context& ctx) {
+          user.on_child_failure(ctx, state_.tree().path(c.vertex), reasons[k]);
+        });
+      c.active = false;
+      continue;
+    }
+    up.push_back(i);
   }
-  const auto i = static_cast<std::size_t>(it - children_.begin());
-  const bool was_starting = starting_ == i;
-  if (was_starting) starting_ = none;
-  supervise(i, reason, /*failure=*/!told, was_starting);
+  std::sort(up.begin(), up.end());
+  // The children lost together failed at one moment, by one cause: that counts once against the
+  // intensity limit (a crash loop is what the limit is for). Under one_for_one each is restarted;
+  // under one_for_all and rest_for_one the first one's restart restarts the others too (OTP's
+  // supervisor takes the exits of the siblings it restarts with it). The user hears of each loss.
+  const auto strategy = state_.spec_of(vertex_).policy().strategy;
+  for (std::size_t n = 0; n < up.size(); ++n) {
+    const std::size_t i = up[n];
+    if (n > 0 && strategy != restart_strategy::one_for_one) {
+      if (!told[i])
+        self_.call_user([&](component& user, context& ctx) {
+          user.on_child_failure(ctx, state_.tree().path(children_[i].vertex), *reason_of[i]);
+        });
+      continue;
+    }
+    const bool was_starting = starting_ == i;
+    if (was_starting) starting_ = none;
+    supervise(i, *reason_of[i], /*failure=*/!told[i], was_starting, /*counts=*/n == 0);
+  }
 }
 
-void supervisor::supervise(std::size_t i, const std::string& reason, bool failure, bool was_starting) {
+void supervisor::supervise(std::size_t i, const std::string& reason, bool failure, bool was_starting, bool counts) {
   const auto& tree = state_.tree();
   const std::string& child_path = tree.path(children_[i].vertex);
   if (failure) self_.call_user([&](component& user, context& ctx) { user.on_child_failure(ctx, child_path, reason); });
@@ -278,7 +305,7 @@ void supervisor::supervise(std::size_t i, const std::string& reason, bool failur
   }
   const supervision& policy = state_.spec_of(vertex_).policy();
   auto now = std::chrono::steady_clock::now();
-  restarts_.push_back(now);
+  if (counts) restarts_.push_back(now);
   while (!restarts_.empty() && now - restarts_.front() > policy.within) restarts_.pop_front();
   if (static_cast<int>(restarts_.size()) > policy.max_restarts) {
     std::string why = "child `" + child_path + "` failed " + std::to_string(restarts_.size()) +

@@ -51,9 +51,10 @@ class supervisor {
   void remote_child_stopped(vertex_id child, std::uint64_t generation);  // it called ctx.stop()
   // Its node `lost` is gone (ignored when the child no longer runs there: failed over already).
   void child_lost(const std::string& child_path, node_id lost, const std::string& reason);
-  // A failover placed the lost child's subtree on a survivor (where() says which): restarted there as
-  // its restart type and this supervisor's strategy say, within the intensity limit.
-  void child_failed_over(vertex_id child, const std::string& reason);
+  // A failover placed the lost children's subtrees on survivors (where() says which; `reasons`, one
+  // per child, say so): restarted there as their restart types and this supervisor's strategy say,
+  // within the intensity limit, as children that failed at one moment.
+  void children_failed_over(const std::vector<vertex_id>& children, const std::vector<std::string>& reasons);
   // A live move: the child now runs on `to` (a local spawn when that is this node).
   void child_moved(vertex_id child, node_id to, std::uint64_t generation);
   void backoff_over();  // restart_atom
@@ -91,8 +92,10 @@ class supervisor {
   void stop_child(child& c);
   // A child ended: after a failure (`failure`: on_child_failure with `reason`, then per its restart
   // type) or normally by ctx.stop() (restarted only if permanent). `was_starting`: it ended while it
-  // was starting (its later siblings wait for it).
-  void supervise(std::size_t i, const std::string& reason, bool failure = true, bool was_starting = false);
+  // was starting (its later siblings wait for it). `counts`: against the intensity limit (false for
+  // the second and later children lost with one node).
+  void supervise(std::size_t i, const std::string& reason, bool failure = true, bool was_starting = false,
+                 bool counts = true);
   // Remote incarnation `generation` of `child` ended: its index, or none when that incarnation was
   // stopped or replaced already, or this one is shutting down. `was_starting` as for supervise().
   std::size_t remote_child_ended(vertex_id child, std::uint64_t generation, bool& was_starting);

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -88,6 +91,55 @@ struct running_launch {
   void drain() {
     (void)p->read(std::chrono::milliseconds(0));
     for (auto& l : p->take_lines()) log += l + "\n";
+  }
+};
+
+// A `banyan launch` whose merged output is read as it comes, for tests that act while it runs
+// (kill a node, start another launch).
+struct watched_launch {
+  std::optional<process> p;
+  std::string log;
+
+  explicit watched_launch(const std::vector<std::string>& argv) {
+    auto spawned = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
+    if (spawned) p.emplace(std::move(spawned).value());
+    else log = spawned.error().message + "\n";
+  }
+  // Reads until `done()` holds; false when the launch ended first or `limit` passed.
+  template <class Done>
+  bool until(Done done, std::chrono::seconds limit) {
+    if (!p) return false;
+    std::vector<process*> all{&*p};
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      for (auto& l : p->take_lines()) log += l + "\n";
+      if (done()) return true;
+      if (std::chrono::steady_clock::now() >= end || (p->closed() && p->status())) return false;
+      process::wait_any(all, std::chrono::milliseconds(50));
+    }
+  }
+  bool until_line(const std::string& text, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    return until([&] { return log.find(text) != std::string::npos; }, limit);
+  }
+  // Every node n0..n<nodes-1> says the cluster is ready (in the log of the app's root `root`): a
+  // node lost before its peers ever saw it would be a failed start, not a failover.
+  bool cluster_ready(const std::string& root, int nodes = 3) {
+    for (int i = 0; i < nodes; ++i)
+      if (!until_line("[n" + std::to_string(i) + "] [" + root + "] every node is ready")) return false;
+    return true;
+  }
+  // kill -9 of `node`'s process (its pid from launch's `node X started (pid N)` line).
+  bool kill_node(const std::string& node) {
+    std::smatch m;
+    const std::regex started("node " + node + R"( started \(pid (\d+)\))");
+    return std::regex_search(log, m, started) && ::kill(std::stoi(m[1]), SIGKILL) == 0;
+  }
+  // Waits for the launch's end; its exit code, -1 when it did not end.
+  int end(std::chrono::seconds limit) {
+    if (!p) return -1;
+    auto st = p->wait(limit);
+    for (auto& l : p->take_lines()) log += l + "\n";
+    return st ? st->code : -1;
   }
 };
 

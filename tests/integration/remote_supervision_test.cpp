@@ -130,53 +130,10 @@ TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
   EXPECT_EQ(r.output.find(down, at + 1), std::string::npos) << "the monitor fired twice\n" << r.output;
 }
 
-// A `banyan launch` of supervise_app whose merged output is read as it comes, for tests that act
-// while it runs (kill a node, start another launch).
-struct watched_launch {
-  std::optional<process> p;
-  std::string log;
-
-  explicit watched_launch(const std::vector<std::string>& argv) {
-    auto spawned = process::spawn(argv, {.out = output_mode::capture, .err = output_mode::merge});
-    EXPECT_TRUE(spawned.has_value()) << spawned.error().message;
-    if (spawned) p.emplace(std::move(spawned).value());
-  }
-  // Reads until `done()` holds; false when the launch ended first or `limit` passed.
-  template <class Done>
-  bool until(Done done, std::chrono::seconds limit) {
-    if (!p) return false;
-    std::vector<process*> all{&*p};
-    const auto end = std::chrono::steady_clock::now() + limit;
-    for (;;) {
-      for (auto& l : p->take_lines()) log += l + "\n";
-      if (done()) return true;
-      if (std::chrono::steady_clock::now() >= end || (p->closed() && p->status())) return false;
-      process::wait_any(all, 50ms);
-    }
-  }
-  bool until_line(const std::string& text, std::chrono::seconds limit = 60s) {
-    return until([&] { return log.find(text) != std::string::npos; }, limit);
-  }
-  // Every node of the three says the cluster is ready: a node lost before its peers ever saw it
-  // would be a failed start, not a failover.
-  bool cluster_ready() {
-    for (const char* node : {"n0", "n1", "n2"})
-      if (!until_line("[" + std::string(node) + "] [/sv] every node is ready")) return false;
-    return true;
-  }
-  // kill -9 of `node`'s process (its pid from launch's `node X started (pid N)` line).
-  bool kill_node(const std::string& node) {
-    std::smatch m;
-    const std::regex started("node " + node + R"( started \(pid (\d+)\))");
-    return std::regex_search(log, m, started) && ::kill(std::stoi(m[1]), SIGKILL) == 0;
-  }
-  // Waits for the launch's end; its exit code, -1 when it did not end.
-  int end(std::chrono::seconds limit) {
-    if (!p) return -1;
-    auto st = p->wait(limit);
-    for (auto& l : p->take_lines()) log += l + "\n";
-    return st ? st->code : -1;
-  }
+// A launch of supervise_app (its root is /sv) whose nodes all say the cluster is ready.
+struct watched_launch : test::watched_launch {
+  using test::watched_launch::watched_launch;
+  bool cluster_ready() { return test::watched_launch::cluster_ready("/sv"); }
 };
 
 // Failover: middle's node n1 is killed (kill -9) once middle has started (and, with --state-dir,

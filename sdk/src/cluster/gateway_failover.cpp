@@ -12,7 +12,7 @@
 //               root waiting for its supervisor's start. Then it tells the root's node.
 //   3. go       with every survivor's word, the root's node says go: each supervisor of a lost
 //               subtree's root restarts it where it now runs, as its restart type, its strategy and
-//               its intensity limit say (supervisor::child_failed_over).
+//               its intensity limit say (supervisor::children_failed_over).
 // No restart begins before every survivor has applied the plan, so no node can drop the new
 // incarnations' subscriptions with the old ones. A node lost during a failover is failed over next.
 #include "actor_protocol.hpp"
@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 namespace banyan::detail {
 namespace {
@@ -247,7 +248,10 @@ void gateway_actor::restore_lost_states(node_id lost, const std::vector<node_id>
       continue;
     }
     bytes += it->second.size();
-    state_->kept().put(*tree.find(path), payload::copy_of(std::span<const std::byte>(it->second)));
+    auto state = payload::copy_of(std::span<const std::byte>(it->second));
+    // Durable here too, so that a loss of this node finds it as well.
+    if (auto* durable = state_->durable()) durable->put(path, state);
+    state_->kept().put(*tree.find(path), std::move(state));
     restored.push_back(path);
   }
   if (!restored.empty()) {
@@ -271,11 +275,17 @@ void gateway_actor::check_failover_applied() {
 void gateway_actor::failover_go() {
   const auto& tree = state_->tree();
   const std::string reason = "node `" + node_->name_of(failover_->lost) + "` lost; failed over to `";
+  // Each local parent hears of all its lost children at once (its strategy treats them together).
+  std::map<vertex_id, std::pair<std::vector<vertex_id>, std::vector<std::string>>> by_parent;
   for (vertex_id r : lost_roots(tree, failover_->before, failover_->lost)) {
     if (!state_->is_local(tree.parent(r))) continue;
-    if (auto parent = state_->actors().get(tree.parent(r)))
-      anon_send(parent, failover_atom::value, r, reason + node_->name_of(state_->where().node_of(r)) + "`");
+    auto& [children, reasons] = by_parent[tree.parent(r)];
+    children.push_back(r);
+    reasons.push_back(reason + node_->name_of(state_->where().node_of(r)) + "`");
   }
+  for (auto& [parent_vertex, lost] : by_parent)
+    if (auto parent = state_->actors().get(parent_vertex))
+      anon_send(parent, failover_atom::value, lost.first, lost.second);
   failover_.reset();
   next_failover();
 }
