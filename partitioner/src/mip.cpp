@@ -12,38 +12,13 @@
 // budget; CBC checks its limit only between nodes and not in preprocessing or while completing a
 // MIP start, so the parent kills the child at the deadline (plus a small grace) and keeps the warm
 // start. The total wall time of solve() is thereby bounded whatever CBC does.
+#include "cbc_model.hpp"
 #include "exact_common.hpp"
-
-#include <coin/Cbc_C_Interface.h>
 
 #include <limits>
 
 namespace banyan::partitioner::detail {
 namespace {
-
-struct lp {
-  std::vector<double> lb, ub, obj;
-  std::vector<char> integer;
-  std::vector<std::vector<std::pair<int, double>>> cols;  // column-wise entries (row, value)
-  std::vector<double> row_lb, row_ub;
-
-  int col(double l, double u, double c, bool is_int) {
-    lb.push_back(l);
-    ub.push_back(u);
-    obj.push_back(c);
-    integer.push_back(is_int ? 1 : 0);
-    cols.emplace_back();
-    return static_cast<int>(lb.size() - 1);
-  }
-  int row(double l, double u, std::initializer_list<std::pair<int, double>> entries) {
-    const int r = static_cast<int>(row_lb.size());
-    row_lb.push_back(l);
-    row_ub.push_back(u);
-    for (const auto& [c, v] : entries) cols[c].emplace_back(r, v);
-    return r;
-  }
-  void entry(int r, int c, double v) { cols[c].emplace_back(r, v); }
-};
 
 // What came back from CBC: the x columns rounded to a mapping (empty when CBC had none).
 struct cbc_outcome {
@@ -88,7 +63,7 @@ class mip_algorithm : public algorithm {
     const auto& t = p.t;
     const std::size_t n = t.size(), k = p.k();
     const double inf = std::numeric_limits<double>::infinity();
-    lp m;
+    lp_model m;
     auto X = [&](std::size_t v, std::size_t j) { return static_cast<int>(v * k + j); };
     for (std::size_t v = 0; v < n; ++v) {
       for (std::size_t j = 0; j < k; ++j) {
@@ -146,25 +121,7 @@ class mip_algorithm : public algorithm {
       }
     }
 
-    // Column-major arrays for Cbc_loadProblem.
-    std::vector<CoinBigIndex> start{0};
-    std::vector<int> index;
-    std::vector<double> value;
-    for (const auto& c : m.cols) {
-      for (const auto& [r, v] : c) {
-        index.push_back(r);
-        value.push_back(v);
-      }
-      start.push_back(static_cast<CoinBigIndex>(index.size()));
-    }
-    Cbc_Model* model = Cbc_newModel();
-    const int ncols = static_cast<int>(m.lb.size()), nrows = static_cast<int>(m.row_lb.size());
-    Cbc_loadProblem(model, ncols, nrows, start.data(), index.data(), value.data(), m.lb.data(), m.ub.data(),
-                    m.obj.data(), m.row_lb.data(), m.row_ub.data());
-    for (int c = 0; c < ncols; ++c) {
-      if (m.integer[c]) Cbc_setInteger(model, c);
-    }
-    Cbc_setLogLevel(model, 0);
+    Cbc_Model* model = m.load();
     const double left = o.timeout_s - clock.seconds();
     const double cbc_limit = std::max(0.01, 0.9 * left);
     Cbc_setMaximumSeconds(model, cbc_limit);
