@@ -8,6 +8,7 @@ namespace banyan::cli {
 
 action setup_gen_tree(CLI::App& sub);     // gen_tree_command.cpp
 action setup_partition(CLI::App& sub);    // partition_command.cpp
+action setup_plan(CLI::App& sub);         // plan_command.cpp
 action setup_pipeline(CLI::App& sub);     // pipeline_command.cpp
 action setup_keygen(CLI::App& sub);       // keygen_command.cpp
 action setup_launch(CLI::App& sub);       // launch_command.cpp

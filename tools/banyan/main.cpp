@@ -26,6 +26,8 @@ const std::vector<banyan::cli::command>& commands() {
 #endif
 #ifdef BANYAN_CLI_PARTITIONER
       {"partition", "Map a traffic profile onto a cluster and write a deployment", banyan::cli::setup_partition},
+      {"plan", "Plan when periodic subtrees are awake and where (a reliability target per workflow)",
+       banyan::cli::setup_plan},
 #endif
 #ifdef BANYAN_CLI_PIPELINE
       {"pipeline", "Pipeline schedules: show, validate, simulate and search (DSL programs and torch CSV tables)",
