@@ -43,8 +43,9 @@ struct options {
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
   // Component version (banyan SDK).
   bool components = false, report = false;
-  std::string mode = "hier", profile, deployment, node, grain = "node";
+  std::string mode = "hier", profile, deployment, node, grain = "node", state_dir;
   unsigned threads = 0;
+  std::uint64_t checkpoint_every = 0;
 };
 
 // The error a run ends with, on stderr; returns the exit code (1: the work failed, 2: bad arguments).
@@ -256,6 +257,9 @@ int run(const options& o) {
     cr->lanes = o.lanes;
     cr->trace_lanes = ro.trace_lanes;
     cr->how = o.grain == "leaf" ? eda::grain::leaf : eda::grain::node;
+    if (o.checkpoint_every > 0 && cr->how != eda::grain::leaf)
+      return bad_arguments("--checkpoint-every needs --grain leaf (a node's merged leaves cannot be resumed apart)");
+    cr->checkpoint_every = o.checkpoint_every;
     if (!o.profile.empty() && o.deployment.empty() && cr->how == eda::grain::node)
       std::fprintf(stderr,
                    "eda_sim: warning: --profile with --grain node in one process sends no group messages, "
@@ -266,6 +270,7 @@ int run(const options& o) {
     bo.threads = o.threads;
     bo.deployment = o.deployment;
     bo.node = o.node;
+    bo.state_dir = o.state_dir;
     auto br = banyan::run(*app, bo);
     if (!br.error.empty()) return fail(br.error);
     if (br.exit_code != 0) return fail("the component run ended with exit code " + std::to_string(br.exit_code));
@@ -278,12 +283,13 @@ int run(const options& o) {
     for (const auto& e : br.traffic.edges) edge_msgs += e.messages, edge_bytes += e.bytes;
     json jc = {{"mode", o.mode},
                {"grain", o.grain},
-               {"hosted_io", cr->cycles_done > 0},
+               {"hosted_io", cr->ended_here},
                {"seconds", cr->seconds},
                {"cycles_per_second", cr->seconds > 0 ? cycles / cr->seconds : 0.0},
                {"edge_messages", edge_msgs},
                {"edge_bytes", edge_bytes}};
-    if (cr->cycles_done > 0) {
+    if (cr->checkpoint_every > 0) jc["resent_after_failover"] = cr->resent.load();
+    if (cr->ended_here) {
       jc["signature"] = cr->signature;
       jc["identical_to_engine"] = cr->signature == r.signature && cr->samples.samples == r.samples.samples;
       std::uint64_t cross_msgs = 0, cross_bytes = 0;
@@ -301,7 +307,7 @@ int run(const options& o) {
     }
     summary["components"] = jc;
     stim_shared = cr->stim;
-    skip_check = cr->cycles_done == 0;
+    skip_check = !cr->ended_here;
   }
 #endif
 
@@ -440,6 +446,12 @@ int main(int argc, char** argv) {
   app.add_flag("--report", o.report, "Print the component run's per-edge traffic table on stdout at the end");
   app.add_option("--deployment", o.deployment, "Run the components as one node of this deployment (YAML)");
   app.add_option("--node", o.node, "This node's name in the deployment")->needs("--deployment");
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "With --components --grain leaf: every leaf keeps its state every this many cycles, so that a "
+                 "failover resumes it from there (with --state-dir: durable)");
+  app.add_option("--state-dir", o.state_dir,
+                 "Under banyan launch: keep the checkpoints durable in this folder (the same for every node), "
+                 "so that a lost node's leaves resume on a survivor (docs/runtime.md, Failover)");
 #endif
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #include <banyan/eda_sim/cluster.hpp>
 #include <banyan/eda_sim/components.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -73,7 +74,14 @@ struct state_reader {
 };
 
 constexpr std::uint32_t state_magic = 0x4c414445;  // "EDAL"
-constexpr std::uint32_t state_version = 1;
+constexpr std::uint32_t state_version = 2;
+
+// The cycle a group message is for (its header).
+std::uint64_t cycle_of(const banyan::payload& p) {
+  std::uint64_t c = 0;
+  std::memcpy(&c, p.bytes().data(), header);
+  return c;
+}
 
 }  // namespace
 
@@ -120,16 +128,40 @@ class gate_component final : public banyan::leaf {
     }
     (void)ctx.subscribe("ctl/go", [this](const banyan::delivery&) {
       resolve();
-      if (head_ != this) return;
+      if (head_ != this || running_) return;
       build();
       started_ = std::chrono::steady_clock::now();
       running_ = true;
+      // The first checkpoint is the start, so that a failover always finds one.
+      if (run_->checkpoint_every > 0) keep_checkpoint();
       progress();
     });
+    if (run_->checkpoint_every > 0) {
+      (void)ctx.subscribe("ctl/replay", [this](const banyan::delivery& m) { on_replay(m.data()); });
+      if (!restored_) {
+        // Started afresh while the simulation runs (a failover found no durable state for it), it
+        // could never catch up: the run ends, saying why. The root says whether the simulation was
+        // started; at the run's start the go may still be on its way (held until every node is
+        // ready), so only a leaf that has not had it 20 s later is such a leaf.
+        ctx.request_text(ctx.tree().path(0), "running", "", std::chrono::seconds(30),
+                         [this, &ctx](banyan::result<std::string> r) {
+                           if (!r || *r != "yes" || running_) return;
+                           ctx.after(std::chrono::seconds(20), [this, &ctx] {
+                             if (running_) return;
+                             ctx.log("eda_sim: leaf " + run_->d->leaves[leaf_].path +
+                                     " restarted without a state while the simulation runs (it failed over with no "
+                                     "durable checkpoint: run the nodes with --state-dir and --checkpoint-every); "
+                                     "the run ends");
+                             ctx.quit(1);
+                           });
+                         });
+      }
+    }
     if (eng_) ctx.report_memory(eng_->state_bytes());
     // Moved here while running: go on where the old incarnation stopped (the work it had posted
     // to itself did not move with it).
     if (running_) ctx.post([this] { progress(); });
+    if (running_ && restored_ && run_->checkpoint_every > 0) resume_from_checkpoint();
   }
 
   // A live move carries a leaf's whole simulation state: its engine (values, flip-flops,
@@ -151,8 +183,17 @@ class gate_component final : public banyan::leaf {
       if (eng_) {
         w.put_all(std::span<const char>(received_));
         w.put_all(std::span<const char>(sent_));
-        for (const auto& o : outs_) w.put_all(std::span<const lanes>(o.last));
+        for (const auto& o : outs_) {
+          w.put_all(std::span<const lanes>(o.last));
+          // What it sent in the last checkpoint period: for lost readers that resume from an older one.
+          const std::uint64_t end = o.log_from + o.log.size(), period = run_->checkpoint_every;
+          const std::uint64_t keep_from = std::clamp(cycle_ >= period ? cycle_ - period : 0, o.log_from, end);
+          w.put(keep_from);
+          w.put<std::uint64_t>(end - keep_from);
+          for (std::size_t k = keep_from - o.log_from; k < o.log.size(); ++k) w.put_all(o.log[k].bytes());
+        }
         for (const auto& in : ins_) {
+          w.put(in.next);
           w.put<std::uint64_t>(in.queue.size());
           for (const auto& p : in.queue) w.put_all(p.bytes());
         }
@@ -169,8 +210,6 @@ class gate_component final : public banyan::leaf {
         w.put(run_->signature);
         w.put(run_->cycles_done);
         w.put_all(std::span<const std::uint8_t>(run_->samples.samples));
-        run_->cycles_done = 0;  // this process no longer hosts the io leaf (main.cpp: hosted_io)
-        run_->samples.samples.clear();
       }
     }
     return banyan::payload::copy_of(std::span<const std::byte>(w.out));
@@ -185,7 +224,7 @@ class gate_component final : public banyan::leaf {
       throw std::runtime_error(r.what + ": the moved state is leaf " + std::to_string(l) + "'s");
     if (!r.get<std::uint8_t>("movable")) {
       unmovable_ = "eda_sim: leaf " + d.leaves[leaf_].path +
-                   " was moved live, which --grain node does not "
+                   " was moved live or failed over, which --grain node does not "
                    "support (a process's leaves are merged into one engine); run with --grain leaf to "
                    "reconfigure a running simulation. The run ends.";
       return;
@@ -205,8 +244,13 @@ class gate_component final : public banyan::leaf {
         auto last = r.get_all<lanes>("last sent values");
         if (last.size() != o.last.size()) throw std::runtime_error(r.what + ": moved state has a wrong group width");
         o.last = std::move(last);
+        o.log_from = r.get<std::uint64_t>("log start");
+        o.log.clear();
+        for (auto n = r.get<std::uint64_t>("log length"); n; --n)
+          o.log.push_back(banyan::payload::copy_of(r.bytes(r.get<std::uint64_t>("logged group"), "logged group")));
       }
       for (auto& in : ins_) {
+        in.next = r.get<std::uint64_t>("next cycle");
         for (auto n = r.get<std::uint64_t>("queue length"); n; --n)
           in.queue.push_back(banyan::payload::copy_of(r.bytes(r.get<std::uint64_t>("queued group"), "queued group")));
       }
@@ -227,6 +271,7 @@ class gate_component final : public banyan::leaf {
     }
     if (!r.in.empty())
       throw std::runtime_error(r.what + ": " + std::to_string(r.in.size()) + " bytes after the moved state");
+    restored_ = true;
   }
 
   // Publishes a group for the head (runs in this leaf, the group's driver).
@@ -237,10 +282,25 @@ class gate_component final : public banyan::leaf {
 
   // A group message for the head's merged leaf (runs in the head). Another leaf of this node may
   // pass one on before the head has had a message of its own: the head learns its members here too.
+  // Each group has one message per cycle, in order; one sent again (a reader or driver resumed
+  // from a checkpoint: docs/runtime.md "Failover") is dropped, and one that overtook the messages
+  // sent again before it waits for them.
   void deliver(int g, banyan::payload p) {
     resolve();
     build();
-    ins_[in_index_.at(g)].queue.push_back(std::move(p));
+    in_group& in = ins_[in_index_.at(g)];
+    const std::uint64_t c = cycle_of(p);
+    if (c < in.next) return;
+    if (c > in.next) {
+      in.ahead.emplace(c, std::move(p));
+      return;
+    }
+    in.queue.push_back(std::move(p));
+    ++in.next;
+    for (auto it = in.ahead.begin(); it != in.ahead.end() && it->first == in.next; it = in.ahead.erase(it)) {
+      in.queue.push_back(std::move(it->second));
+      ++in.next;
+    }
     progress();
   }
 
@@ -250,6 +310,8 @@ class gate_component final : public banyan::leaf {
     std::vector<std::uint32_t> slots;  // in the merged leaf
     int trigger;
     std::deque<banyan::payload> queue;
+    std::uint64_t next = 0;                          // the cycle of the next message not yet received
+    std::map<std::uint64_t, banyan::payload> ahead;  // received before the ones sent again before them
   };
   struct out_group {
     int group;
@@ -258,6 +320,10 @@ class gate_component final : public banyan::leaf {
     std::vector<lanes> last;
     std::uint32_t up;               // scope: levels above the driver leaf
     local_leaves::entry publisher;  // the driver leaf
+    // With checkpoints: what it sent from cycle log_from on (one message per cycle), kept for two
+    // periods, so that it can send again what a reader resuming from a checkpoint needs.
+    std::uint64_t log_from = 0;
+    std::deque<banyan::payload> log;
   };
 
   // Who evaluates this leaf (the head) and, per group this leaf reads, whether it passes the group's
@@ -422,6 +488,7 @@ class gate_component final : public banyan::leaf {
     run_->cycles_done = cycle_ + 1;
     if (cycle_ + 1 == run_->cycles) {
       run_->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+      run_->ended_here = true;
       ctx_->quit(0);
     }
   }
@@ -437,17 +504,86 @@ class gate_component final : public banyan::leaf {
     std::memcpy(buf_.data(), &cycle_, header);
     if (changed) std::memcpy(buf_.data() + header, o.last.data(), o.last.size() * sizeof(lanes));
     auto p = banyan::payload::copy_of(std::span<const std::byte>(buf_));
+    if (run_->checkpoint_every > 0) o.log.push_back(p);
     if (o.publisher.self == this) return publish_for_head(gr.topic, p, o.up);
     (void)o.publisher.post(
         [to = o.publisher.self, topic = &gr.topic, p, up = o.up] { to->publish_for_head(*topic, p, up); });
+  }
+
+  // A checkpoint at a cycle boundary: the logs keep two periods, then the SDK takes the state
+  // (snapshot(); with --state-dir it is made durable).
+  void keep_checkpoint() {
+    for (auto& o : outs_)
+      for (; !o.log.empty() && o.log_from + 2 * run_->checkpoint_every < cycle_; ++o.log_from) o.log.pop_front();
+    ctx_->checkpoint();
+  }
+
+  // Sends group `o` again from cycle `from` (what it sent since, from its log).
+  void resend(out_group& o, std::uint64_t from, const std::string& to) {
+    const auto& topic = run_->d->groups[o.group].topic;
+    const std::uint64_t end = o.log_from + o.log.size();
+    if (from >= end) return;
+    if (from < o.log_from) {
+      ctx_->log("eda_sim: " + to + " needs group " + topic + " again from cycle " + std::to_string(from) +
+                ", but its driver kept it from cycle " + std::to_string(o.log_from) + " on only (two periods of " +
+                std::to_string(run_->checkpoint_every) + " cycles); the run ends");
+      ctx_->quit(1);
+      return;
+    }
+    for (std::uint64_t c = from; c < end; ++c) publish_for_head(topic, o.log[c - o.log_from], o.up);
+    run_->resent += end - from;
+  }
+
+  // Another leaf resumed from a checkpoint and asks for the groups it reads from cycle `from` on.
+  void on_replay(const banyan::payload& m) {
+    if (!eng_ || m.size() != sizeof(std::int32_t) + sizeof(std::uint64_t)) return;
+    std::int32_t leaf = 0;
+    std::uint64_t from = 0;
+    std::memcpy(&leaf, m.bytes().data(), sizeof leaf);
+    std::memcpy(&from, m.bytes().data() + sizeof leaf, sizeof from);
+    const design& d = *run_->d;
+    if (leaf == leaf_ || leaf < 0 || static_cast<std::size_t>(leaf) >= d.leaves.size()) return;
+    for (auto& o : outs_) {
+      const auto& readers = d.groups[o.group].readers;
+      if (std::find(readers.begin(), readers.end(), leaf) != readers.end())
+        resend(o, from, "leaf " + d.leaves[leaf].path);
+    }
+  }
+
+  // Resumed from a checkpoint (a failover): what it sent in the period before may not have reached
+  // its readers (lost with its node), and what its drivers sent it since is gone. It sends the
+  // former again and asks for the latter, again each second while it makes no progress.
+  void resume_from_checkpoint() {
+    for (auto& o : outs_) resend(o, o.log_from, "its readers");
+    ask_replay();
+  }
+
+  void ask_replay() {
+    if (!running_ || cycle_ >= run_->cycles || ins_.empty()) return;
+    if (replay_asks_ > 0 && cycle_ != replay_asked_at_) return;  // it goes on: its inputs came
+    if (replay_asks_ == 60) {
+      ctx_->log("eda_sim: leaf " + run_->d->leaves[leaf_].path + " resumed at cycle " + std::to_string(cycle_) +
+                " but got no inputs for a minute; the run ends");
+      ctx_->quit(1);
+      return;
+    }
+    std::uint64_t from = ins_.front().next;
+    for (const auto& in : ins_) from = std::min(from, in.next);
+    ++replay_asks_;
+    replay_asked_at_ = cycle_;
+    std::array<std::byte, sizeof(std::int32_t) + sizeof(std::uint64_t)> ask{};
+    const std::int32_t leaf = leaf_;
+    std::memcpy(ask.data(), &leaf, sizeof leaf);
+    std::memcpy(ask.data() + sizeof leaf, &from, sizeof from);
+    (void)ctx_->publish("ctl/replay", banyan::payload::copy_of(std::span<const std::byte>(ask)), banyan::scope::root());
+    ctx_->after(std::chrono::seconds(1), [this] { ask_replay(); });
   }
 
   void apply(in_group& in) {
     const banyan::payload p = std::move(in.queue.front());
     in.queue.pop_front();
     const auto bytes = p.bytes();
-    std::uint64_t c = 0;
-    std::memcpy(&c, bytes.data(), header);
+    const std::uint64_t c = cycle_of(p);
     if (c != cycle_)
       throw std::logic_error("group message for cycle " + std::to_string(c) + " arrived in cycle " +
                              std::to_string(cycle_));
@@ -481,6 +617,7 @@ class gate_component final : public banyan::leaf {
     run_->cycles_done = cycle_;
     if (cycle_ < run_->cycles) return ctx_->post([this] { progress(); });
     run_->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    run_->ended_here = true;
     ctx_->quit(0);
   }
 
@@ -518,6 +655,7 @@ class gate_component final : public banyan::leaf {
         std::fill(sent_.begin(), sent_.end(), 0);
         n_received_ = n_sent_ = 0;
         cycle_started_ = false;
+        if (run_->checkpoint_every > 0 && cycle_ % run_->checkpoint_every == 0) keep_checkpoint();
         // A head that needs no message (all in one process) yields now and then, so the actor
         // system (shutdown, heartbeats) is never starved.
         if (++batch == 256 && cycle_ < run_->cycles) return ctx_->post([this] { progress(); });
@@ -550,22 +688,36 @@ class gate_component final : public banyan::leaf {
   std::vector<std::byte> buf_;
   std::chrono::steady_clock::time_point started_;
   std::string unmovable_;  // set by restore(): why this leaf cannot go on here
+  bool restored_ = false;  // this incarnation started from a state (a move or a failover)
+  std::uint64_t replay_asked_at_ = 0, replay_asks_ = 0;
 };
 
 // The root composite starts the simulation once the whole tree is up, so no leaf publishes before
 // every subscriber exists.
 class sim_root final : public banyan::composite {
  public:
+  void on_start(banyan::context& ctx) override {
+    // Whether the simulation runs: a leaf started afresh while it does cannot catch up.
+    ctx.serve_text("running",
+                   [this](std::string_view) -> banyan::result<std::string> { return std::string(go_ ? "yes" : "no"); });
+  }
   void on_children_started(banyan::context& ctx) override {
+    if (go_) return;  // restarted children (a failover) go on from their states
+    go_ = true;
     (void)ctx.publish("ctl/go", std::string_view{}, banyan::scope::root());
   }
+
+ private:
+  bool go_ = false;
 };
 
 std::string last_level(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
 void add_instance(banyan::spec& parent, const design& d, int inst, const std::shared_ptr<component_run>& run) {
   const auto& in = d.instances[inst];
-  if (in.leaf >= 0) parent.add_leaf<gate_component>(last_level(d.leaves[in.leaf].path), run, in.leaf);
+  if (in.leaf >= 0)
+    parent.add_leaf<gate_component>(last_level(d.leaves[in.leaf].path), run, in.leaf)
+        .keep_state(run->checkpoint_every > 0);
   for (int ch : in.children) add_instance(parent.add_composite(last_level(d.instances[ch].path)), d, ch, run);
 }
 
@@ -577,7 +729,9 @@ static void build_app(banyan::app& app, const std::shared_ptr<component_run>& ru
   for (const auto& p : d.outputs) run->samples.bits += p.slots.size();
   run->samples.lanes = run->trace_lanes;
   add_instance(app.root(), d, 0, run);
-  app.root().add_leaf<gate_component>(last_level(d.leaves[d.io_leaf()].path), run, d.io_leaf());
+  app.root()
+      .add_leaf<gate_component>(last_level(d.leaves[d.io_leaf()].path), run, d.io_leaf())
+      .keep_state(run->checkpoint_every > 0);
 }
 
 std::unique_ptr<banyan::app> make_app(const std::shared_ptr<component_run>& run) {

@@ -25,6 +25,7 @@
 #include <banyan/eda_sim/run.hpp>
 #include <banyan/sdk/sdk.hpp>
 
+#include <atomic>
 #include <memory>
 
 namespace banyan::eda {
@@ -41,12 +42,18 @@ struct component_run {
   unsigned lanes = 1;
   unsigned trace_lanes = 0;
   grain how = grain::node;
+  // Every leaf keeps its state (keep_state) at each multiple of this many cycles, with what it sent
+  // since the one before, so that a failover resumes it from there (0: never; --grain leaf only).
+  std::uint64_t checkpoint_every = 0;
   std::shared_ptr<local_leaves> local;  // made by make_app
   // Written by the io leaf:
   trace samples;
   std::uint64_t signature = 0xcbf29ce484222325ull;  // same hash as run.hpp's
   std::uint64_t cycles_done = 0;
   double seconds = 0;
+  bool ended_here = false;  // the io leaf ended the run in this process (it may have moved or failed over)
+  // Failover (every leaf): group messages sent again for leaves that resumed from a checkpoint.
+  std::atomic<std::uint64_t> resent{0};
 };
 
 // The app: root composite named after the top module (it starts the run once every component is
