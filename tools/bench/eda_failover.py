@@ -6,7 +6,8 @@ nodes under `banyan launch`, on a round-robin deployment (`banyan partition --al
 round-robin-leaves`: every node runs leaves of every part of the design, the worst case for a loss).
 Every leaf keeps a checkpoint every --checkpoint-every cycles, durable in a --state-dir folder.
 
-  1. undisturbed: the run as it is, timed (the anchor);
+  0. no checkpoints: the run as it is, timed (the anchor of the checkpoints' cost);
+  1. undisturbed: with checkpoints, timed (the anchor of the failover);
   2. failover: the same run; each node of --kill (in turn) is sent SIGKILL at its --kill-at fraction
      of the undisturbed run's time (and after the previous loss has failed over). The root's node places the lost leaves on the
      survivors; each resumes from its last durable checkpoint, sends again what it sent since the
@@ -17,7 +18,7 @@ passed. Reported: the slowdown (failover wall time over undisturbed), the bytes 
 from the store, the group messages sent again.
 
   tools/bench/eda_failover.py --build build/default [--top multiplier --files F.v] [--cycles 1500]
-      [--checkpoint-every 100] [--kill n2[,n1]] [--kill-at 0.4[,0.7]] [--json F]
+      [--checkpoint-every 100] [--kill n2[,n1]] [--kill-at 0.4[,0.7]] [--no-plain] [--json F]
 """
 import argparse
 import json
@@ -63,7 +64,9 @@ def judge(name, lines, code):
 def one_launch(a, tools, deployment, states, kill, kill_at):
     cmd = [tools["banyan"], "launch", deployment, "--run-for", f"{a.run_limit}s", "--", tools["eda_sim"], "--top",
            a.top, *a.files, "--cycles", str(a.cycles), "--seed", "1", "--components", "--grain", "leaf", "--mode",
-           "hier", "--check", "--json", "--checkpoint-every", str(a.checkpoint_every), "--state-dir", states]
+           "hier", "--check", "--json"]
+    if states:
+        cmd += ["--checkpoint-every", str(a.checkpoint_every), "--state-dir", states]
     start = time.monotonic()
     l = Launch(cmd)
     figures = {"killed": []}
@@ -108,6 +111,7 @@ def main():
     ap.add_argument("--kill-at", default="0.4",
                     help="when to kill each, as fractions of the undisturbed run's time (comma-separated)")
     ap.add_argument("--run-limit", type=int, default=300)
+    ap.add_argument("--no-plain", action="store_true", help="skip the run without checkpoints (the test)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -135,7 +139,12 @@ def main():
         run([tools["banyan"], "partition", cal, "--cluster", cluster, "--algorithm", "round-robin-leaves", "--load",
              "messages", "--out", deployment], "banyan partition --algorithm round-robin-leaves")
 
-        progress(f"undisturbed: {a.cycles} cycles of {a.top} on 3 nodes, a checkpoint every {a.checkpoint_every}")
+        plain = {"seconds": float("nan")}
+        if not a.no_plain:
+            progress(f"no checkpoints: {a.cycles} cycles of {a.top} on 3 nodes")
+            plain, lines = one_launch(a, tools, deployment, None, [], [])
+            judge("no checkpoints", lines, plain["code"])
+        progress(f"undisturbed: {plain['seconds']:.1f} s without checkpoints; now with one every {a.checkpoint_every}")
         base, lines = one_launch(a, tools, deployment, os.path.join(work, "states-undisturbed"), [], [])
         judge("undisturbed", lines, base["code"])
         progress(f"undisturbed: {base['seconds']:.1f} s; failover: killing {', '.join(kill)}")
@@ -144,14 +153,16 @@ def main():
         judge("failover", lines, fo["code"])
 
     result = {"design": a.top, "cycles": a.cycles, "checkpoint_every": a.checkpoint_every, "killed": fo["killed"],
-              "undisturbed_s": base["seconds"], "failover_s": fo["seconds"],
+              "no_checkpoints_s": plain["seconds"], "undisturbed_s": base["seconds"], "failover_s": fo["seconds"],
+              "checkpoint_overhead": base["seconds"] / plain["seconds"],
               "slowdown": fo["seconds"] / base["seconds"], "reread_bytes": fo["reread_bytes"],
               "resent_messages": fo["resent_messages"], "identical_to_icarus": True}
-    print("| design | cycles | checkpoint every | killed | undisturbed (s) | with failover (s) | slowdown | "
-          "state re-read | messages sent again |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
-    print(f"| {a.top} | {a.cycles} | {a.checkpoint_every} | {', '.join(kill)} | {base['seconds']:.1f} | "
-          f"{fo['seconds']:.1f} | {result['slowdown']:.2f}x | {fo['reread_bytes']} B | {fo['resent_messages']} |")
+    print("| design | cycles | checkpoint every | killed | no checkpoints (s) | undisturbed (s) | with failover (s) | "
+          "slowdown | state re-read | messages sent again |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print(f"| {a.top} | {a.cycles} | {a.checkpoint_every} | {', '.join(kill)} | {plain['seconds']:.1f} | "
+          f"{base['seconds']:.1f} | {fo['seconds']:.1f} | {result['slowdown']:.2f}x | {fo['reread_bytes']} B | "
+          f"{fo['resent_messages']} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=2)
