@@ -43,6 +43,7 @@ class state {
     }
     cov_.assign(S * T_, 0);
     cnt_.assign(k * T_, 0);
+    used_.assign(k, 0);
     load_.assign(k * T_, 0);
     rate_.resize(k);
     for (std::size_t n = 0; n < k; ++n) rate_[n] = refs_.w->nodes[n].cost_per_hour * m.slot_hours;
@@ -105,14 +106,14 @@ class state {
     if (n == no_node) return;
     const auto nn = static_cast<std::size_t>(n);
     for (auto t : slots) {
-      ++cnt_[nn * T_ + t];
+      if (cnt_[nn * T_ + t]++ == 0) ++used_[nn];
       load_[nn * T_ + t] += refs_.w->subtrees[s].demand;
     }
   }
   void take(std::size_t s, const std::vector<std::uint32_t>& slots) {
     const auto nn = static_cast<std::size_t>(c_.node[s]);
     for (auto t : slots) {
-      --cnt_[nn * T_ + t];
+      if (--cnt_[nn * T_ + t] == 0) --used_[nn];
       load_[nn * T_ + t] -= refs_.w->subtrees[s].demand;
     }
     c_.node[s] = no_node;
@@ -143,13 +144,13 @@ class state {
         }
         if (fav != no_node && std::isfinite(place_cost(s, fav, slots[s]))) best = fav;
       }
-      if (best == no_node) {
-        for (std::size_t n = 0; n < refs_.w->nodes.size(); ++n) {
-          if (static_cast<node_id>(n) == avoid) continue;
-          const double c = place_cost(s, static_cast<node_id>(n), slots[s]);
+      for (int round = 0; round < 2 && best == no_node; ++round) {
+        for (const node_id n : round == 0 ? candidates(s) : all_nodes()) {
+          if (n == avoid) continue;
+          const double c = place_cost(s, n, slots[s]);
           if (c < best_cost - 1e-12) {
             best_cost = c;
-            best = static_cast<node_id>(n);
+            best = n;
           }
         }
       }
@@ -157,6 +158,31 @@ class state {
       put(s, best, slots[s]);
     }
     return true;
+  }
+
+  // The nodes a subtree is tried on: all of them up to `max_candidates`; beyond, the nodes of the
+  // subtrees it talks to and `max_candidates` others from a window that moves on at every call, so
+  // that a pass over 10^4 subtrees and 10^3 nodes stays linear in the subtrees.
+  static constexpr std::size_t max_candidates = 64;
+  std::vector<node_id> all_nodes() const {
+    std::vector<node_id> out(refs_.w->nodes.size());
+    for (std::size_t n = 0; n < out.size(); ++n) out[n] = static_cast<node_id>(n);
+    return out;
+  }
+  std::vector<node_id> candidates(std::size_t s) {
+    const std::size_t k = refs_.w->nodes.size();
+    if (k <= max_candidates) return all_nodes();
+    std::vector<node_id> out;
+    for (auto e : talks_of_[s]) {
+      const auto& tk = m_ref().talks[e];
+      const node_id n = c_.node[tk.a == s ? tk.b : tk.a];
+      if (n != no_node) out.push_back(n);
+    }
+    for (std::size_t i = 0; i < max_candidates; ++i) out.push_back(static_cast<node_id>((window_ + i) % k));
+    window_ = (window_ + max_candidates / 2 + 1) % k;
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
   }
 
   // One pass of node moves; true when one improved.
@@ -169,12 +195,12 @@ class state {
       take(s, slots);
       node_id best = from;
       double best_delta = -1e-9 * std::max(1.0, gain);
-      for (std::size_t n = 0; n < refs_.w->nodes.size(); ++n) {
-        if (static_cast<node_id>(n) == from) continue;
-        const double delta = place_cost(s, static_cast<node_id>(n), slots) - gain;
+      for (const node_id n : candidates(s)) {
+        if (n == from) continue;
+        const double delta = place_cost(s, n, slots) - gain;
         if (delta < best_delta) {
           best_delta = delta;
-          best = static_cast<node_id>(n);
+          best = n;
         }
       }
       put(s, best, slots);
@@ -260,13 +286,19 @@ class state {
         if (c_.node[s] == static_cast<node_id>(n)) on.push_back(s);
       }
       if (on.empty()) continue;
-      const state before = *this;
       const double cost = total_cost();
-      for (auto s : on) take(s, awake(s));
+      std::vector<std::vector<std::uint32_t>> slots;
+      for (auto s : on) {
+        slots.push_back(awake(s));
+        take(s, slots.back());
+      }
       if (place_all(nullptr, static_cast<node_id>(n)) && total_cost() < cost - 1e-9 * std::max(1.0, cost)) {
         improved = true;
-      } else {
-        *this = before;
+        continue;
+      }
+      for (std::size_t i = 0; i < on.size(); ++i) {
+        if (c_.node[on[i]] != no_node) take(on[i], slots[i]);
+        put(on[i], static_cast<node_id>(n), slots[i]);
       }
     }
     return improved;
@@ -306,18 +338,31 @@ class state {
   bool flow_pass() {
     bool improved = false;
     for (std::size_t f = 0; f < m_ref().flows.size(); ++f) {
+      const auto& subs = m_ref().flows[f].subtrees;
       for (std::size_t c = 0; c < m_ref().flows[f].patterns.size(); ++c) {
-        if (static_cast<int>(c) == c_.pattern[f]) continue;
-        const state before = *this;
+        const auto old = static_cast<std::size_t>(c_.pattern[f]);
+        if (c == old) continue;
         const double cost = total_cost();
-        for (auto s : m_ref().flows[f].subtrees) take(s, awake(s));
-        cover(f, static_cast<std::size_t>(c_.pattern[f]), -1);
+        std::vector<node_id> was;
+        for (auto s : subs) {
+          was.push_back(c_.node[s]);
+          take(s, awake(s));
+        }
+        cover(f, old, -1);
         cover(f, c, +1);
         c_.pattern[f] = static_cast<int>(c);
         if (place_all(nullptr) && total_cost() < cost - 1e-9 * std::max(1.0, cost)) {
           improved = true;
-        } else {
-          *this = before;
+          continue;
+        }
+        for (auto s : subs) {
+          if (c_.node[s] != no_node) take(s, awake(s));
+        }
+        cover(f, c, -1);
+        cover(f, old, +1);
+        c_.pattern[f] = static_cast<int>(old);
+        for (std::size_t i = 0; i < subs.size(); ++i) {
+          if (c_.node[subs[i]] == no_node) put(subs[i], was[i], awake(subs[i]));
         }
       }
     }
@@ -327,9 +372,7 @@ class state {
   double node_cost() const {
     double cost = 0;
     for (std::size_t n = 0; n < refs_.w->nodes.size(); ++n) {
-      std::size_t used = 0;
-      for (std::size_t t = 0; t < T_; ++t) used += cnt_[n * T_ + t] > 0;
-      cost += rate_[n] * static_cast<double>(used);
+      cost += rate_[n] * static_cast<double>(used_[n]);
     }
     return cost;
   }
@@ -349,7 +392,9 @@ class state {
         const bool is = v > 0;
         if (n != no_node && was != is) {
           const std::size_t at = static_cast<std::size_t>(n) * T_ + t;
-          cnt_[at] += is ? 1 : -1;
+          const auto nn = static_cast<std::size_t>(n);
+          if (is && cnt_[at]++ == 0) ++used_[nn];
+          if (!is && --cnt_[at] == 0) --used_[nn];
           load_[at] += (is ? 1 : -1) * refs_.w->subtrees[s].demand;
         }
       }
@@ -376,10 +421,12 @@ class state {
   const model& m_ref() const { return *refs_.m; }
   refs refs_;
   std::size_t T_;
+  std::size_t window_ = 0;  // candidates(): where the next window of nodes starts
   choice c_;
   std::vector<std::vector<std::vector<std::vector<std::uint32_t>>>> slots_;  // [f][c][j] -> slots
   std::vector<std::uint16_t> cov_;                                           // [s][t]: flows keeping s awake
   std::vector<int> cnt_;                                                     // [n][t]: awake subtrees on n
+  std::vector<std::size_t> used_;                                            // per node: slots with cnt_ > 0
   std::vector<double> load_;                                                 // [n][t]
   std::vector<double> rate_;                                                 // per node: cost of one slot in use
   std::vector<std::vector<std::size_t>> talks_of_;

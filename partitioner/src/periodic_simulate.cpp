@@ -63,6 +63,29 @@ std::vector<std::int64_t> run_starts(const std::vector<std::uint8_t>& awake) {
   return start;
 }
 
+// A histogram's draws without re-adding its counts each time: cumulative fractions of the non-empty
+// buckets, the same draw as histogram::sample for the same two uniforms.
+struct sampler {
+  std::vector<double> cum, lo, hi;
+  explicit sampler(const histogram& h) {
+    double total = 0;
+    for (double c : h.counts) total += c;
+    double seen = 0;
+    for (std::size_t i = 0; i < h.counts.size(); ++i) {
+      if (h.counts[i] <= 0) continue;
+      seen += h.counts[i];
+      cum.push_back(seen / total);
+      lo.push_back(h.bounds[i]);
+      hi.push_back(h.bounds[i + 1]);
+    }
+  }
+  double operator()(double u_bucket, double u_within) const {
+    std::size_t i = 0;
+    while (i + 1 < cum.size() && u_bucket >= cum[i]) ++i;
+    return lo[i] + u_within * (hi[i] - lo[i]);
+  }
+};
+
 }  // namespace
 
 evaluation simulate(const workload& w, const schedule& s, const simulate_options& o) {
@@ -70,6 +93,11 @@ evaluation simulate(const workload& w, const schedule& s, const simulate_options
   const std::size_t T = m.T, k = w.nodes.size(), S = w.subtrees.size();
   std::vector<std::vector<std::int64_t>> starts(S);
   for (std::size_t i = 0; i < S; ++i) starts[i] = run_starts(s.awake[i]);
+  std::vector<sampler> wake_of, response_of;
+  for (const auto& sub : w.subtrees) {
+    wake_of.emplace_back(sub.wake);
+    response_of.emplace_back(sub.response);
+  }
   evaluation e;
   e.seed = o.seed;
   e.planned_cost = planned_cost(w, s);
@@ -103,10 +131,15 @@ evaluation simulate(const workload& w, const schedule& s, const simulate_options
       const double release = wf.phase + static_cast<double>(inst) * wf.period + r.uniform() * wf.jitter;
       for (std::size_t j = 0; j < j_count; ++j) {
         const double u1 = r.uniform();
-        wake[j] = w.subtrees[fm.subtrees[j]].wake.sample(u1, r.uniform());
+        wake[j] = wake_of[fm.subtrees[j]](u1, r.uniform());
         od_until[j] = -std::numeric_limits<double>::infinity();
         od_ready[j] = 0;
       }
+      // Whether the schedule keeps `sub` awake at absolute time `t` (its node's slot is then billed).
+      auto planned_at = [&](std::size_t sub, double t) {
+        const double in = t - std::floor(t / w.horizon) * w.horizon;
+        return s.awake[sub][std::min(static_cast<std::size_t>(in / w.slot), T - 1)] != 0;
+      };
       // On-demand awake spans go to the node-slot hit counts, each (node, slot) once per sample.
       auto bill = [&](std::size_t sub, double from, double to) {
         const auto n = static_cast<std::size_t>(s.node[sub]);
@@ -143,7 +176,7 @@ evaluation simulate(const workload& w, const schedule& s, const simulate_options
           },
           [&](std::size_t q) {
             const double u1 = r.uniform();
-            return w.subtrees[wf.requests[q].subtree].response.sample(u1, r.uniform());
+            return response_of[wf.requests[q].subtree](u1, r.uniform());
           },
           issue, begin, finish, waiting);
       // Keep-alive and billing of on-demand episodes: from the wake to the last finish + keep-alive.
@@ -158,7 +191,8 @@ evaluation simulate(const workload& w, const schedule& s, const simulate_options
         // Woken on demand: from the wake-up; planned: what ran past the end of the run. Slots
         // the schedule keeps awake anyway are not billed again.
         if (od_until[j] > 0) bill(sub, od_ready[j] - wake[j], end + s.keep_alive[sub]);
-        else if (end > first) bill(sub, first, end + s.keep_alive[sub]);
+        else if (end > first && !(s.keep_alive[sub] == 0 && planned_at(sub, end) && planned_at(sub, first)))
+          bill(sub, first, end + s.keep_alive[sub]);
       }
       if (last <= wf.deadline) ++met;
     }
