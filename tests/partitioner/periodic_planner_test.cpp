@@ -188,6 +188,7 @@ TEST(PeriodicBaselines, AlwaysOnIsDearestAndAllMeetTheirDeadlinesWhenWakeUpsFit)
   shape.nodes = 3;
   shape.slot = 60;
   shape.horizon = 86400;
+  SCOPED_TRACE("seed " + std::to_string(base_seed() + 3));
   const workload w = random_workload(base_seed() + 3, shape);
   std::vector<node_id> placement(w.subtrees.size());
   for (std::size_t s = 0; s < placement.size(); ++s) placement[s] = static_cast<node_id>(s % w.nodes.size());
@@ -203,6 +204,7 @@ TEST(PeriodicBaselines, AlwaysOnIsDearestAndAllMeetTheirDeadlinesWhenWakeUpsFit)
 }
 
 TEST(PeriodicPlanFile, RoundTripsAndRefusesAnotherDeployment) {
+  SCOPED_TRACE("seed " + std::to_string(base_seed() + 5));
   const workload w0 = random_workload(base_seed() + 5, tiny());
   workload w = w0;
   w.deployment_fingerprint = "fnv1a64:0000000000000001";
