@@ -7,6 +7,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -278,6 +280,21 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
       const node_id id = d.c.find(val.Scalar());
       if (id < 0) return r.fail(val, "assignment of `" + path + "`: unknown node `" + val.Scalar() + "`");
       d.assignments.push_back({path, id, key.Mark().is_null() ? 0 : key.Mark().line + 1});
+    }
+    // Optional: per assignment, the CPU load of the components it places (the unit of the nodes'
+    // capacities), which a failover's placement weighs against the survivors' capacity.
+    if (const YAML::Node loads = (*doc)["loads"]) {
+      if (!loads.IsMap()) return r.fail(loads, "`loads` must be a mapping (assigned subtree path -> CPU load)");
+      for (auto it = loads.begin(); it != loads.end(); ++it) {
+        const std::string path = it->first.Scalar();
+        auto a =
+            std::find_if(d.assignments.begin(), d.assignments.end(), [&](const auto& x) { return x.path == path; });
+        if (a == d.assignments.end())
+          return r.fail(it->first, "loads: `" + path + "` is not an assigned path (give loads per assignment)");
+        auto load = r.number(it->second, "load of `" + path + "`");
+        if (!load) return load.error();
+        a->load = *load;
+      }
     }
     return d;
   } catch (const YAML::Exception& e) {

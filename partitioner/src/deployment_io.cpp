@@ -77,6 +77,21 @@ void write_deployment(std::ostream& out, const problem& p, const mapping& m, con
     if (v == 0 || m[v] != m[p.t.parent[v]])
       out << "  " << scalar(p.t.name(static_cast<vertex_id>(v))) << ": " << node_names[m[v]] << "\n";
   }
+  // Each assignment's load: its root's and those of the components that stay with it (the nearest
+  // assigned ancestor). Vertices are top-down, so one pass from the leaves up sums them.
+  std::vector<double> region(p.t.cpu.begin(), p.t.cpu.end());
+  bool any = false;
+  for (std::size_t v = p.t.size(); v-- > 1;) {
+    any = any || region[v] > 0;
+    if (m[v] == m[p.t.parent[v]]) region[p.t.parent[v]] += region[v];
+  }
+  if (!any && (p.t.size() == 0 || region[0] <= 0)) return;
+  out << "loads:  # per assignment: the CPU load of the components it places (a failover weighs it against "
+         "capacity)\n";
+  for (std::size_t v = 0; v < p.t.size(); ++v) {
+    if (v == 0 || m[v] != m[p.t.parent[v]])
+      out << "  " << scalar(p.t.name(static_cast<vertex_id>(v))) << ": " << num(region[v]) << "\n";
+  }
 }
 
 result<mapping> mapping_of(const tree& t, const deployment& d) {

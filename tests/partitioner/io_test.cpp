@@ -337,6 +337,32 @@ TEST(Deployment, WrittenDeploymentReadsBackToTheSameMapping) {
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, m);
   EXPECT_EQ(d->c.cost(0, 1), 4);
+  // Each assignment's load is that of the components it places: the root's with /chip/reg's.
+  ASSERT_EQ(d->assignments.size(), 2u);
+  const double alu = p->t.cpu[1], root_region = p->t.cpu[0] + p->t.cpu[2];
+  EXPECT_DOUBLE_EQ(d->assignments[0].load, root_region) << out.str();
+  EXPECT_DOUBLE_EQ(d->assignments[1].load, alu) << out.str();
+}
+
+TEST(Deployment, LoadsNameAssignedPathsAndAreNonNegativeNumbers) {
+  const std::string dep = std::string(good_cluster) + "assignments:\n  /chip: n0\n  /chip/alu: n1\nloads:\n";
+  auto d = parse_deployment(dep + "  /chip: 0.25\n  /chip/alu: 2\n", "d.yaml");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_DOUBLE_EQ(d->assignments[0].load, 0.25);
+  EXPECT_DOUBLE_EQ(d->assignments[1].load, 2);
+
+  auto unknown = parse_deployment(dep + "  /chip/reg: 1\n", "d.yaml");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("d.yaml:17:3: loads: `/chip/reg` is not an assigned path"), std::string::npos)
+      << unknown.error().message;
+  auto negative = parse_deployment(dep + "  /chip: -1\n", "d.yaml");
+  ASSERT_FALSE(negative);
+  EXPECT_NE(negative.error().message.find("d.yaml:17:10: load of `/chip`: must be a non-negative number"),
+            std::string::npos)
+      << negative.error().message;
+  auto list = parse_deployment(dep + "  - 1\n", "d.yaml");
+  ASSERT_FALSE(list);
+  EXPECT_NE(list.error().message.find("`loads` must be a mapping"), std::string::npos) << list.error().message;
 }
 
 TEST(Dot, ColoursEveryComponentAndMarksCutEdges) {

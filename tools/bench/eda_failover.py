@@ -3,7 +3,8 @@
 
 Runs samples/eda_sim as components (--grain leaf, hier routing, --check against Icarus) on 3 loopback
 nodes under `banyan launch`, on a round-robin deployment (`banyan partition --algorithm
-round-robin-leaves`: every node runs leaves of every part of the design, the worst case for a loss).
+round-robin-leaves`: every node runs leaves of every part of the design, the worst case for a loss;
+each node has room for the whole design, so that the survivors can take what a loss leaves them).
 Every leaf keeps a checkpoint every --checkpoint-every cycles, durable in a --state-dir folder.
 
   0. no checkpoints: the run as it is, timed (the anchor of the checkpoints' cost);
@@ -87,6 +88,9 @@ def one_launch(a, tools, deployment, states, kill, kill_at):
     finally:
         if l.p.poll() is None:
             l.p.kill()
+        if a.log:
+            with open(a.log, "a") as f, l.cv:
+                f.write("\n".join(line for _, line in l.lines) + "\n")
     end = time.monotonic()
     with l.cv:
         lines = [line for _, line in l.lines]
@@ -112,6 +116,7 @@ def main():
                     help="when to kill each, as fractions of the undisturbed run's time (comma-separated)")
     ap.add_argument("--run-limit", type=int, default=300)
     ap.add_argument("--no-plain", action="store_true", help="skip the run without checkpoints (the test)")
+    ap.add_argument("--log", default=None, help="append every launch's output to this file")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
@@ -134,7 +139,9 @@ def main():
         with open(cluster, "w") as f:
             f.write("version: 1\nnodes:\n")
             for n in range(3):
-                f.write(f'  - {{name: n{n}, endpoint: "ipc://{work}/n{n}", capacity: {{cpu: "40%"}}}}\n')
+                # Room for the whole design on each node, so that the survivors can take what a
+                # loss leaves them (the deployment's `loads:` are weighed against it).
+                f.write(f'  - {{name: n{n}, endpoint: "ipc://{work}/n{n}", capacity: {{cpu: "100%"}}}}\n')
         deployment = os.path.join(work, "roundrobin.yaml")
         run([tools["banyan"], "partition", cal, "--cluster", cluster, "--algorithm", "round-robin-leaves", "--load",
              "messages", "--out", deployment], "banyan partition --algorithm round-robin-leaves")

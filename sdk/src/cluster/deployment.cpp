@@ -158,6 +158,9 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
   for (auto node : *m) out.node_of.push_back(static_cast<node_id>(node));
   out.late = d->joins_later;
   out.cluster = d->c;
+  out.load_of.assign(tree.size(), 0.0);
+  for (const auto& a : d->assignments)
+    if (auto v = tree.find(a.path); v && a.load > 0) out.load_of[*v] = a.load;
 
   // CURVE: every peer's public key; our own secret key.
   out.curve_public.assign(out.names.size(), {});

@@ -25,6 +25,7 @@ struct resolved_deployment {
   std::vector<node_id> node_of;                         // per vertex of the app's tree
   std::vector<bool> late;        // per node: `join: later` (the others do not wait for it at start)
   partitioner::cluster cluster;  // the nodes' capacities and link costs (a failover's placement)
+  std::vector<double> load_of;   // per vertex: the `loads:` of the assignment it roots (0: none)
   node_id self = 0;
 };
 

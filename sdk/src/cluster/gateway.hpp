@@ -56,6 +56,7 @@ struct pending_plan {  // a failover plan that came before this node found the l
   std::uint64_t epoch = 0;
   node_id coordinator = 0, lost = 0;
   std::vector<node_id> next;
+  std::string refused;  // not empty: no plan, the lost subtrees fit on no survivor (why)
 };
 
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
@@ -162,6 +163,12 @@ class gateway_actor final : public caf::event_based_actor {
   void restore_lost_states(node_id lost, const std::vector<node_id>& before, const std::vector<node_id>& next);
   void check_failover_applied();
   void failover_go();
+  // No survivor can take the lost subtrees (capacity): each supervisor of one restarts it as for
+  // any failure, on its lost node, where the start fails at once, until its intensity limit
+  // escalates (the app is told, as OTP tells it; nothing waits for a start that cannot come).
+  void failover_refused(node_id lost, const std::string& why);
+  // Each local parent of a lost subtree's root hears of all its lost children at once.
+  void tell_parents_of_lost(const std::vector<node_id>& before, node_id lost, const std::string& reason_prefix);
   void send_failover(node_id to, failover_step step, std::string payload = {});
   void next_failover();  // a failover or move that waited for this one
   std::optional<failover_run> failover_;

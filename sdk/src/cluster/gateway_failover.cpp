@@ -77,15 +77,16 @@ void gateway_actor::start_failover(node_id lost) {
   if (roots.empty()) return log::info(node_->self_name(), "node `" + name + "` lost: it hosted nothing; no failover");
 
   // The problem as this node knows it: the tree, each edge weighted by the messages this node has
-  // routed on it (plus one, so that an idle edge still counts), the deployment's nodes. Components'
-  // loads are not known here (each node measures its own): they count as 0, so capacity decides
-  // nothing yet and the placement follows the traffic.
+  // routed on it (plus one, so that an idle edge still counts), the deployment's nodes and loads
+  // (its `loads:`, per assignment, as `banyan partition` writes them: what each part was planned to
+  // need; a deployment without them places by traffic alone).
   partitioner::tree t;
   const auto traffic = state_->routing().traffic();
+  const auto& loads = node_->deployment().load_of;
   for (vertex_id v = 0; v < tree.size(); ++v) {
     t.path.push_back(tree.path(v));
     t.parent.push_back(v == 0 ? partitioner::no_vertex : static_cast<partitioner::vertex_id>(tree.parent(v)));
-    t.cpu.push_back(0);
+    t.cpu.push_back(v < loads.size() ? loads[v] : 0.0);
     t.weight.push_back(v == 0 ? 0.0 : 1.0 + static_cast<double>(v < traffic.size() ? traffic[v].messages : 0));
   }
   auto p = partitioner::make_problem(std::move(t), node_->deployment().cluster);
@@ -95,8 +96,18 @@ void gateway_actor::start_failover(node_id lost) {
   auto plan = p ? partitioner::place_lost(*p, current, static_cast<partitioner::node_id>(lost), alive)
                 : result<partitioner::failover_plan>(p.error());
   if (!plan) {
-    // Nowhere to go: the lost children stay down; their supervisors were told of the loss.
-    return log::error(node_->self_name(), "node `" + name + "` lost; no failover: " + plan.error().message);
+    const std::string why = plan.error().message;
+    log::error(node_->self_name(), "node `" + name + "` lost; no failover: " + why);
+    runtime::envelope e;
+    e.kind = static_cast<std::uint16_t>(wire_kind::failover);
+    e.code = static_cast<std::int32_t>(failover_step::refused);
+    e.id = (std::uint64_t(self) << 48) | next_epoch_++;
+    e.text = name;
+    auto owner = std::make_shared<std::string>(why.substr(0, max_error_text_bytes));
+    e.payload = runtime::shared_bytes(owner, reinterpret_cast<const std::byte*>(owner->data()), owner->size());
+    for (node_id n = 0; n < alive.size(); ++n)
+      if (alive[n] && n != self) node_->send_control(n, runtime::envelope(e));
+    return failover_refused(lost, why);
   }
   std::string moves;
   for (const auto& m : plan->moves)
@@ -162,10 +173,21 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
       if (from != root_node || !failover_ || e.id != failover_->epoch)
         return log_dropped(peer, "failover go of no failover in progress here");
       return failover_go();
+    case failover_step::refused: {
+      if (from != root_node) return log_dropped(peer, "failover refusal: only the root's node decides one");
+      pending_plan p{0, from, lost, {}, std::string(reinterpret_cast<const char*>(e.payload.data()), e.payload.size())};
+      if (p.refused.empty()) p.refused = "no survivor can take its subtrees";
+      if (lost >= loss_seen_.size() || !loss_seen_[lost]) {
+        pending_plan_ = std::move(p);  // taken when this node finds the loss (on_peer_lost)
+        return;
+      }
+      return take_plan(std::move(p));
+    }
   }
 }
 
 void gateway_actor::take_plan(pending_plan p) {
+  if (!p.refused.empty()) return failover_refused(p.lost, p.refused);
   failover_.emplace();
   failover_->epoch = p.epoch;
   failover_->lost = p.lost;
@@ -273,21 +295,31 @@ void gateway_actor::check_failover_applied() {
 }
 
 void gateway_actor::failover_go() {
+  tell_parents_of_lost(failover_->before, failover_->lost,
+                       "node `" + node_->name_of(failover_->lost) + "` lost; failed over to `");
+  failover_.reset();
+  next_failover();
+}
+
+void gateway_actor::failover_refused(node_id lost, const std::string& why) {
+  tell_parents_of_lost(state_->where().node_of(), lost,
+                       "node `" + node_->name_of(lost) + "` lost; no failover: " + why);
+}
+
+void gateway_actor::tell_parents_of_lost(const std::vector<node_id>& before, node_id lost,
+                                         const std::string& reason_prefix) {
   const auto& tree = state_->tree();
-  const std::string reason = "node `" + node_->name_of(failover_->lost) + "` lost; failed over to `";
-  // Each local parent hears of all its lost children at once (its strategy treats them together).
+  const bool placed = state_->where().node_of() != before;  // a plan: each reason names the new node
   std::map<vertex_id, std::pair<std::vector<vertex_id>, std::vector<std::string>>> by_parent;
-  for (vertex_id r : lost_roots(tree, failover_->before, failover_->lost)) {
+  for (vertex_id r : lost_roots(tree, before, lost)) {
     if (!state_->is_local(tree.parent(r))) continue;
     auto& [children, reasons] = by_parent[tree.parent(r)];
     children.push_back(r);
-    reasons.push_back(reason + node_->name_of(state_->where().node_of(r)) + "`");
+    reasons.push_back(placed ? reason_prefix + node_->name_of(state_->where().node_of(r)) + "`" : reason_prefix);
   }
-  for (auto& [parent_vertex, lost] : by_parent)
+  for (auto& [parent_vertex, children] : by_parent)
     if (auto parent = state_->actors().get(parent_vertex))
-      anon_send(parent, failover_atom::value, lost.first, lost.second);
-  failover_.reset();
-  next_failover();
+      anon_send(parent, failover_atom::value, children.first, children.second);
 }
 
 void gateway_actor::next_failover() {

@@ -305,7 +305,14 @@ void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t gen
   e.id = generation;
   e.text = text.size() > max_error_text_bytes ? text.substr(0, max_error_text_bytes) : std::move(text);
   auto r = transport_->send(deployment_.names[to], std::move(e), runtime::never_block);
-  if (!r) log::warning(self_name(), "supervision of `" + tree.path(child) + "`: " + r.error().what());
+  if (r) return;
+  log::warning(self_name(), "supervision of `" + tree.path(child) + "`: " + r.error().what());
+  // A start that cannot reach the child's node (it is lost, and nothing took its place) fails the
+  // child at once, so its supervisor goes on as for any failure instead of waiting for ever.
+  if (kind != wire_kind::child_start) return;
+  if (auto parent = state_.actors().get(tree.parent(child)))
+    caf::anon_send(parent, rfailed_atom::value, child, generation,
+                   "cannot start on node `" + deployment_.names[to] + "`: " + r.error().what());
 }
 
 void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id) {

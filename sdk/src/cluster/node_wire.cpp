@@ -190,7 +190,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
     case wire_kind::failover:
       if (auto f = id_fault(); !f.empty()) return f;
       if (e.code < static_cast<std::int32_t>(failover_step::plan) ||
-          e.code > static_cast<std::int32_t>(failover_step::go))
+          e.code > static_cast<std::int32_t>(failover_step::refused))
         return kind + "step (code) " + std::to_string(e.code) + " is not a failover step";
       if (e.text.empty() || e.text.size() > max_node_name_bytes)
         return kind + "lost node name (text) of " + std::to_string(e.text.size()) + " bytes";
@@ -198,8 +198,11 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
         return kind + "plan of " + std::to_string(e.payload.size()) + " bytes, expected 4 per component (" +
                std::to_string(4 * tree.size()) + ")";
       }
-      if (e.code != static_cast<std::int32_t>(failover_step::plan) && !e.payload.empty())
-        return kind + "only a plan carries a payload";
+      if (e.code == static_cast<std::int32_t>(failover_step::refused) && e.payload.size() > max_error_text_bytes)
+        return kind + "refusal of " + std::to_string(e.payload.size()) + " bytes";
+      if (e.code != static_cast<std::int32_t>(failover_step::plan) &&
+          e.code != static_cast<std::int32_t>(failover_step::refused) && !e.payload.empty())
+        return kind + "only a plan or a refusal carries a payload";
       return "";
     case wire_kind::ready: return "";
     case wire_kind::quit:

@@ -84,7 +84,8 @@ enum class move_step : std::int32_t {
 enum class failover_step : std::int32_t {
   plan = 1,     // the root's node -> every survivor: the new assignment (payload)
   applied = 2,  // a survivor -> the root's node: applied here
-  go = 3        // the root's node -> every survivor: supervisors restart the lost children
+  go = 3,       // the root's node -> every survivor: supervisors restart the lost children
+  refused = 4   // the root's node -> every survivor: no survivor can take them (text payload: why)
 };
 
 // A reply's outcome (`code` of a reply envelope).

@@ -61,7 +61,8 @@ result<cluster> load_cluster(const std::string& path);
 struct assignment {
   std::string path;  // subtree root
   node_id node;
-  int line;  // YAML line, for the runtime's own errors (unknown path)
+  int line;         // YAML line, for the runtime's own errors (unknown path)
+  double load = 0;  // `loads:` — the CPU load of the components it places (0 when not given)
 };
 
 // A node's CURVE key files (`curve: {public: FILE, secret: FILE}`, written by `banyan keygen`).
