@@ -33,11 +33,11 @@ using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  // urgent: sto
 using started_atom = caf::atom_constant<caf::atom("started")>;    // a child's subtree has started
 using ready_atom = caf::atom_constant<caf::atom("ready")>;        // every node is ready: flush held publishes
 using lost_atom = caf::atom_constant<caf::atom("lost")>;  // child path, node, reason: a child on another node was lost
-using failover_atom =
-    caf::atom_constant<caf::atom("failover")>;  // child vertices, reasons: lost children's subtrees now run on survivors
-using resume_atom = caf::atom_constant<caf::atom("resume")>;  // a paused publisher may go on
-using reply_atom = caf::atom_constant<caf::atom("reply")>;    // a reply from another node
-using expire_atom = caf::atom_constant<caf::atom("expire")>;  // a cross-node request's timeout
+using failover_atom = caf::atom_constant<caf::atom("failover")>;  // child vertices, reasons: lost children's subtrees
+                                                                  // now run on survivors
+using resume_atom = caf::atom_constant<caf::atom("resume")>;      // a paused publisher may go on
+using reply_atom = caf::atom_constant<caf::atom("reply")>;        // a reply from another node
+using expire_atom = caf::atom_constant<caf::atom("expire")>;      // a cross-node request's timeout
 using restart_atom =
     caf::atom_constant<caf::atom("restart")>;  // a supervisor's backoff has passed: start what is pending
 using joined_atom =

@@ -252,7 +252,8 @@ TEST(ComponentsAcrossNodes, ALeafMovedLiveWithGrainNodeEndsTheRunSayingWhy) {
   for (auto& l : launch->take_lines()) log += l + "\n";
   ASSERT_TRUE(st) << log;
   EXPECT_EQ(st->code, 1) << log;
-  EXPECT_NE(log.find("leaf /cpu/alu/cells was moved live or failed over, which --grain node does not support"), std::string::npos)
+  EXPECT_NE(log.find("leaf /cpu/alu/cells was moved live or failed over, which --grain node does not support"),
+            std::string::npos)
       << log;
 }
 #endif
