@@ -7,11 +7,50 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string_view>
 #include <unordered_set>
 
 namespace banyan {
+
+double timing_histogram::bound(std::size_t i) {
+  return i == 0 ? 0.0 : std::pow(10.0, (static_cast<double>(i) - 25.0) / 4.0);  // bound(1) = 1e-6
+}
+
+std::size_t timing_histogram::bucket_of(double seconds) {
+  if (!(seconds >= bound(1))) return 0;
+  const double steps = std::floor(4.0 * std::log10(seconds) + 24.0 + 1e-9);  // whole quarter-decades above 1 us
+  return std::min(static_cast<std::size_t>(std::min(steps, 1e6)) + 1, buckets - 1);
+}
+
+bool timing_histogram::empty() const {
+  return std::all_of(counts.begin(), counts.end(), [](std::uint64_t c) { return c == 0; });
+}
+
+void timing_histogram::add(const timing_histogram& other) {
+  if (other.counts.empty()) return;
+  counts.resize(buckets, 0);
+  for (std::size_t i = 0; i < buckets; ++i) counts[i] += other.counts[i];
+}
+
+void timing_histogram::subtract(const timing_histogram& earlier) {
+  for (std::size_t i = 0; i < counts.size() && i < earlier.counts.size(); ++i)
+    counts[i] = counts[i] > earlier.counts[i] ? counts[i] - earlier.counts[i] : 0;
+}
+
+load_meter::~load_meter() {
+  for (auto& t : timings_) delete t.load(std::memory_order_relaxed);
+}
+
+void load_meter::timed(vertex_id v, timing_kind kind, double seconds) {
+  timing_cell* cell = timings_[v].load(std::memory_order_acquire);
+  if (!cell) {
+    auto fresh = std::make_unique<timing_cell>();
+    if (timings_[v].compare_exchange_strong(cell, fresh.get(), std::memory_order_acq_rel)) cell = fresh.release();
+  }
+  cell->counts[static_cast<int>(kind)][timing_histogram::bucket_of(seconds)].fetch_add(1, std::memory_order_relaxed);
+}
 
 std::vector<component_load> load_meter::snapshot() const {
   std::vector<component_load> out(cells_.size());
@@ -19,6 +58,13 @@ std::vector<component_load> load_meter::snapshot() const {
     out[i].messages = cells_[i].messages.load(std::memory_order_relaxed);
     out[i].cpu_seconds = static_cast<double>(cells_[i].busy_ns.load(std::memory_order_relaxed)) * 1e-9;
     out[i].memory = cells_[i].memory.load(std::memory_order_relaxed);
+    if (const timing_cell* t = timings_[i].load(std::memory_order_acquire)) {
+      for (auto [h, k] : {std::pair{&out[i].start, 0}, std::pair{&out[i].reply, 1}}) {
+        h->counts.resize(timing_histogram::buckets);
+        for (std::size_t b = 0; b < timing_histogram::buckets; ++b)
+          h->counts[b] = t->counts[k][b].load(std::memory_order_relaxed);
+      }
+    }
   }
   return out;
 }
@@ -29,6 +75,40 @@ using nlohmann::json;
 // Written in the order docs/formats.md lists the fields (and the partitioner's writer uses): a
 // std::map-backed json would sort the keys alphabetically.
 using ordered = nlohmann::ordered_json;
+
+// The buckets from the first to the last with a count: bounds (seconds) and counts.
+ordered histogram_json(const timing_histogram& h) {
+  std::size_t first = 0, last = h.counts.size();
+  while (first < last && h.counts[first] == 0) ++first;
+  while (last > first && h.counts[last - 1] == 0) --last;
+  ordered bounds = ordered::array(), counts = ordered::array();
+  for (std::size_t i = first; i < last; ++i) {
+    bounds.push_back(timing_histogram::bound(i));
+    counts.push_back(h.counts[i]);
+  }
+  bounds.push_back(timing_histogram::bound(last));
+  return {{"bounds", bounds}, {"counts", counts}};
+}
+
+// A histogram written by histogram_json: its bounds must be on the grid.
+std::string histogram_from_json(const json& j, timing_histogram& h) {
+  if (!j.is_object() || !j.contains("bounds") || !j.contains("counts") || !j["bounds"].is_array() ||
+      !j["counts"].is_array())
+    return "expected {bounds: [...], counts: [...]}";
+  const auto& bounds = j["bounds"];
+  const auto& counts = j["counts"];
+  if (bounds.size() != counts.size() + 1) return "needs one bound more than counts";
+  h.counts.assign(timing_histogram::buckets, 0);
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (!bounds[i].is_number() || !counts[i].is_number_unsigned()) return "bounds are numbers, counts whole";
+    const double lower = bounds[i].get<double>();
+    const std::size_t b = timing_histogram::bucket_of(lower);
+    if (std::abs(timing_histogram::bound(b) - lower) > 1e-9 * std::max(1.0, lower))
+      return "bound " + std::to_string(lower) + " is not on the timing grid";
+    h.counts[b] += counts[i].get<std::uint64_t>();
+  }
+  return "";
+}
 
 ordered profile_to_json(const profile& p) {
   const component_tree& tree = *p.tree;
@@ -42,6 +122,12 @@ ordered profile_to_json(const profile& p) {
         {"kind", v < p.composite.size() && p.composite[v] ? "composite" : "leaf"},
         {"load", {{"cpu", load.cpu_seconds}, {"messages", load.messages}, {"memory", load.memory}}},
     });
+    if (!load.start.empty() || !load.reply.empty()) {
+      ordered timings = ordered::object();
+      for (auto [key, h] : {std::pair{"start", &load.start}, std::pair{"reply", &load.reply}})
+        if (!h->empty()) timings[key] = histogram_json(*h);
+      components.back()["timings"] = std::move(timings);
+    }
     if (v != 0 && v < p.edges.size() && (p.edges[v].messages || p.edges[v].bytes)) {
       edge_list.push_back({{"parent", tree.path(tree.parent(v))},
                            {"child", tree.path(v)},
@@ -191,6 +277,14 @@ result<profile> profile_from_json(const json& j, const std::string& name) {
       p.loads[v].messages = count_at(*l, "messages", where, failure);
       p.loads[v].memory = count_at(*l, "memory", where, failure);
       if (!failure.empty()) return invalid(name, failure);
+      if (auto t = c.find("timings"); t != c.end()) {
+        const std::string at = component_place(i, c["path"].get<std::string>()) + ".timings";
+        if (!t->is_object()) return bad(name, at, "expected an object");
+        for (auto [key, h] : {std::pair{"start", &p.loads[v].start}, std::pair{"reply", &p.loads[v].reply}}) {
+          if (!t->contains(key)) continue;
+          if (auto why = histogram_from_json((*t)[key], *h); !why.empty()) return bad(name, at + "." + key, why);
+        }
+      }
     }
     const json& edge_list = j.contains("edges") ? j["edges"] : json::array();
     for (std::size_t i = 0; i < edge_list.size(); ++i) {
@@ -265,6 +359,8 @@ result<void> profile::merge(const profile& other) {
     loads[v].messages += other.loads[*w].messages;
     loads[v].cpu_seconds += other.loads[*w].cpu_seconds;
     loads[v].memory += other.loads[*w].memory;
+    loads[v].start.add(other.loads[*w].start);
+    loads[v].reply.add(other.loads[*w].reply);
     edges[v].messages += other.edges[*w].messages;
     edges[v].bytes += other.edges[*w].bytes;
   }
@@ -307,6 +403,8 @@ result<profile> profile::since(const profile& earlier) const {
     if (!w) return error{broker::errc::invalid_profile, "profiles differ: " + w.error().message};
     out.loads[v].messages = minus(loads[v].messages, earlier.loads[*w].messages);
     out.loads[v].cpu_seconds = std::max(0.0, loads[v].cpu_seconds - earlier.loads[*w].cpu_seconds);
+    out.loads[v].start.subtract(earlier.loads[*w].start);
+    out.loads[v].reply.subtract(earlier.loads[*w].reply);
     out.edges[v].messages = minus(edges[v].messages, earlier.edges[*w].messages);
     out.edges[v].bytes = minus(edges[v].bytes, earlier.edges[*w].bytes);
   }

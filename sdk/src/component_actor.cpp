@@ -180,12 +180,12 @@ caf::behavior component_actor::make_behavior() {
       },
       [this](nodelost_atom, node_id, const std::string& reason, const std::vector<vertex_id>& gone) {
         // Every monitor of a component the lost node ran fires once, here, and is gone.
-        for (const auto& [id, v] : gate_->monitors_lost_with(gone)) {
-          auto handler = monitors_.find(id);
+        for (const auto& lost : gate_->monitors_lost_with(gone)) {
+          auto handler = monitors_.find(lost.first);
           if (handler == monitors_.end()) continue;
           auto on_down = std::move(handler->second);
           monitors_.erase(handler);
-          counted([&] { on_down(state_->tree().path(v), reason); });
+          counted([&] { on_down(state_->tree().path(lost.second), reason); });
         }
       },
       [this](restart_atom) { supervisor_.backoff_over(); },
@@ -412,7 +412,15 @@ void component_actor::send_request(std::string_view path, std::string method, co
                                    std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply) {
   auto v = state_->tree().find(path);
   if (!v) return post_task([on_reply = std::move(on_reply), e = v.error()] { on_reply(e); });
-  gate_->request(*v, std::move(method), data, timeout, std::move(on_reply));
+  // The profile's reply time of the target: from here until its reply is back.
+  gate_->request(*v, std::move(method), data, timeout,
+                 [on_reply = std::move(on_reply), loads = &state_->loads(), target = *v,
+                  sent = std::chrono::steady_clock::now()](result<payload> r) {
+                   if (r)
+                     loads->timed(target, timing_kind::reply,
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count());
+                   on_reply(std::move(r));
+                 });
 }
 
 void component_actor::request_here(vertex_id v, std::string method, const payload& data,

@@ -108,6 +108,7 @@ void supervisor::spawn_next() {
 bool supervisor::spawn_child(std::size_t i) {
   child& c = children_[i];
   c.stopping = false;
+  c.spawned = std::chrono::steady_clock::now();
   if (c.remote) {
     c.remote_up = true;
     // In the run's first start each node starts its own part of the tree (generation 1), in
@@ -153,6 +154,7 @@ void supervisor::stop_remote_children() {
 
 void supervisor::child_started(vertex_id child_vertex) {
   if (shutting_down_ || starting_ == none || children_[starting_].vertex != child_vertex) return;
+  timed_start(children_[starting_]);
   starting_ = none;
   spawn_next();
 }
@@ -161,8 +163,14 @@ void supervisor::remote_child_started(vertex_id child_vertex, std::uint64_t gene
   if (shutting_down_ || starting_ == none) return;
   const child& c = children_[starting_];
   if (!c.remote || c.vertex != child_vertex || c.generation != generation) return;
+  timed_start(c);
   starting_ = none;
   spawn_next();
+}
+
+void supervisor::timed_start(const child& c) {
+  state_.loads().timed(c.vertex, timing_kind::start,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - c.spawned).count());
 }
 
 std::size_t supervisor::remote_child_ended(vertex_id child_vertex, std::uint64_t generation, bool& was_starting) {

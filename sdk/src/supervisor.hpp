@@ -74,11 +74,12 @@ class supervisor {
     caf::actor actor;
     bool stopping = false;  // stopped on purpose: its exit is not a failure
     bool remote = false;
-    bool remote_up = false;        // remote: an incarnation is running (or starting)
-    std::uint64_t generation = 1;  // remote: of that incarnation
-    bool active = true;            // false: a dynamic child not started (or stopped by stop_child)
-    bool waiting = false;          // a dynamic start held by the gate until its node is ready
-    bool lost = false;             // running when its node was lost (child_lost told the user)
+    bool remote_up = false;                         // remote: an incarnation is running (or starting)
+    std::uint64_t generation = 1;                   // remote: of that incarnation
+    bool active = true;                             // false: a dynamic child not started (or stopped by stop_child)
+    bool waiting = false;                           // a dynamic start held by the gate until its node is ready
+    bool lost = false;                              // running when its node was lost (child_lost told the user)
+    std::chrono::steady_clock::time_point spawned;  // its last start, for the profile's start time
   };
   static constexpr std::size_t none = ~std::size_t{0};
 
@@ -89,6 +90,7 @@ class supervisor {
   bool spawn_child(std::size_t i);  // true: wait for its start before the next one
   void spawn_local(child& c, bool initial);
   void spawn_next();
+  void timed_start(const child& c);  // its subtree started: the profile's start time
   void stop_child(child& c);
   // A child ended: after a failure (`failure`: on_child_failure with `reason`, then per its restart
   // type) or normally by ctx.stop() (restarted only if permanent). `was_starting`: it ended while it

@@ -68,6 +68,55 @@ TEST(Profile, SinceIsTheDifferenceOfTwoTotals) {
   EXPECT_FALSE(later.since(other).has_value());
 }
 
+// Start and reply times: on one grid of buckets (four per decade from 1 us), written as the
+// buckets from the first to the last used one, read back, summed by merge, subtracted by since.
+TEST(Profile, TimingsAreCountedOnAFixedGridAndAddUp) {
+  EXPECT_EQ(timing_histogram::bucket_of(0), 0u);
+  EXPECT_EQ(timing_histogram::bucket_of(0.5e-6), 0u);
+  EXPECT_EQ(timing_histogram::bucket_of(1e-6), 1u);
+  EXPECT_EQ(timing_histogram::bucket_of(1e-3), 13u);  // 1 us * 10^(12/4)
+  EXPECT_DOUBLE_EQ(timing_histogram::bound(13), 1e-3);
+  EXPECT_EQ(timing_histogram::bucket_of(1e9), timing_histogram::buckets - 1);  // past the grid: the last
+  for (std::size_t b = 1; b + 1 < timing_histogram::buckets; ++b) {
+    EXPECT_EQ(timing_histogram::bucket_of(timing_histogram::bound(b)), b) << b;
+    EXPECT_EQ(timing_histogram::bucket_of(timing_histogram::bound(b + 1) * 0.999), b) << b;
+  }
+
+  load_meter meter(3);
+  meter.timed(1, timing_kind::start, 0.002);
+  meter.timed(1, timing_kind::start, 0.002);
+  meter.timed(1, timing_kind::start, 0.5);
+  meter.timed(2, timing_kind::reply, 1e-4);
+  auto p = sample_profile();
+  const auto measured = meter.snapshot();
+  for (std::size_t v = 0; v < 3; ++v) p.loads[v].start = measured[v].start, p.loads[v].reply = measured[v].reply;
+  EXPECT_TRUE(p.loads[0].start.empty());
+  EXPECT_EQ(p.loads[1].start.counts[timing_histogram::bucket_of(0.002)], 2u);
+  EXPECT_EQ(p.loads[1].start.counts[timing_histogram::bucket_of(0.5)], 1u);
+
+  const std::string text = p.to_json_text();
+  EXPECT_NE(text.find("\"timings\""), std::string::npos) << text;
+  auto q = profile::from_json_text(text, "p.json");
+  ASSERT_TRUE(q.has_value()) << q.error().what();
+  EXPECT_EQ(q->to_json_text(), text);
+  EXPECT_EQ(q->loads[2].reply.counts, p.loads[2].reply.counts);
+
+  auto twice = *q;
+  ASSERT_TRUE(twice.merge(*q).has_value());
+  EXPECT_EQ(twice.loads[1].start.counts[timing_histogram::bucket_of(0.002)], 4u);
+  auto window = twice.since(*q);
+  ASSERT_TRUE(window.has_value());
+  EXPECT_EQ(window->loads[1].start.counts, q->loads[1].start.counts);
+
+  // Bounds off the grid are refused, naming the place.
+  std::string off = text;
+  off.replace(off.find("0.001"), 5, "0.0011");
+  auto bad = profile::from_json_text(off, "p.json");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().what().find("timings.start"), std::string::npos) << bad.error().what();
+  EXPECT_NE(bad.error().what().find("not on the timing grid"), std::string::npos) << bad.error().what();
+}
+
 TEST(Profile, BadInputNamesTheFileAndPlace) {
   auto r = profile::from_json_text(R"({"version": 1, "components": [{"path": "/a/b", "parent": "/a"}]})", "bad.json");
   ASSERT_FALSE(r.has_value());

@@ -1,8 +1,11 @@
-// `banyan profile --from DEPLOYMENT [--window DURATION] [-o FILE] [--totals FILE] [--json]`: asks the
-// running `banyan launch` of DEPLOYMENT on this machine for its merged live profile (control.hpp)
-// without stopping it. The window profile (the traffic since the previous request, or over
-// --window) goes to -o, in the format `banyan partition` reads; the totals since the start to
-// --totals. Exit 2 when no launch of that deployment is running.
+// `banyan profile --from DEPLOYMENT [--window DURATION] [-o FILE] [--totals FILE] [--timings FILE]
+// [--json]`: asks the running `banyan launch` of DEPLOYMENT on this machine for its merged live
+// profile (control.hpp) without stopping it. The window profile (the traffic since the previous
+// request, or over --window) goes to -o, in the format `banyan partition` reads; the totals since the
+// start to --totals; the measured start and reply times since the start to --timings, as the timings
+// file `banyan plan` reads (docs/formats.md). `banyan profile --read PROFILE --timings FILE` converts
+// a saved profile (`banyan launch --profile`) instead. Exit 2 when no launch of that deployment is
+// running.
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
 #include "banyan/control.hpp"
@@ -24,7 +27,7 @@ namespace {
 constexpr const char* tool = "banyan profile";
 
 struct options {
-  std::string from;
+  std::string from, read, timings;
   std::chrono::milliseconds window{0};
   std::string out;
   std::string totals;
@@ -61,6 +64,38 @@ result<answer> ask(zmq::context_t& ctx, const std::string& deployment) {
   return a;
 }
 
+// The profile's measured times as a timings file (docs/formats.md, "Workload"): per component with
+// any, its subtree's start times as `wake` and the replies to requests to it as `response`.
+result<std::size_t> write_timings(const profile& p, const std::string& path, const std::string& source) {
+  std::ofstream out(path);
+  if (!out) return error{broker::errc::io, "timings " + path + ": cannot write"};
+  auto hist = [](const timing_histogram& h) {
+    std::size_t first = 0, last = h.counts.size();
+    while (first < last && h.counts[first] == 0) ++first;
+    while (last > first && h.counts[last - 1] == 0) --last;
+    std::string bounds, counts;
+    char num[32];
+    for (std::size_t i = first; i <= last; ++i) {
+      std::snprintf(num, sizeof num, "%.9g", timing_histogram::bound(i));
+      bounds += (i == first ? "" : ", ") + std::string(num);
+      if (i < last) counts += (i == first ? "" : ", ") + std::to_string(h.counts[i]);
+    }
+    return "{bounds: [" + bounds + "], counts: [" + counts + "]}";
+  };
+  out << "# measured by banyan: " << source << "\nformat: banyan-timings\nversion: 1\nsubtrees:\n";
+  std::size_t n = 0;
+  for (vertex_id v = 0; v < p.tree->size() && v < p.loads.size(); ++v) {
+    const auto& l = p.loads[v];
+    if (l.start.empty() && l.reply.empty()) continue;
+    out << "  - path: " << nlohmann::json(p.tree->path(v)).dump() << "\n";
+    if (!l.start.empty()) out << "    wake: " << hist(l.start) << "\n";
+    if (!l.reply.empty()) out << "    response: " << hist(l.reply) << "\n";
+    ++n;
+  }
+  if (!out.flush()) return error{broker::errc::io, "timings " + path + ": write failed"};
+  return n;
+}
+
 std::uint64_t edge_messages(const profile& p) {
   std::uint64_t n = 0;
   for (const auto& e : p.edges) n += e.messages;
@@ -68,6 +103,21 @@ std::uint64_t edge_messages(const profile& p) {
 }
 
 int run(const options& o) {
+  if (!o.read.empty()) {
+    if (o.timings.empty())
+      return fail(tool, "--read needs --timings (what to write from the profile)", exit_bad_arguments);
+    auto p = profile::load(o.read);
+    if (!p) return fail(tool, p.error().what(), exit_bad_arguments);
+    auto n = write_timings(*p, o.timings, o.read);
+    if (!n) return fail(tool, n.error().what());
+    if (o.json)
+      std::printf("%s\n",
+                  nlohmann::json{{"profile", o.read}, {"timings", o.timings}, {"components", *n}}.dump(1).c_str());
+    else std::fprintf(stderr, "%s: %zu components with measured times -> %s\n", tool, *n, o.timings.c_str());
+    return 0;
+  }
+  if (o.from.empty())
+    return fail(tool, "give --from DEPLOYMENT (a running launch) or --read PROFILE", exit_bad_arguments);
   if (!std::filesystem::exists(o.from))
     return fail(tool, "deployment " + o.from + ": no such file", exit_bad_arguments);
   const std::string socket = control_socket_path(o.from);
@@ -93,6 +143,12 @@ int run(const options& o) {
     if (path.empty()) continue;
     if (auto w = p->write(path); !w) return fail(tool, w.error().what());
   }
+  std::size_t timed = 0;
+  if (!o.timings.empty()) {
+    auto n = write_timings(*total, o.timings, "the live profile of " + o.from + " since its start");
+    if (!n) return fail(tool, n.error().what());
+    timed = *n;
+  }
   if (o.json) {
     nlohmann::json summary = a->status;
     summary["deployment"] = o.from;
@@ -100,6 +156,7 @@ int run(const options& o) {
     summary["total_edge_messages"] = edge_messages(*total);
     if (!o.out.empty()) summary["profile"] = o.out;
     if (!o.totals.empty()) summary["totals"] = o.totals;
+    if (!o.timings.empty()) summary["timings"] = o.timings, summary["timed_components"] = timed;
     std::printf("%s\n", summary.dump(1).c_str());
     return 0;
   }
@@ -116,8 +173,9 @@ int run(const options& o) {
 action setup_profile(CLI::App& sub) {
   auto o = std::make_shared<options>();
   sub.add_option("--from", o->from, "Deployment YAML of a running `banyan launch` on this machine")
-      ->required()
       ->type_name("DEPLOYMENT");
+  sub.add_option("--read", o->read, "Instead of --from: a saved profile (banyan launch --profile), for --timings")
+      ->type_name("PROFILE");
   add_duration_option(sub, "--window", o->window,
                       "Profile this long a window (asks twice, this far apart); 0: since the previous request "
                       "to that launch, or its start");
@@ -125,6 +183,10 @@ action setup_profile(CLI::App& sub) {
                  "Write the window's profile (docs/formats.md) to this file; default: print its table")
       ->type_name("FILE");
   sub.add_option("--totals", o->totals, "Write the profile since the run started to this file")->type_name("FILE");
+  sub.add_option("--timings", o->timings,
+                 "Write the measured start (wake) and reply (response) times since the start as the timings "
+                 "file banyan plan reads")
+      ->type_name("FILE");
   sub.add_flag("--json", o->json, "Print a JSON summary on stdout");
   return [o] { return run(*o); };
 }

@@ -15,31 +15,58 @@
 
 namespace banyan {
 
+// Durations on one fixed grid of buckets: [0, 1 us), then four per decade from 1 us up to 10^4 s
+// (the last bucket also takes anything longer). Counts only, so profiles add up.
+struct timing_histogram {
+  static constexpr std::size_t buckets = 42;
+  static double bound(std::size_t i);            // bucket i is [bound(i), bound(i + 1)) seconds
+  static std::size_t bucket_of(double seconds);  // where a duration goes
+  std::vector<std::uint64_t> counts;             // empty, or `buckets` counts
+  bool empty() const;
+  void add(const timing_histogram& other);
+  void subtract(const timing_histogram& earlier);  // clamped at 0
+};
+
+enum class timing_kind : std::uint8_t {
+  start,  // a (re)start of the component's subtree, from its supervisor's spawn until it started
+  reply,  // a request to it, from the requester's send until the reply came back
+};
+
 struct component_load {
-  std::uint64_t messages = 0;  // messages handled (deliveries, requests, posted work)
-  double cpu_seconds = 0;      // time the component's actor ran: its handlers and the work done for them
-  std::uint64_t memory = 0;    // bytes, when the component reports it
+  std::uint64_t messages = 0;     // messages handled (deliveries, requests, posted work)
+  double cpu_seconds = 0;         // time the component's actor ran: its handlers and the work done for them
+  std::uint64_t memory = 0;       // bytes, when the component reports it
+  timing_histogram start, reply;  // measured durations (timing_kind), on the fixed grid
 };
 
 // Per-component load counters. Each component's cell is written by that component's actor only and
 // read by anyone, so cells are relaxed atomics.
 class load_meter {
  public:
-  explicit load_meter(std::size_t components) : cells_(components) {}
+  explicit load_meter(std::size_t components) : cells_(components), timings_(components) {}
+  ~load_meter();
+  load_meter(const load_meter&) = delete;
+  load_meter& operator=(const load_meter&) = delete;
   // `n` messages handled (calls into the component's code).
   void handled(vertex_id v, std::uint64_t n) { cells_[v].messages.fetch_add(n, std::memory_order_relaxed); }
   // Time the component's actor ran (its handlers and the middleware's work for them).
   void busy(vertex_id v, std::uint64_t ns) { cells_[v].busy_ns.fetch_add(ns, std::memory_order_relaxed); }
   void set_memory(vertex_id v, std::uint64_t bytes) { cells_[v].memory.store(bytes, std::memory_order_relaxed); }
+  // One measured duration of component `v` (any thread; its histograms are made on first use).
+  void timed(vertex_id v, timing_kind kind, double seconds);
   std::vector<component_load> snapshot() const;
 
  private:
+  struct timing_cell {
+    std::atomic<std::uint64_t> counts[2][timing_histogram::buckets] = {};
+  };
   struct alignas(64) cell {  // one cache line each: cells of different actors never share one
     std::atomic<std::uint64_t> messages{0};
     std::atomic<std::uint64_t> busy_ns{0};
     std::atomic<std::uint64_t> memory{0};
   };
   std::vector<cell> cells_;
+  std::vector<std::atomic<timing_cell*>> timings_;  // per component, null until it has a duration
 };
 
 // Messages that crossed one node link in a multi-node run, as the transport counted them.
