@@ -302,6 +302,7 @@ void gateway_actor::failover_go() {
 }
 
 void gateway_actor::failover_refused(node_id lost, const std::string& why) {
+  node_->refuse_starts_on(lost);
   tell_parents_of_lost(state_->where().node_of(), lost,
                        "node `" + node_->name_of(lost) + "` lost; no failover: " + why);
 }

@@ -78,6 +78,7 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   }
   ready_.assign(deployment_.names.size(), false);
   lost_.assign(deployment_.names.size(), false);
+  refused_.assign(deployment_.names.size(), false);
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
     o.peers.push_back({deployment_.names[i], deployment_.endpoints[i], deployment_.curve_public[i], required_[i]});
@@ -307,9 +308,14 @@ void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t gen
   auto r = transport_->send(deployment_.names[to], std::move(e), runtime::never_block);
   if (r) return;
   log::warning(self_name(), "supervision of `" + tree.path(child) + "`: " + r.error().what());
-  // A start that cannot reach the child's node (it is lost, and nothing took its place) fails the
-  // child at once, so its supervisor goes on as for any failure instead of waiting for ever.
+  // A start that cannot reach the child's node fails the child at once when no failover will place
+  // it elsewhere (refused), so its supervisor goes on as for any failure instead of waiting for
+  // ever. While a failover may still come, the start waits for it: its go restarts the child there.
   if (kind != wire_kind::child_start) return;
+  {
+    std::lock_guard lock(ready_mutex_);
+    if (!refused_[to]) return;
+  }
   if (auto parent = state_.actors().get(tree.parent(child)))
     caf::anon_send(parent, rfailed_atom::value, child, generation,
                    "cannot start on node `" + deployment_.names[to] + "`: " + r.error().what());
@@ -387,6 +393,11 @@ bool node_runtime::node_ready(node_id n) const {
   if (n == deployment_.self) return true;
   std::lock_guard lock(ready_mutex_);
   return ready_[n];
+}
+
+void node_runtime::refuse_starts_on(node_id n) {
+  std::lock_guard lock(ready_mutex_);
+  refused_[n] = true;
 }
 
 void node_runtime::peer_quit(const std::string& peer, int exit_code, bool urgent) {

@@ -149,6 +149,9 @@ class node_runtime {
   void peer_ready(const std::string& peer);
   // Whether node `n` is linked and ready now (this node: always).
   bool node_ready(node_id n) const;
+  // Node `n` was lost and no survivor can take what it ran (the gateway's failover refusal): a
+  // child start sent there fails the child at once (send_child) instead of waiting for a failover.
+  void refuse_starts_on(node_id n);
   bool late(node_id n) const { return n < deployment_.late.size() && deployment_.late[n]; }
   // `peer` ended the run: logged as `node `peer` ended the run with exit code N` (an error when N is
   // not 0), the line `banyan launch` reads to tell the node that failed from those it stopped.
@@ -198,6 +201,7 @@ class node_runtime {
   mutable std::mutex ready_mutex_;
   std::vector<bool> ready_;     // per node: said ready and not lost since (under ready_mutex_)
   std::vector<bool> lost_;      // per node: lost at least once (under ready_mutex_)
+  std::vector<bool> refused_;   // per node: lost with no failover (under ready_mutex_)
   std::vector<bool> required_;  // per node: waited for at start (set in start())
   resume_list waiters_;         // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
