@@ -32,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from failover_bench import Launch  # noqa: E402
+from watched import Watched  # noqa: E402
 
 
 def progress(msg):
@@ -69,31 +69,31 @@ def one_launch(a, tools, deployment, states, kill, kill_at):
     if states:
         cmd += ["--checkpoint-every", str(a.checkpoint_every), "--state-dir", states]
     start = time.monotonic()
-    l = Launch(cmd)
+    l = Watched(cmd)
     figures = {"killed": []}
     try:
         for victim, at in zip(kill, kill_at):
-            _, m = l.wait_for(r"node %s started \(pid (\d+)\)" % victim)
+            _, m = l.wait_match(r"node %s started \(pid (\d+)\)" % victim)
             # A moment mid-run (a fraction of the undisturbed run's time): the result must not depend on it.
             time.sleep(max(0.0, start + at - time.monotonic()))
-            if l.p.poll() is not None or any("ended the run" in line for _, line in l.lines):
+            lines = l.output()
+            if l.p.poll() is not None or any("ended the run" in line for line in lines):
                 raise SystemExit(f"eda_failover: the run ended before {victim} was killed; raise --cycles\n" +
-                                 "\n".join(line for _, line in l.lines[-30:]))
+                                 "\n".join(lines[-30:]))
             killed = time.monotonic()
             os.kill(int(m.group(1)), signal.SIGKILL)
             progress(f"killed {victim} after {killed - start:.1f} s")
-            found, _ = l.wait_for(r"node `%s` lost: failing over" % victim, a.run_limit)
+            found, _ = l.wait_for("node `%s` lost: failing over" % victim, timeout=a.run_limit)
             figures["killed"].append({"node": victim, "at_s": killed - start, "failover_ms": (found - killed) * 1e3})
         code = l.p.wait(a.run_limit)
     finally:
         if l.p.poll() is None:
             l.p.kill()
         if a.log:
-            with open(a.log, "a") as f, l.cv:
-                f.write("\n".join(line for _, line in l.lines) + "\n")
+            with open(a.log, "a") as f:
+                f.write("\n".join(l.output()) + "\n")
     end = time.monotonic()
-    with l.cv:
-        lines = [line for _, line in l.lines]
+    lines = l.output()
     figures["seconds"] = end - start
     figures["code"] = code
     figures["reread_bytes"] = sum(int(b) for b in re.findall(r"restart from their last durable state in `[^`]*` "

@@ -19,8 +19,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from watched import Watched as Node  # noqa: E402
 
 MODEL = ["--layers", "2", "--heads", "2", "--channels", "32", "--seq", "64", "--batch", "12"]
 COMMON = ["--data", "/usr/share/games/fortunes", "--val-every", "0", "--val-batches", "1", "--sample-chars", "10",
@@ -39,43 +41,6 @@ def run(cmd):
     if out.returncode != 0:
         sys.exit(f"elastic_bench: {' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     return summary(out.stdout.splitlines())
-
-
-class Node:
-    """A process whose merged output is read on a thread, each line with the time it was read."""
-
-    def __init__(self, cmd):
-        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines = []  # (time, line)
-        self.cv = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cv:
-                self.lines.append((time.monotonic(), line.rstrip("\n")))
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
-
-    def wait_for(self, *parts, after=0.0, timeout=120.0):
-        """The time of the first line read after `after` that contains every part."""
-        deadline = time.monotonic() + timeout
-        with self.cv:
-            while True:
-                for t, line in self.lines:
-                    if t >= after and all(p in line for p in parts):
-                        return t, line
-                if self.p.poll() is not None or time.monotonic() > deadline:
-                    text = "\n".join(l for _, l in self.lines[-40:])
-                    sys.exit(f"elastic_bench: no line with {parts}:\n{text}")
-                self.cv.wait(0.1)
-
-    def finish(self, timeout=300):
-        self.p.wait(timeout)
-        self.reader.join()
-        return [l for _, l in self.lines]
 
 
 def heterogeneity(train, steps):

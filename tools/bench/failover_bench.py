@@ -15,14 +15,14 @@ disk, this script sends SIGKILL to n1 and times, as it reads launch's output (mo
 import argparse
 import json
 import os
-import re
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from watched import Watched  # noqa: E402
 
 DEPLOYMENT = """version: 1
 nodes:
@@ -34,38 +34,6 @@ assignments:
   /sv/group/middle: n1
   /sv/group/last: n2
 """
-
-
-class Launch:
-    def __init__(self, cmd):
-        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines = []
-        self.cv = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cv:
-                self.lines.append((time.monotonic(), line.rstrip("\n")))
-                self.cv.notify_all()
-        with self.cv:
-            self.cv.notify_all()
-
-    def wait_for(self, pattern, limit=60):
-        """The time of the first line matching `pattern`, and its match."""
-        r = re.compile(pattern)
-        until = time.monotonic() + limit
-        with self.cv:
-            while True:
-                for t, line in self.lines:
-                    m = r.search(line)
-                    if m:
-                        return t, m
-                left = until - time.monotonic()
-                if left <= 0 or self.p.poll() is not None and not self.cv.wait(0):
-                    raise SystemExit("failover_bench: no line matching %r:\n%s" %
-                                     (pattern, "\n".join(l for _, l in self.lines[-40:])))
-                self.cv.wait(min(left, 0.2))
 
 
 def durable_bytes(folder):
@@ -83,20 +51,20 @@ def one_run(build, size):
         states = os.path.join(d, "states")
         app = os.path.join(build, "tests", "supervise_app")
         cli = os.path.join(build, "tools", "banyan")
-        l = Launch([cli, "launch", deployment, "--run-for", "120s", "--", app, "--threads", "2", "--scenario",
+        l = Watched([cli, "launch", deployment, "--run-for", "120s", "--", app, "--threads", "2", "--scenario",
                     "failover", "--state-dir", states, "--state-bytes", str(size)])
         try:
             for node in ("n0", "n1", "n2"):
-                l.wait_for(r"^\[%s\] \[/sv\] every node is ready" % node)
-            _, m = l.wait_for(r"node n1 started \(pid (\d+)\)")
+                l.wait_for("[%s] [/sv] every node is ready" % node)
+            _, m = l.wait_match(r"node n1 started \(pid (\d+)\)")
             deadline = time.monotonic() + 60
             while durable_bytes(os.path.join(states, "n1")) < size and time.monotonic() < deadline:
                 time.sleep(0.01)  # polling the folder: the writer's fsync has no signal to wait on
             killed = time.monotonic()
             os.kill(int(m.group(1)), signal.SIGKILL)
-            detected, _ = l.wait_for(r"node `n1` lost: failing over")
-            restarted, _ = l.wait_for(r"^\[n0\] INCARNATION /sv/group/middle 2")
-            serving, _ = l.wait_for(r"AFTER pong from /sv/group/middle incarnation 2")
+            detected, _ = l.wait_for("node `n1` lost: failing over")
+            restarted, _ = l.wait_match(r"^\[n0\] INCARNATION /sv/group/middle 2")
+            serving, _ = l.wait_for("AFTER pong from /sv/group/middle incarnation 2")
             l.p.wait(60)
             return {"detected_ms": (detected - killed) * 1e3, "restarted_ms": (restarted - killed) * 1e3,
                     "serving_ms": (serving - killed) * 1e3, "exit_code": l.p.returncode}
