@@ -25,7 +25,15 @@ std::size_t timing_histogram::bucket_of(double seconds) {
 }
 
 bool timing_histogram::empty() const {
-  return std::all_of(counts.begin(), counts.end(), [](std::uint64_t c) { return c == 0; });
+  const auto [first, last] = used();
+  return first == last;
+}
+
+std::pair<std::size_t, std::size_t> timing_histogram::used() const {
+  std::size_t first = 0, last = counts.size();
+  while (first < last && counts[first] == 0) ++first;
+  while (last > first && counts[last - 1] == 0) --last;
+  return {first, last};
 }
 
 void timing_histogram::add(const timing_histogram& other) {
@@ -78,9 +86,7 @@ using ordered = nlohmann::ordered_json;
 
 // The buckets from the first to the last with a count: bounds (seconds) and counts.
 ordered histogram_json(const timing_histogram& h) {
-  std::size_t first = 0, last = h.counts.size();
-  while (first < last && h.counts[first] == 0) ++first;
-  while (last > first && h.counts[last - 1] == 0) --last;
+  const auto [first, last] = h.used();
   ordered bounds = ordered::array(), counts = ordered::array();
   for (std::size_t i = first; i < last; ++i) {
     bounds.push_back(timing_histogram::bound(i));

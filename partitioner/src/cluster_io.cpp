@@ -7,13 +7,12 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <algorithm>
-
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <unordered_map>
 
 namespace banyan::partitioner {
 namespace {
@@ -285,15 +284,16 @@ result<deployment> parse_deployment(const std::string& text, const std::string& 
     // capacities), which a failover's placement weighs against the survivors' capacity.
     if (const YAML::Node loads = (*doc)["loads"]) {
       if (!loads.IsMap()) return r.fail(loads, "`loads` must be a mapping (assigned subtree path -> CPU load)");
+      std::unordered_map<std::string, std::size_t> assigned;  // a big deployment has 10^5-10^6 of them
+      for (std::size_t i = 0; i < d.assignments.size(); ++i) assigned.emplace(d.assignments[i].path, i);
       for (auto it = loads.begin(); it != loads.end(); ++it) {
         const std::string path = it->first.Scalar();
-        auto a =
-            std::find_if(d.assignments.begin(), d.assignments.end(), [&](const auto& x) { return x.path == path; });
-        if (a == d.assignments.end())
+        auto a = assigned.find(path);
+        if (a == assigned.end())
           return r.fail(it->first, "loads: `" + path + "` is not an assigned path (give loads per assignment)");
         auto load = r.number(it->second, "load of `" + path + "`");
         if (!load) return load.error();
-        a->load = *load;
+        d.assignments[a->second].load = *load;
       }
     }
     return d;

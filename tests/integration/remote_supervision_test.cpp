@@ -260,49 +260,48 @@ void two_losses(bool at_once) {
   EXPECT_EQ(l.log.find("still running after 3 s"), std::string::npos) << l.log;
 }
 
-// The deployment's `loads:` (as banyan partition writes them) against the nodes' capacity of 1:
-// the root's part on n0 takes 0.8, middle 0.5 on n1, last `last_load` on n2.
-fs::path write_loaded_deployment(const fs::path& dir, double last_load) {
-  auto d = write_deployment(dir);
+// The failover scenario on a deployment with `loads:` (as banyan partition writes them) against
+// the nodes' capacity of 1: the root's part on n0 takes 0.8, middle 0.5 on n1, last `last_load` on
+// n2. n1 is killed once the cluster is ready.
+outcome loaded_failover(double last_load) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
   std::ofstream(d, std::ios::app) << "loads:\n  /sv: 0.8\n  /sv/group/middle: 0.5\n  /sv/group/last: " << last_load
                                   << "\n";
-  return d;
+  watched_launch l({BANYAN_CLI, "launch", d.string(), "--run-for", "60s", "--", SUPERVISE_APP, "--threads", "2",
+                    "--scenario", "failover"});
+  EXPECT_TRUE(l.cluster_ready()) << l.log;
+  EXPECT_TRUE(l.kill_node("n1")) << l.log;
+  const int code = l.end(90s);
+  return {code, l.log};
 }
 
 // Capacity decides: middle's traffic would put it beside its parent on n0, but n0 has 0.2 left,
 // so it fails over to n2 (0.8 left) and answers from there.
 TEST(Failover, CapacityDecidesWhereALostSubtreeGoes) {
-  scratch_dir dir;
-  watched_launch l({BANYAN_CLI, "launch", write_loaded_deployment(dir.path, 0.2).string(), "--run-for", "60s", "--",
-                    SUPERVISE_APP, "--threads", "2", "--scenario", "failover"});
-  ASSERT_TRUE(l.cluster_ready()) << l.log;
-  ASSERT_TRUE(l.kill_node("n1")) << l.log;
-  EXPECT_EQ(l.end(90s), 0) << l.log;
-  EXPECT_NE(l.log.find("node `n1` lost: failing over `/sv/group/middle` to `n2`"), std::string::npos) << l.log;
-  EXPECT_NE(l.log.find("[n2] START /sv/group/middle"), std::string::npos) << l.log;
-  EXPECT_NE(l.log.find("AFTER pong from /sv/group/middle"), std::string::npos) << l.log;
+  const auto r = loaded_failover(0.2);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("node `n1` lost: failing over `/sv/group/middle` to `n2`"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[n2] START /sv/group/middle"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("AFTER pong from /sv/group/middle"), std::string::npos) << r.output;
 }
 
 // Middle (0.5) fits on no survivor (0.2 and 0.3 left): the root's node says which subtree and by
 // how much; group restarts middle as for any failure, each start fails at once (its node is
-// gone), and past group's intensity limit the failure escalates and the run ends with an error
-// instead of waiting for a start that cannot come.
+// gone and its failover refused), and past group's intensity limit the failure escalates and the
+// run ends with an error instead of waiting for a start that cannot come.
 TEST(Failover, ALostSubtreeThatFitsNowhereIsRefusedAndItsSupervisorEscalates) {
-  scratch_dir dir;
-  watched_launch l({BANYAN_CLI, "launch", write_loaded_deployment(dir.path, 0.7).string(), "--run-for", "60s", "--",
-                    SUPERVISE_APP, "--threads", "2", "--scenario", "failover"});
-  ASSERT_TRUE(l.cluster_ready()) << l.log;
-  ASSERT_TRUE(l.kill_node("n1")) << l.log;
-  const int code = l.end(90s);
-  EXPECT_NE(code, 0) << l.log;
-  EXPECT_NE(code, -1) << l.log;  // it ended by itself, well before --run-for
-  EXPECT_NE(l.log.find("node `n1` lost; no failover: "), std::string::npos) << l.log;
-  EXPECT_NE(l.log.find("`/sv/group/middle`"), std::string::npos) << l.log;
-  EXPECT_NE(l.log.find("short by 0.2"), std::string::npos) << l.log;
-  EXPECT_NE(l.log.find("cannot start on node `n1`"), std::string::npos) << l.log;
-  EXPECT_NE(l.log.find("giving up and escalating"), std::string::npos) << l.log;
-  EXPECT_EQ(l.log.find("AFTER pong from /sv/group/middle"), std::string::npos) << l.log;
-  EXPECT_EQ(l.log.find("malformed"), std::string::npos) << l.log;  // n2 took the refusal
+  const auto r = loaded_failover(0.7);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, -1) << r.output;  // it ended by itself, well before --run-for
+  EXPECT_NE(r.output.find("node `n1` lost; no failover: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("`/sv/group/middle` (cpu load 0.5) fits on no surviving node"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("short by 0.2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("cannot start on node `n1`"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("giving up and escalating"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("AFTER pong from /sv/group/middle"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("malformed"), std::string::npos) << r.output;  // n2 took the refusal
 }
 
 TEST(Failover, TwoNodesLostOneAfterTheOtherFailOverInTurn) { two_losses(false); }

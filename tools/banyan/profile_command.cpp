@@ -70,9 +70,7 @@ result<std::size_t> write_timings(const profile& p, const std::string& path, con
   std::ofstream out(path);
   if (!out) return error{broker::errc::io, "timings " + path + ": cannot write"};
   auto hist = [](const timing_histogram& h) {
-    std::size_t first = 0, last = h.counts.size();
-    while (first < last && h.counts[first] == 0) ++first;
-    while (last > first && h.counts[last - 1] == 0) --last;
+    const auto [first, last] = h.used();
     std::string bounds, counts;
     char num[32];
     for (std::size_t i = first; i <= last; ++i) {

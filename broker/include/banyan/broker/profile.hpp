@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace banyan {
@@ -23,6 +24,8 @@ struct timing_histogram {
   static std::size_t bucket_of(double seconds);  // where a duration goes
   std::vector<std::uint64_t> counts;             // empty, or `buckets` counts
   bool empty() const;
+  // The buckets from the first to the last with a count: [first, last) (first == last: none).
+  std::pair<std::size_t, std::size_t> used() const;
   void add(const timing_histogram& other);
   void subtract(const timing_histogram& earlier);  // clamped at 0
 };
