@@ -67,10 +67,12 @@ std::vector<component_load> load_meter::snapshot() const {
     out[i].cpu_seconds = static_cast<double>(cells_[i].busy_ns.load(std::memory_order_relaxed)) * 1e-9;
     out[i].memory = cells_[i].memory.load(std::memory_order_relaxed);
     if (const timing_cell* t = timings_[i].load(std::memory_order_acquire)) {
-      for (auto [h, k] : {std::pair{&out[i].start, 0}, std::pair{&out[i].reply, 1}}) {
+      std::size_t k = 0;
+      for (auto [key, h] : out[i].timings()) {
         h->counts.resize(timing_histogram::buckets);
         for (std::size_t b = 0; b < timing_histogram::buckets; ++b)
           h->counts[b] = t->counts[k][b].load(std::memory_order_relaxed);
+        ++k;
       }
     }
   }
@@ -128,12 +130,10 @@ ordered profile_to_json(const profile& p) {
         {"kind", v < p.composite.size() && p.composite[v] ? "composite" : "leaf"},
         {"load", {{"cpu", load.cpu_seconds}, {"messages", load.messages}, {"memory", load.memory}}},
     });
-    if (!load.start.empty() || !load.reply.empty()) {
-      ordered timings = ordered::object();
-      for (auto [key, h] : {std::pair{"start", &load.start}, std::pair{"reply", &load.reply}})
-        if (!h->empty()) timings[key] = histogram_json(*h);
-      components.back()["timings"] = std::move(timings);
-    }
+    ordered timings = ordered::object();
+    for (auto [key, h] : load.timings())
+      if (!h->empty()) timings[key] = histogram_json(*h);
+    if (!timings.empty()) components.back()["timings"] = std::move(timings);
     if (v != 0 && v < p.edges.size() && (p.edges[v].messages || p.edges[v].bytes)) {
       edge_list.push_back({{"parent", tree.path(tree.parent(v))},
                            {"child", tree.path(v)},
@@ -286,7 +286,7 @@ result<profile> profile_from_json(const json& j, const std::string& name) {
       if (auto t = c.find("timings"); t != c.end()) {
         const std::string at = component_place(i, c["path"].get<std::string>()) + ".timings";
         if (!t->is_object()) return bad(name, at, "expected an object");
-        for (auto [key, h] : {std::pair{"start", &p.loads[v].start}, std::pair{"reply", &p.loads[v].reply}}) {
+        for (auto [key, h] : p.loads[v].timings()) {
           if (!t->contains(key)) continue;
           if (auto why = histogram_from_json((*t)[key], *h); !why.empty()) return bad(name, at + "." + key, why);
         }
@@ -365,8 +365,7 @@ result<void> profile::merge(const profile& other) {
     loads[v].messages += other.loads[*w].messages;
     loads[v].cpu_seconds += other.loads[*w].cpu_seconds;
     loads[v].memory += other.loads[*w].memory;
-    loads[v].start.add(other.loads[*w].start);
-    loads[v].reply.add(other.loads[*w].reply);
+    for (std::size_t k = 0; k < 3; ++k) loads[v].timings()[k].second->add(*other.loads[*w].timings()[k].second);
     edges[v].messages += other.edges[*w].messages;
     edges[v].bytes += other.edges[*w].bytes;
   }
@@ -409,8 +408,8 @@ result<profile> profile::since(const profile& earlier) const {
     if (!w) return error{broker::errc::invalid_profile, "profiles differ: " + w.error().message};
     out.loads[v].messages = minus(loads[v].messages, earlier.loads[*w].messages);
     out.loads[v].cpu_seconds = std::max(0.0, loads[v].cpu_seconds - earlier.loads[*w].cpu_seconds);
-    out.loads[v].start.subtract(earlier.loads[*w].start);
-    out.loads[v].reply.subtract(earlier.loads[*w].reply);
+    for (std::size_t k = 0; k < 3; ++k)
+      out.loads[v].timings()[k].second->subtract(*earlier.loads[*w].timings()[k].second);
     out.edges[v].messages = minus(edges[v].messages, earlier.edges[*w].messages);
     out.edges[v].bytes = minus(edges[v].bytes, earlier.edges[*w].bytes);
   }

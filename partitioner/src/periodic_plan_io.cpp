@@ -158,4 +158,39 @@ result<plan_file> load_plan(const std::string& path, const workload& w) {
   return parse_plan(*text, path, w);
 }
 
+result<plan_file> load_plan(const std::string& path, const deployment& d, workload& shape) {
+  auto text = partitioner::detail::read_file(path);
+  if (!text) return text.error();
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(*text);
+  } catch (const YAML::Exception& e) {
+    return error{errc::parse, path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+  }
+  if (!doc.IsMap() || !doc["slot"] || !doc["horizon"] || !doc["subtrees"] || !doc["subtrees"].IsSequence())
+    return error{errc::invalid, path + ": not a periodic plan (expected `slot`, `horizon` and `subtrees`)"};
+  shape = workload{};
+  shape.name = path;
+  try {
+    shape.slot = doc["slot"].as<double>();
+    shape.horizon = doc["horizon"].as<double>();
+  } catch (const YAML::Exception& e) {
+    return error{errc::invalid, path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg};
+  }
+  if (!(shape.slot > 0) || !(shape.horizon >= shape.slot))
+    return error{errc::invalid, path + ":" + std::to_string(doc["slot"].Mark().line + 1) +
+                                    ": the slot must be positive and at most the horizon"};
+  for (const auto& n : d.c.nodes) shape.nodes.push_back({n.name, n.cpu.amount, 0});
+  for (const auto& e : doc["subtrees"]) {
+    subtree_spec s;
+    s.path = e["path"] ? e["path"].Scalar() : "";
+    s.line = e.Mark().line + 1;
+    if (s.path.empty() || s.path.front() != '/')
+      return error{errc::invalid, path + ":" + std::to_string(s.line) + ": a subtree's `path` must be absolute"};
+    shape.subtrees.push_back(std::move(s));
+  }
+  shape.deployment_fingerprint = fingerprint(d);
+  return parse_plan(*text, path, shape);
+}
+
 }  // namespace banyan::partitioner::periodic

@@ -54,10 +54,19 @@ using movequit_atom = caf::atom_constant<caf::atom("movequit")>;    // end this 
 using childmove_atom = caf::atom_constant<caf::atom("childmove")>;  // child vertex, node, generation: a child moved
 using arrived_atom =
     caf::atom_constant<caf::atom("arrived")>;  // vertex: a moved subtree has started here (to the gateway)
+// Hibernate and wake (gateway_sleep.cpp, docs/runtime.md "Hibernate and wake"):
+using childsleep_atom = caf::atom_constant<caf::atom("childsleep")>;  // child vertex: a child went to sleep
+using keepalive_atom = caf::atom_constant<caf::atom("keepalive")>;    // look for subtrees idle past their keep-alive
+using hold_atom = caf::atom_constant<caf::atom("hold")>;  // shared routed_message, target index: for a sleeping
+                                                          // target (to the gateway, which wakes it); or
+                                                          // method, payload, requester, target -> error text,
+                                                          // reply: a request to a sleeping component
 // To the gateway, from the node runtime (cluster/gateway.hpp):
 using remote_atom = caf::atom_constant<caf::atom("remote")>;  // peer name, shared_ptr<runtime::envelope>
 using host_atom = caf::atom_constant<caf::atom("host")>;      // start the hosted roots (once, at the run's start)
 using move_atom = caf::atom_constant<caf::atom("move")>;      // path, node, answer token: move a local subtree there
+using sleep_atom = caf::atom_constant<caf::atom("sleep")>;    // path, idle ms, answer token: put a subtree to sleep
+using wake_atom = caf::atom_constant<caf::atom("wake")>;      // path, node ("": here), answer token: wake it
 using peerlost_atom = caf::atom_constant<caf::atom("peerlost")>;  // node index: a peer is gone
 // Supervision across nodes (node_wire.hpp's child_* envelopes, turned into messages by the gateway):
 using rstarted_atom =

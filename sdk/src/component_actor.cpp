@@ -1,5 +1,7 @@
 #include "component_actor.hpp"
 
+#include "cluster/node.hpp"
+
 #include "banyan/base/log.hpp"
 
 #include <algorithm>
@@ -152,6 +154,7 @@ caf::behavior component_actor::make_behavior() {
       [this](childmove_atom, vertex_id child_vertex, node_id to, std::uint64_t generation) {
         supervisor_.child_moved(child_vertex, to, generation);
       },
+      [this](childsleep_atom, vertex_id child_vertex) { supervisor_.child_asleep(child_vertex); },
       [this](post_atom, const task& t) { counted(t.fn); },
       [this](request_atom, const std::string& method, const payload& data,
              vertex_id requester) -> caf::result<std::string, payload> {
@@ -387,7 +390,10 @@ result<void> component_actor::send_on(const std::shared_ptr<const route_info>& i
     // local_delivery); no envelope to allocate per publish (a message from another node has one,
     // for its delivery receipt).
     for (auto i : info->local) {
-      if (!info->targets[i]) continue;
+      if (!info->targets[i]) {
+        hold_for_sleeper(info, i, sequence, data);
+        continue;
+      }
       state_->flow().queued(info->plan->targets()[i].component);
       send(info->targets[i], deliver_atom::value, local_delivery{info.get(), sequence, i}, data);
     }
@@ -402,6 +408,15 @@ result<void> component_actor::send_on(const std::shared_ptr<const route_info>& i
   if (!info->hops.empty()) out = gate_->forward(*info, sequence, data);
   info->plan->record(data.size());
   return out;
+}
+
+// A local target without an actor is either stopped (the message is not for it) or asleep: then
+// the gateway holds the message and wakes its subtree (gateway_sleep.cpp).
+void component_actor::hold_for_sleeper(const std::shared_ptr<const route_info>& info, std::uint32_t index,
+                                       std::uint64_t sequence, const payload& data) {
+  if (!state_->where().asleep(info->plan->targets()[index].component)) return;
+  auto message = std::make_shared<const routed_message>(routed_message{info, data, sequence, nullptr});
+  send(state_->node()->gateway(), hold_atom::value, std::move(message), index);
 }
 
 void component_actor::serve(std::string method, banyan::context::service handler) {
@@ -427,11 +442,26 @@ void component_actor::request_here(vertex_id v, std::string method, const payloa
                                    std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply) {
   const std::string& path = state_->tree().path(v);
   auto target = state_->actors().get(v);
+  std::string what = "request `" + method + "` to `" + path + "`";
+  if (!target && state_->where().asleep(v)) {
+    // Asleep: the gateway holds it, wakes the subtree and hands it on (gateway_sleep.cpp); the
+    // timeout runs from now.
+    state_->requests().record(vertex_, v, data.size());
+    request(state_->node()->gateway(), caf::duration{timeout}, hold_atom::value, std::move(method), data, vertex_, v)
+        .then(
+            [this, on_reply, what](std::string& err, payload& reply) {
+              counted([&] {
+                if (err.empty()) on_reply(std::move(reply));
+                else on_reply(error{sdk::errc::request_failed, what + ": " + err});
+              });
+            },
+            [this, on_reply, what, timeout](caf::error& e) { on_request_error(on_reply, what, timeout, e); });
+    return;
+  }
   if (!target) {
     return post_task([on_reply = std::move(on_reply),
                       e = error{sdk::errc::request_failed, "`" + path + "` is not running"}] { on_reply(e); });
   }
-  std::string what = "request `" + method + "` to `" + path + "`";
   state_->requests().record(vertex_, v, data.size());  // the profile's request traffic
   request(target, caf::duration{timeout}, request_atom::value, std::move(method), data, vertex_)
       .then(
@@ -441,16 +471,16 @@ void component_actor::request_here(vertex_id v, std::string method, const payloa
               else on_reply(error{sdk::errc::request_failed, what + ": " + err});
             });
           },
-          [this, on_reply, what, timeout](caf::error& e) {
-            counted([&] {
-              if (e == caf::sec::request_timeout)
-                on_reply(
-                    error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
-              else
-                on_reply(error{sdk::errc::request_failed,
-                               what + ": " + reason_text(e)});  // the callee's what(), not CAF's rendering
-            });
-          });
+          [this, on_reply, what, timeout](caf::error& e) { on_request_error(on_reply, what, timeout, e); });
+}
+
+void component_actor::on_request_error(const banyan::context::reply_handler& on_reply, const std::string& what,
+                                       std::chrono::milliseconds timeout, const caf::error& e) {
+  counted([&] {
+    if (e == caf::sec::request_timeout)
+      on_reply(error{sdk::errc::timeout, what + ": no reply within " + std::to_string(timeout.count()) + " ms"});
+    else on_reply(error{sdk::errc::request_failed, what + ": " + reason_text(e)});  // the callee's what(), not CAF's
+  });
 }
 
 std::shared_ptr<vertex_state> component_actor::move_out() {

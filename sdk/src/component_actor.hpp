@@ -77,6 +77,11 @@ class component_actor final : public caf::event_based_actor {
   void start();
   void on_exit_message(caf::exit_msg& msg);
   result<void> send_on(const std::shared_ptr<const route_info>& info, const payload& data);
+  // A local target of a publish without an actor: asleep, the gateway holds the message for it.
+  void hold_for_sleeper(const std::shared_ptr<const route_info>& info, std::uint32_t index, std::uint64_t sequence,
+                        const payload& data);
+  void on_request_error(const banyan::context::reply_handler& on_reply, const std::string& what,
+                        std::chrono::milliseconds timeout, const caf::error& e);
   // `remote`: the message came from another node (its handler must not block on a node link).
   void deliver(const route_info& info, const payload& data, std::uint64_t sequence, std::uint32_t index, bool remote);
   // Live moves (gateway_move.cpp): this incarnation hands its state over and goes idle.

@@ -1,8 +1,14 @@
 #include "locality.hpp"
 
+#include <utility>
+
 namespace banyan::detail {
 
-locality::locality(std::vector<node_id> node_of, node_id self) : self_(self), multi_(!node_of.empty()) {
+locality::locality(std::vector<node_id> node_of, node_id self)
+    : asleep_(std::make_unique<std::atomic<bool>[]>(node_of.size())),
+      asleep_size_(node_of.size()),
+      self_(self),
+      multi_(!node_of.empty()) {
   snapshots_.front() = std::move(node_of);
 }
 
@@ -10,6 +16,8 @@ locality& locality::operator=(locality&& other) noexcept {
   snapshots_ = std::move(other.snapshots_);
   current_.store(&snapshots_.back(), std::memory_order_release);
   version_.store(other.version_.load() + 1, std::memory_order_release);
+  asleep_ = std::move(other.asleep_);
+  asleep_size_ = std::exchange(other.asleep_size_, 0);
   self_ = other.self_;
   multi_ = other.multi_;
   return *this;
@@ -32,6 +40,17 @@ void locality::move(const component_tree& tree, vertex_id v, node_id to) {
     for (auto c : tree.children(u)) stack.push_back(c);
   }
   assign(std::move(next));
+}
+
+void locality::sleep(const component_tree& tree, vertex_id v, bool asleep) {
+  std::vector<vertex_id> stack{v};
+  while (!stack.empty()) {
+    const vertex_id u = stack.back();
+    stack.pop_back();
+    if (u < asleep_size_) asleep_[u].store(asleep, std::memory_order_release);
+    for (auto c : tree.children(u)) stack.push_back(c);
+  }
+  version_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void locality::assign(std::vector<node_id> next) {

@@ -9,8 +9,12 @@
 // atomic pointer, kept for the run so a reader's reference never dangles) and version() moves, so a
 // route built on the old one is stale (route_front.hpp).
 //
-// Thread-safety: every member may be called from any thread; move() and assign() are called by the
-// node's gateway only (move() while the deployment is frozen for a move: no data in flight).
+// A subtree put to sleep (docs/runtime.md, "Hibernate and wake") stays assigned to its node, which
+// holds what reaches it and wakes it: asleep() tells a sender that a component without an actor is
+// asleep (its message goes to the gateway's hold) rather than stopped. Changing it moves version().
+//
+// Thread-safety: every member may be called from any thread; move(), assign() and sleep() are called
+// by the node's gateway only, while the deployment is frozen (no data in flight).
 #pragma once
 
 #include "banyan/broker/placement.hpp"
@@ -43,11 +47,17 @@ class locality {
   void move(const component_tree& tree, vertex_id v, node_id to);
   // A whole new assignment (a failover: the lost node's subtrees on survivors).
   void assign(std::vector<node_id> next);
+  // Whether `v` belongs to a subtree asleep on this node.
+  bool asleep(vertex_id v) const { return v < asleep_size_ && asleep_[v].load(std::memory_order_acquire); }
+  // Marks v's whole subtree asleep here, or awake.
+  void sleep(const component_tree& tree, vertex_id v, bool asleep);
 
  private:
   std::deque<std::vector<node_id>> snapshots_{std::vector<node_id>{}};  // every assignment so far
   std::atomic<const std::vector<node_id>*> current_{&snapshots_.front()};
   std::atomic<std::uint64_t> version_{1};
+  std::unique_ptr<std::atomic<bool>[]> asleep_;  // per vertex (multi-node only)
+  std::size_t asleep_size_ = 0;
   node_id self_ = 0;
   bool multi_ = false;
 };

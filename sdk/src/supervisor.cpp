@@ -387,6 +387,13 @@ void supervisor::child_moved(vertex_id child_vertex, node_id to, std::uint64_t g
   it->generation = generation;
 }
 
+void supervisor::child_asleep(vertex_id child_vertex) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const child& c) { return c.vertex == child_vertex; });
+  if (it == children_.end()) return;
+  if (it->actor) self_.send(it->actor, movequit_atom::value);
+  it->actor = caf::actor{};
+}
+
 void supervisor::begin_shutdown(bool urgent) {
   shutting_down_ = true;
   urgent_ = urgent;

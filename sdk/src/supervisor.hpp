@@ -57,6 +57,9 @@ class supervisor {
   void children_failed_over(const std::vector<vertex_id>& children, const std::vector<std::string>& reasons);
   // A live move: the child now runs on `to` (a local spawn when that is this node).
   void child_moved(vertex_id child, node_id to, std::uint64_t generation);
+  // A local child went to sleep (its node's gateway keeps its state): its incarnation ends quietly
+  // and none is started until it wakes (child_moved to this node, or to another).
+  void child_asleep(vertex_id child);
   void backoff_over();  // restart_atom
 
   // The incarnation fails or is stopped by its own supervisor: its remote children go too (its

@@ -4,6 +4,9 @@
 // against the same app in one process without moves.
 #include "node_runs.hpp"
 
+#include "banyan/partitioner/io.hpp"
+#include "banyan/partitioner/periodic.hpp"
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -337,6 +340,133 @@ TEST(LiveMove, AMoveThatCannotPauseInTimeIsGivenUpAndTheRunGoesOn) {
   auto st = l.p->wait(60s);
   ASSERT_TRUE(st) << l.log;
   EXPECT_EQ(st->code, 0) << l.log;
+}
+
+// Hibernate and wake (docs/runtime.md "Hibernate and wake"): /mv/s (a hosted root on n1, its
+// supervisor on n0) and /mv/u (a local child of the root on n0) are put to sleep again and again
+// while every publisher publishes to them at full rate and r requests s/srv one request after the
+// other. What reaches a sleeping subtree is held and wakes it; a wake may also put it on another
+// node. Every subscriber still gets every message exactly once and in order (the digests of one
+// process), and every request is answered, by the server's count that slept with it.
+TEST(Hibernate, SubtreesPutToSleepWhilePublishedToWakeOnDemandAndLoseNothing) {
+  scratch_dir dir;
+  const fs::path d = deployment(
+      dir.path, "d.yaml",
+      {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}, {"/mv/s", "n1"}, {"/mv/u", "n0"}});
+  const std::uint64_t messages = 400000;
+  auto alone = run_argv({MOVE_APP, "--messages", std::to_string(messages)}, 240s);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  auto l = launch(d, messages);
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(started(d, l));
+  int slept = 0, moved = 0;
+  for (int i = 0; i < 12; ++i) {
+    const std::string path = i % 3 == 2 ? "/mv/u" : "/mv/s";
+    auto r = run_argv({BANYAN_CLI, "sleep", path, "--from", d.string(), "--json"}, 120s);
+    l.drain();
+    ASSERT_EQ(r.exit_code, 0) << "sleep " << i << ":\n" << r.output << "\n" << l.log;
+    auto answer = nlohmann::json::parse(r.output, nullptr, false);
+    ASSERT_TRUE(answer.is_object()) << r.output;
+    EXPECT_TRUE(answer.value("slept", false)) << r.output;
+    if (!answer.value("already", false)) ++slept;
+    if (i % 4 == 3) {
+      // Woken on the other node of the two, asleep or (woken on demand meanwhile) awake: a move then.
+      auto w = run_argv({BANYAN_CLI, "wake", "/mv/s", "--on", i % 8 == 3 ? "n2" : "n1", "--from", d.string(), "--json"},
+                        120s);
+      l.drain();
+      ASSERT_EQ(w.exit_code, 0) << "wake " << i << ":\n" << w.output << "\n" << l.log;
+      ++moved;
+    }
+  }
+  EXPECT_GE(slept, 8) << "most sleeps found the subtree awake (woken on demand) and put it to sleep";
+  EXPECT_EQ(moved, 3);
+  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  l.drain();
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
+  EXPECT_EQ(digests(l.log), digests(alone.output)) << l.log;
+  static const std::regex requests(R"(REQUESTS answered (\d+) failed (\d+) out-of-order (\d+))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(l.log, m, requests)) << l.log;
+  EXPECT_GT(std::stoull(m[1]), 0u);
+  EXPECT_EQ(m[2], "0") << "a request to the sleeping server failed:\n" << l.log;
+  EXPECT_EQ(m[3], "0") << "the server's count did not sleep with it:\n" << l.log;
+  // Woken on demand: by held work, each piece measured.
+  static const std::regex woke(R"(woke `/mv/[su]` on `n\d` in [0-9.]+ ms \(\d+ bytes of state\); ([1-9]\d*) held)");
+  const auto woken = std::distance(std::sregex_iterator(l.log.begin(), l.log.end(), woke), std::sregex_iterator());
+  EXPECT_GE(woken, slept - 3) << l.log;
+}
+
+// What cannot sleep or wake is refused, naming why, and the run goes on.
+TEST(Hibernate, WhatCannotSleepOrWakeIsRefusedNamingWhy) {
+  scratch_dir dir;
+  const fs::path d = deployment(dir.path, "d.yaml", {{"/mv", "n0"}, {"/mv/s", "n1"}, {"/mv/s/pub", "n2"}});
+  auto l = launch(d, 20000000);
+  ASSERT_TRUE(l.p);
+  ASSERT_TRUE(started(d, l));
+  auto expect_refused = [&](std::vector<std::string> argv, const std::string& why) {
+    argv.insert(argv.begin(), BANYAN_CLI);
+    argv.insert(argv.end(), {"--from", d.string()});
+    auto r = run_argv(argv, 120s);
+    l.drain();
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+  };
+  expect_refused({"sleep", "/mv"}, "the tree's root does not sleep");
+  expect_refused({"sleep", "/mv/nope"}, "/mv/nope");
+  expect_refused({"sleep", "/mv/s"}, "`/mv/s` is not wholly on node `n1`: `/mv/s/pub` runs on `n2`");
+  auto awake = run_argv({BANYAN_CLI, "wake", "/mv/u", "--from", d.string(), "--json"}, 120s);
+  EXPECT_EQ(awake.exit_code, 0) << awake.output;
+  EXPECT_NE(awake.output.find("\"already\": true"), std::string::npos) << awake.output;
+  auto bad_keep = run_argv({BANYAN_CLI, "sleep", "/mv/u", "--keep-alive", "soon", "--from", d.string()}, 60s);
+  EXPECT_EQ(bad_keep.exit_code, 2) << bad_keep.output;
+  l.p->signal(SIGTERM);  // the launch stops every node
+  auto st = l.p->wait(60s);
+  ASSERT_TRUE(st) << l.log;
+}
+
+// `banyan launch --plan`: a periodic plan of 4 one-second slots, repeated while move_app runs. /mv/s
+// is awake in slot 0 on n1 and asleep (keep-alive 200 ms) in the others; /mv/u is awake in slot 2 on
+// n2 (it starts on n0: the first wake moves it). Every publisher keeps publishing to both, so they
+// are also woken on demand between their runs. The launch asks every change the plan has, none
+// fails, and the run's result is that of one process.
+TEST(Hibernate, ALaunchFollowsAPeriodicPlanAndLosesNothing) {
+  scratch_dir dir;
+  const fs::path d = deployment(
+      dir.path, "d.yaml",
+      {{"/mv", "n0"}, {"/mv/p1", "n1"}, {"/mv/p2", "n2"}, {"/mv/q", "n2"}, {"/mv/s", "n1"}, {"/mv/u", "n0"}});
+  auto running = partitioner::load_deployment(d.string());
+  ASSERT_TRUE(running) << running.error().message;
+  const fs::path plan = dir.path / "plan.yaml";
+  std::ofstream(plan) << "format: banyan-periodic-plan\nversion: 1\n"
+                      << "deployment: {file: \"d.yaml\", fingerprint: \""
+                      << partitioner::periodic::fingerprint(*running) << "\"}\n"
+                      << "policy: plan\nslot: 1\nhorizon: 4\nsubtrees:\n"
+                      << "  - {path: /mv/s, node: n1, awake: [[0, 1]], keep_alive: 0.2}\n"
+                      << "  - {path: /mv/u, node: n2, awake: [[2, 3]]}\n";
+  const std::uint64_t messages = 400000;
+  auto alone = run_argv({MOVE_APP, "--messages", std::to_string(messages)}, 240s);
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  running_launch l;
+  auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--plan", plan.string(), "--run-for", "300s", "--",
+                           MOVE_APP, "--messages", std::to_string(messages)},
+                          {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
+  ASSERT_TRUE(p) << p.error().message;
+  l.p.emplace(std::move(*p));
+  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  l.drain();
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
+  EXPECT_EQ(digests(l.log), digests(alone.output)) << l.log;
+  static const std::regex summary(R"(plan \S+: (\d+) wake\(s\) and (\d+) sleep\(s\) asked, (\d+) failed)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(l.log, m, summary)) << l.log;
+  EXPECT_GE(std::stoi(m[1]), 2) << l.log;  // at least /mv/u's first run (a move to n2) and /mv/s's second
+  EXPECT_GE(std::stoi(m[2]), 3) << l.log;
+  EXPECT_EQ(m[3], "0") << l.log;
+  EXPECT_NE(l.log.find("`/mv/s` is asleep: "), std::string::npos) << l.log;
 }
 
 }  // namespace

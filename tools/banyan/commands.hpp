@@ -15,5 +15,7 @@ action setup_launch(CLI::App& sub);       // launch_command.cpp
 action setup_profile(CLI::App& sub);      // profile_command.cpp
 action setup_reconfigure(CLI::App& sub);  // reconfigure_command.cpp
 action setup_status(CLI::App& sub);       // status_command.cpp
+action setup_sleep(CLI::App& sub);        // hibernate_command.cpp
+action setup_wake(CLI::App& sub);         // hibernate_command.cpp
 
 }  // namespace banyan::cli

@@ -11,6 +11,7 @@
 #include "banyan/cli.hpp"
 #include "banyan/commands.hpp"
 #include "banyan/control.hpp"
+#include "banyan/hibernate.hpp"
 #include "banyan/reconfigure.hpp"
 #ifdef BANYAN_LAUNCH_DASHBOARD
 #include "banyan/dashboard.hpp"
@@ -51,6 +52,7 @@ struct options {
   std::string hosts;              // the launcher's host list (Open MPI's --host syntax), also BANYAN_HOSTS for `{host}`
   std::vector<std::string> join;  // start only these nodes, into a running deployment
   std::string dashboard;          // ADDR:PORT to serve the dashboard on (dashboard.hpp); empty: none
+  std::string plan;               // a periodic plan to follow (hibernate.hpp); empty: none
   bool dashboard_remote = false;  // allow a non-loopback --dashboard address
   std::vector<std::string> command;
 };
@@ -282,6 +284,42 @@ std::string follow_failover(std::vector<child>& children, node_controls& control
   }
   running.assignments = std::move(now);
   return {};
+}
+
+// Answers one `sleep PATH [KEEP_MS]` or `wake PATH [NODE]` request on the control socket
+// (control.hpp, docs/runtime.md "Hibernate and wake"): asks the node that runs PATH and passes its
+// answer on (one JSON frame); a wake that put the subtree on another node changes `running`.
+void answer_sleep_wake(zmq::socket_t& control, const std::vector<std::string>& frames, std::vector<child>& children,
+                       node_controls& controls, partitioner::deployment& running) {
+  auto reply = [&](const std::string& text) { control.send(zmq::buffer(text), zmq::send_flags::none); };
+  if (frames.size() < 2 || frames.size() > 3)
+    return reply(
+        nlohmann::json{{"error", "a " + frames[0] + " request is `" + frames[0] + "`, PATH and " +
+                                     (frames[0] == "sleep" ? "an optional keep-alive in ms" : "an optional node")}}
+            .dump());
+  if (std::any_of(children.begin(), children.end(), [](const child& c) { return c.lost; }))
+    if (auto why = follow_failover(children, controls, running); !why.empty())
+      return reply(nlohmann::json{{"error", why}}.dump());
+  const std::string node = node_of_path(running, frames[1]);
+  if (node.empty()) return reply(nlohmann::json{{"error", "no assignment covers `" + frames[1] + "`"}}.dump());
+  std::vector<std::string> request = frames;
+  const auto id = controls.ask(node, request);
+  std::vector<banyan::process*> all;
+  for (auto& c : children) all.push_back(&c.p);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::optional<std::vector<std::string>> r;
+  while (!(r = controls.reply(node, id)) && std::chrono::steady_clock::now() < until) {
+    banyan::process::wait_any(all, std::chrono::milliseconds(2));
+    for (auto& c : children) forward_lines(c);
+    for (auto& c : children)
+      if (c.node == node && c.p.status())
+        return reply(nlohmann::json{{"error", "node " + node + " ended before it answered"}}.dump());
+  }
+  if (!r || r->size() != 1) return reply(nlohmann::json{{"error", "node " + node + " did not answer in 60 s"}}.dump());
+  const auto a = nlohmann::json::parse(r->front(), nullptr, false);
+  if (a.is_object() && !a.contains("error") && a.value("to", node) != node)
+    running.assignments = after_moves(running, {{frames[1], node, a["to"].get<std::string>(), {}}});
+  reply(r->front());
 }
 
 // Answers one `status WAIT_MS` request on the control socket (control.hpp): asks every node whether
@@ -580,6 +618,20 @@ int run(const options& o) {
                   exit_bad_arguments);
     return run_via(o, start);
   }
+  std::optional<plan_driver> plan;
+  if (!o.plan.empty()) {
+    if (!o.join.empty())
+      return fail(tool, "--plan with --join: the launch that started the deployment follows the plan",
+                  exit_bad_arguments);
+    std::vector<std::string> paths;
+    double slot = 0, horizon = 0;
+    auto p = load_plan_for(o.plan, *d, paths, slot, horizon);
+    if (!p) return fail(tool, p.error().message, exit_bad_arguments);
+    for (const auto& path : paths)
+      if (node_of_path(*d, path).empty())
+        return fail(tool, o.plan + ": subtree `" + path + "` is not in " + o.deployment, exit_bad_arguments);
+    plan.emplace(std::move(*p), std::move(paths), slot, horizon);
+  }
   // The nodes' profiles, final (--profile) and live, go through this folder.
   const std::filesystem::path scratch = profile_scratch();
   if (scratch.empty()) return 1;
@@ -640,6 +692,8 @@ int run(const options& o) {
   // After a node fails, the others normally end by themselves (the SDK passes its quit on to every
   // node); launch stops them only if they have not within this grace.
   std::optional<std::chrono::steady_clock::time_point> grace_until;
+  std::optional<std::uint64_t> plan_started_id;
+  std::optional<std::chrono::steady_clock::time_point> plan_began;
   while (running > 0) {
     if (pending_signal && !stopping) {
       banyan::log::info(tool, "forwarding signal " + std::to_string(pending_signal) + " to every node");
@@ -652,14 +706,26 @@ int run(const options& o) {
       asked_to_stop = true;
       limit_reached = true;
     }
-    // Wakes on output, an exit or a signal; at least every 100 ms to check the deadline.
-    banyan::process::wait_any(all, std::chrono::milliseconds(100));
+    // Wakes on output, an exit or a signal; at least every 100 ms to check the deadline (10 ms
+    // while a plan is followed: its changes are due on time).
+    banyan::process::wait_any(all, std::chrono::milliseconds(plan ? 10 : 100));
+    if (plan && !stopping) {
+      // The plan's clock starts when every node has started (the root's node says so).
+      if (!plan_started_id) plan_started_id = controls.ask(root_node, {"started"});
+      else if (!plan_began && controls.reply(root_node, *plan_started_id))
+        plan_began = std::chrono::steady_clock::now();
+      if (plan_began)
+        plan->step(std::chrono::duration<double>(std::chrono::steady_clock::now() - *plan_began).count(), controls, *d,
+                   o.json);
+    }
     zmq::message_t request;
     if (control && control->recv(request, zmq::recv_flags::dontwait)) {
       std::vector<std::string> frames{request.to_string()};
       while (request.more() && frames.size() < 8 && control->recv(request)) frames.push_back(request.to_string());
       while (request.more()) (void)control->recv(request);  // past what any request has: dropped
       if (frames.front() == "reconfigure") answer_reconfigure(*control, frames, children, controls, *d, o.json);
+      else if (frames.front() == "sleep" || frames.front() == "wake")
+        answer_sleep_wake(*control, frames, children, controls, *d);
       else if (frames.front() == "status") answer_status(*control, frames, children, controls);
       else answer_profile(*control, children, controls, previous_live, o.json);
     }
@@ -693,6 +759,11 @@ int run(const options& o) {
     }
   }
   for (auto& c : children) forward_lines(c);
+  if (plan) {
+    const auto& t = plan->done();
+    banyan::log::info(tool, "plan " + o.plan + ": " + std::to_string(t.wakes) + " wake(s) and " +
+                                std::to_string(t.sleeps) + " sleep(s) asked, " + std::to_string(t.failed) + " failed");
+  }
   // The nodes where a failure began: non-zero, and not told by another node that it ended the run.
   std::string failed, stopped_by_them;
   for (const auto& c : children) {
@@ -767,6 +838,10 @@ action setup_launch(CLI::App& sub) {
   sub.add_flag("--dashboard-remote", o->dashboard_remote,
                "Allow a --dashboard address other than loopback (the page has no authentication: anyone who reaches it "
                "sees the run)");
+  sub.add_option("--plan", o->plan,
+                 "Follow a periodic plan (banyan plan --out): wake and put to sleep its subtrees on schedule, on the "
+                 "nodes it names, repeating every horizon from the start")
+      ->type_name("PLAN.yaml");
   add_deprecated_alias(sub, run_for, "--timeout", tool);
   return [o] { return run(*o); };
 }

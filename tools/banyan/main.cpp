@@ -23,6 +23,10 @@ const std::vector<banyan::cli::command>& commands() {
       {"profile", "Ask a running launch of a deployment for its merged live profile", banyan::cli::setup_profile},
       {"reconfigure", "Move subtrees of a running launch to a new deployment, live", banyan::cli::setup_reconfigure},
       {"status", "The state of a running launch's nodes (started, starting, ended)", banyan::cli::setup_status},
+      {"sleep", "Put a subtree of a running launch to sleep (its state kept, its capacity freed)",
+       banyan::cli::setup_sleep},
+      {"wake", "Wake a sleeping subtree of a running launch, where it sleeps or on another node",
+       banyan::cli::setup_wake},
 #endif
 #ifdef BANYAN_CLI_PARTITIONER
       {"partition", "Map a traffic profile onto a cluster and write a deployment", banyan::cli::setup_partition},

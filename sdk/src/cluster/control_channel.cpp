@@ -112,18 +112,27 @@ struct control_channel::impl {
       reply.push_back(node->assignment_json());
       return send_all(router, reply);
     }
-    if (kind == "move" && request.size() == 5 && node) {
-      // Answered when the move is over, from the gateway's thread: through the outbox.
-      node->request_move(request[3], request[4], [out = out, reply](std::string answer) mutable {
-        reply.push_back(std::move(answer));
-        out->post(std::move(reply));
-      });
+    const bool changes = kind == "move" || kind == "sleep" || kind == "wake";
+    const bool keep_ok = kind != "sleep" || request.size() < 5 ||
+                         (!request[4].empty() && request[4].size() < 16 &&
+                          request[4].find_first_not_of("0123456789") == std::string::npos);
+    if (changes && node && keep_ok && (request.size() == 5 || (kind != "move" && request.size() == 4))) {
+      // Answered when the change is over, from the gateway's thread: through the outbox.
+      const auto which = kind == "move"    ? node_runtime::change::move
+                         : kind == "sleep" ? node_runtime::change::sleep
+                                           : node_runtime::change::wake;
+      node->request_change(which, request[3], request.size() == 5 ? request[4] : std::string(),
+                           [out = out, reply](std::string answer) mutable {
+                             reply.push_back(std::move(answer));
+                             out->post(std::move(reply));
+                           });
       return;
     }
-    const std::string why = (kind == "move" || kind == "where") && !node
-                                ? "this process is not a node of a deployment"
-                                : "unknown request `" + log::escape(kind, 64) + "` with " +
-                                      std::to_string(request.size() - 3) + " argument(s)";
+    const std::string why =
+        !keep_ok ? "sleep: the keep-alive `" + log::escape(request[4], 64) + "` is not a whole number of milliseconds"
+        : (changes || kind == "where") && !node ? "this process is not a node of a deployment"
+                                                : "unknown request `" + log::escape(kind, 64) + "` with " +
+                                                      std::to_string(request.size() - 3) + " argument(s)";
     reply.push_back(nlohmann::json{{"error", why}}.dump());
     send_all(router, reply);
   }

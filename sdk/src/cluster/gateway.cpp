@@ -56,9 +56,36 @@ caf::behavior gateway_actor::make_behavior() {
       [this](arrived_atom, vertex_id v) {
         if (move_ && move_->arriving && v == move_->root) {
           move_->arrived = true;
+          if (move_->wake) release_sleeper(v);  // before the thaw: ahead of anything newer
           announce_moved();
         }
       },
+      [this](sleep_atom, const std::string& path, std::int64_t keep_ms, std::uint64_t answer) {
+        start_sleep(path, std::chrono::milliseconds(keep_ms), answer);
+      },
+      [this](wake_atom, const std::string& path, const std::string& to, std::uint64_t answer) {
+        start_wake(path, to, answer);
+      },
+      [this](hold_atom, std::shared_ptr<const routed_message>& m, std::uint32_t index) {
+        held_delivery d;
+        d.target = m->info->plan->targets()[index].component;
+        d.message = std::move(m);
+        d.index = index;
+        hold(std::move(d));
+      },
+      [this](hold_atom, std::string& method, payload& data, vertex_id requester,
+             vertex_id target) -> caf::result<std::string, payload> {
+        held_delivery d;
+        d.what = held_delivery::kind::local_request;
+        d.method = std::move(method);
+        d.data = std::move(data);
+        d.requester = requester;
+        d.promise = make_response_promise();
+        auto promise = d.promise;
+        on_hold_request(target, std::move(d));
+        return promise;
+      },
+      [this](keepalive_atom) { check_keep_alive(); },
       [this](peerlost_atom, node_id n) { on_peer_lost(n); },
       // The cluster became ready on another thread (this node announced itself after every peer's
       // `ready` had come): what this gateway held goes now.
@@ -150,6 +177,12 @@ void gateway_actor::report(wire_kind kind, vertex_id v, std::uint64_t generation
 void gateway_actor::on_child_command(const std::string& peer, runtime::envelope& e) {
   const vertex_id v = *state_->tree().find(e.target);  // check() found it
   auto* h = hosted_of(v);
+  if (!h && sleeping_.count(v) && state_->where().node_of(state_->tree().parent(v)) == node_->index_of(peer)) {
+    // Asleep here: woken first (what was held for it goes to it), then the command applies.
+    deferred_commands_.emplace_back(peer, std::move(e));
+    if (!sleeping_[v].waking) start_wake(state_->tree().path(v), {}, 0);
+    return;
+  }
   if (!h)
     return log_dropped(peer,
                        "supervision of `" + e.target + "`: not a hosted root of node `" + node_->self_name() + "`");
@@ -316,7 +349,18 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
   if (!info.local.empty()) {
     auto message = std::make_shared<const routed_message>(routed_message{route, data, sequence, e.receipt});
     for (auto i : info.local) {
-      if (!info.targets[i]) continue;
+      if (!info.targets[i]) {
+        const vertex_id target = info.plan->targets()[i].component;
+        if (!state_->where().asleep(target)) continue;
+        // Held without the link's receipt: a wake pauses the deployment, and the pause must not
+        // wait on the credit this message holds.
+        held_delivery d;
+        d.target = target;
+        d.message = std::make_shared<const routed_message>(routed_message{route, data, sequence, nullptr});
+        d.index = i;
+        hold(std::move(d));
+        continue;
+      }
       state_->flow().queued(info.plan->targets()[i].component);
       caf::anon_send(info.targets[i], deliver_atom::value, message, i);
     }
@@ -369,6 +413,14 @@ void gateway_actor::serve_request(const std::string& peer, runtime::envelope& e)
     return node_->send_control(now, std::move(e));  // it moved (a live move): answered there
   }
   auto actor = state_->actors().get(target);
+  if (!actor && state_->where().asleep(target)) {
+    held_delivery d;
+    d.what = held_delivery::kind::remote_request;
+    d.target = target;
+    d.peer = peer;
+    d.request = std::move(e);
+    return hold(std::move(d));
+  }
   if (!actor) return reply(reply_code::failed, "`" + path + "` is not running", {});
   const std::chrono::milliseconds timeout{e.timeout_ms};
   request(actor, caf::duration{timeout}, request_atom::value, e.topic,

@@ -59,6 +59,40 @@ struct pending_plan {  // a failover plan that came before this node found the l
   std::string refused;  // not empty: no plan, the lost subtrees fit on no survivor (why)
 };
 
+// Something that reached a sleeping subtree, held by its node's gateway until the subtree is awake
+// (gateway_sleep.cpp): a message for one of its components, or a request to one, from another node
+// (its envelope) or from this one (its response promise).
+struct held_delivery {
+  enum class kind : std::uint8_t { data, remote_request, local_request };
+  kind what = kind::data;
+  vertex_id target = 0;
+  std::chrono::steady_clock::time_point since;
+  std::shared_ptr<const routed_message> message;  // data
+  std::uint32_t index = 0;                        // data: the target's, in the route's plan
+  std::string peer;                               // remote request: from
+  runtime::envelope request;                      // remote request
+  caf::response_promise promise;                  // local request
+  std::string method;                             // local request
+  payload data;                                   // local request
+  vertex_id requester = 0;                        // local request
+};
+// A subtree asleep on this node: its states (move_state.hpp's encoding) and what waits for it.
+struct sleeper {
+  std::string states;
+  std::uint64_t generation = 0;  // a hosted root's incarnation when it went to sleep
+  std::chrono::steady_clock::time_point since;
+  std::vector<held_delivery> held;
+  bool waking = false;
+};
+// A standing keep-alive (`sleep PATH KEEP_ALIVE`): once woken on demand, the subtree sleeps again
+// after this long without a message handled.
+struct keep_alive {
+  std::chrono::milliseconds idle{0};
+  bool watching = false;   // awake on demand: idle time counts
+  std::uint64_t seen = 0;  // messages handled by the subtree at the last look
+  std::chrono::steady_clock::time_point last_change;
+};
+
 // A class, not a spawned function: CAF 0.17's function-actor factory dereferences an empty
 // argument tuple, which UBSan reports.
 class gateway_actor final : public caf::event_based_actor {
@@ -148,8 +182,35 @@ class gateway_actor final : public caf::event_based_actor {
     // The destination's part:
     bool arriving = false, arrived = false, handed_marker = false, announced = false;
     std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
+    // A sleep (the states stay here) or a wake (the states come from here), not a move.
+    bool sleep = false, wake = false;
+    std::size_t held = 0;     // a wake: what it handed to the woken subtree
+    double held_wait_ms = 0;  // a wake: the longest any of it waited
   };
   std::optional<move_run> move_;
+
+  // Hibernate and wake (gateway_sleep.cpp, docs/runtime.md "Hibernate and wake"). A sleep is a move
+  // that keeps the states here instead of shipping them; a wake is a move whose states come from
+  // here, to this node or another. Both pause the deployment as a move does, so nothing sent to the
+  // subtree passes what was held for it.
+  void start_sleep(const std::string& path, std::chrono::milliseconds keep, std::uint64_t answer);
+  void start_wake(const std::string& path, const std::string& to, std::uint64_t answer);
+  void put_to_sleep(std::vector<std::shared_ptr<vertex_state>> states);
+  void release_sleeper(vertex_id root);  // the woken subtree runs here: what was held goes to it
+  // Hands held work to the running targets, in order: how many pieces and the longest wait (ms).
+  std::pair<std::size_t, double> hand_on(std::vector<held_delivery> held);
+  // Supervision of a sleeping hosted root (node_wire.hpp's child_start, child_stop): it wakes first.
+  std::vector<std::pair<std::string, runtime::envelope>> deferred_commands_;
+  void hold(held_delivery d);  // for a sleeping target: held, and its subtree woken
+  void on_hold_request(vertex_id target, held_delivery d);
+  vertex_id sleeping_root_of(vertex_id v) const;  // the root of v's sleeping subtree (no_vertex: awake)
+  void check_keep_alive();
+  void wake_out();                          // a wake's move-out: the states kept here go to their node
+  void log_sleep_or_wake(double pause_ms);  // end_move's line for a sleep or a wake
+  void wake_failed(vertex_id root);         // the deployment did not pause: held work waits for a retry
+  std::map<vertex_id, sleeper> sleeping_;
+  std::map<vertex_id, keep_alive> keep_alive_;
+  bool keep_alive_ticking_ = false;
 
   // Failover (gateway_failover.cpp, docs/runtime.md "Failover"): the root's node places the subtrees
   // a lost node hosted on the survivors (partitioner::place_lost) and sends the new assignment to
@@ -181,7 +242,10 @@ class gateway_actor final : public caf::event_based_actor {
   struct waiting_move {
     std::string path, to;
     std::uint64_t answer;
+    char kind;                       // 'm' move, 's' sleep, 'w' wake
+    std::chrono::milliseconds keep;  // a sleep's keep-alive
   };
+  void start_next(waiting_move next);
   std::vector<waiting_move> waiting_moves_;  // asked while a move was on
   std::uint64_t next_epoch_ = 1;
   std::uint64_t superseded_epoch_ = 0;  // a move that ended here when the next one's freeze overtook its thaw

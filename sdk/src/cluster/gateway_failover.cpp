@@ -332,7 +332,7 @@ void gateway_actor::next_failover() {
   if (!failover_ && !move_ && !waiting_moves_.empty()) {
     auto next = std::move(waiting_moves_.front());
     waiting_moves_.erase(waiting_moves_.begin());
-    start_move(next.path, next.to, next.answer);
+    start_next(std::move(next));
   }
 }
 

@@ -75,7 +75,7 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
   if (move_ || failover_ || !failovers_waiting_.empty()) {
     // This node still takes part in the previous move (its thaw is on the way), or a failover runs:
     // started after it.
-    waiting_moves_.push_back({path, to_name, answer});
+    waiting_moves_.push_back({path, to_name, answer, 'm', {}});
     return;
   }
   if (node_->mode() != routing_mode::hier) return refuse("live moves need hier routing");
@@ -209,6 +209,7 @@ void gateway_actor::maybe_thaw() {
 
 void gateway_actor::move_out() {
   move_->moved_out = true;
+  if (move_->wake) return wake_out();
   std::vector<caf::actor> actors;
   for (auto u : subtree_of(state_->tree(), move_->root))
     if (auto a = state_->actors().get(u)) actors.push_back(std::move(a));
@@ -231,6 +232,7 @@ void gateway_actor::move_out() {
 }
 
 void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states) {
+  if (move_->sleep) return put_to_sleep(std::move(states));
   const auto& tree = state_->tree();
   const vertex_id root = move_->root;
   std::sort(states.begin(), states.end(), [](const auto& a, const auto& b) { return a->vertex < b->vertex; });
@@ -397,7 +399,15 @@ void gateway_actor::thaw_here() {
   if (!waiting_moves_.empty()) {
     auto next = std::move(waiting_moves_.front());
     waiting_moves_.erase(waiting_moves_.begin());
-    start_move(next.path, next.to, next.answer);
+    start_next(std::move(next));
+  }
+}
+
+void gateway_actor::start_next(waiting_move next) {
+  switch (next.kind) {
+    case 's': return start_sleep(next.path, next.keep, next.answer);
+    case 'w': return start_wake(next.path, next.to, next.answer);
+    default: return start_move(next.path, next.to, next.answer);
   }
 }
 
@@ -414,9 +424,21 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
                            {"state_bytes", move_->state_bytes},
                            {"pause_ms", pause_ms},
                            {"without_state", move_->without_state}};
+  if (move_->sleep) answer["slept"] = true;
+  if (move_->wake) {
+    answer["woke"] = true;
+    answer["held"] = move_->held;
+    answer["held_wait_ms"] = move_->held_wait_ms;
+  }
   if (!error.empty()) answer["error"] = error;
   const std::uint64_t token = move_->answer;
-  if (error.empty()) {
+  const bool sleep_or_wake = move_->sleep || move_->wake;
+  if (sleep_or_wake) {
+    if (!error.empty())
+      log::error(node_->self_name(), (move_->sleep ? "sleep of `" : "wake of `") + path + "`: " + error);
+    else log_sleep_or_wake(pause_ms);
+    if (move_->wake && !error.empty()) wake_failed(move_->root);
+  } else if (error.empty()) {
     char line[200];
     std::snprintf(line, sizeof line, ": %zu component(s), %llu bytes of state; the deployment paused %.1f ms",
                   move_->components, static_cast<unsigned long long>(move_->state_bytes), pause_ms);

@@ -261,14 +261,23 @@ void node_runtime::started() {
   for (auto& then : waiting) then();
 }
 
-void node_runtime::request_move(std::string path, std::string to, std::function<void(std::string)> answer) {
+void node_runtime::request_change(change kind, std::string path, std::string arg,
+                                  std::function<void(std::string)> answer) {
   std::uint64_t token;
   {
     std::lock_guard lock(answers_mutex_);
     token = next_answer_++;
     answers_.emplace(token, std::move(answer));
   }
-  caf::anon_send(gateway_, move_atom::value, std::move(path), std::move(to), token);
+  switch (kind) {
+    case change::move: return caf::anon_send(gateway_, move_atom::value, std::move(path), std::move(arg), token);
+    case change::wake: return caf::anon_send(gateway_, wake_atom::value, std::move(path), std::move(arg), token);
+    case change::sleep: {
+      // The keep-alive in milliseconds (control_channel.cpp checked it is a number); empty: none.
+      const std::int64_t keep = arg.empty() ? 0 : std::stoll(arg);
+      return caf::anon_send(gateway_, sleep_atom::value, std::move(path), keep, token);
+    }
+  }
 }
 
 void node_runtime::answer_move(std::uint64_t token, std::string answer) {

@@ -131,16 +131,22 @@ class node_runtime {
   void when_started(std::function<void()> then);
   // run_state's, when every node is ready for the first time: the gateway and those waiting hear it.
   void started();
-  void request_move(std::string path, std::string to, std::function<void(std::string)> answer);
+  // The same for a sleep (`arg`: the keep-alive in milliseconds, or empty) and a wake (`arg`: the
+  // node to wake on, or empty for where it sleeps); docs/runtime.md "Hibernate and wake".
+  enum class change { move, sleep, wake };
+  void request_change(change kind, std::string path, std::string arg, std::function<void(std::string)> answer);
   // Where every component runs now, as this node knows it (after moves and failovers): JSON
   // {"assignments": {path: node}}, the tree's root and every component whose node differs from its
   // parent's (a deployment file's minimal assignments). Any thread.
   std::string assignment_json() const;
-  void answer_move(std::uint64_t token, std::string answer);  // the gateway's side of request_move
+  void answer_move(std::uint64_t token, std::string answer);  // the gateway's side of request_change
   // A control envelope to one peer (never waits for credit); a send to a gone peer is logged and dropped.
   void send_control(node_id to, runtime::envelope e);
   routing_mode mode() const;
 
+  // The gateway actor (set by start(), before any component starts): what reaches a sleeping
+  // subtree goes to its hold (gateway_sleep.cpp).
+  const caf::actor& gateway() const { return gateway_; }
   void host_roots();
   void shutdown_hosted(bool urgent);
 
@@ -188,7 +194,7 @@ class node_runtime {
   bool started_ = false;
   std::vector<std::function<void()>> when_started_;  // under started_mutex_
   std::mutex answers_mutex_;
-  std::unordered_map<std::uint64_t, std::function<void(std::string)>> answers_;  // request_move's, by token
+  std::unordered_map<std::uint64_t, std::function<void(std::string)>> answers_;  // request_change's, by token
   std::uint64_t next_answer_ = 1;
 
   run_state& state_;

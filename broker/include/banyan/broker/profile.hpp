@@ -6,6 +6,7 @@
 #include "banyan/broker/routing.hpp"
 #include "banyan/broker/tree.hpp"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -33,13 +34,21 @@ struct timing_histogram {
 enum class timing_kind : std::uint8_t {
   start,  // a (re)start of the component's subtree, from its supervisor's spawn until it started
   reply,  // a request to it, from the requester's send until the reply came back
+  held,   // a message or request that reached it asleep, from then until its woken subtree got it
 };
 
 struct component_load {
-  std::uint64_t messages = 0;     // messages handled (deliveries, requests, posted work)
-  double cpu_seconds = 0;         // time the component's actor ran: its handlers and the work done for them
-  std::uint64_t memory = 0;       // bytes, when the component reports it
-  timing_histogram start, reply;  // measured durations (timing_kind), on the fixed grid
+  std::uint64_t messages = 0;           // messages handled (deliveries, requests, posted work)
+  double cpu_seconds = 0;               // time the component's actor ran: its handlers and the work done for them
+  std::uint64_t memory = 0;             // bytes, when the component reports it
+  timing_histogram start, reply, held;  // measured durations (timing_kind), on the fixed grid
+  // The histograms with their JSON names, in timing_kind's order.
+  auto timings() {
+    return std::array{std::pair{"start", &start}, std::pair{"reply", &reply}, std::pair{"held", &held}};
+  }
+  auto timings() const {
+    return std::array{std::pair{"start", &start}, std::pair{"reply", &reply}, std::pair{"held", &held}};
+  }
 };
 
 // Per-component load counters. Each component's cell is written by that component's actor only and
@@ -52,6 +61,7 @@ class load_meter {
   load_meter& operator=(const load_meter&) = delete;
   // `n` messages handled (calls into the component's code).
   void handled(vertex_id v, std::uint64_t n) { cells_[v].messages.fetch_add(n, std::memory_order_relaxed); }
+  std::uint64_t messages(vertex_id v) const { return cells_[v].messages.load(std::memory_order_relaxed); }
   // Time the component's actor ran (its handlers and the middleware's work for them).
   void busy(vertex_id v, std::uint64_t ns) { cells_[v].busy_ns.fetch_add(ns, std::memory_order_relaxed); }
   void set_memory(vertex_id v, std::uint64_t bytes) { cells_[v].memory.store(bytes, std::memory_order_relaxed); }
@@ -61,7 +71,7 @@ class load_meter {
 
  private:
   struct timing_cell {
-    std::atomic<std::uint64_t> counts[2][timing_histogram::buckets] = {};
+    std::atomic<std::uint64_t> counts[3][timing_histogram::buckets] = {};
   };
   struct alignas(64) cell {  // one cache line each: cells of different actors never share one
     std::atomic<std::uint64_t> messages{0};

@@ -143,5 +143,8 @@ void write_plan(std::ostream& out, const workload& w, const plan_file& p);
 // different slot or horizon, or an interval outside the horizon is an error naming file:line.
 result<plan_file> parse_plan(const std::string& text, const std::string& name, const workload& w);
 result<plan_file> load_plan(const std::string& path, const workload& w);
+// Reads a plan to run on deployment `d` (`banyan launch --plan`), without its workload: `shape`
+// gets the plan's slot, horizon and subtrees and `d`'s nodes; the same errors as above.
+result<plan_file> load_plan(const std::string& path, const deployment& d, workload& shape);
 
 }  // namespace banyan::partitioner::periodic
