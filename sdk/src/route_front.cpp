@@ -19,7 +19,10 @@ std::shared_ptr<const route_info> route_front::make(const topic& t, vertex_id pu
   info->scope = scope;
   info->plan = routing_.plan(publisher, scope, t);
   info->targets.reserve(info->plan->targets().size());
-  for (const auto& target : info->plan->targets()) info->targets.push_back(actors_.get(target.component));
+  // A component asleep has no actor to deliver to, also while it wakes (its new actor starts before
+  // what was held for it goes to it): its messages go to the gateway's hold (gateway_sleep.cpp).
+  for (const auto& target : info->plan->targets())
+    info->targets.push_back(where_.asleep(target.component) ? caf::actor{} : actors_.get(target.component));
   if (where_.multi_node()) {
     auto region = plan_region(routing_.tree(), *info->plan, where_.node_of(), routing_.mode(), entry, from);
     info->local = std::move(region.local_targets);

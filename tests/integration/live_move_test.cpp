@@ -393,7 +393,8 @@ TEST(Hibernate, SubtreesPutToSleepWhilePublishedToWakeOnDemandAndLoseNothing) {
   EXPECT_EQ(m[2], "0") << "a request to the sleeping server failed:\n" << l.log;
   EXPECT_EQ(m[3], "0") << "the server's count did not sleep with it:\n" << l.log;
   // Woken on demand: by held work, each piece measured.
-  static const std::regex woke(R"(woke `/mv/[su]` on `n\d` in [0-9.]+ ms \(\d+ bytes of state\); ([1-9]\d*) held)");
+  static const std::regex woke(
+      R"(woke `/mv/[su]` on `n\d` in [0-9.]+ ms \(\d+ bytes of state; the deployment paused [0-9.]+ ms\); ([1-9]\d*) held)");
   const auto woken = std::distance(std::sregex_iterator(l.log.begin(), l.log.end(), woke), std::sregex_iterator());
   EXPECT_GE(woken, slept - 3) << l.log;
 }

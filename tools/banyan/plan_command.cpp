@@ -33,6 +33,8 @@ struct options {
   std::uint64_t samples = 100000, seed = 1;
   double planning_quantile = 0;
   bool json = false, baselines = false;
+  std::chrono::milliseconds keep_alive{60000};
+  std::string baseline_plans;
 };
 
 nlohmann::json outcome_json(const pp::evaluation& e) {
@@ -96,7 +98,7 @@ int run(const options& o) {
   std::uint64_t steps = 0;
   pp::schedule chosen;
   pp::evaluation judged;
-  pp::plan_file file;
+  std::string algorithm;  // written into the plan file
   if (!o.evaluate.empty()) {
     auto p = pp::load_plan(o.evaluate, *w);
     if (!p) return fail(tool, p.error().message, exit_bad_arguments);
@@ -105,6 +107,7 @@ int run(const options& o) {
     judged = pp::simulate(*w, chosen, sim);
     summary["evaluated"] = o.evaluate;
     summary["algorithm"] = p->algorithm;
+    algorithm = p->algorithm;
   } else {
     pp::plan_options po;
     po.algorithm = algo;
@@ -127,18 +130,45 @@ int run(const options& o) {
     summary["repairs"] = plan->repairs;
     summary["margins"] = plan->margins;
     summary["plan_seconds"] = plan->seconds;
-    file.algorithm = plan->algorithm;
+    algorithm = plan->algorithm;
   }
   summary["plan"] = outcome_json(judged);
 
   // Baselines on the deployment's nodes (or the plan's, for subtrees it does not place).
   std::vector<std::pair<std::string, pp::evaluation>> baselines;
   const pp::evaluation on = pp::simulate(*w, pp::always_on(*w, chosen.node), sim);
-  if (o.baselines) {
+  // Writes a schedule as a plan file for `banyan launch --plan` (docs/formats.md, "Periodic plan").
+  auto write_file = [&](const std::string& path, const pp::schedule& s, const pp::evaluation& e,
+                        const std::string& algorithm) -> std::string {
+    pp::plan_file f;
+    f.s = s;
+    f.algorithm = algorithm;
+    f.deployment = o.deployment;
+    f.deployment_fingerprint = w->deployment_fingerprint;
+    f.cost = e.cost;
+    f.seed = o.seed;
+    f.samples = o.samples;
+    for (const auto& x : e.workflows) f.reliability.push_back({x.name, x.target, x.fraction, x.low, x.high});
+    std::ofstream out(path);
+    if (!out) return path + ": cannot open for writing";
+    pp::write_plan(out, *w, f);
+    out.close();
+    return out ? std::string() : path + ": cannot write";
+  };
+  if (o.baselines || !o.baseline_plans.empty()) {
     bar.update(++steps, "baselines");
-    baselines.emplace_back("always-on", on);
-    baselines.emplace_back("keep-alive-60s", pp::simulate(*w, pp::fixed_keep_alive(*w, chosen.node, 60), sim));
-    baselines.emplace_back("hybrid-histogram", pp::simulate(*w, pp::hybrid_histogram(*w, chosen.node), sim));
+    const double keep = std::chrono::duration<double>(o.keep_alive).count();
+    const std::string keep_name = "keep-alive-" + number(keep, 4) + "s";
+    const std::pair<std::string, pp::schedule> policies[] = {
+        {"always-on", pp::always_on(*w, chosen.node)},
+        {keep_name, pp::fixed_keep_alive(*w, chosen.node, keep)},
+        {"hybrid-histogram", pp::hybrid_histogram(*w, chosen.node)}};
+    for (const auto& [name, schedule] : policies) {
+      baselines.emplace_back(name, name == "always-on" ? on : pp::simulate(*w, schedule, sim));
+      if (o.baseline_plans.empty()) continue;
+      const std::string path = o.baseline_plans + "/" + name + ".yaml";
+      if (auto why = write_file(path, schedule, baselines.back().second, name); !why.empty()) return fail(tool, why);
+    }
     nlohmann::json list = nlohmann::json::array();
     for (const auto& [name, e] : baselines) {
       nlohmann::json j = outcome_json(e);
@@ -153,18 +183,7 @@ int run(const options& o) {
   bar.finish("done");
 
   if (!o.out.empty()) {
-    file.s = chosen;
-    file.deployment = o.deployment;
-    file.deployment_fingerprint = w->deployment_fingerprint;
-    file.cost = judged.cost;
-    file.seed = o.seed;
-    file.samples = o.samples;
-    for (const auto& f : judged.workflows) file.reliability.push_back({f.name, f.target, f.fraction, f.low, f.high});
-    std::ofstream f(o.out);
-    if (!f) return fail(tool, o.out + ": cannot open for writing");
-    pp::write_plan(f, *w, file);
-    f.close();
-    if (!f) return fail(tool, o.out + ": cannot write");
+    if (auto why = write_file(o.out, chosen, judged, algorithm); !why.empty()) return fail(tool, why);
     summary["out"] = o.out;
   }
 
@@ -215,7 +234,11 @@ action setup_plan(CLI::App& sub) {
       ->check(CLI::Range(0.0, 1.0));
   sub.add_option("--out,-o", o->out, "write the plan (YAML, docs/formats.md)");
   sub.add_option("--evaluate", o->evaluate, "judge this plan file instead of planning");
-  sub.add_flag("--baselines", o->baselines, "also judge always-on, a 60 s keep-alive and the hybrid histogram policy");
+  sub.add_flag("--baselines", o->baselines, "also judge always-on, a fixed keep-alive and the hybrid histogram policy");
+  add_duration_option(sub, "--keep-alive", o->keep_alive, "the keep-alive baseline's keep-alive (default 60s)");
+  sub.add_option("--baseline-plans", o->baseline_plans,
+                 "write each baseline as a plan file DIR/POLICY.yaml, for banyan launch --plan (implies --baselines)")
+      ->type_name("DIR");
   sub.add_flag("--json", o->json, "print the summary as JSON on stdout");
   return [o] { return run(*o); };
 }

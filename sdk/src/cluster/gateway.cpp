@@ -9,6 +9,7 @@
 #include "banyan/base/log.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace banyan::detail {
@@ -35,6 +36,8 @@ caf::behavior gateway_actor::make_behavior() {
   return {
       [this](remote_atom, const std::string& peer, std::shared_ptr<runtime::envelope>& e) { dispatch(peer, *e); },
       [this](host_atom) {
+        node_time_since_ = in_use_since_ = std::chrono::steady_clock::now();
+        count_node_time();
         for (auto v : state_->where().roots(state_->tree()))
           if (v != 0) hosted_.push_back({v, caf::actor{}});
         for (auto& h : hosted_) {
@@ -56,8 +59,11 @@ caf::behavior gateway_actor::make_behavior() {
       [this](arrived_atom, vertex_id v) {
         if (move_ && move_->arriving && v == move_->root) {
           move_->arrived = true;
-          if (move_->wake) release_sleeper(v);  // before the thaw: ahead of anything newer
-          announce_moved();
+          return announce_moved();
+        }
+        if (auto z = sleeping_.find(v); z != sleeping_.end() && z->second.starting) {
+          z->second.started = true;
+          switch_over(v);
         }
       },
       [this](sleep_atom, const std::string& path, std::int64_t keep_ms, std::uint64_t answer) {
@@ -235,6 +241,13 @@ void gateway_actor::on_down(const std::string& peer, runtime::envelope& e) {
 }
 
 void gateway_actor::shutdown_hosted(bool urgent) {
+  if (!shutting_down_) {
+    count_node_time();
+    char line[160];
+    const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - node_time_since_).count();
+    std::snprintf(line, sizeof line, "node time: in use %.3f s of %.3f s", in_use_seconds_, total);
+    log::info(node_->self_name(), line);
+  }
   shutting_down_ = true;
   held_reports_.clear();
   for (auto& h : hosted_) {

@@ -82,7 +82,11 @@ struct sleeper {
   std::uint64_t generation = 0;  // a hosted root's incarnation when it went to sleep
   std::chrono::steady_clock::time_point since;
   std::vector<held_delivery> held;
-  bool waking = false;
+  bool waking = false;       // a wake is asked for (or on its way)
+  bool starting = false;     // its new incarnation starts here (asleep to senders until the switch-over)
+  bool started = false;      // and has started: the switch-over pause hands it the held work
+  std::uint64_t answer = 0;  // the token of the wake asked for by the control channel (0: on demand)
+  std::chrono::steady_clock::time_point wake_began;
 };
 // A standing keep-alive (`sleep PATH KEEP_ALIVE`): once woken on demand, the subtree sleeps again
 // after this long without a message handled.
@@ -148,6 +152,7 @@ class gateway_actor final : public caf::event_based_actor {
   void hand_over(std::vector<std::shared_ptr<vertex_state>> states);
   void revert();  // the new node was lost after the hand-over: the subtree starts here again
   void take_over(vertex_id root, node_id from, std::uint64_t generation, std::string_view bytes);
+  void start_arrived(vertex_id root, std::uint64_t generation);
   void announce_moved();
   void settle(vertex_id root, node_id to);
   void maybe_thaw();
@@ -186,6 +191,7 @@ class gateway_actor final : public caf::event_based_actor {
     bool sleep = false, wake = false;
     std::size_t held = 0;     // a wake: what it handed to the woken subtree
     double held_wait_ms = 0;  // a wake: the longest any of it waited
+    double wake_ms = 0;       // a wake here: from its ask until the subtree served
   };
   std::optional<move_run> move_;
 
@@ -195,6 +201,10 @@ class gateway_actor final : public caf::event_based_actor {
   // subtree passes what was held for it.
   void start_sleep(const std::string& path, std::chrono::milliseconds keep, std::uint64_t answer);
   void start_wake(const std::string& path, const std::string& to, std::uint64_t answer);
+  // A wake here: the subtree starts from its states while senders still go to the hold; once it has
+  // started, a short pause (switch_over) hands it the held work, ahead of anything newer.
+  void start_here(vertex_id root);
+  void switch_over(vertex_id root);
   void put_to_sleep(std::vector<std::shared_ptr<vertex_state>> states);
   void release_sleeper(vertex_id root);  // the woken subtree runs here: what was held goes to it
   // Hands held work to the running targets, in order: how many pieces and the longest wait (ms).
@@ -208,6 +218,13 @@ class gateway_actor final : public caf::event_based_actor {
   void wake_out();                          // a wake's move-out: the states kept here go to their node
   void log_sleep_or_wake(double pause_ms);  // end_move's line for a sleep or a wake
   void wake_failed(vertex_id root);         // the deployment did not pause: held work waits for a retry
+  // Node time: how long this node ran any component (awake) since its start, for the cost of a
+  // periodic plan (docs/runtime.md, "Hibernate and wake"); recounted at each thaw, logged at the end.
+  void count_node_time();
+  std::chrono::steady_clock::time_point node_time_since_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point in_use_since_ = node_time_since_;
+  bool in_use_ = true;
+  double in_use_seconds_ = 0;
   std::map<vertex_id, sleeper> sleeping_;
   std::map<vertex_id, keep_alive> keep_alive_;
   bool keep_alive_ticking_ = false;
@@ -246,7 +263,19 @@ class gateway_actor final : public caf::event_based_actor {
     std::chrono::milliseconds keep;  // a sleep's keep-alive
   };
   void start_next(waiting_move next);
-  std::vector<waiting_move> waiting_moves_;  // asked while a move was on
+  // The deployment's one pause at a time (node_wire.hpp's lease steps). take_lease: true when this
+  // node holds it; else `then` waits (in waiting_moves_) and the lease is asked for. The root's node
+  // grants it in the order asked.
+  bool take_lease(waiting_move then);
+  void give_lease_back();
+  void on_lease(node_id from, move_step step, std::uint64_t id);
+  void lease_granted();
+  void send_lease(node_id to, move_step step, std::uint64_t id);
+  bool lease_held_ = false, lease_asked_ = false;
+  std::uint64_t lease_request_ = 0;
+  std::optional<node_id> lease_holder_;                         // the root's node: who holds it
+  std::vector<std::pair<node_id, std::uint64_t>> lease_queue_;  // the root's node: who waits, in order
+  std::vector<waiting_move> waiting_moves_;                     // asked while a move was on
   std::uint64_t next_epoch_ = 1;
   std::uint64_t superseded_epoch_ = 0;  // a move that ended here when the next one's freeze overtook its thaw
 

@@ -295,6 +295,7 @@ void gateway_actor::check_failover_applied() {
 }
 
 void gateway_actor::failover_go() {
+  count_node_time();  // the lost node's subtrees run here now, or elsewhere
   tell_parents_of_lost(failover_->before, failover_->lost,
                        "node `" + node_->name_of(failover_->lost) + "` lost; failed over to `");
   failover_.reset();

@@ -96,6 +96,7 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
   if (!state_->actors().get(*v)) return refuse("`" + path + "` is not running");
   if (!state_->cluster_ready()) return refuse("the deployment is not ready (still starting)");
   if (!node_->node_ready(to)) return refuse("node `" + to_name + "` is not ready");
+  if (!take_lease({path, to_name, answer, 'm', {}})) return;
   move_.emplace();
   move_->epoch = (std::uint64_t(self) << 48) | next_epoch_++;
   move_->root = *v;
@@ -310,10 +311,18 @@ void gateway_actor::take_over(vertex_id root, node_id from, std::uint64_t genera
   move_->generation = generation;
   state_->where().move(tree, root, self);
   state_->arrivals().put(std::move(*states));
+  start_arrived(root, generation);
+}
+
+// Starts a subtree whose states wait in arrivals(): its local supervisor adopts it, or this gateway
+// hosts it. Its root says arrived_atom once the subtree has started.
+void gateway_actor::start_arrived(vertex_id root, std::uint64_t generation) {
+  const auto& tree = state_->tree();
   const vertex_id parent = tree.parent(root);
   if (state_->is_local(parent)) {
-    if (auto p = state_->actors().get(parent)) return anon_send(p, childmove_atom::value, root, self, generation);
-    log::error(node_->self_name(), "move of `" + tree.path(root) + "`: its supervisor is not running here");
+    if (auto p = state_->actors().get(parent))
+      return anon_send(p, childmove_atom::value, root, state_->where().self(), generation);
+    log::error(node_->self_name(), "`" + tree.path(root) + "` arrived, but its supervisor is not running here");
     return;
   }
   hosted_.push_back({root, caf::actor{}});
@@ -353,6 +362,7 @@ void gateway_actor::settle(vertex_id root, node_id to) {
 void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
   const node_id from = node_->index_of(peer);
   const auto step = static_cast<move_step>(e.code);
+  if (step >= move_step::lease) return on_lease(from, step, e.id);
   if (step == move_step::freeze) return freeze(e.id, from);
   if (e.id == superseded_epoch_) return;  // a late step (its thaw) of a move a newer one replaced here
   if (!move_) {
@@ -382,12 +392,16 @@ void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
     }
     case move_step::ack: move_->acked_from[from] = true; return maybe_thaw();
     case move_step::thaw: return thaw_here();
-    case move_step::freeze: return;
+    case move_step::freeze:
+    case move_step::lease:
+    case move_step::granted:
+    case move_step::release: return;  // handled above
   }
 }
 
 void gateway_actor::thaw_here() {
   move_.reset();
+  count_node_time();
   // The data held here goes first: routed now, its local deliveries are queued ahead of anything
   // the local publishers send when they hear of the thaw (their held publishes are newer).
   auto waiting = std::move(early_data_);
@@ -412,6 +426,7 @@ void gateway_actor::start_next(waiting_move next) {
 }
 
 void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends the move that may hold it
+  give_lease_back();
   const auto& tree = state_->tree();
   const auto& names = node_->deployment().names;
   const double pause_ms =
@@ -429,6 +444,7 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
     answer["woke"] = true;
     answer["held"] = move_->held;
     answer["held_wait_ms"] = move_->held_wait_ms;
+    answer["wake_ms"] = move_->wake_ms > 0 ? move_->wake_ms : pause_ms;
   }
   if (!error.empty()) answer["error"] = error;
   const std::uint64_t token = move_->answer;
@@ -466,6 +482,9 @@ void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends t
 void gateway_actor::on_peer_lost(node_id n) {
   if (loss_seen_.size() <= n) loss_seen_.resize(node_->deployment().names.size(), false);
   loss_seen_[n] = true;
+  // The pause lease (the root's node keeps it): a lost holder gives it back, a lost asker leaves.
+  std::erase_if(lease_queue_, [n](const auto& asked) { return asked.first == n; });
+  if (lease_holder_ == n) on_lease(n, move_step::release, 0);
   if (state_->where().node_of(0) == state_->where().self()) start_failover(n);  // the root's node decides
   if (pending_plan_ && pending_plan_->lost == n) take_plan(*std::exchange(pending_plan_, std::nullopt));
   if (failover_) check_failover_applied();  // a survivor that will not answer no longer counts

@@ -73,6 +73,7 @@ void gateway_actor::start_sleep(const std::string& path, std::chrono::millisecon
   if (!state_->cluster_ready()) return refuse("the deployment is not ready (still starting)");
   keep_alive_.erase(*v);
   if (keep.count() > 0) keep_alive_[*v].idle = keep;
+  if (!take_lease({path, {}, answer, 's', keep})) return;
   move_.emplace();
   move_->epoch = (std::uint64_t(self) << 48) | next_epoch_++;
   move_->root = *v;
@@ -141,6 +142,14 @@ void gateway_actor::start_wake(const std::string& path, const std::string& to_na
     const nlohmann::json a = {{"path", path}, {"woke", true}, {"already", true}};
     return node_->answer_move(answer, a.dump());
   }
+  if (z->second.starting) {
+    // On its way up here: this wake is that one (its answer comes with it).
+    if (answer && !z->second.answer) z->second.answer = answer;
+    else if (answer)
+      node_->answer_move(answer, nlohmann::json{{"path", path}, {"woke", true}, {"already", true}}.dump());
+    if (z->second.started) switch_over(*v);  // waited for a move or a failover
+    return;
+  }
   if (state_->actors().get(*v)) {
     // Its supervisor started it afresh while it slept (a restart of its parent): the held work
     // goes to that incarnation, and the states it slept with are dropped, as a restart drops them.
@@ -190,6 +199,14 @@ void gateway_actor::start_wake(const std::string& path, const std::string& to_na
     }
   }
   z->second.waking = true;
+  z->second.answer = answer;
+  z->second.wake_began = std::chrono::steady_clock::now();
+  log::info(node_->self_name(), "waking `" + path + "` on `" + node_->name_of(to) + "`" +
+                                    (z->second.held.empty() ? std::string()
+                                                            : " (" + std::to_string(z->second.held.size()) +
+                                                                  " held message(s) and request(s))"));
+  if (to == self) return start_here(*v);
+  if (!take_lease({path, to_name, answer, 'w', {}})) return;
   move_.emplace();
   move_->epoch = (std::uint64_t(self) << 48) | next_epoch_++;
   move_->root = *v;
@@ -198,18 +215,51 @@ void gateway_actor::start_wake(const std::string& path, const std::string& to_na
   move_->answer = answer;
   move_->wake = true;
   move_->generation = z->second.generation;
-  move_->began = std::chrono::steady_clock::now();
-  log::info(node_->self_name(), "waking `" + path + "` on `" + node_->name_of(to) + "`" +
-                                    (z->second.held.empty() ? std::string()
-                                                            : " (" + std::to_string(z->second.held.size()) +
-                                                                  " held message(s) and request(s))"));
+  move_->began = z->second.wake_began;
   for (node_id n = 0; n < node_->deployment().names.size(); ++n)
     send_move(n, static_cast<std::uint16_t>(move_step::freeze));
   delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
   freeze(move_->epoch, self);
 }
 
-// Every node is quiet: the states kept here start the subtree on its node.
+void gateway_actor::start_here(vertex_id root) {
+  auto& z = sleeping_.at(root);
+  auto states = decode(z.states, state_->tree(), root);
+  z.starting = true;
+  if (states) {
+    state_->arrivals().put(std::move(*states));
+  } else {
+    // Nothing can start it from these: it starts afresh, as after a failure without a checkpoint.
+    log::error(node_->self_name(),
+               "wake of `" + state_->tree().path(root) + "`: " + states.error().what() + "; it starts afresh");
+  }
+  start_arrived(root, z.generation);
+}
+
+void gateway_actor::switch_over(vertex_id root) {
+  auto& z = sleeping_.at(root);
+  if (move_ || failover_ || !failovers_waiting_.empty()) {
+    waiting_moves_.push_back({state_->tree().path(root), {}, 0, 'w', {}});
+    return;
+  }
+  if (!take_lease({state_->tree().path(root), {}, 0, 'w', {}})) return;
+  const node_id self = state_->where().self();
+  move_.emplace();
+  move_->epoch = (std::uint64_t(self) << 48) | next_epoch_++;
+  move_->root = root;
+  move_->from = move_->to = self;
+  move_->answer = std::exchange(z.answer, 0);
+  move_->wake = true;
+  move_->began = std::chrono::steady_clock::now();
+  move_->state_bytes = z.states.size();
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+    send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
+  freeze(move_->epoch, self);
+}
+
+// Every node is quiet: a subtree woken here gets what was held for it and every node thaws; one
+// woken on another node goes there as a moved subtree does.
 void gateway_actor::wake_out() {
   const vertex_id root = move_->root;
   auto z = sleeping_.find(root);
@@ -217,16 +267,10 @@ void gateway_actor::wake_out() {
   const node_id self = state_->where().self();
   move_->state_bytes = z->second.states.size();
   if (move_->to == self) {
-    // Here: as a subtree arriving by a move from this node; the held work goes to it when it has
-    // started (arrived_atom), then every node learns it runs here (no change), then the thaw.
-    std::string states = z->second.states;
-    move_->handed_marker = true;
-    take_over(root, self, move_->generation, states);
-    if (!move_->arriving) {  // its states did not decode: nothing can start it
-      move_->aborted = "its states could not be read";
-      return maybe_thaw();
-    }
-    return;
+    release_sleeper(root);
+    for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+      send_move(n, static_cast<std::uint16_t>(move_step::thaw));
+    return end_move(move_->aborted);
   }
   auto decoded = decode(z->second.states, state_->tree(), root);
   std::vector<std::shared_ptr<vertex_state>> states;
@@ -234,18 +278,26 @@ void gateway_actor::wake_out() {
     for (auto& s : *decoded) states.push_back(std::make_shared<vertex_state>(std::move(s)));
   state_->where().sleep(state_->tree(), root, false);
   sleeping_.erase(z);
-  move_->wake = false;  // from here on, a move like any other
   hand_over(std::move(states));
+  // Supervision asked of it while it slept goes to its new node (it starts there first: the move
+  // thaws once it runs there).
+  std::erase_if(deferred_commands_, [&](auto& command) {
+    if (command.second.target != state_->tree().path(root)) return false;
+    node_->send_control(move_->to, std::move(command.second));
+    return true;
+  });
 }
 
 void gateway_actor::release_sleeper(vertex_id root) {
   auto z = sleeping_.find(root);
   if (z == sleeping_.end()) return;
   auto held = std::move(z->second.held);
+  // A wake is a start of the subtree (from the wake's ask until it serves): the profile's `start`.
+  const double wake_ms = ms_since(z->second.wake_began);
+  state_->loads().timed(root, timing_kind::start, wake_ms / 1000.0);
+  move_->wake_ms = wake_ms;
   sleeping_.erase(z);
   state_->where().sleep(state_->tree(), root, false);
-  // A wake is a start of the subtree (restore and start, with the pause): the profile's `start`.
-  state_->loads().timed(root, timing_kind::start, ms_since(move_->began) / 1000.0);
   std::tie(move_->held, move_->held_wait_ms) = hand_on(std::move(held));
   // Supervision asked of it while it slept goes on now that it runs.
   auto commands = std::move(deferred_commands_);
@@ -282,8 +334,9 @@ vertex_id gateway_actor::sleeping_root_of(vertex_id v) const {
 }
 
 void gateway_actor::hold(held_delivery d) {
-  if (d.what == held_delivery::kind::data) {
-    // It woke meanwhile: on to it, behind what was held (handed over before the thaw).
+  if (d.what == held_delivery::kind::data && !state_->where().asleep(d.target)) {
+    // It woke meanwhile: on to it, behind what was held (handed over before the thaw). (While it
+    // wakes, its new actor runs already but still gets nothing before the held work.)
     if (auto actor = state_->actors().get(d.target)) {
       state_->flow().queued(d.target);
       return anon_send(actor, deliver_atom::value, std::move(d.message), d.index);
@@ -334,8 +387,11 @@ void gateway_actor::log_sleep_or_wake(double pause_ms) {
                   move_->components, static_cast<unsigned long long>(move_->state_bytes), pause_ms);
     log::info(node_->self_name(), "`" + path + "` is asleep" + line);
   } else {
-    std::snprintf(line, sizeof line, " in %.1f ms (%llu bytes of state); %zu held message(s) and request(s) handed on",
-                  pause_ms, static_cast<unsigned long long>(move_->state_bytes), move_->held);
+    std::snprintf(line, sizeof line,
+                  " in %.1f ms (%llu bytes of state; the deployment paused %.1f ms); %zu held message(s) and "
+                  "request(s) handed on",
+                  move_->wake_ms > 0 ? move_->wake_ms : pause_ms, static_cast<unsigned long long>(move_->state_bytes),
+                  pause_ms, move_->held);
     std::string text = "woke `" + path + "` on `" + node_->name_of(move_->to) + "`" + line;
     if (move_->held) {
       std::snprintf(line, sizeof line, ", the longest waited %.1f ms", move_->held_wait_ms);
@@ -346,6 +402,85 @@ void gateway_actor::log_sleep_or_wake(double pause_ms) {
   if (!move_->without_state.empty())
     log::warning(node_->self_name(), "`" + path + "`: " + std::to_string(move_->without_state.size()) +
                                          " component(s) gave no state (snapshot() returned nothing) and start afresh");
+}
+
+bool gateway_actor::take_lease(waiting_move then) {
+  if (lease_held_) return true;
+  waiting_moves_.push_back(std::move(then));
+  if (lease_asked_) return false;
+  lease_asked_ = true;
+  const node_id root = state_->where().node_of(0), self = state_->where().self();
+  if (root == self) on_lease(self, move_step::lease, ++lease_request_);
+  else send_lease(root, move_step::lease, ++lease_request_);
+  return false;
+}
+
+void gateway_actor::give_lease_back() {
+  if (!lease_held_) return;
+  lease_held_ = false;
+  const node_id root = state_->where().node_of(0), self = state_->where().self();
+  if (root == self) on_lease(self, move_step::release, lease_request_);
+  else send_lease(root, move_step::release, lease_request_);  // (an envelope's id is never 0)
+}
+
+void gateway_actor::send_lease(node_id to, move_step step, std::uint64_t id) {
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::move);
+  e.code = static_cast<std::int32_t>(step);
+  e.id = id;
+  node_->send_control(to, std::move(e));
+}
+
+void gateway_actor::on_lease(node_id from, move_step step, std::uint64_t id) {
+  const node_id self = state_->where().self();
+  auto grant = [&](node_id to, std::uint64_t request) {
+    lease_holder_ = to;
+    if (to == self) return lease_granted();
+    send_lease(to, move_step::granted, request);
+  };
+  switch (step) {
+    case move_step::lease:
+      if (lease_holder_) lease_queue_.emplace_back(from, id);
+      else grant(from, id);
+      return;
+    case move_step::release:
+      if (lease_holder_ != from) return;
+      lease_holder_.reset();
+      if (lease_queue_.empty()) return;
+      {
+        const auto [next, request] = lease_queue_.front();
+        lease_queue_.erase(lease_queue_.begin());
+        grant(next, request);
+      }
+      return;
+    case move_step::granted:
+      if (lease_asked_ && id == lease_request_) lease_granted();
+      return;
+    default: return;
+  }
+}
+
+void gateway_actor::lease_granted() {
+  lease_asked_ = false;
+  lease_held_ = true;
+  // What waited for it starts now (one pause); the rest asks again after it.
+  for (std::size_t n = waiting_moves_.size(); n > 0 && !move_; --n) {
+    auto next = std::move(waiting_moves_.front());
+    waiting_moves_.erase(waiting_moves_.begin());
+    start_next(std::move(next));
+  }
+  if (!move_) give_lease_back();
+}
+
+// In use: some component assigned here is not asleep (a node that hosts nothing is not in use).
+void gateway_actor::count_node_time() {
+  const auto now = std::chrono::steady_clock::now();
+  if (in_use_) in_use_seconds_ += std::chrono::duration<double>(now - in_use_since_).count();
+  in_use_since_ = now;
+  const auto& where = state_->where();
+  in_use_ = false;
+  for (vertex_id v = 0; v < state_->tree().size() && !in_use_; ++v)
+    in_use_ = where.node_of(v) == where.self() && !where.asleep(v);
 }
 
 // Subtrees woken on demand with a keep-alive go back to sleep once they have handled no message

@@ -178,7 +178,8 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       return "";
     case wire_kind::move:
       if (auto f = id_fault(); !f.empty()) return f;
-      if (e.code < static_cast<std::int32_t>(move_step::freeze) || e.code > static_cast<std::int32_t>(move_step::thaw))
+      if (e.code < static_cast<std::int32_t>(move_step::freeze) ||
+          e.code > static_cast<std::int32_t>(move_step::release))
         return kind + "step (code) " + std::to_string(e.code) + " is not a move step";
       if (!e.target.empty()) {
         if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;

@@ -77,7 +77,13 @@ enum class move_step : std::int32_t {
   handed = 5,
   moved = 6,
   ack = 7,
-  thaw = 8
+  thaw = 8,
+  // One pause at a time in the whole deployment (moves, sleeps, wakes may start on any node): a
+  // coordinator asks the root's node for the lease (id: its request), is granted it, and gives it
+  // back when its pause is over (gateway_sleep.cpp).
+  lease = 9,
+  granted = 10,
+  release = 11
 };
 
 // The steps of a failover (`code` of a failover envelope; gateway_failover.cpp).

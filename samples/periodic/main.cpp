@@ -1,0 +1,219 @@
+// periodic: report workflows on a rhythm, with time compressed so that a period is seconds: the
+// sample a periodic plan runs on (docs/periodic.md, "The plan runs"; tools/bench/periodic_sample.py).
+//
+//   /reports            the clock: releases each workflow's instances and times them
+//     sim               serves `run`: a gate-level simulation of a 64-bit LFSR circuit, --sim-ms long
+//     eval              serves `run`: scores a model (dot products over its weights), --eval-ms long
+//     render            serves `render`: writes the report of an instance
+//
+// Two workflows, as samples/periodic/workload.yaml declares them: `regression` (every 12 s from
+// 1 s: sim, then render; deadline 400 ms) and `evaluation` (every 4 s from 0.5 s: eval, then render;
+// deadline 250 ms). Each start of a subtree costs time (--sim-load, ...): a cold one misses. Each instance's time runs from its release to render's reply. The subtrees keep
+// their state (cycles simulated, evaluations, reports written) across sleeps and wakes: render's
+// count at the end equals the instances rendered, or the run says so.
+//
+// Lines starting `PERIODIC ` are the result: per workflow the instances, how many met their
+// deadline and the slowest, and each subtree's state.
+#include <banyan/sdk/sdk.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+struct config {
+  std::chrono::milliseconds duration{36000};  // instances released before this
+  std::chrono::milliseconds sim{150}, eval{60}, render{10};
+  // What each start costs (elaborating the design, loading the weights, the templates): paid at the
+  // run's start and at every wake, which is what a periodic plan weighs.
+  std::chrono::milliseconds sim_load{400}, eval_load{250}, render_load{80};
+};
+
+void spin(std::chrono::milliseconds d) {
+  const auto until = clock_type::now() + d;
+  while (clock_type::now() < until) {
+  }
+}
+
+void say(const std::string& line) {
+  std::printf("PERIODIC %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::string text_of(const banyan::payload& p) {
+  return {reinterpret_cast<const char*>(p.bytes().data()), p.size()};
+}
+
+// A leaf whose state is one counter, kept across sleeps (snapshot/restore) and restarts.
+class counting : public banyan::leaf {
+ public:
+  std::optional<banyan::payload> snapshot(banyan::context&) override {
+    return banyan::payload::copy_of(std::to_string(count_) + " " + std::to_string(extra_));
+  }
+  void restore(banyan::context&, const banyan::payload& state) override {
+    std::sscanf(text_of(state).c_str(), "%llu %llu", &count_, &extra_);
+  }
+
+ protected:
+  unsigned long long count_ = 0, extra_ = 0;
+};
+
+// Steps a 64-bit Fibonacci LFSR (taps 64, 63, 61, 60) gate by gate until `work` has passed.
+class sim : public counting {
+ public:
+  explicit sim(config c) : c_(c) {}
+  void on_start(banyan::context& ctx) override {
+    spin(c_.sim_load);
+    ctx.serve_text("run", [this](std::string_view) -> banyan::result<std::string> {
+      const auto until = clock_type::now() + c_.sim;
+      std::uint64_t state = 0xACE1ACE1ACE1ACE1ull ^ extra_;
+      std::uint64_t cycles = 0;
+      while (clock_type::now() < until) {
+        for (int i = 0; i < 1024; ++i) {
+          const std::uint64_t bit = ((state >> 0) ^ (state >> 1) ^ (state >> 3) ^ (state >> 4)) & 1u;
+          state = (state >> 1) | (bit << 63);
+        }
+        cycles += 1024;
+      }
+      ++count_;
+      extra_ = state;
+      return std::to_string(cycles);
+    });
+  }
+
+ private:
+  config c_;
+};
+
+class eval : public counting {
+ public:
+  explicit eval(config c) : c_(c) {}
+  void on_start(banyan::context& ctx) override {
+    spin(c_.eval_load);
+    ctx.serve_text("run", [this](std::string_view) -> banyan::result<std::string> {
+      const auto until = clock_type::now() + c_.eval;
+      std::vector<float> w(4096, 0.5f), x(4096, 0.25f);
+      double score = 0;
+      while (clock_type::now() < until)
+        for (std::size_t i = 0; i < w.size(); ++i) score += w[i] * x[i];
+      ++count_;
+      return std::to_string(score > 0 ? 1 : 0);
+    });
+  }
+
+ private:
+  config c_;
+};
+
+class render : public counting {
+ public:
+  explicit render(config c) : c_(c) {}
+  void on_start(banyan::context& ctx) override {
+    spin(c_.render_load);
+    ctx.serve_text("render", [this](std::string_view what) -> banyan::result<std::string> {
+      spin(c_.render);
+      ++count_;
+      return "report " + std::to_string(count_) + ": " + std::string(what);
+    });
+  }
+
+ private:
+  config c_;
+};
+
+struct workflow {
+  const char* name;
+  const char* first;  // the subtree asked first; render follows
+  std::chrono::milliseconds period, phase, deadline;
+  int instances = 0, met = 0, failed = 0;
+  double slowest_ms = 0;
+};
+
+// The clock: releases every instance of every workflow on time and times it.
+class reports : public banyan::composite {
+ public:
+  explicit reports(config c) : c_(c) {}
+  void on_children_started(banyan::context& ctx) override {
+    started_ = clock_type::now();
+    for (auto& w : flows_) {
+      for (auto at = w.phase; at < c_.duration; at += w.period) {
+        ++pending_;
+        ctx.after(at, [this, &ctx, &w, at] { release(ctx, w, started_ + at); });
+      }
+    }
+  }
+
+ private:
+  void release(banyan::context& ctx, workflow& w, clock_type::time_point due) {
+    const std::string first = std::string("/reports/") + w.first;
+    ctx.request_text(first, "run", w.name, 10s, [this, &ctx, &w, due](banyan::result<std::string> r) {
+      if (!r) return finish(ctx, w, due, r.error().what());
+      ctx.request_text("/reports/render", "render", w.name, 10s, [this, &ctx, &w, due](banyan::result<std::string> r2) {
+        finish(ctx, w, due, r2 ? std::string() : std::string(r2.error().what()));
+      });
+    });
+  }
+
+  void finish(banyan::context& ctx, workflow& w, clock_type::time_point due, const std::string& error) {
+    const double ms = std::chrono::duration<double, std::milli>(clock_type::now() - due).count();
+    ++w.instances;
+    if (!error.empty()) {
+      ++w.failed;
+      ctx.log(std::string(w.name) + ": " + error);
+    } else if (ms <= static_cast<double>(w.deadline.count())) {
+      ++w.met;
+    }
+    if (ms > w.slowest_ms) w.slowest_ms = ms;
+    if (--pending_ > 0) return;
+    for (const auto& f : flows_) {
+      char line[200];
+      std::snprintf(line, sizeof line, "workflow %s instances %d met %d failed %d slowest_ms %.1f", f.name, f.instances,
+                    f.met, f.failed, f.slowest_ms);
+      say(line);
+    }
+    // Render's count slept and woke with it: it equals the instances rendered.
+    int rendered = 0;
+    for (const auto& f : flows_) rendered += f.instances - f.failed;
+    ctx.request_text("/reports/render", "render", "end", 10s, [&ctx, rendered](banyan::result<std::string> r) {
+      if (!r) {
+        ctx.log(std::string("final render: ") + r.error().what());
+        return ctx.quit(1);
+      }
+      const std::string& text = *r;
+      const int count = std::atoi(text.c_str() + std::strlen("report "));
+      say("render kept its count: " + std::string(count == rendered + 1 ? "yes" : "NO") + " (" +
+          std::to_string(count - 1) + " reports for " + std::to_string(rendered) + " instances)");
+      ctx.quit(count == rendered + 1 ? 0 : 1);
+    });
+  }
+
+  config c_;
+  clock_type::time_point started_;
+  int pending_ = 0;
+  workflow flows_[2] = {{"regression", "sim", 12000ms, 1000ms, 400ms}, {"evaluation", "eval", 4000ms, 500ms, 250ms}};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  config c;
+  banyan::app app{"reports", {banyan::restart_strategy::one_for_one, 3, 10s}, std::in_place_type<reports>, c};
+  app.options().add("--duration", c.duration, "Release instances for this long (e.g. 36s)");
+  app.options().add("--sim-ms", c.sim, "Time sim spends on each run (e.g. 150ms)");
+  app.options().add("--eval-ms", c.eval, "Time eval spends on each run");
+  app.options().add("--render-ms", c.render, "Time render spends on each report");
+  app.options().add("--sim-load", c.sim_load, "Time each start of sim takes (elaborating the design)");
+  app.options().add("--eval-load", c.eval_load, "Time each start of eval takes (loading the weights)");
+  app.options().add("--render-load", c.render_load, "Time each start of render takes");
+  if (auto code = app.options().parse(argc, argv)) return *code;
+  app.root().add_leaf<sim>("sim", c);
+  app.root().add_leaf<eval>("eval", c);
+  app.root().add_leaf<render>("render", c);
+  return banyan::run(app, argc, argv);
+}
