@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,13 @@ std::string text_of(const banyan::payload& p) {
   return {reinterpret_cast<const char*>(p.bytes().data()), p.size()};
 }
 
-// A leaf whose state is one counter, kept across sleeps (snapshot/restore) and restarts.
+// A leaf whose state is one counter, kept across sleeps (snapshot/restore) and restarts. It
+// answers `ping` (the clock's start) at once.
 class counting : public banyan::leaf {
  public:
+  void ping(banyan::context& ctx) {
+    ctx.serve_text("ping", [](std::string_view) -> banyan::result<std::string> { return std::string(); });
+  }
   std::optional<banyan::payload> snapshot(banyan::context&) override {
     return banyan::payload::copy_of(std::to_string(count_) + " " + std::to_string(extra_));
   }
@@ -70,6 +75,7 @@ class sim : public counting {
   explicit sim(config c) : c_(c) {}
   void on_start(banyan::context& ctx) override {
     spin(c_.sim_load);
+    ping(ctx);
     ctx.serve_text("run", [this](std::string_view) -> banyan::result<std::string> {
       const auto until = clock_type::now() + c_.sim;
       std::uint64_t state = 0xACE1ACE1ACE1ACE1ull ^ extra_;
@@ -96,6 +102,7 @@ class eval : public counting {
   explicit eval(config c) : c_(c) {}
   void on_start(banyan::context& ctx) override {
     spin(c_.eval_load);
+    ping(ctx);
     ctx.serve_text("run", [this](std::string_view) -> banyan::result<std::string> {
       const auto until = clock_type::now() + c_.eval;
       std::vector<float> w(4096, 0.5f), x(4096, 0.25f);
@@ -116,6 +123,7 @@ class render : public counting {
   explicit render(config c) : c_(c) {}
   void on_start(banyan::context& ctx) override {
     spin(c_.render_load);
+    ping(ctx);
     ctx.serve_text("render", [this](std::string_view what) -> banyan::result<std::string> {
       spin(c_.render);
       ++count_;
@@ -138,8 +146,23 @@ struct workflow {
 // The clock: releases every instance of every workflow on time and times it.
 class reports : public banyan::composite {
  public:
-  explicit reports(config c) : c_(c) {}
+  // The options are read after the app is made: the root reads them through a pointer.
+  explicit reports(const config* c) : c_(*c) {}
   void on_children_started(banyan::context& ctx) override {
+    if (scheduled_) return;  // a child's restart: the timetable runs on
+    scheduled_ = true;
+    // The timetable starts when every subtree answers: on several nodes, once the deployment has
+    // started (requests wait for it), the moment `banyan launch --plan` starts its plan's clock.
+    auto answered = std::make_shared<int>(0);
+    for (const char* path : {"/reports/sim", "/reports/eval", "/reports/render"}) {
+      ctx.request_text(path, "ping", "", 60s, [this, &ctx, answered](banyan::result<std::string>) {
+        if (++*answered == 3) schedule(ctx);
+      });
+    }
+  }
+
+ private:
+  void schedule(banyan::context& ctx) {
     started_ = clock_type::now();
     for (auto& w : flows_) {
       for (auto at = w.phase; at < c_.duration; at += w.period) {
@@ -149,7 +172,6 @@ class reports : public banyan::composite {
     }
   }
 
- private:
   void release(banyan::context& ctx, workflow& w, clock_type::time_point due) {
     const std::string first = std::string("/reports/") + w.first;
     ctx.request_text(first, "run", w.name, 10s, [this, &ctx, &w, due](banyan::result<std::string> r) {
@@ -170,6 +192,10 @@ class reports : public banyan::composite {
       ++w.met;
     }
     if (ms > w.slowest_ms) w.slowest_ms = ms;
+    char line[160];
+    std::snprintf(line, sizeof line, "instance %s released %.3f s took %.1f ms%s", w.name,
+                  std::chrono::duration<double>(due - started_).count(), ms, error.empty() ? "" : " (failed)");
+    say(line);
     if (--pending_ > 0) return;
     for (const auto& f : flows_) {
       char line[200];
@@ -196,6 +222,7 @@ class reports : public banyan::composite {
   config c_;
   clock_type::time_point started_;
   int pending_ = 0;
+  bool scheduled_ = false;
   workflow flows_[2] = {{"regression", "sim", 12000ms, 1000ms, 400ms}, {"evaluation", "eval", 4000ms, 500ms, 250ms}};
 };
 
@@ -203,7 +230,7 @@ class reports : public banyan::composite {
 
 int main(int argc, char** argv) {
   config c;
-  banyan::app app{"reports", {banyan::restart_strategy::one_for_one, 3, 10s}, std::in_place_type<reports>, c};
+  banyan::app app{"reports", {banyan::restart_strategy::one_for_one, 3, 10s}, std::in_place_type<reports>, &c};
   app.options().add("--duration", c.duration, "Release instances for this long (e.g. 36s)");
   app.options().add("--sim-ms", c.sim, "Time sim spends on each run (e.g. 150ms)");
   app.options().add("--eval-ms", c.eval, "Time eval spends on each run");

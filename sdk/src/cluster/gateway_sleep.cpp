@@ -491,7 +491,13 @@ void gateway_actor::check_keep_alive() {
   const auto now = std::chrono::steady_clock::now();
   std::vector<vertex_id> idle;
   for (auto& [root, k] : keep_alive_) {
-    if (!k.watching || sleeping_.count(root)) continue;
+    if (!k.watching) continue;
+    if (sleeping_.count(root)) {  // still waking: its idle time starts once it serves
+      k.seen = 0;
+      k.last_change = now;
+      shortest = std::min(shortest, k.idle);
+      continue;
+    }
     std::uint64_t seen = 0;
     for (auto u : subtree_of(state_->tree(), root)) seen += state_->loads().messages(u);
     if (seen != k.seen) {
