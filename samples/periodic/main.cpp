@@ -8,9 +8,9 @@
 //
 // Two workflows, as samples/periodic/workload.yaml declares them: `regression` (every 12 s from
 // 1 s: sim, then render; deadline 400 ms) and `evaluation` (every 4 s from 0.5 s: eval, then render;
-// deadline 250 ms). Each start of a subtree costs time (--sim-load, ...): a cold one misses. Each instance's time runs from its release to render's reply. The subtrees keep
-// their state (cycles simulated, evaluations, reports written) across sleeps and wakes: render's
-// count at the end equals the instances rendered, or the run says so.
+// deadline 250 ms). Each start of a subtree costs time (--sim-load, ...): a cold one misses. Each instance's time runs
+// from its release to render's reply. The subtrees keep their state (cycles simulated, evaluations, reports written)
+// across sleeps and wakes: render's count at the end equals the instances rendered, or the run says so.
 //
 // Lines starting `PERIODIC ` are the result: per workflow the instances, how many met their
 // deadline and the slowest, and each subtree's state.
@@ -19,7 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,16 +47,15 @@ void say(const std::string& line) {
   std::fflush(stdout);
 }
 
-std::string text_of(const banyan::payload& p) {
-  return {reinterpret_cast<const char*>(p.bytes().data()), p.size()};
-}
+std::string text_of(const banyan::payload& p) { return {reinterpret_cast<const char*>(p.bytes().data()), p.size()}; }
 
 // A leaf whose state is one counter, kept across sleeps (snapshot/restore) and restarts. It
-// answers `ping` (the clock's start) at once.
+// answers the clock's `ctl/ping` (its start) at once.
 class counting : public banyan::leaf {
  public:
   void ping(banyan::context& ctx) {
-    ctx.serve_text("ping", [](std::string_view) -> banyan::result<std::string> { return std::string(); });
+    (void)ctx.subscribe("ctl/ping",
+                        [&ctx](const banyan::delivery&) { (void)ctx.publish("ctl/pong", std::string_view()); });
   }
   std::optional<banyan::payload> snapshot(banyan::context&) override {
     return banyan::payload::copy_of(std::to_string(count_) + " " + std::to_string(extra_));
@@ -151,14 +150,13 @@ class reports : public banyan::composite {
   void on_children_started(banyan::context& ctx) override {
     if (scheduled_) return;  // a child's restart: the timetable runs on
     scheduled_ = true;
-    // The timetable starts when every subtree answers: on several nodes, once the deployment has
-    // started (requests wait for it), the moment `banyan launch --plan` starts its plan's clock.
-    auto answered = std::make_shared<int>(0);
-    for (const char* path : {"/reports/sim", "/reports/eval", "/reports/render"}) {
-      ctx.request_text(path, "ping", "", 60s, [this, &ctx, answered](banyan::result<std::string>) {
-        if (++*answered == 3) schedule(ctx);
-      });
-    }
+    // The timetable starts when every subtree has answered: on several nodes, once the deployment
+    // has started (what is sent waits for it), the moment `banyan launch --plan` starts its plan's
+    // clock. A publish, not a request: the profile's reply times stay those of the workflows.
+    (void)ctx.subscribe("ctl/pong", [this, &ctx](const banyan::delivery& d) {
+      if (answered_.insert(d.sender()).second && answered_.size() == 3) schedule(ctx);
+    });
+    (void)ctx.publish("ctl/ping", std::string_view());
   }
 
  private:
@@ -223,6 +221,7 @@ class reports : public banyan::composite {
   clock_type::time_point started_;
   int pending_ = 0;
   bool scheduled_ = false;
+  std::set<std::string> answered_;  // the subtrees that said pong
   workflow flows_[2] = {{"regression", "sim", 12000ms, 1000ms, 400ms}, {"evaluation", "eval", 4000ms, 500ms, 250ms}};
 };
 

@@ -66,10 +66,17 @@ std::string encode(const std::vector<vertex_state>& states) {
   return out;
 }
 
-result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id subtree_of) {
+std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v) {
+  std::vector<vertex_id> out{v};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (auto c : tree.children(out[i])) out.push_back(c);
+  return out;
+}
+
+result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id root) {
   reader r(bytes);
   auto bad = [&](const std::string& what) {
-    return error{sdk::errc::invalid_argument, "moved state of `" + tree.path(subtree_of) + "`: " + what + " at byte " +
+    return error{sdk::errc::invalid_argument, "moved state of `" + tree.path(root) + "`: " + what + " at byte " +
                                                   std::to_string(r.at()) + " of " + std::to_string(bytes.size())};
   };
   std::uint64_t count;
@@ -80,7 +87,7 @@ result<std::vector<vertex_state>> decode(std::string_view bytes, const component
   for (auto& s : out) {
     std::uint64_t v, flag, n;
     if (!r.u(v, 4)) return bad("truncated vertex");
-    if (v >= tree.size() || !tree.contains(subtree_of, static_cast<vertex_id>(v)))
+    if (v >= tree.size() || !tree.contains(root, static_cast<vertex_id>(v)))
       return bad("vertex " + std::to_string(v) + " is not in the moved subtree");
     if (!seen.insert(static_cast<vertex_id>(v)).second) return bad("vertex " + std::to_string(v) + " twice");
     s.vertex = static_cast<vertex_id>(v);

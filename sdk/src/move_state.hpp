@@ -39,8 +39,10 @@ struct vertex_state {
 };
 
 std::string encode(const std::vector<vertex_state>& states);
-// Checks that every vertex is in `subtree_of`'s subtree and appears once; an error names the field.
-result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id subtree_of);
+// v and every component under it, v first (breadth first).
+std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v);
+// Checks that every vertex is in `root`'s subtree and appears once; an error names the field.
+result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id root);
 
 // Incarnations arriving here: the gate of the arriving incarnation takes its vertex's state, once
 // (cluster_gate::arrive).

@@ -106,6 +106,7 @@ def main():
     ap.add_argument("--keep-alive", default="67ms",
                     help="the keep-alive baseline's (60 s of an hour, at 4 s for an hour: 67 ms)")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--dir", help="keep the deployment, plans, timings and profiles in this folder")
     a = ap.parse_args()
     banyan = os.path.join(a.build, "tools", "banyan")
     app = os.path.join(a.build, "samples", "periodic", "periodic")
@@ -113,7 +114,9 @@ def main():
     workload_src = os.path.join(ROOT, "samples", "periodic", "workload.yaml")
     costs = {"n0": 0.0, "n1": 1.0, "n2": 1.0}  # as the workload's nodes
     horizon = 12.0
-    with tempfile.TemporaryDirectory(prefix="banyan-periodic-") as folder:
+    with tempfile.TemporaryDirectory(prefix="banyan-periodic-") as scratch:
+        folder = a.dir or scratch
+        os.makedirs(folder, exist_ok=True)
         d = deployment(folder)
         workload = os.path.join(folder, "workload.yaml")
         with open(workload_src) as f, open(workload, "w") as g:
@@ -131,9 +134,9 @@ def main():
             out = subprocess.run([banyan, "plan", workload, "--deployment", d, "--keep-alive", a.keep_alive,
                                   "--baseline-plans", plans, "--json"] + extra,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if out.returncode not in (0, 1):
+            if out.returncode not in (0, 1) or not out.stdout.strip():
                 sys.stderr.write(out.stderr)
-                raise SystemExit("periodic_sample: banyan plan failed")
+                raise SystemExit(f"periodic_sample: banyan plan failed (exit {out.returncode}); files in {folder}")
             return json.loads(out.stdout)
 
         plan([])

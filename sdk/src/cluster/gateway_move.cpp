@@ -37,17 +37,6 @@
 #include <fstream>
 
 namespace banyan::detail {
-namespace {
-
-std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v) {
-  std::vector<vertex_id> out{v};
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (auto c : tree.children(out[i])) out.push_back(c);
-  return out;
-}
-
-}  // namespace
-
 void gateway_actor::send_move(node_id to, std::uint16_t step, std::string target, std::string text,
                               std::uint64_t generation, std::string payload) {
   runtime::envelope e;

@@ -7,11 +7,13 @@
 // (a message from this node or another, a request) comes to this gateway, which holds it in arrival
 // order and wakes the subtree, as Knative's activator does.
 //
-// A wake is a live move whose states come from here: to this node (the subtree restarts from its
-// states, the held work goes to it before the thaw, so it is ahead of anything newer) or to another
-// (the states travel as a move's; a wake with held work wakes here first, then moves). Nothing that
-// reached a sleeping subtree is lost or refused; the time each piece waited is measured (the
-// profile's `held` timing of its target).
+// A wake here starts the subtree from its states while the deployment runs on: senders still go to
+// the hold (a route treats an asleep component as having no actor). Once it has started, a short
+// pause (the switch-over) hands it the held work, ahead of anything sent after the thaw. A wake on
+// another node is a live move whose states come from here (a wake with held work wakes here first,
+// then moves). Nothing that reached a sleeping subtree is lost or refused; the time each piece
+// waited is measured (the profile's `held` timing of its target). Pauses are one at a time across
+// the deployment: whoever starts one first takes the lease the root's node grants.
 #include "actor_protocol.hpp"
 #include "gateway.hpp"
 #include "node.hpp"
@@ -27,13 +29,6 @@
 
 namespace banyan::detail {
 namespace {
-
-std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v) {
-  std::vector<vertex_id> out{v};
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (auto c : tree.children(out[i])) out.push_back(c);
-  return out;
-}
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -60,6 +55,11 @@ void gateway_actor::start_sleep(const std::string& path, std::chrono::millisecon
     if (!state_->is_local(u))
       return refuse("`" + path + "` is not wholly on node `" + node_->self_name() + "`: `" + tree.path(u) +
                     "` runs on `" + node_->name_of(state_->where().node_of(u)) + "`");
+  }
+  if (auto z = sleeping_.find(*v); z != sleeping_.end() && z->second.starting) {
+    // Waking (on demand): it goes back to sleep once it is up.
+    waiting_moves_.push_back({path, {}, answer, 's', keep});
+    return;
   }
   if (sleeping_.count(*v)) {
     // Asleep already: the keep-alive is the only change.
