@@ -81,7 +81,8 @@ void plan_driver::step(double elapsed, node_controls& controls, partitioner::dep
     while (!s.cycle.empty()) {
       const std::size_t n = s.cycle.size();
       const change& c = s.cycle[s.next % n];
-      const double at = static_cast<double>(s.next / n) * horizon_ + c.at;
+      const std::size_t cycle = s.next / n;  // whole horizons gone by
+      const double at = static_cast<double>(cycle) * horizon_ + c.at;
       if (at > elapsed) break;
       if (at > 0 || started_) s.queue.push_back(c.wake ? wake() : sleep());  // t = 0 is the start's
       ++s.next;

@@ -52,6 +52,38 @@ struct failover_run {
   std::vector<node_id> before;     // the assignment when the node was lost
   std::vector<bool> applied_from;  // the coordinator's: per node
 };
+// A live move, sleep or wake this node takes part in (gateway_move.cpp, gateway_sleep.cpp). Outside
+// the gateway class for the same reason as failover_run.
+struct live_move {
+  std::uint64_t epoch = 0;
+  node_id coordinator = 0;
+  bool barrier_done = false;
+  std::vector<bool> frozen_from, quiet_from, acked_from;  // per node
+  bool quiet_sent = false;
+  // The coordinator's part:
+  vertex_id root = 0;
+  node_id from = 0, to = 0;
+  std::uint64_t answer = 0;  // node_runtime::answer_move's token
+  std::chrono::steady_clock::time_point began;
+  std::uint64_t state_bytes = 0;
+  std::size_t components = 0;
+  // The moved components whose snapshot() gave nothing: they start afresh on the new node, and
+  // the move says so (a stateful component that cannot snapshot loses its state).
+  std::vector<std::string> without_state;
+  bool handed = false, moved_out = false;
+  std::string shipped;  // the encoded states, until the destination has them running
+  std::vector<std::pair<std::string, runtime::envelope>> handed_held;  // the held data that followed them
+  std::uint64_t generation = 0;
+  std::string aborted;  // why the subtree stayed (the move's error)
+  // The destination's part:
+  bool arriving = false, arrived = false, handed_marker = false, announced = false;
+  std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
+  // A sleep (the states stay here) or a wake (the states come from here), not a move.
+  bool sleep = false, wake = false;
+  std::size_t held = 0;     // a wake: what it handed to the woken subtree
+  double held_wait_ms = 0;  // a wake: the longest any of it waited
+  double wake_ms = 0;       // a wake here: from its ask until the subtree served
+};
 struct pending_plan {  // a failover plan that came before this node found the loss itself
   std::uint64_t epoch = 0;
   node_id coordinator = 0, lost = 0;
@@ -163,37 +195,7 @@ class gateway_actor final : public caf::event_based_actor {
   std::chrono::milliseconds pause_limit() const;
   void send_move(node_id to, std::uint16_t step, std::string target = {}, std::string text = {},
                  std::uint64_t generation = 0, std::string payload = {});
-  struct move_run {
-    std::uint64_t epoch = 0;
-    node_id coordinator = 0;
-    bool barrier_done = false;
-    std::vector<bool> frozen_from, quiet_from, acked_from;  // per node
-    bool quiet_sent = false;
-    // The coordinator's part:
-    vertex_id root = 0;
-    node_id from = 0, to = 0;
-    std::uint64_t answer = 0;  // node_runtime::answer_move's token
-    std::chrono::steady_clock::time_point began;
-    std::uint64_t state_bytes = 0;
-    std::size_t components = 0;
-    // The moved components whose snapshot() gave nothing: they start afresh on the new node, and
-    // the move says so (a stateful component that cannot snapshot loses its state).
-    std::vector<std::string> without_state;
-    bool handed = false, moved_out = false;
-    std::string shipped;  // the encoded states, until the destination has them running
-    std::vector<std::pair<std::string, runtime::envelope>> handed_held;  // the held data that followed them
-    std::uint64_t generation = 0;
-    std::string aborted;  // why the subtree stayed (the move's error)
-    // The destination's part:
-    bool arriving = false, arrived = false, handed_marker = false, announced = false;
-    std::size_t handed_data = 0;  // data the old node handed over, at the front of early_data_
-    // A sleep (the states stay here) or a wake (the states come from here), not a move.
-    bool sleep = false, wake = false;
-    std::size_t held = 0;     // a wake: what it handed to the woken subtree
-    double held_wait_ms = 0;  // a wake: the longest any of it waited
-    double wake_ms = 0;       // a wake here: from its ask until the subtree served
-  };
-  std::optional<move_run> move_;
+  std::optional<live_move> move_;
 
   // Hibernate and wake (gateway_sleep.cpp, docs/runtime.md "Hibernate and wake"). A sleep is a move
   // that keeps the states here instead of shipping them; a wake is a move whose states come from

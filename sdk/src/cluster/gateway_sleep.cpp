@@ -319,7 +319,11 @@ std::pair<std::size_t, double> gateway_actor::hand_on(std::vector<held_delivery>
         anon_send(actor, deliver_atom::value, std::move(d.message), d.index);
         break;
       case held_delivery::kind::remote_request: serve_request(d.peer, d.request); break;
-      case held_delivery::kind::local_request: on_hold_request(d.target, std::move(d)); break;
+      case held_delivery::kind::local_request: {
+        const vertex_id target = d.target;
+        on_hold_request(target, std::move(d));
+        break;
+      }
     }
   }
   return {held.size(), longest};
