@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -55,10 +56,17 @@ std::uint64_t node_controls::ask(const std::string& name, const std::vector<std:
   s.send(zmq::buffer(id_text), request.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
   for (std::size_t i = 0; i < request.size(); ++i)
     s.send(zmq::buffer(request[i]), i + 1 < request.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  unanswered_.insert(id);
   return id;
 }
 
 std::optional<std::vector<std::string>> node_controls::reply(const std::string& name, std::uint64_t id) {
+  if (auto kept = early_.find(id); kept != early_.end()) {
+    auto frames = std::move(kept->second);
+    early_.erase(kept);
+    unanswered_.erase(id);
+    return frames;
+  }
   auto& s = sockets_.at(name);
   while (true) {
     std::vector<std::string> frames;
@@ -66,10 +74,21 @@ std::optional<std::vector<std::string>> node_controls::reply(const std::string& 
     if (!s.recv(m, zmq::recv_flags::dontwait)) return std::nullopt;
     frames.push_back(m.to_string());
     while (m.more() && s.recv(m)) frames.push_back(m.to_string());
-    if (frames.front() != std::to_string(id)) continue;  // a late reply to an earlier request
+    const std::uint64_t of = std::strtoull(frames.front().c_str(), nullptr, 10);
     frames.erase(frames.begin());
-    return frames;
+    if (of == id) {
+      unanswered_.erase(id);
+      return frames;
+    }
+    // Another request's, asked of the same node and not yet read (several may be on their way):
+    // kept for it. A late reply to a request whose asker gave up is dropped.
+    if (unanswered_.count(of)) early_.emplace(of, std::move(frames));
   }
+}
+
+void node_controls::forget(std::uint64_t id) {
+  unanswered_.erase(id);
+  early_.erase(id);
 }
 
 result<std::string> launch_socket(const std::string& deployment) {

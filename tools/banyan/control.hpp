@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,11 +44,16 @@ class node_controls {
   std::string add(const std::string& name, const std::filesystem::path& folder);
   // Sends one request to node `name`; returns its id.
   std::uint64_t ask(const std::string& name, const std::vector<std::string>& request);
-  // The reply to request `id` of node `name` (the frames after the id) if it has come; replies to
-  // earlier requests found on the way are dropped.
+  // The reply to request `id` of node `name` (the frames after the id) if it has come. Replies to
+  // other requests found on the way are kept for them while they are unanswered (several requests
+  // may be on their way to one node), and dropped for those their askers gave up (forget).
   std::optional<std::vector<std::string>> reply(const std::string& name, std::uint64_t id);
+  // The asker of `id` gave up on it: a reply that comes later is dropped.
+  void forget(std::uint64_t id);
 
  private:
+  std::set<std::uint64_t> unanswered_;
+  std::map<std::uint64_t, std::vector<std::string>> early_;  // replies read before their asker asked
   zmq::context_t context_;
   std::map<std::string, zmq::socket_t> sockets_;
   std::uint64_t next_id_ = 1;

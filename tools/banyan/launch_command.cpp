@@ -315,6 +315,7 @@ void answer_sleep_wake(zmq::socket_t& control, const std::vector<std::string>& f
       if (c.node == node && c.p.status())
         return reply(nlohmann::json{{"error", "node " + node + " ended before it answered"}}.dump());
   }
+  if (!r) controls.forget(id);
   if (!r || r->size() != 1) return reply(nlohmann::json{{"error", "node " + node + " did not answer in 60 s"}}.dump());
   const auto a = nlohmann::json::parse(r->front(), nullptr, false);
   if (a.is_object() && !a.contains("error") && a.value("to", node) != node)

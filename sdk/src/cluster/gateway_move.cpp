@@ -83,6 +83,10 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
                     "` (a move takes a whole subtree from one node)");
   }
   if (!state_->actors().get(*v)) return refuse("`" + path + "` is not running");
+  if (state_->frozen()) {  // another node's pause: after its thaw
+    waiting_moves_.push_back({path, to_name, answer, 'm', {}});
+    return;
+  }
   if (!state_->cluster_ready()) return refuse("the deployment is not ready (still starting)");
   if (!node_->node_ready(to)) return refuse("node `" + to_name + "` is not ready");
   if (!take_lease({path, to_name, answer, 'm', {}})) return;

@@ -70,6 +70,10 @@ void gateway_actor::start_sleep(const std::string& path, std::chrono::millisecon
   }
   if (sleeping_root_of(*v) != no_vertex) return refuse("it is part of a subtree asleep already");
   if (!state_->actors().get(*v)) return refuse("`" + path + "` is not running");
+  if (state_->frozen()) {  // another node's pause: after its thaw
+    waiting_moves_.push_back({path, {}, answer, 's', keep});
+    return;
+  }
   if (!state_->cluster_ready()) return refuse("the deployment is not ready (still starting)");
   keep_alive_.erase(*v);
   if (keep.count() > 0) keep_alive_[*v].idle = keep;
