@@ -37,7 +37,9 @@ result<void> cluster_gate::publish(std::string_view topic_text, vertex_id scope,
   // Refused whatever the route, so that the app sees the same on every deployment.
   if (data.size() > node_.max_payload_bytes())
     return too_large("publish `" + std::string(topic_text) + "`", data.size(), node_.max_payload_bytes());
-  if (!is_open()) {
+  // Held when the gate is closed, or when what it held could not all go (a freeze came while it
+  // was released): never ahead of an older publish.
+  if (!is_open() || (!held_.empty() && !release())) {
     auto t = topic::parse(topic_text);
     if (!t) return t.error();
     held_.push_back({kind::publish, t->str(), scope, data, {}, std::nullopt});
@@ -46,7 +48,6 @@ result<void> cluster_gate::publish(std::string_view topic_text, vertex_id scope,
     if (state_.frozen()) self_.pause();
     return {};
   }
-  if (!held_.empty()) open();
   return self_.route(topic_text, scope, data);
 }
 
@@ -99,7 +100,7 @@ void cluster_gate::send_request(vertex_id target, std::string method, const payl
   requests_[id] = {std::move(on_reply), std::move(what)};
   self_.delayed_send(caf::actor_cast<caf::actor>(&self_), timeout, expire_atom::value, id,
                      static_cast<std::int64_t>(timeout.count()));
-  if (!is_open()) {
+  if (!is_open() || (!held_.empty() && !release())) {
     held_.push_back({kind::request,
                      {},
                      0,
@@ -110,7 +111,6 @@ void cluster_gate::send_request(vertex_id target, std::string method, const payl
                      std::nullopt});
     return;
   }
-  if (!held_.empty()) open();
   transmit(id, target, method, data, timeout);
 }
 
@@ -214,8 +214,10 @@ void cluster_gate::leave(vertex_state& out) {
         std::to_string(requests) + " request(s) made while the deployment was frozen end with this incarnation");
 }
 
-void cluster_gate::open() {
-  if (releasing_) return;
+void cluster_gate::open() { release(); }
+
+bool cluster_gate::release() {
+  if (releasing_) return false;
   releasing_ = true;
   // What a released item causes (a held child start runs its parent's on_children_started, which
   // may publish) queues behind and goes in this same pass.
@@ -232,6 +234,9 @@ void cluster_gate::open() {
     else h.send();
   }
   releasing_ = false;
+  // Stopped early (a freeze came): what is left goes at the thaw, and what comes next behind it.
+  // Items left that wait for their node hold nothing back.
+  return at == held_.size();
 }
 
 void cluster_gate::clear() {

@@ -54,6 +54,9 @@ class cluster_gate final : public outbound_gate {
     std::optional<node_id> waits_for;  // kind::child_start: that node must be ready too
   };
   bool is_open() const;
+  // Releases what is held, in order; false when it had to stop (the deployment froze meanwhile),
+  // so what comes next must queue behind what is left.
+  bool release();
   std::size_t block_at() const;  // how far past a link's window a send may go before it blocks
   // Sends a request now: to wherever its target runs at that moment.
   void send_request(vertex_id target, std::string method, const payload& data, std::chrono::milliseconds timeout,
