@@ -442,36 +442,29 @@ void component_actor::request_here(vertex_id v, std::string method, const payloa
                                    std::chrono::milliseconds timeout, banyan::context::reply_handler on_reply) {
   const std::string& path = state_->tree().path(v);
   auto target = state_->actors().get(v);
-  std::string what = "request `" + method + "` to `" + path + "`";
-  if (!target && state_->where().asleep(v)) {
-    // Asleep: the gateway holds it, wakes the subtree and hands it on (gateway_sleep.cpp); the
-    // timeout runs from now.
-    state_->requests().record(vertex_, v, data.size());
-    request(state_->node()->gateway(), caf::duration{timeout}, hold_atom::value, std::move(method), data, vertex_, v)
-        .then(
-            [this, on_reply, what](std::string& err, payload& reply) {
-              counted([&] {
-                if (err.empty()) on_reply(std::move(reply));
-                else on_reply(error{sdk::errc::request_failed, what + ": " + err});
-              });
-            },
-            [this, on_reply, what, timeout](caf::error& e) { on_request_error(on_reply, what, timeout, e); });
-    return;
-  }
-  if (!target) {
+  // Asleep: the gateway holds it, wakes the subtree and hands it on (gateway_sleep.cpp); the
+  // timeout runs from now.
+  const bool asleep = !target && state_->where().asleep(v);
+  if (!target && !asleep) {
     return post_task([on_reply = std::move(on_reply),
                       e = error{sdk::errc::request_failed, "`" + path + "` is not running"}] { on_reply(e); });
   }
+  std::string what = "request `" + method + "` to `" + path + "`";
   state_->requests().record(vertex_, v, data.size());  // the profile's request traffic
-  request(target, caf::duration{timeout}, request_atom::value, std::move(method), data, vertex_)
-      .then(
-          [this, on_reply, what](std::string& err, payload& reply) {
-            counted([&] {
-              if (err.empty()) on_reply(std::move(reply));
-              else on_reply(error{sdk::errc::request_failed, what + ": " + err});
-            });
-          },
-          [this, on_reply, what, timeout](caf::error& e) { on_request_error(on_reply, what, timeout, e); });
+  auto then = [this, on_reply, what, timeout](auto handle) {
+    handle.then(
+        [this, on_reply, what](std::string& err, payload& reply) {
+          counted([&] {
+            if (err.empty()) on_reply(std::move(reply));
+            else on_reply(error{sdk::errc::request_failed, what + ": " + err});
+          });
+        },
+        [this, on_reply, what, timeout](caf::error& e) { on_request_error(on_reply, what, timeout, e); });
+  };
+  if (asleep)
+    then(request(state_->node()->gateway(), caf::duration{timeout}, hold_atom::value, std::move(method), data, vertex_,
+                 v));
+  else then(request(target, caf::duration{timeout}, request_atom::value, std::move(method), data, vertex_));
 }
 
 void component_actor::on_request_error(const banyan::context::reply_handler& on_reply, const std::string& what,

@@ -66,19 +66,12 @@ std::string read_text(const fs::path& file) {
 
 running_launch launch(const fs::path& d, std::uint64_t messages,
                       std::vector<std::pair<std::string, std::string>> env = {}, std::string heartbeat_timeout = "1s",
-                      std::vector<std::string> app_args = {}) {
+                      std::vector<std::string> app_args = {}, std::vector<std::string> launch_args = {}) {
   running_launch l;
-  std::vector<std::string> argv{BANYAN_CLI,
-                                "launch",
-                                d.string(),
-                                "--run-for",
-                                "300s",
-                                "--",
-                                MOVE_APP,
-                                "--messages",
-                                std::to_string(messages),
-                                "--heartbeat-timeout",
-                                heartbeat_timeout};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "300s"};
+  argv.insert(argv.end(), launch_args.begin(), launch_args.end());
+  argv.insert(argv.end(),
+              {"--", MOVE_APP, "--messages", std::to_string(messages), "--heartbeat-timeout", heartbeat_timeout});
   argv.insert(argv.end(), app_args.begin(), app_args.end());
   auto p = process::spawn(argv, [&] {
     spawn_options how{.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true};
@@ -449,12 +442,8 @@ TEST(Hibernate, ALaunchFollowsAPeriodicPlanAndLosesNothing) {
   const std::uint64_t messages = 400000;
   auto alone = run_argv({MOVE_APP, "--messages", std::to_string(messages)}, 240s);
   ASSERT_EQ(alone.exit_code, 0) << alone.output;
-  running_launch l;
-  auto p = process::spawn({BANYAN_CLI, "launch", d.string(), "--plan", plan.string(), "--run-for", "300s", "--",
-                           MOVE_APP, "--messages", std::to_string(messages)},
-                          {.out = output_mode::capture, .err = output_mode::merge, .own_process_group = true});
-  ASSERT_TRUE(p) << p.error().message;
-  l.p.emplace(std::move(*p));
+  auto l = launch(d, messages, {}, "1s", {}, {"--plan", plan.string()});
+  ASSERT_TRUE(l.p);
   ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
   auto st = l.p->wait(60s);
   l.drain();

@@ -178,6 +178,7 @@ class gateway_actor final : public caf::event_based_actor {
   void on_move(const std::string& peer, runtime::envelope& e);
   // `answer`: node_runtime::answer_move's token for the move's outcome (0: nobody asks).
   void start_move(const std::string& path, const std::string& to, std::uint64_t answer);
+  void refuse_change(const char* what, const std::string& path, std::uint64_t answer, const std::string& why);
   void freeze(std::uint64_t epoch, node_id coordinator);
   void check_quiet();
   void move_out();

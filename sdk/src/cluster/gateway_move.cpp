@@ -53,14 +53,18 @@ void gateway_actor::send_move(node_id to, std::uint16_t step, std::string target
   node_->send_control(to, std::move(e));
 }
 
+// A move, sleep or wake that cannot be: logged, and answered to whoever asked (`answer`).
+void gateway_actor::refuse_change(const char* what, const std::string& path, std::uint64_t answer,
+                                  const std::string& why) {
+  log::error(node_->self_name(), std::string(what) + " of `" + path + "` refused: " + why);
+  const nlohmann::json a = {{"path", path}, {"error", why}};
+  node_->answer_move(answer, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 void gateway_actor::start_move(const std::string& path, const std::string& to_name, std::uint64_t answer) {
   const auto& tree = state_->tree();
   const node_id self = state_->where().self();
-  auto refuse = [&](const std::string& why) {
-    log::error(node_->self_name(), "move of `" + path + "` refused: " + why);
-    const nlohmann::json a = {{"path", path}, {"error", why}};
-    node_->answer_move(answer, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  };
+  auto refuse = [&](const std::string& why) { refuse_change("move", path, answer, why); };
   if (move_ || failover_ || !failovers_waiting_.empty()) {
     // This node still takes part in the previous move (its thaw is on the way), or a failover runs:
     // started after it.

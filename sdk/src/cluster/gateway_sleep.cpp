@@ -39,11 +39,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 void gateway_actor::start_sleep(const std::string& path, std::chrono::milliseconds keep, std::uint64_t answer) {
   const auto& tree = state_->tree();
   const node_id self = state_->where().self();
-  auto refuse = [&](const std::string& why) {
-    log::error(node_->self_name(), "sleep of `" + path + "` refused: " + why);
-    const nlohmann::json a = {{"path", path}, {"error", why}};
-    node_->answer_move(answer, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  };
+  auto refuse = [&](const std::string& why) { refuse_change("sleep", path, answer, why); };
   if (move_ || failover_ || !failovers_waiting_.empty()) {
     waiting_moves_.push_back({path, {}, answer, 's', keep});
     return;
@@ -130,11 +126,7 @@ void gateway_actor::put_to_sleep(std::vector<std::shared_ptr<vertex_state>> stat
 void gateway_actor::start_wake(const std::string& path, const std::string& to_name, std::uint64_t answer) {
   const auto& tree = state_->tree();
   const node_id self = state_->where().self();
-  auto refuse = [&](const std::string& why) {
-    log::error(node_->self_name(), "wake of `" + path + "` refused: " + why);
-    const nlohmann::json a = {{"path", path}, {"error", why}};
-    node_->answer_move(answer, a.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  };
+  auto refuse = [&](const std::string& why) { refuse_change("wake", path, answer, why); };
   auto v = tree.find(path);
   if (!v) return refuse(v.error().what());
   auto z = sleeping_.find(*v);
