@@ -4,7 +4,8 @@
 # --plan, ipc:// endpoints in a fresh folder). Checks what does not depend on the machine's speed:
 # every instance of every workflow completed (none failed), render kept its count across its sleeps
 # and wakes, the launch asked every change of the plan and none failed, and subtrees slept and
-# woke. Deadlines are the benchmark's (tools/bench/periodic_sample.py), not this test's.
+# woke. Deadlines are the benchmark's (tools/bench/periodic_sample.py), not this test's. A plan
+# for another deployment is refused.
 # Usage: three_nodes.sh BANYAN_CLI PERIODIC_APP WORKLOAD
 set -eu
 banyan=$1
@@ -38,6 +39,17 @@ YAML
   > "$dir/plan.out" 2>&1 || { cat "$dir/plan.out"; echo "three_nodes.sh: banyan plan failed"; exit 1; }
 "$banyan" launch "$dir/deployment.yaml" --plan "$dir/plan.yaml" --run-for 120s -- "$app" --duration 14s \
   > "$dir/run.log" 2>&1 || { cat "$dir/run.log"; echo "three_nodes.sh: the run failed"; exit 1; }
+
+# A plan for another deployment (render on n1 here) is refused before any node starts: exit 2,
+# naming the plan's line.
+sed 's|/reports/render: n2|/reports/render: n1|' "$dir/deployment.yaml" > "$dir/other.yaml"
+code=0
+"$banyan" launch "$dir/other.yaml" --plan "$dir/plan.yaml" -- "$app" > "$dir/other.log" 2>&1 || code=$?
+if [ "$code" -ne 2 ] || ! grep -Eq 'plan\.yaml:[0-9]+: this plan is for another deployment' "$dir/other.log"; then
+  cat "$dir/other.log"
+  echo "three_nodes.sh: a plan for another deployment was not refused with exit 2 (exit $code)"
+  exit 1
+fi
 
 status=0
 check() {
