@@ -19,8 +19,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -49,13 +52,21 @@ void say(const std::string& line) {
 
 std::string text_of(const banyan::payload& p) { return {reinterpret_cast<const char*>(p.bytes().data()), p.size()}; }
 
-// A leaf whose state is one counter, kept across sleeps (snapshot/restore) and restarts. It
-// answers the clock's `ctl/ping` (its start) at once.
-class counting : public banyan::leaf {
+// A subtree's one leaf: each start costs `load` (elaborating the design, loading the weights),
+// then it serves `method`, doing its work() for each request. Its state, the requests it served
+// and what its work keeps, survives sleeps (snapshot/restore) and restarts. It answers the clock's
+// `ctl/ping` (its start) at once.
+class service : public banyan::leaf {
  public:
-  void ping(banyan::context& ctx) {
+  service(std::string method, std::chrono::milliseconds load) : method_(std::move(method)), load_(load) {}
+  void on_start(banyan::context& ctx) override {
+    spin(load_);
     (void)ctx.subscribe("ctl/ping",
                         [&ctx](const banyan::delivery&) { (void)ctx.publish("ctl/pong", std::string_view()); });
+    ctx.serve_text(method_, [this](std::string_view what) -> banyan::result<std::string> {
+      ++count_;
+      return work(what);
+    });
   }
   std::optional<banyan::payload> snapshot(banyan::context&) override {
     return banyan::payload::copy_of(std::to_string(count_) + " " + std::to_string(extra_));
@@ -65,72 +76,64 @@ class counting : public banyan::leaf {
   }
 
  protected:
+  virtual std::string work(std::string_view what) = 0;
   unsigned long long count_ = 0, extra_ = 0;
+
+ private:
+  std::string method_;
+  std::chrono::milliseconds load_;
 };
 
-// Steps a 64-bit Fibonacci LFSR (taps 64, 63, 61, 60) gate by gate until `work` has passed.
-class sim : public counting {
+// Steps a 64-bit Fibonacci LFSR (taps 64, 63, 61, 60) gate by gate for --sim-ms; keeps its state.
+class sim : public service {
  public:
-  explicit sim(config c) : c_(c) {}
-  void on_start(banyan::context& ctx) override {
-    spin(c_.sim_load);
-    ping(ctx);
-    ctx.serve_text("run", [this](std::string_view) -> banyan::result<std::string> {
-      const auto until = clock_type::now() + c_.sim;
-      std::uint64_t state = 0xACE1ACE1ACE1ACE1ull ^ extra_;
-      std::uint64_t cycles = 0;
-      while (clock_type::now() < until) {
-        for (int i = 0; i < 1024; ++i) {
-          const std::uint64_t bit = ((state >> 0) ^ (state >> 1) ^ (state >> 3) ^ (state >> 4)) & 1u;
-          state = (state >> 1) | (bit << 63);
-        }
-        cycles += 1024;
+  explicit sim(config c) : service("run", c.sim_load), c_(c) {}
+
+ private:
+  std::string work(std::string_view) override {
+    const auto until = clock_type::now() + c_.sim;
+    std::uint64_t state = 0xACE1ACE1ACE1ACE1ull ^ extra_;
+    std::uint64_t cycles = 0;
+    while (clock_type::now() < until) {
+      for (int i = 0; i < 1024; ++i) {
+        const std::uint64_t bit = ((state >> 0) ^ (state >> 1) ^ (state >> 3) ^ (state >> 4)) & 1u;
+        state = (state >> 1) | (bit << 63);
       }
-      ++count_;
-      extra_ = state;
-      return std::to_string(cycles);
-    });
+      cycles += 1024;
+    }
+    extra_ = state;
+    return std::to_string(cycles);
   }
-
- private:
   config c_;
 };
 
-class eval : public counting {
+// Scores a model (dot products over its weights) for --eval-ms.
+class eval : public service {
  public:
-  explicit eval(config c) : c_(c) {}
-  void on_start(banyan::context& ctx) override {
-    spin(c_.eval_load);
-    ping(ctx);
-    ctx.serve_text("run", [this](std::string_view) -> banyan::result<std::string> {
-      const auto until = clock_type::now() + c_.eval;
-      std::vector<float> w(4096, 0.5f), x(4096, 0.25f);
-      double score = 0;
-      while (clock_type::now() < until)
-        for (std::size_t i = 0; i < w.size(); ++i) score += w[i] * x[i];
-      ++count_;
-      return std::to_string(score > 0 ? 1 : 0);
-    });
-  }
+  explicit eval(config c) : service("run", c.eval_load), c_(c) {}
 
  private:
+  std::string work(std::string_view) override {
+    const auto until = clock_type::now() + c_.eval;
+    std::vector<float> w(4096, 0.5f), x(4096, 0.25f);
+    double score = 0;
+    while (clock_type::now() < until)
+      for (std::size_t i = 0; i < w.size(); ++i) score += w[i] * x[i];
+    return std::to_string(score > 0 ? 1 : 0);
+  }
   config c_;
 };
 
-class render : public counting {
+// Writes the report of an instance: `report N: WORKFLOW`, N counting every report it wrote.
+class render : public service {
  public:
-  explicit render(config c) : c_(c) {}
-  void on_start(banyan::context& ctx) override {
-    spin(c_.render_load);
-    ping(ctx);
-    ctx.serve_text("render", [this](std::string_view what) -> banyan::result<std::string> {
-      spin(c_.render);
-      ++count_;
-      return "report " + std::to_string(count_) + ": " + std::string(what);
-    });
-  }
+  explicit render(config c) : service("render", c.render_load), c_(c) {}
 
  private:
+  std::string work(std::string_view what) override {
+    spin(c_.render);
+    return "report " + std::to_string(count_) + ": " + std::string(what);
+  }
   config c_;
 };
 

@@ -94,6 +94,16 @@ running_launch launch(const fs::path& d, std::uint64_t messages,
   return ::testing::AssertionSuccess();
 }
 
+// The run ends by itself, exit 0, and every subscriber got what it gets in one process (`alone`).
+void ends_as_in_one_process(running_launch& l, const std::string& alone) {
+  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
+  auto st = l.p->wait(60s);
+  l.drain();
+  ASSERT_TRUE(st) << l.log;
+  EXPECT_EQ(st->code, 0) << l.log;
+  EXPECT_EQ(digests(l.log), digests(alone)) << l.log;
+}
+
 TEST(LiveMove, TwentyMovesWhileThreeNodesPublishLoseNothing) {
   scratch_dir dir;
   // s {sub, pub, srv} between n1 and n2 (its supervisor, the root, on n0: a hosted root on each);
@@ -220,12 +230,7 @@ TEST(LiveMove, ANodeThatHostsNothingRunsAndTakesAMovedSubtree) {
                     "on n2: /mv/s\n"),
       std::string::npos)
       << r.output;
-  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
-  auto st = l.p->wait(60s);
-  l.drain();
-  ASSERT_TRUE(st) << l.log;
-  EXPECT_EQ(st->code, 0) << l.log;
-  EXPECT_EQ(digests(l.log), digests(alone.output)) << l.log;
+  ASSERT_NO_FATAL_FAILURE(ends_as_in_one_process(l, alone.output));
 }
 
 // A run that banyan launch ends at its --run-for limit is a success: every node stopped by that
@@ -373,12 +378,7 @@ TEST(Hibernate, SubtreesPutToSleepWhilePublishedToWakeOnDemandAndLoseNothing) {
   }
   EXPECT_GE(slept, 8) << "most sleeps found the subtree awake (woken on demand) and put it to sleep";
   EXPECT_EQ(moved, 3);
-  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
-  auto st = l.p->wait(60s);
-  l.drain();
-  ASSERT_TRUE(st) << l.log;
-  EXPECT_EQ(st->code, 0) << l.log;
-  EXPECT_EQ(digests(l.log), digests(alone.output)) << l.log;
+  ASSERT_NO_FATAL_FAILURE(ends_as_in_one_process(l, alone.output));
   static const std::regex requests(R"(REQUESTS answered (\d+) failed (\d+) out-of-order (\d+))");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(l.log, m, requests)) << l.log;
@@ -444,12 +444,7 @@ TEST(Hibernate, ALaunchFollowsAPeriodicPlanAndLosesNothing) {
   ASSERT_EQ(alone.exit_code, 0) << alone.output;
   auto l = launch(d, messages, {}, "1s", {}, {"--plan", plan.string()});
   ASSERT_TRUE(l.p);
-  ASSERT_TRUE(l.read_until("[n0] [/mv] every subscriber got everything exactly once, in order", 240s)) << l.log;
-  auto st = l.p->wait(60s);
-  l.drain();
-  ASSERT_TRUE(st) << l.log;
-  EXPECT_EQ(st->code, 0) << l.log;
-  EXPECT_EQ(digests(l.log), digests(alone.output)) << l.log;
+  ASSERT_NO_FATAL_FAILURE(ends_as_in_one_process(l, alone.output));
   static const std::regex summary(R"(plan \S+: (\d+) wake\(s\) and (\d+) sleep\(s\) asked, (\d+) failed)");
   std::smatch m;
   ASSERT_TRUE(std::regex_search(l.log, m, summary)) << l.log;

@@ -208,7 +208,7 @@ class gateway_actor final : public caf::event_based_actor {
   // started, a short pause (switch_over) hands it the held work, ahead of anything newer.
   void start_here(vertex_id root);
   void switch_over(vertex_id root);
-  void put_to_sleep(std::vector<std::shared_ptr<vertex_state>> states);
+  void put_to_sleep();
   void release_sleeper(vertex_id root);  // the woken subtree runs here: what was held goes to it
   // Hands held work to the running targets, in order: how many pieces and the longest wait (ms).
   std::pair<std::size_t, double> hand_on(std::vector<held_delivery> held);

@@ -230,7 +230,6 @@ void gateway_actor::move_out() {
 }
 
 void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states) {
-  if (move_->sleep) return put_to_sleep(std::move(states));
   const auto& tree = state_->tree();
   const vertex_id root = move_->root;
   std::sort(states.begin(), states.end(), [](const auto& a, const auto& b) { return a->vertex < b->vertex; });
@@ -242,6 +241,7 @@ void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states)
   move_->shipped = encode(plain);
   move_->state_bytes = move_->shipped.size();
   move_->components = plain.size();
+  if (move_->sleep) return put_to_sleep();  // the states stay here
   // Its supervisor lets it go: a local parent ends the old incarnation quietly and from now on
   // supervises it on its new node; for a hosted root, this gateway does.
   const vertex_id parent = tree.parent(root);

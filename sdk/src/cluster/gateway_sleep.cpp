@@ -87,21 +87,14 @@ void gateway_actor::start_sleep(const std::string& path, std::chrono::millisecon
   freeze(move_->epoch, self);
 }
 
-// Every actor of the subtree has handed over its state and gone idle: the states stay here.
-void gateway_actor::put_to_sleep(std::vector<std::shared_ptr<vertex_state>> states) {
+// Every actor of the subtree has handed over its state and gone idle (hand_over encoded the states
+// into move_->shipped): they stay here.
+void gateway_actor::put_to_sleep() {
   const auto& tree = state_->tree();
   const vertex_id root = move_->root;
-  std::sort(states.begin(), states.end(), [](const auto& a, const auto& b) { return a->vertex < b->vertex; });
-  std::vector<vertex_state> plain;
-  for (auto& s : states) {
-    if (!s->snapshot) move_->without_state.push_back(tree.path(s->vertex));
-    plain.push_back(std::move(*s));
-  }
   sleeper z;
-  z.states = encode(plain);
+  z.states = std::move(move_->shipped);
   z.since = std::chrono::steady_clock::now();
-  move_->state_bytes = z.states.size();
-  move_->components = plain.size();
   // Its supervisor lets the incarnation go without starting another: a local parent marks the
   // child asleep; for a hosted root, this gateway drops it (its remote supervisor still sees it
   // here, where it wakes when asked).
