@@ -273,6 +273,7 @@ class gateway_actor final : public caf::event_based_actor {
   void give_lease_back();
   void on_lease(node_id from, move_step step, std::uint64_t id);
   void lease_granted();
+  void run_waiting();
   void send_lease(node_id to, move_step step, std::uint64_t id);
   bool lease_held_ = false, lease_asked_ = false;
   std::uint64_t lease_request_ = 0;

@@ -330,11 +330,7 @@ void gateway_actor::next_failover() {
     failovers_waiting_.erase(failovers_waiting_.begin());
     start_failover(lost);
   }
-  if (!failover_ && !move_ && !waiting_moves_.empty()) {
-    auto next = std::move(waiting_moves_.front());
-    waiting_moves_.erase(waiting_moves_.begin());
-    start_next(std::move(next));
-  }
+  if (!failover_) run_waiting();
 }
 
 }  // namespace banyan::detail

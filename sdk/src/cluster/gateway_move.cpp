@@ -407,11 +407,7 @@ void gateway_actor::thaw_here() {
   state_->thaw();
   release_held();
   if (!failovers_waiting_.empty()) return next_failover();  // it starts the waiting moves after it
-  if (!waiting_moves_.empty()) {
-    auto next = std::move(waiting_moves_.front());
-    waiting_moves_.erase(waiting_moves_.begin());
-    start_next(std::move(next));
-  }
+  run_waiting();
 }
 
 void gateway_actor::start_next(waiting_move next) {

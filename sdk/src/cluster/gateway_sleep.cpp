@@ -456,8 +456,16 @@ void gateway_actor::on_lease(node_id from, move_step step, std::uint64_t id) {
 void gateway_actor::lease_granted() {
   lease_asked_ = false;
   lease_held_ = true;
-  // What waited for it starts now (one pause); the rest asks again after it.
-  for (std::size_t n = waiting_moves_.size(); n > 0 && !move_; --n) {
+  // Still in the pause of the lease's previous holder (its thaw is on its way over another link
+  // than the grant): what waits starts at that thaw.
+  if (!move_) run_waiting();
+}
+
+// What waited for a pause to end or for the lease: each is tried once, in order, until one starts
+// a pause (the rest waits for its end); a lease nothing here uses goes back at once, or nobody
+// else could pause again.
+void gateway_actor::run_waiting() {
+  for (std::size_t n = waiting_moves_.size(); n > 0 && !move_ && !failover_; --n) {
     auto next = std::move(waiting_moves_.front());
     waiting_moves_.erase(waiting_moves_.begin());
     start_next(std::move(next));
