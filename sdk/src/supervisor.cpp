@@ -109,6 +109,7 @@ bool supervisor::spawn_child(std::size_t i) {
   child& c = children_[i];
   c.stopping = false;
   c.spawned = std::chrono::steady_clock::now();
+  c.remote = !state_.is_local(c.vertex);  // where it runs now: a failover may have placed it here
   if (c.remote) {
     c.remote_up = true;
     // In the run's first start each node starts its own part of the tree (generation 1), in
@@ -229,8 +230,8 @@ void supervisor::child_lost(const std::string& child_path, node_id lost, const s
   log::warning(state_.tree().path(vertex_), "child `" + child_path + "` lost: " + reason);
   self_.call_user([&](component& user, context& ctx) { user.on_child_failure(ctx, child_path, reason); });
   // Its node is gone: nothing can restart it there; a failover may place it on a survivor
-  // (children_failed_over). Later siblings still start. A dynamic child may be started again, when its
-  // node is back (the gate holds its start until then).
+  // (children_failed_over). Later siblings still start. A dynamic child may be started again: the
+  // gate holds its start until its node is back or a failover has placed it on a survivor.
   for (std::size_t i = 0; i < children_.size(); ++i) {
     child& c = children_[i];
     if (!c.remote || state_.tree().path(c.vertex) != child_path) continue;
@@ -268,11 +269,12 @@ void supervisor::children_failed_over(const std::vector<vertex_id>& vertices, co
       log::warning(state_.tree().path(vertex_), "child `" + state_.tree().path(c.vertex) + "` lost: " + reasons[k]);
     if (state_.spec_of(c.vertex).is_dynamic()) {
       // Started on demand (ctx.start_child), often for the node it runs on (an elastic worker): it
-      // stays down, as its loss said; start_child starts it again, where it now belongs.
-      if (!told[i])
-        self_.call_user([&](component& user, context& ctx) {
-          user.on_child_failure(ctx, state_.tree().path(c.vertex), reasons[k]);
-        });
+      // stays down, as its loss said; start_child starts it again, where it now belongs. Told
+      // before (child_lost ended it), it may be active again: a start_child since, which the gate
+      // holds and then starts on its new node.
+      if (told[i]) continue;
+      self_.call_user(
+          [&](component& user, context& ctx) { user.on_child_failure(ctx, state_.tree().path(c.vertex), reasons[k]); });
       c.active = false;
       continue;
     }

@@ -104,8 +104,18 @@ void factory_failover(const std::vector<std::string>& victims) {
     }
     return true;
   };
+  // A jam's report travels to the line on n0 after the press checkpointed it: the node is killed
+  // only once the reports of its presses' jams arrived, or a report still on its way dies with it.
+  auto jams_reported_from = [&](const std::string& node) {
+    for (const auto& [press, on] : press_on) {
+      if (on != node) continue;
+      for (const auto& line : want)
+        if (line.rfind("FACTORY FAILURE " + press + ":", 0) == 0 && l.log.find(line) == std::string::npos) return false;
+    }
+    return true;
+  };
   for (const auto& victim : victims) {
-    ASSERT_TRUE(l.until([&] { return jams_durable_on(victim); }, 60s)) << l.log;
+    ASSERT_TRUE(l.until([&] { return jams_durable_on(victim) && jams_reported_from(victim); }, 60s)) << l.log;
     ASSERT_EQ(l.log.find("FACTORY line 1:"), std::string::npos) << "the run ended before " << victim << " was killed\n"
                                                                 << l.log;
     ASSERT_TRUE(l.kill_node(victim)) << l.log;

@@ -181,10 +181,14 @@ void cluster_gate::stop_child(vertex_id child, std::uint64_t generation) {
 }
 
 void cluster_gate::start_when_ready(vertex_id child, std::function<void()> start) {
-  if (state_.is_local(child)) return start();
-  const node_id at = state_.where().node_of(child);
-  if (is_open() && node_.node_ready(at)) return start();
-  held_.push_back({kind::child_start, {}, 0, {}, std::move(start), at});
+  // A local child starts at once, also before the cluster is ready; not during a failover, which
+  // may just have placed it here.
+  if (!node_.failing_over() && (state_.is_local(child) || (is_open() && child_node_ready(child)))) return start();
+  held_.push_back({kind::child_start, {}, 0, {}, std::move(start), child});
+}
+
+bool cluster_gate::child_node_ready(vertex_id child) const {
+  return !node_.failing_over() && (state_.is_local(child) || node_.node_ready(state_.where().node_of(child)));
 }
 
 std::optional<vertex_state> cluster_gate::arrive() {
@@ -223,7 +227,7 @@ bool cluster_gate::release() {
   // may publish) queues behind and goes in this same pass.
   std::size_t at = 0;  // the items before it wait for their node
   while (at < held_.size() && state_.cluster_ready()) {
-    if (held_[at].waits_for && !node_.node_ready(*held_[at].waits_for)) {
+    if (held_[at].child && !child_node_ready(*held_[at].child)) {
       ++at;
       continue;
     }

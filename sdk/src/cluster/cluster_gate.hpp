@@ -50,13 +50,16 @@ class cluster_gate final : public outbound_gate {
     std::string topic;  // kind::publish
     vertex_id scope = 0;
     payload data;
-    std::function<void()> send;        // the other kinds: sends it now, never holds it again
-    std::optional<node_id> waits_for;  // kind::child_start: that node must be ready too
+    std::function<void()> send;  // the other kinds: sends it now, never holds it again
+    // kind::child_start: the child, whose node (where it runs when released: a failover may have
+    // moved it) must be ready too.
+    std::optional<vertex_id> child;
   };
   bool is_open() const;
   // Releases what is held, in order; false when it had to stop (the deployment froze meanwhile),
   // so what comes next must queue behind what is left.
   bool release();
+  bool child_node_ready(vertex_id child) const;
   std::size_t block_at() const;  // how far past a link's window a send may go before it blocks
   // Sends a request now: to wherever its target runs at that moment.
   void send_request(vertex_id target, std::string method, const payload& data, std::chrono::milliseconds timeout,

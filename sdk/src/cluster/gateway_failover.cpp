@@ -199,6 +199,7 @@ void gateway_actor::take_plan(pending_plan p) {
 void gateway_actor::apply_failover(node_id lost, std::vector<node_id> next) {
   const auto& tree = state_->tree();
   const node_id self = state_->where().self();
+  node_->set_failing_over(true);
   failover_->before = state_->where().node_of();
   const auto& before = failover_->before;
   const auto roots = lost_roots(tree, before, lost);
@@ -296,8 +297,11 @@ void gateway_actor::check_failover_applied() {
 
 void gateway_actor::failover_go() {
   count_node_time();  // the lost node's subtrees run here now, or elsewhere
-  tell_parents_of_lost(failover_->before, failover_->lost,
-                       "node `" + node_->name_of(failover_->lost) + "` lost; failed over to `");
+  const node_id lost = failover_->lost;
+  tell_parents_of_lost(failover_->before, lost, "node `" + node_->name_of(lost) + "` lost; failed over to `");
+  // Dynamic starts held for the lost node go where the failover put their children.
+  node_->set_failing_over(false);
+  for (const auto& a : state_->actors().running()) anon_send(a, joined_atom::value, lost);
   failover_.reset();
   next_failover();
 }

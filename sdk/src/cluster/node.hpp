@@ -158,6 +158,11 @@ class node_runtime {
   // Node `n` was lost and no survivor can take what it ran (the gateway's failover refusal): a
   // child start sent there fails the child at once (send_child) instead of waiting for a failover.
   void refuse_starts_on(node_id n);
+  // Between a failover's new assignment and its go (the gateway): a child start held for a lost
+  // node waits for the go, as the restarts do (its new subscriptions must not be dropped with the
+  // lost incarnation's on a survivor that has not applied the failover yet).
+  void set_failing_over(bool on) { failing_over_ = on; }
+  bool failing_over() const { return failing_over_; }
   bool late(node_id n) const { return n < deployment_.late.size() && deployment_.late[n]; }
   // `peer` ended the run: logged as `node `peer` ended the run with exit code N` (an error when N is
   // not 0), the line `banyan launch` reads to tell the node that failed from those it stopped.
@@ -204,6 +209,7 @@ class node_runtime {
   std::atomic<bool> announced_{false};
   std::atomic<bool> quitting_{false};
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> failing_over_{false};
   mutable std::mutex ready_mutex_;
   std::vector<bool> ready_;     // per node: said ready and not lost since (under ready_mutex_)
   std::vector<bool> lost_;      // per node: lost at least once (under ready_mutex_)
