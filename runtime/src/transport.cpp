@@ -747,23 +747,6 @@ void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
                             std::string("its CURVE key belongs to `") + (user ? user : "?") + "`");
     }
   }
-  if (opt_.digest != 0 && d.h.digest != 0 && d.h.digest != opt_.digest) {
-    reject_counted(rejects_.mismatch, "mismatched", claim, "deployment digest " + std::to_string(d.h.digest));
-    bool first;
-    const std::string why = "peer `" + p->cfg.name + "` runs another deployment (digest " + std::to_string(d.h.digest) +
-                            ", ours " + std::to_string(opt_.digest) + "): start every node from the same deployment";
-    {
-      std::lock_guard lk(mu_);
-      first = p->incompatible.empty();
-      p->incompatible = why;
-    }
-    if (first) {
-      space_cv_.notify_all();
-      log(log_level::error, "node `" + opt_.self + "`: " + why);
-      p->control_due = true;  // our digest, at once: the peer refuses us too
-    }
-    return;
-  }
   if (!bind_or_refuse(*p, d.h, claim)) return;
   if (d.h.session > p->recv_session) start_receiving(*p, d.h.session);
   p->last_heard = steady::now();
@@ -792,7 +775,14 @@ void transport_impl::handle_parts(std::span<zmq_msg_t> frames, bool too_many) {
 // The handshake: a frame counts only if it is from the incarnation bound to the peer's name, or
 // binds a new one. Returns whether to go on with the frame.
 bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, const std::string& claim) {
+  // A peer's claims are believed only once its handshake completes: a digest that is not ours in a
+  // hello (anyone can send one) is not news; in the frame that completes the handshake, it is.
+  const bool mismatched = opt_.digest != 0 && h.digest != 0 && h.digest != opt_.digest;
   if (h.incarnation == p.remote_incarnation) {
+    if (mismatched) {
+      reject_counted(rejects_.mismatch, "mismatched", claim, "deployment digest " + std::to_string(h.digest));
+      return false;
+    }
     if (p.state == link_state::down) {
       come_up(p);  // the same incarnation, gone (given up) and heard again: a new link
     } else if (p.state == link_state::stalled) {
@@ -822,6 +812,27 @@ bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, cons
     // next frame names ours (only that node hears what we send).
     if (p.candidate != h.incarnation) p.control_due = true;
     p.candidate = h.incarnation;
+    return false;
+  }
+  if (mismatched) {
+    // The node at the peer's endpoint (it heard our echo) runs another deployment: this link ends
+    // here, with a clear message; the others go on.
+    reject_counted(rejects_.mismatch, "mismatched", claim, "deployment digest " + std::to_string(h.digest));
+    bool first;
+    const std::string why = "peer `" + p.cfg.name + "` runs another deployment (digest " + std::to_string(h.digest) +
+                            ", ours " + std::to_string(opt_.digest) + "): start every node from the same deployment";
+    {
+      std::lock_guard lk(mu_);
+      first = p.incompatible.empty();
+      p.incompatible = why;
+    }
+    if (first) {
+      space_cv_.notify_all();
+      log(log_level::error, "node `" + opt_.self + "`: " + why);
+      // Our digest, at once, naming its incarnation: its handshake completes too, and it refuses us.
+      p.candidate = h.incarnation;
+      p.control_due = true;
+    }
     return false;
   }
   if (p.state == link_state::stalled) gone(p, "restarted (a new incarnation is up)");

@@ -18,10 +18,12 @@ namespace banyan::runtime::test {
 namespace {
 
 // A heartbeat frame claiming `name`, as a stranger would forge it.
-std::vector<char> forged_heartbeat(const std::string& name, std::uint64_t incarnation, std::uint64_t target) {
+std::vector<char> forged_heartbeat(const std::string& name, std::uint64_t incarnation, std::uint64_t target,
+                                   std::uint64_t digest = 0) {
   capnp::MallocMessageBuilder mb;
   auto f = mb.initRoot<wire::Frame>();
   f.setVersion(wire_version);
+  f.setDigest(digest);
   f.setIncarnation(incarnation);
   f.setTarget(target);
   f.setSender(name);
@@ -96,6 +98,38 @@ TEST(Identity, AStrangerWithAPeersRoutingIdOrAForgedHeartbeatCannotTakeOverItsLi
   // The forged frames that named b's real incarnation... could not: b never told them. Those with
   // another target are hellos (ignored); none of them bound the name.
   EXPECT_EQ((*b)->stats("a").sessions, 1u);
+}
+
+// A stranger claims to be a, with another deployment's digest, before a has started and while it
+// runs: no handshake, so no claim is believed. Nobody logs "runs another deployment", a and b link
+// up and exchange exactly.
+TEST(Identity, AForgedDigestWithoutAHandshakeIsNoNews) {
+  temp_dir dir;
+  recorder ra, rb;
+  rb.keep = false;
+  auto ob = node_options("b", dir.ipc("b"), {{"a", dir.ipc("a"), ""}}, 1000ms);
+  ob.digest = 0x1111;
+  auto b = transport::start(ob, rb.make());
+  ASSERT_TRUE(b);
+  raw_dealer stranger("", dir.ipc("b"));
+  std::mt19937_64 rng(37);
+  for (int i = 0; i < 50; ++i) stranger.send(forged_heartbeat("a", rng() | 1, i % 2 ? rng() : 0, 0x2222));
+  auto oa = node_options("a", dir.ipc("a"), {{"b", dir.ipc("b"), ""}}, 1000ms);
+  oa.digest = 0x1111;
+  auto a = transport::start(oa, ra.make());
+  ASSERT_TRUE(a);
+  ASSERT_TRUE((*a)->wait_until_up("b", 10s).has_value());
+  ASSERT_TRUE((*b)->wait_until_up("a", 10s).has_value());
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    ASSERT_TRUE((*a)->send("b", make_envelope(i)).has_value());
+    if (i % 100 == 0) stranger.send(forged_heartbeat("a", rng() | 1, 0, 0x2222));
+  }
+  ASSERT_TRUE(rb.wait([&] { return rb.count["a"] == 1000; }));
+  EXPECT_EQ(rb.order_errors, 0u);
+  EXPECT_EQ((*b)->rejects().mismatch, 0u);
+  EXPECT_FALSE(rb.logged("runs another deployment"));
+  EXPECT_EQ(rb.locked(rb.ups, "a"), 1);
+  EXPECT_EQ(rb.locked(rb.downs, "a"), 0);
 }
 
 TEST(Identity, AForgedFrameNamingTheNodesIncarnationIsRefusedWhileThePeerIsLive) {
