@@ -176,6 +176,14 @@ bool routing_table::unsubscribe(subscription_id id) {
   return true;
 }
 
+std::optional<vertex_id> routing_table::subscriber_of(subscription_id id) const {
+  std::shared_lock lock(mutex_);
+  auto it = std::lower_bound(subscriptions_.begin(), subscriptions_.end(), id,
+                             [](const subscription& s, subscription_id v) { return s.id < v; });
+  if (it == subscriptions_.end() || it->id != id) return std::nullopt;
+  return it->component;
+}
+
 std::vector<subscription_id> routing_table::unsubscribe_all(vertex_id component) {
   std::unique_lock lock(mutex_);
   std::vector<subscription_id> ids;

@@ -140,7 +140,7 @@ run_result run(app& application, const run_options& options) {
   };
   std::unique_ptr<detail::node_runtime> node;
   if (!options.deployment.empty()) {
-    auto d = detail::resolve_deployment(options.deployment, options.node, state->tree());
+    auto d = detail::resolve_deployment(options.deployment, options.node, state->tree(), options.insecure);
     if (!d) return fail(d.error());
     node = std::make_unique<detail::node_runtime>(*state, std::move(*d));
     state->set_node(node.get(), detail::locality(node->deployment().node_of, node->deployment().self));

@@ -39,6 +39,11 @@ class locality {
   // The assignment now (empty in a single process). The reference stays valid for the run.
   const std::vector<node_id>& node_of() const { return *current_.load(std::memory_order_acquire); }
   node_id node_of(vertex_id v) const { return node_of()[v]; }
+  // Where `v` ran before the last change of the assignment (a move or a failover; where it runs now
+  // when there was none). Read on the thread that changes the assignment (the gateway's).
+  node_id previous_node_of(vertex_id v) const {
+    return snapshots_.size() < 2 ? node_of(v) : snapshots_[snapshots_.size() - 2][v];
+  }
   node_id self() const { return self_; }
   std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
   // The components this process starts itself, ascending.

@@ -39,10 +39,14 @@ void add_run_options(options& o, detail::command_line& c) {
   o.add("--state-dir", c.run.state_dir,
         "Multi-node: keep every component state (keep_state) durable in this folder, shared by the nodes, so a "
         "failover restarts a lost component from it");
+  o.add("--insecure", c.run.insecure,
+        "Multi-node: allow a deployment without CURVE keys on endpoints that are not loopback (anyone who reaches "
+        "them can join as a node)");
   // The spelling before docs/cli.md, for one release; hidden from --help, warned about in parse().
   o.add("--heartbeat-timeout-ms", c.heartbeat_ms, "").positive();
   for (const char* name : {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node",
-                           "--join", "--heartbeat-timeout", "--start-timeout", "--max-payload", "--state-dir"})
+                           "--join", "--heartbeat-timeout", "--start-timeout", "--max-payload", "--state-dir",
+                           "--insecure"})
     c.cli.get_option(name)->group("banyan options");
   c.cli.get_option("--heartbeat-timeout-ms")->group("");
   c.cli.get_option("--mode")->type_name("hier|flat-p2p|flat-node");

@@ -69,6 +69,9 @@ class outbound_gate {
   // Runs `start` once `child`'s node can start it: now, or when that node is ready (it joins late,
   // or comes back after a loss).
   virtual void start_when_ready(vertex_id child, std::function<void()> start) = 0;
+  // Whether starts wait now (a failover's new assignment is being applied: nothing starts before
+  // its go); start_when_ready runs them once they may.
+  virtual bool starts_held() const { return false; }
 
   // Live moves. `arrive`: the state this incarnation brought, if a move brought it here (what it
   // held comes along, held again here); `arrived`: its subtree has started; `leave`: it moves away

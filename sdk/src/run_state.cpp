@@ -58,9 +58,11 @@ void run_state::set_actor(vertex_id v, caf::actor a) {
 }
 
 void run_state::forget_subtree(vertex_id v, bool lost) {
-  if (lost || is_local(v)) {
+  if (is_local(v)) {
     for (auto id : routing_.unsubscribe_all(v))
       if (node_) node_->broadcast_unsubscribe(id);
+  } else if (lost) {
+    routing_.unsubscribe_all(v);
   }
   for (auto c : tree_->children(v)) forget_subtree(c, lost);
 }

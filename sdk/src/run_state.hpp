@@ -88,8 +88,10 @@ class run_state : public std::enable_shared_from_this<run_state> {
 
   // Drops every subscription the components of v's subtree on this node made (here and, through
   // the node, at every peer): what a stopped or failed incarnation subscribed must not outlive it.
-  // `lost`: the subtree's node is gone, and this node forgets its remote subscriptions too (and tells
-  // the others), so routes stop leading there until it starts again.
+  // `lost`: the subtree's node is gone, and this node forgets its replicas of that node's
+  // subscriptions too, so routes stop leading there until it starts again. It does not tell the
+  // others: only a component's node may end its subscriptions (every survivor forgets its own
+  // replicas when it applies the loss).
   void forget_subtree(vertex_id v, bool lost = false);
   // An incarnation of `v` ended (`why`: "stopped", or its failure): every monitor of it hears it, on
   // this node and, through the node, on others.

@@ -95,6 +95,18 @@ result<void> supervisor::stop_dynamic(std::string_view name) {
 
 void supervisor::spawn_next() {
   if (backing_off_) return;
+  // A failover is being applied here (its lost states may not be restored yet, nor its assignment
+  // taken everywhere): the next start waits for its go.
+  if (!pending_.empty() && gate_.starts_held()) {
+    if (!held_by_gate_) {
+      held_by_gate_ = true;
+      gate_.start_when_ready(vertex_, [this] {
+        held_by_gate_ = false;
+        if (!shutting_down_) spawn_next();
+      });
+    }
+    return;
+  }
   while (starting_ == none && !pending_.empty()) {
     const std::size_t i = pending_.front();
     // Its old incarnation is still stopping (and taking its snapshot): go on at its exit.
@@ -110,6 +122,7 @@ bool supervisor::spawn_child(std::size_t i) {
   c.stopping = false;
   c.spawned = std::chrono::steady_clock::now();
   c.remote = !state_.is_local(c.vertex);  // where it runs now: a failover may have placed it here
+  c.lost = false;                         // a lost incarnation is replaced: a later failover's news is old
   if (c.remote) {
     c.remote_up = true;
     // In the run's first start each node starts its own part of the tree (generation 1), in
@@ -137,7 +150,8 @@ void supervisor::spawn_local(child& c, bool initial) {
 
 void supervisor::stop_child(child& c) {
   if (c.remote) {
-    if (c.remote_up) gate_.stop_child(c.vertex, c.generation);
+    // Placed here by a failover since it started there: that incarnation went with its node.
+    if (c.remote_up && !state_.is_local(c.vertex)) gate_.stop_child(c.vertex, c.generation);
     c.remote_up = false;
     return;
   }

@@ -117,7 +117,8 @@ class supervisor {
   std::size_t starting_ = none;       // the child whose start we are waiting for
   bool in_on_start_ = false;
   std::deque<std::chrono::steady_clock::time_point> restarts_;
-  bool backing_off_ = false;  // a restart waits for its backoff (restart_atom)
+  bool backing_off_ = false;   // a restart waits for its backoff (restart_atom)
+  bool held_by_gate_ = false;  // spawn_next waits for a failover's go (gate_.starts_held())
   bool shutting_down_ = false;
   bool urgent_ = false;  // stopping on a signal: ahead of queued messages
 };

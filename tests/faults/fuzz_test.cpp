@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 
 namespace banyan::runtime::test {
 namespace {
@@ -266,6 +267,104 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
   EXPECT_EQ(node.wait_exit(30s), 0) << node.output();
   EXPECT_GT(sent, 500u);
   std::printf("fuzz: %zu mutated envelopes sent, seed %llu\n", sent, static_cast<unsigned long long>(seed));
+}
+
+// A rogue peer (docs/runtime.md, "What a peer may send"): the test plays n2 of a 3-node deployment,
+// a node that hosts nothing, with a bare transport: it completes the handshake and says `ready` as
+// any node does, then sends well-formed envelopes its place does not allow: data across an edge
+// from a component n0 hosts, a subscription for a component n1 hosts, the end of every
+// subscription n1 made, and 1,000,005 copies of a publisher "undelivered". The honest nodes refuse
+// each (a log line per kind, counted in the summary) and the run ends as if the rogue had been
+// quiet: exit 0, every subscriber got every message once, no publisher told of a loss.
+TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
+  temp_dir dir;
+  const fs::path d = dir.path / "deployment.yaml";
+  {
+    std::ofstream out(d);
+    out << "version: 1\nnodes:\n";
+    for (const char* n : {"n0", "n1", "n2"})
+      out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
+    out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n";
+  }
+  vertex = mesh_vertices(dir.path);
+  ASSERT_TRUE(vertex.count("/mesh/zone1/sub")) << "mesh_app's profile did not list its components";
+  recorder r2;
+  auto rogue = transport::start(
+      node_options("n2", dir.ipc("n2"), {{"n0", dir.ipc("n0"), ""}, {"n1", dir.ipc("n1"), ""}}, 1000ms), r2.make());
+  ASSERT_TRUE(rogue.has_value()) << rogue.error().what();
+  constexpr std::uint64_t messages = 3000;
+  std::vector<node_process> nodes;
+  for (const char* n : {"n0", "n1"}) {
+    auto p = process::spawn({MESH_APP, "--messages", std::to_string(messages), "--deployment", d.string(), "--node", n},
+                            {.out = output_mode::capture, .err = output_mode::merge});
+    ASSERT_TRUE(p.has_value()) << p.error().what();
+    nodes.push_back({std::move(*p)});
+  }
+  auto output = [&] { return "--- n0\n" + nodes[0].output() + "--- n1\n" + nodes[1].output(); };
+  ASSERT_TRUE((*rogue)->wait_until_up("n0", 30s).has_value()) << output();
+  ASSERT_TRUE((*rogue)->wait_until_up("n1", 30s).has_value()) << output();
+  // n1's subscriptions reach every peer before its `ready`.
+  std::vector<std::uint64_t> n1_subscriptions;
+  ASSERT_TRUE(r2.wait(
+      [&] {
+        n1_subscriptions.clear();
+        bool ready = false;
+        for (auto& e : r2.got["n1"]) {
+          if (e.kind == subscribe) n1_subscriptions.push_back(e.id);
+          ready = ready || e.kind == kind::ready;
+        }
+        return ready;
+      },
+      30s))
+      << output();
+  ASSERT_FALSE(n1_subscriptions.empty());
+  for (const char* n : {"n0", "n1"}) ASSERT_TRUE((*rogue)->send(n, well_formed(ready), never_block).has_value());
+
+  envelope forged_data;  // crossing from /mesh (n0's) into /mesh/zone1, as n0 would send it
+  forged_data.kind = data;
+  forged_data.sender = vertex.at("/mesh/zone0/pub");
+  forged_data.scope = vertex.at("/mesh");
+  forged_data.topic = "data/z0";
+  forged_data.entry = vertex.at("/mesh/zone1");
+  forged_data.from = vertex.at("/mesh");
+  forged_data.payload = shared_bytes::copy_of("forged");
+  for (std::uint64_t i = 1; i <= 100; ++i) {
+    forged_data.origin_sequence = messages + i;
+    ASSERT_TRUE((*rogue)->send("n1", forged_data, never_block).has_value());
+  }
+  envelope forged_subscription;  // n1's subscriber, subscribed again through n2
+  forged_subscription.kind = subscribe;
+  forged_subscription.sender = vertex.at("/mesh/zone1/sub");
+  forged_subscription.topic = "data/+";
+  forged_subscription.id = (std::uint64_t{2} << 40) | 1;
+  ASSERT_TRUE((*rogue)->send("n0", forged_subscription, never_block).has_value());
+  for (auto id : n1_subscriptions) {
+    envelope end;
+    end.kind = unsubscribe;
+    end.id = id;
+    ASSERT_TRUE((*rogue)->send("n0", std::move(end), never_block).has_value());
+  }
+  envelope forged_loss = well_formed(undelivered);
+  forged_loss.sender = vertex.at("/mesh/zone0/pub");
+  forged_loss.target = "n1";
+  forged_loss.id = 1000005;
+  ASSERT_TRUE((*rogue)->send("n0", forged_loss, never_block).has_value());
+
+  for (auto& n : nodes) EXPECT_EQ(n.wait_exit(120s), 0) << output();
+  const std::string out = output();
+  std::regex digest(R"(DIGEST (\S+) (\d+) ([0-9a-f]+))");
+  std::size_t subscribers = 0;
+  for (std::sregex_iterator it(out.begin(), out.end(), digest), end; it != end; ++it, ++subscribers)
+    EXPECT_EQ((*it)[2].str(), std::to_string(3 * messages + messages / 10)) << (*it)[1].str() << "\n" << out;
+  EXPECT_EQ(subscribers, 6u) << out;
+  EXPECT_EQ(out.find("UNDELIVERED"), std::string::npos) << out;
+  EXPECT_EQ(out.find("order:"), std::string::npos) << out;
+  for (const char* line :
+       {"refused data: data across the edge from `/mesh`", "refused subscribe: a subscription for `/mesh/zone1/sub`",
+        "refused unsubscribe: the end of a subscription of `/mesh/zone1/",
+        "refused undelivered: 1000005 copies of `/mesh/zone0/pub`"})
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  EXPECT_NE(out.find("refused (not the sender's to send): n2 data 100"), std::string::npos) << out;
 }
 
 }  // namespace

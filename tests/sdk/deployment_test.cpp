@@ -190,5 +190,36 @@ TEST(Launcher, EndpointsThatMeetOnOneHostAreAClearError) {
       << clash.error;
 }
 
+// Plain mode (no CURVE keys) trusts whoever reaches an endpoint: an endpoint other machines can
+// reach is refused, naming the file, line and node, unless the run says --insecure; loopback and ipc
+// endpoints need nothing.
+TEST(Deployment, PlainModeOnEndpointsOtherMachinesReachNeedsInsecure) {
+  scratch dir;
+  app a{"app"};
+  auto options = testing::test_options();
+  options.node = "n0";
+  options.start_timeout = std::chrono::milliseconds(300);
+  options.deployment = dir.write("d.yaml",
+                                 "version: 1\nnodes:\n"
+                                 "  - {name: n0, endpoint: \"ipc://" +
+                                     (dir.path() / "n0").string() +
+                                     "\", capacity: {cpu: 1}}\n"
+                                     "  - {name: n1, endpoint: \"tcp://192.0.2.7:7301\", capacity: {cpu: 1}}\n"
+                                     "assignments:\n  /app: n0\n")
+                           .string();
+  auto refused = run(a, options);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.error.find("d.yaml:4: node `n1` endpoint `tcp://192.0.2.7:7301` is reachable from other machines, "
+                               "and the deployment has no CURVE keys"),
+            std::string::npos)
+      << refused.error;
+  EXPECT_NE(refused.error.find("--insecure"), std::string::npos) << refused.error;
+  options.insecure = true;  // said: it starts, and waits for n1 (which never comes) as any node would
+  auto insecure = run(a, options);
+  EXPECT_EQ(insecure.exit_code, 2);
+  EXPECT_EQ(insecure.error.find("reachable from other machines"), std::string::npos) << insecure.error;
+  EXPECT_NE(insecure.error.find("`n1`"), std::string::npos) << insecure.error;
+}
+
 }  // namespace
 }  // namespace banyan

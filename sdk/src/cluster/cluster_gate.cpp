@@ -187,6 +187,8 @@ void cluster_gate::start_when_ready(vertex_id child, std::function<void()> start
   held_.push_back({kind::child_start, {}, 0, {}, std::move(start), child});
 }
 
+bool cluster_gate::starts_held() const { return node_.failing_over(); }
+
 bool cluster_gate::child_node_ready(vertex_id child) const {
   return !node_.failing_over() && (state_.is_local(child) || node_.node_ready(state_.where().node_of(child)));
 }

@@ -37,6 +37,7 @@ class cluster_gate final : public outbound_gate {
   std::uint64_t start_child(vertex_id child) override;
   void stop_child(vertex_id child, std::uint64_t generation) override;
   void start_when_ready(vertex_id child, std::function<void()> start) override;
+  bool starts_held() const override;
   std::optional<vertex_state> arrive() override;
   void arrived() override;
   void leave(vertex_state& out) override;

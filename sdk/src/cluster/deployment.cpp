@@ -37,6 +37,16 @@ result<std::string> read_key(const partitioner::deployment& d, std::size_t node,
   return key;
 }
 
+// Whether only this machine can reach `endpoint`: ipc:// (a file), or tcp:// on a loopback address
+// (127.0.0.0/8, ::1, localhost).
+bool loopback_only(const std::string& endpoint) {
+  if (endpoint.rfind("ipc://", 0) == 0) return true;
+  if (endpoint.rfind("tcp://", 0) != 0) return false;
+  std::string host = endpoint.substr(6, endpoint.rfind(':') - 6);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 // The nodes' endpoints, `{host}` replaced by the host of the node's rank (node i runs as rank i)
 // from the launcher's host list; endpoints that differ only in `{host}` must not meet on one host.
 result<std::vector<std::string>> endpoints_of(const partitioner::deployment& d) {
@@ -118,7 +128,7 @@ std::string profile_path_of(const run_options& options) {
 }
 
 result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self_or_empty,
-                                               const component_tree& tree) {
+                                               const component_tree& tree, bool insecure) {
   // The file's checks (and their messages, unchanged) are the partitioner reader's.
   auto d = partitioner::load_deployment(path);
   if (!d) return std::move(d).error();
@@ -137,6 +147,18 @@ result<resolved_deployment> resolve_deployment(const std::string& path, const st
   auto endpoints = endpoints_of(*d);
   if (!endpoints) return std::move(endpoints).error();
   out.endpoints = std::move(*endpoints);
+  if (d->curve.empty() && !insecure) {
+    // Plain mode trusts whoever reaches an endpoint: loopback and ipc only, unless the user says so.
+    for (std::size_t i = 0; i < out.endpoints.size(); ++i) {
+      if (loopback_only(out.endpoints[i])) continue;
+      const auto& n = d->c.nodes[i];
+      return error{sdk::errc::invalid_argument,
+                   path + ":" + std::to_string(n.line) + ": node `" + n.name + "` endpoint `" + out.endpoints[i] +
+                       "` is reachable from other machines, and the deployment has no CURVE keys: anyone who "
+                       "reaches it could join as a node. Give every node `curve:` keys (banyan keygen), or run "
+                       "with --insecure (docs/runtime.md, \"Threat model\")"};
+    }
+  }
   bool found = false;
   for (std::size_t i = 0; i < d->c.nodes.size(); ++i) {
     const auto& n = d->c.nodes[i];

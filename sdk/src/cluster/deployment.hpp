@@ -42,7 +42,8 @@ result<std::string> node_from_launcher(const std::string& path, const std::vecto
 std::string profile_path_of(const run_options& options);
 
 // `self` empty: the node comes from the launcher's rank (node_from_launcher).
+// `insecure`: endpoints other machines can reach are allowed without CURVE keys (--insecure).
 result<resolved_deployment> resolve_deployment(const std::string& path, const std::string& self,
-                                               const component_tree& tree);
+                                               const component_tree& tree, bool insecure = false);
 
 }  // namespace banyan::detail

@@ -265,6 +265,7 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
   // Every field of every kind is checked before anything uses it (node_wire.hpp); what is left to
   // the handlers is what needs this node's state (is the entry local, is the target running).
   if (auto fault = check(e, state_->tree(), node_->index_of(peer)); !fault.empty()) return refuse(peer, fault);
+  if (auto why = unauthorised(node_->index_of(peer), e); !why.empty()) return refuse_unauthorised(peer, e, why);
   switch (static_cast<wire_kind>(e.kind)) {
     case wire_kind::ready: return on_ready(peer);
     case wire_kind::quit: return node_->peer_quit(peer, e.code, e.urgent);
@@ -301,6 +302,66 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
     case wire_kind::move: return on_move(peer, e);
     case wire_kind::failover: return on_failover(peer, e);
   }
+}
+
+// Authority from the deployment (docs/runtime.md, "What a peer may send"): a well-formed envelope
+// is taken only from a node whose place allows it. A node sends data across the tree edge from a
+// component it hosts (`from`; the publisher itself in the flat modes) and subscribes and
+// unsubscribes for components it hosts; an assignment that just changed allows the node of before
+// too (what it sent before the change), and so does a move in progress here (the new node starts
+// the subtree before the thaw). `undelivered` may report no more copies of a publisher's messages
+// than its routes could have lost. Returns why not, or nothing.
+std::string gateway_actor::unauthorised(node_id from, const runtime::envelope& e) {
+  const auto& where = state_->where();
+  auto hosted_by_from = [&](vertex_id v) {
+    return where.node_of(v) == from || where.previous_node_of(v) == from || state_->frozen();
+  };
+  auto path = [&](vertex_id v) { return "`" + state_->tree().path(v) + "`"; };
+  switch (static_cast<wire_kind>(e.kind)) {
+    case wire_kind::data: {
+      const vertex_id hop = e.from == runtime::no_vertex_field ? e.sender : e.from;
+      // An entry that moved away from `from` is sent on by it to where it runs now (on_data).
+      if (hosted_by_from(hop) || where.previous_node_of(e.entry) == from) return {};
+      return "data across the edge from " + path(hop) + ", which its node does not host";
+    }
+    case wire_kind::subscribe:
+      if (hosted_by_from(e.sender)) return {};
+      return "a subscription for " + path(e.sender) + ", which its node does not host";
+    case wire_kind::unsubscribe: {
+      const auto subscriber = state_->routing().subscriber_of(e.id);
+      if (!subscriber || hosted_by_from(*subscriber)) return {};  // an unknown id changes nothing
+      return "the end of a subscription of " + path(*subscriber) + ", which its node does not host";
+    }
+    case wire_kind::undelivered: {
+      // Each publish crosses each cut edge of its route at most once: no more copies than that
+      // can be lost, whoever forwarded them.
+      std::uint64_t published = 0;
+      for (const auto& f : state_->routing().flows())
+        if (f.publisher == e.sender) published += f.messages;
+      const std::uint64_t most = published * state_->tree().size();
+      auto& told = undelivered_told_[e.sender];
+      if (e.id <= most - std::min(most, told)) {
+        told += e.id;
+        return {};
+      }
+      return std::to_string(e.id) + " copies of " + path(e.sender) + " for node `" + e.target +
+             "` undelivered, but it published " + std::to_string(published) + " messages (" + std::to_string(told) +
+             " copies reported before)";
+    }
+    default: return {};
+  }
+}
+
+void gateway_actor::refuse_unauthorised(const std::string& peer, const runtime::envelope& e, const std::string& why) {
+  const auto k = static_cast<wire_kind>(e.kind);
+  const std::string kind = k == wire_kind::data          ? "data"
+                           : k == wire_kind::subscribe   ? "subscribe"
+                           : k == wire_kind::unsubscribe ? "unsubscribe"
+                                                         : "undelivered";
+  const std::uint64_t n = node_->count_refused(node_->index_of(peer), kind);
+  if (log::worth_logging(n))
+    log_dropped(peer, "refused " + kind + ": " + why + " (" + std::to_string(n) + " " + kind + " envelopes from `" +
+                          peer + "` refused so far)");
 }
 
 void gateway_actor::log_dropped(const std::string& peer, const std::string& why) {

@@ -149,6 +149,9 @@ class gateway_actor final : public caf::event_based_actor {
   void unforwarded(vertex_id publisher, node_id to, const std::string& why);
   void tell_unforwarded();
   void log_dropped(const std::string& peer, const std::string& why);
+  // Authority from the deployment: why `from` may not send `e`, or nothing (gateway.cpp).
+  std::string unauthorised(node_id from, const runtime::envelope& e);
+  void refuse_unauthorised(const std::string& peer, const runtime::envelope& e, const std::string& why);
   void refuse(const std::string& peer, const std::string& why);  // a malformed envelope: counted, logged rate-limited
   // Supervision of hosted roots.
   struct hosted {
@@ -259,6 +262,7 @@ class gateway_actor final : public caf::event_based_actor {
   std::vector<bool> loss_seen_;
   std::optional<pending_plan> pending_plan_;
   void take_plan(pending_plan p);
+  bool loss_found(node_id lost) const;
   struct waiting_move {
     std::string path, to;
     std::uint64_t answer;
@@ -287,6 +291,7 @@ class gateway_actor final : public caf::event_based_actor {
   node_runtime* node_;
   route_cache routes_;                                                 // by topic, publisher, scope, entry, from
   std::vector<std::pair<std::string, runtime::envelope>> early_data_;  // before cluster-ready, in order
+  std::map<vertex_id, std::uint64_t> undelivered_told_;                // per local publisher: copies reported lost
   std::uint64_t malformed_ = 0;                                        // envelopes refused by check() (node_wire.hpp)
   struct lost_copies {
     std::uint64_t count = 0;

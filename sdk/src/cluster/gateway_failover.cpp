@@ -158,7 +158,7 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
           return log_dropped(peer, "failover plan moves `" + state_->tree().path(static_cast<vertex_id>(i)) +
                                        "`, which did not run on `" + e.text + "`");
       pending_plan p{e.id, from, lost, std::move(next)};
-      if (lost >= loss_seen_.size() || !loss_seen_[lost]) {
+      if (!loss_found(lost)) {
         pending_plan_ = std::move(p);  // applied when this node finds the loss (on_peer_lost)
         return;
       }
@@ -177,13 +177,20 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
       if (from != root_node) return log_dropped(peer, "failover refusal: only the root's node decides one");
       pending_plan p{0, from, lost, {}, std::string(reinterpret_cast<const char*>(e.payload.data()), e.payload.size())};
       if (p.refused.empty()) p.refused = "no survivor can take its subtrees";
-      if (lost >= loss_seen_.size() || !loss_seen_[lost]) {
+      if (!loss_found(lost)) {
         pending_plan_ = std::move(p);  // taken when this node finds the loss (on_peer_lost)
         return;
       }
       return take_plan(std::move(p));
     }
   }
+}
+
+// Whether this node has found `lost` lost itself, or never had a live link to it (a node that
+// joined after it, or whose link never came up): no loss will be found here, and the plan's
+// coordinator waits for this node.
+bool gateway_actor::loss_found(node_id lost) const {
+  return (lost < loss_seen_.size() && loss_seen_[lost]) || !node_->node_ready(lost);
 }
 
 void gateway_actor::take_plan(pending_plan p) {
@@ -308,6 +315,8 @@ void gateway_actor::failover_go() {
 
 void gateway_actor::failover_refused(node_id lost, const std::string& why) {
   node_->refuse_starts_on(lost);
+  // The lost incarnations' subscriptions: routes stop leading to the lost node.
+  for (vertex_id r : lost_roots(state_->tree(), state_->where().node_of(), lost)) state_->forget_subtree(r, true);
   tell_parents_of_lost(state_->where().node_of(), lost,
                        "node `" + node_->name_of(lost) + "` lost; no failover: " + why);
 }

@@ -488,6 +488,11 @@ void node_runtime::on_credit(const std::string& peer) {
   if (!link_full(node)) waiters_.release(node);
 }
 
+std::uint64_t node_runtime::count_refused(node_id peer, const std::string& kind) {
+  std::lock_guard lock(refused_mutex_);
+  return ++refused_by_[{peer, kind}];
+}
+
 void node_runtime::log_summary() {
   std::string line = "links:";
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
@@ -502,6 +507,14 @@ void node_runtime::log_summary() {
   line += "; publisher pauses " + std::to_string(pauses_.load()) + "; peak RSS " + std::to_string(u.ru_maxrss / 1024) +
           " MiB";
   if (auto n = undelivered_.load()) line += "; " + std::to_string(n) + " messages undelivered (nodes lost)";
+  {
+    std::lock_guard lock(refused_mutex_);
+    std::string refused;
+    for (const auto& [key, n] : refused_by_)
+      refused +=
+          (refused.empty() ? "" : ", ") + deployment_.names[key.first] + " " + key.second + " " + std::to_string(n);
+    if (!refused.empty()) line += "; refused (not the sender's to send): " + refused;
+  }
   // The text names the node too: `banyan launch` users and tests read this line on its own.
   log::info(self_name(), "summary of node " + self_name() + ": " + line);
 }

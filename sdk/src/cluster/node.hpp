@@ -24,6 +24,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -182,6 +183,9 @@ class node_runtime {
   // The root's node: a lost peer that comes back while the components its deployment gives it run
   // elsewhere (failed over) is told to end, and true; otherwise false.
   bool refuse_returning(const std::string& peer);
+  // An envelope that `peer`'s place in the deployment does not allow it to send (the gateway's
+  // authority check): counted per peer and kind for the summary; returns the count so far.
+  std::uint64_t count_refused(node_id peer, const std::string& kind);
 
  private:
   void on_envelope(const std::string& peer, runtime::envelope&& e);
@@ -218,6 +222,8 @@ class node_runtime {
   resume_list waiters_;         // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
   std::atomic<std::uint64_t> undelivered_{0};  // data envelopes handed back by gone peers
+  std::mutex refused_mutex_;
+  std::map<std::pair<node_id, std::string>, std::uint64_t> refused_by_;  // count_refused()
   struct pending_request {
     caf::actor reply_to;
     node_id node;

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <vector>
 
@@ -116,6 +117,8 @@ class routing_table {
   std::vector<entry> local_subscriptions() const;
   // Returns false when the id is unknown (already removed).
   bool unsubscribe(subscription_id id);
+  // The subscriber of subscription `id`; nullopt when the id is unknown.
+  std::optional<vertex_id> subscriber_of(subscription_id id) const;
   // Removes every subscription of `component` (used when a component fails or restarts); returns
   // the ids removed.
   std::vector<subscription_id> unsubscribe_all(vertex_id component);

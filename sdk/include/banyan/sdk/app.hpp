@@ -167,6 +167,10 @@ struct run_options {
   // (docs/runtime.md, "Failover"). The same folder for every node (a shared file system). Empty:
   // states stay in memory, and a failed-over component restarts fresh.
   std::string state_dir;
+  // Multi-node without CURVE keys, on endpoints other nodes' machines can reach: allowed only when
+  // set (`--insecure`). Without keys anyone who reaches an absent node's endpoint can take its place
+  // (docs/runtime.md, "Threat model"); by default plain mode is for loopback and ipc endpoints.
+  bool insecure = false;
 };
 
 struct run_result {
