@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -109,6 +110,18 @@ result<cluster> read_cluster(const YAML::Node& doc, const std::string& name) {
     const YAML::Node nm = nd["name"];
     if (!nm || !nm.IsScalar() || nm.Scalar().empty()) return r.fail(nd, "node without a `name`");
     s.name = nm.Scalar();
+    // A name is printed in logs and terminals and travels in every frame: printable ASCII, no space.
+    for (std::size_t k = 0; k < s.name.size(); ++k) {
+      const auto c = static_cast<unsigned char>(s.name[k]);
+      if (c <= 0x20 || c >= 0x7f || c == '`') {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02x", c);
+        return r.fail(nm, "node name has byte " + std::string(byte) + " at offset " + std::to_string(k) +
+                              ": use printable ASCII without spaces or backticks");
+      }
+    }
+    if (s.name.size() > 255)
+      return r.fail(nm, "node name of " + std::to_string(s.name.size()) + " bytes (at most 255)");
     if (!names.insert(s.name).second) return r.fail(nm, "node `" + s.name + "` appears twice");
     if (const YAML::Node ep = nd["endpoint"]) {
       if (!ep.IsScalar()) return r.fail(ep, "node `" + s.name + "`: endpoint must be a string");

@@ -243,6 +243,19 @@ TEST(Cluster, BadCapacityNamesNodeAndLine) {
   EXPECT_NE(c.error().message.find("n0"), std::string::npos) << c.error().message;
 }
 
+// A node name travels in frames and is printed in logs and terminals: a control byte (an ESC that
+// would recolour a terminal), a space or a backtick is refused at its line, naming the byte.
+TEST(Cluster, NodeNamesArePrintableWithoutSpaces) {
+  for (const std::string& bad :
+       {std::string("n\x1b[31m0"), std::string("n 0"), std::string("n`0"), std::string("n\xc3\xa9" "0")}) {
+    auto c = parse_cluster(replace(good_cluster, "name: n0", "name: \"" + bad + "\""), "c.yaml");
+    ASSERT_FALSE(c) << bad;
+    EXPECT_NE(c.error().message.find("c.yaml:3:"), std::string::npos) << c.error().message;
+    EXPECT_NE(c.error().message.find("node name has byte 0x"), std::string::npos) << c.error().message;
+  }
+  EXPECT_TRUE(parse_cluster(replace(good_cluster, "name: n0", "name: gpu-node_0.rack1"), "c.yaml"));
+}
+
 TEST(Cluster, MatrixMustBeSquareAndSymmetric) {
   std::string m = replace(good_cluster, "groups: {same: 1, other: 4}", "matrix: [[0, 1], [2, 0]]");
   auto c = parse_cluster(m, "c.yaml");
