@@ -44,9 +44,9 @@ void add_run_options(options& o, detail::command_line& c) {
         "them can join as a node)");
   // The spelling before docs/cli.md, for one release; hidden from --help, warned about in parse().
   o.add("--heartbeat-timeout-ms", c.heartbeat_ms, "").positive();
-  for (const char* name : {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node",
-                           "--join", "--heartbeat-timeout", "--start-timeout", "--max-payload", "--state-dir",
-                           "--insecure"})
+  for (const char* name :
+       {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node", "--join",
+        "--heartbeat-timeout", "--start-timeout", "--max-payload", "--state-dir", "--insecure"})
     c.cli.get_option(name)->group("banyan options");
   c.cli.get_option("--heartbeat-timeout-ms")->group("");
   c.cli.get_option("--mode")->type_name("hier|flat-p2p|flat-node");

@@ -246,8 +246,9 @@ TEST(Cluster, BadCapacityNamesNodeAndLine) {
 // A node name travels in frames and is printed in logs and terminals: a control byte (an ESC that
 // would recolour a terminal), a space or a backtick is refused at its line, naming the byte.
 TEST(Cluster, NodeNamesArePrintableWithoutSpaces) {
-  for (const std::string& bad :
-       {std::string("n\x1b[31m0"), std::string("n 0"), std::string("n`0"), std::string("n\xc3\xa9" "0")}) {
+  for (const std::string& bad : {std::string("n\x1b[31m0"), std::string("n 0"), std::string("n`0"),
+                                 std::string("n\xc3\xa9"
+                                             "0")}) {
     auto c = parse_cluster(replace(good_cluster, "name: n0", "name: \"" + bad + "\""), "c.yaml");
     ASSERT_FALSE(c) << bad;
     EXPECT_NE(c.error().message.find("c.yaml:3:"), std::string::npos) << c.error().message;
