@@ -183,7 +183,7 @@ void cluster_gate::stop_child(vertex_id child, std::uint64_t generation) {
 void cluster_gate::start_when_ready(vertex_id child, std::function<void()> start) {
   // A local child starts at once, also before the cluster is ready; not during a failover, which
   // may just have placed it here.
-  if (!node_.failing_over() && (state_.is_local(child) || (is_open() && child_node_ready(child)))) return start();
+  if (child_node_ready(child) && (state_.is_local(child) || is_open())) return start();
   held_.push_back({kind::child_start, {}, 0, {}, std::move(start), child});
 }
 
