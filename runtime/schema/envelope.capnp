@@ -74,6 +74,12 @@ struct Frame {
   # Which of the sender's two connections carried the frame: false = data (envelopes, `sent`),
   # true = control (heartbeats, credit), so a heartbeat never waits behind data.
   control @16 :Bool;
+
+  # Since version 6 (docs/runtime.md, "Large payloads").
+
+  # The largest payload (and text) the sender accepts in one envelope, whole or in chunks: a peer
+  # never sends a larger one to it (send() refuses it).
+  maxPayload @17 :UInt64;
 }
 
 # One message of the node protocol. The typed fields below the payload size carry what the SDK's
@@ -104,4 +110,11 @@ struct Envelope {
   # digest says so). 0xffffffff: none.
   sender @15 :UInt32 = 0xffffffff;  # the publisher, subscriber, requester or watcher
   scope @16 :UInt32 = 0xffffffff;   # the scope of a publish
+  # Since version 6: a payload larger than the sender's chunk size travels as chunks, each an
+  # envelope of its own under the link's credit, with the same fields; the receiver delivers one
+  # envelope, with the whole payload, when the last chunk has arrived. Nonzero `chunkOf`: this is a
+  # chunk, and `chunkOf` is the link sequence of the first chunk of its payload.
+  chunkOf @17 :UInt64;
+  chunkTotal @18 :UInt64;   # the whole payload's bytes
+  chunkOffset @19 :UInt64;  # where this chunk's bytes go in it
 }

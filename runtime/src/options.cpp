@@ -47,12 +47,7 @@ result<void> validate(const transport_options& o) {
   if (o.max_batch == 0) return invalid(node + "max_batch must be at least 1");
   if (o.max_batch_bytes == 0) return invalid(node + "max_batch_bytes must be at least 1");
   if (o.max_payload_bytes == 0) return invalid(node + "max_payload_bytes must be at least 1");
-  if (o.max_payload_bytes > o.max_frame_bytes - std::min<std::size_t>(o.max_frame_bytes, 64) ||
-      o.max_payload_bytes > 0xffffffffu) {
-    return invalid(node + "max_payload_bytes (" + std::to_string(o.max_payload_bytes) +
-                   ") must be at most max_frame_bytes - 64 (" + std::to_string(o.max_frame_bytes) +
-                   " - 64) and below 4 GiB");
-  }
+  if (o.chunk_bytes == 0) return invalid(node + "chunk_bytes must be at least 1");
   if (o.max_batch_bytes > o.max_frame_bytes) {
     return invalid(node + "max_batch_bytes (" + std::to_string(o.max_batch_bytes) +
                    ") must be at most max_frame_bytes (" + std::to_string(o.max_frame_bytes) + ")");

@@ -15,8 +15,8 @@ namespace banyan::runtime::detail {
 
 // [0, written()) are written and wait for the peer's acknowledgement; [written(), size()) are
 // accepted by send() and not written yet. Writing moves the boundary, not the envelopes. Elements
-// live in fixed chunks that never move (the I/O thread encodes a batch by address outside the lock
-// while send() appends), and emptied chunks are kept for reuse, so a warmed-up link allocates
+// live in fixed blocks that never move (the I/O thread encodes a batch by address outside the lock
+// while send() appends), and emptied blocks are kept for reuse, so a warmed-up link allocates
 // nothing per envelope.
 class outbox {
  public:
@@ -31,17 +31,17 @@ class outbox {
 
   envelope& operator[](std::size_t i) {
     const std::size_t k = head_ + i;
-    return (*chunks_[k / chunk])[k % chunk];
+    return (*blocks_[k / per_block])[k % per_block];
   }
   const envelope& operator[](std::size_t i) const { return const_cast<outbox&>(*this)[i]; }
   envelope& front() { return (*this)[0]; }
 
   void push_back(envelope&& e) {
-    if ((head_ + size_) / chunk == chunks_.size()) {
+    if ((head_ + size_) / per_block == blocks_.size()) {
       if (spare_.empty()) {
-        chunks_.push_back(std::make_unique<block>());
+        blocks_.push_back(std::make_unique<block>());
       } else {
-        chunks_.push_back(std::move(spare_.back()));
+        blocks_.push_back(std::move(spare_.back()));
         spare_.pop_back();
       }
     }
@@ -60,10 +60,10 @@ class outbox {
     keep.emplace_back(std::move(e.payload), std::move(e.receipt));
     --size_;
     --written_;
-    if (++head_ == chunk) {
+    if (++head_ == per_block) {
       head_ = 0;
-      spare_.push_back(std::move(chunks_.front()));
-      chunks_.pop_front();
+      spare_.push_back(std::move(blocks_.front()));
+      blocks_.pop_front();
     }
   }
 
@@ -71,17 +71,17 @@ class outbox {
   void drain_into(std::vector<envelope>& out) {
     out.reserve(out.size() + size_);
     for (std::size_t i = 0; i < size_; ++i) out.push_back(std::move((*this)[i]));
-    for (auto& c : chunks_) spare_.push_back(std::move(c));
-    chunks_.clear();
+    for (auto& c : blocks_) spare_.push_back(std::move(c));
+    blocks_.clear();
     head_ = size_ = written_ = 0;
   }
 
  private:
-  static constexpr std::size_t chunk = 64;
-  using block = std::array<envelope, chunk>;
-  std::deque<std::unique_ptr<block>> chunks_;
+  static constexpr std::size_t per_block = 64;
+  using block = std::array<envelope, per_block>;
+  std::deque<std::unique_ptr<block>> blocks_;
   std::vector<std::unique_ptr<block>> spare_;
-  std::size_t head_ = 0;  // index of the first envelope in chunks_.front()
+  std::size_t head_ = 0;  // index of the first envelope in blocks_.front()
   std::size_t size_ = 0, written_ = 0;
 };
 

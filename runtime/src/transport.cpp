@@ -157,6 +157,16 @@ static_assert(sizeof(receipt_arena) % alignof(std::max_align_t) == 0);
 
 enum class link_state { down, up, stalled };
 
+// A payload arriving in chunks (envelope::chunk): its bytes so far, in their final place.
+struct assembly {
+  std::shared_ptr<std::byte[]> bytes;
+  std::uint64_t total = 0, filled = 0;
+};
+
+// How many chunked payloads one link assembles at once: blocking senders take turns below it, and
+// a peer that starts more is refused (the forwarders that never wait stay far below the margin).
+constexpr std::size_t max_chunked_sends = 16, max_assembling = 64;
+
 struct peer {
   peer_config cfg;
   void* data = nullptr;     // DEALER for envelopes (and `sent` sync frames)
@@ -171,6 +181,8 @@ struct peer {
   std::uint64_t outstanding_bytes = 0;  // payload bytes in `out`
   std::uint64_t resend_at = 0;          // nonzero: write written envelopes again from this sequence before the rest
   std::uint64_t peer_max_frame = 0;     // the largest frame the peer accepts (0: not known yet)
+  std::uint64_t peer_max_payload = 0;   // the largest payload the peer accepts (0: not known yet)
+  std::size_t chunked_sends = 0;        // send() calls queueing chunks now
   link_state state = link_state::down;
   bool ever_up = false;
   std::string incompatible;  // why the peer is refused (another digest); for wait_until_up
@@ -193,7 +205,8 @@ struct peer {
   std::uint64_t sent_seen = 0;                     // highest `sent` the peer reported on its data channel
   bool missing = false;                            // sent_seen >= recv_expected: asking for a resend
   std::uint64_t received = 0, received_bytes = 0;  // envelopes / bytes of recv_session handed to on_envelope
-  std::shared_ptr<credit_counter> credit;          // their receipts
+  std::unordered_map<std::uint64_t, assembly> assembling;  // payloads arriving in chunks, by first sequence
+  std::shared_ptr<credit_counter> credit;                  // their receipts
   std::uint64_t delivered_told = 0, bytes_told = 0;
   std::uint64_t ack_every = 1, ack_bytes = 1;  // a quarter of the peer's windows
   steady::time_point last_heard{}, stalled_since{};
@@ -270,6 +283,8 @@ class transport_impl final : public transport {
   void handle_parts(std::span<zmq_msg_t> frames, bool too_many);
   bool bind_or_refuse(peer& p, const detail::frame_header& h, const std::string& origin);
   void deliver(peer& p, detail::decoded& d);
+  // Puts a chunk in its payload; true when that completes it (`e` then holds the whole payload).
+  bool assemble(peer& p, envelope& e);
   void take_acknowledgements(peer& p, const detail::frame_header& h);
   void count_and_log(std::uint64_t& counter, const std::string& line);
   void reject(verdict v, const std::string& from, const std::string& why);
@@ -462,50 +477,81 @@ void transport_impl::stop() {
 result<void> transport_impl::send(const std::string& name, envelope e, std::size_t block_at) {
   peer* p = find(name);
   if (!p) return error{errc::invalid_argument, "send: `" + name + "` is not a peer of node `" + opt_.self + "`"};
-  const std::uint64_t size = e.payload.size() + text_bytes(e);
+  const std::uint64_t text = text_bytes(e);
+  const std::uint64_t size = e.payload.size() + text;
   // The I/O thread must never wait for credit: only it can receive the grant.
   if (std::this_thread::get_id() == io_id_) block_at = never_block;
+  const bool blocking = block_at != never_block;
   const std::uint64_t msgs = block_at == at_window ? opt_.credit_window : block_at;
-  std::uint64_t bytes = opt_.credit_window_bytes;
-  if (block_at == never_block) {
-    bytes = ~std::uint64_t{0};
-  } else if (block_at > opt_.credit_window) {
-    const std::uint64_t windows = block_at / opt_.credit_window;
-    bytes = windows > (~std::uint64_t{0}) / opt_.credit_window_bytes ? ~std::uint64_t{0}
-                                                                     : windows * opt_.credit_window_bytes;
-  }
+  const std::uint64_t bytes = blocking ? opt_.credit_window_bytes : ~std::uint64_t{0};
   std::unique_lock lk(mu_);
-  const std::uint64_t limit =
-      p->peer_max_frame
-          ? std::min<std::uint64_t>(opt_.max_payload_bytes,
-                                    p->peer_max_frame - std::min<std::uint64_t>(p->peer_max_frame, envelope_overhead))
-          : opt_.max_payload_bytes;
-  if (size > limit) {
+  const std::uint64_t limit = p->peer_max_payload ? std::min<std::uint64_t>(opt_.max_payload_bytes, p->peer_max_payload)
+                                                  : opt_.max_payload_bytes;
+  const std::uint64_t frame = p->peer_max_frame ? p->peer_max_frame : opt_.max_frame_bytes;
+  const std::uint64_t room = frame - std::min<std::uint64_t>(frame, envelope_overhead + text);
+  auto refuse = [&](const std::string& why) -> result<void> {
     ++p->stats.send_failures;
-    return error{errc::payload_too_large,
-                 "send to `" + name + "`: an envelope of " + std::to_string(size) + " bytes (payload " +
-                     std::to_string(e.payload.size()) + ") is larger than the limit of " + std::to_string(limit) +
-                     " bytes (max_payload_bytes" +
-                     (limit < opt_.max_payload_bytes ? ", lowered to what the peer accepts)" : ")")};
+    return error{errc::payload_too_large, "send to `" + name + "`: an envelope of " + std::to_string(size) +
+                                              " bytes (payload " + std::to_string(e.payload.size()) + ") " + why};
+  };
+  if (size > limit) {
+    return refuse("is larger than the limit of " + std::to_string(limit) + " bytes (max_payload_bytes" +
+                  (limit < opt_.max_payload_bytes ? ", lowered to what the peer accepts)" : ")"));
   }
-  if (p->live() && !stopped_ && full(*p, msgs, bytes, e.payload.size())) {
-    ++p->stats.credit_waits;
-    space_cv_.wait(lk, [&] { return stopped_ || !p->live() || !full(*p, msgs, bytes, e.payload.size()); });
-  }
-  if (stopped_ || !p->live()) {
+  if (room == 0) return refuse("has " + std::to_string(text) + " bytes of text, more than a frame holds");
+  // Waits for credit for `chunk` bytes; an error when the link is gone or the transport stopped.
+  auto admit = [&](std::uint64_t chunk, std::uint32_t session) -> result<void> {
+    if (p->live() && !stopped_ && full(*p, msgs, bytes, chunk)) {
+      ++p->stats.credit_waits;
+      space_cv_.wait(lk, [&] { return stopped_ || !p->live() || !full(*p, msgs, bytes, chunk); });
+    }
+    if (!stopped_ && p->live() && p->session == session) return {};
     ++p->stats.send_failures;
     if (stopped_) return error{errc::io, "send to `" + name + "`: transport stopped"};
     return error{errc::peer_lost,
                  "send to `" + name + "`: " + (p->ever_up ? "the peer is gone" : "the peer has not been up yet")};
+  };
+  auto queue = [&](envelope&& c) {
+    c.sequence = p->next_seq++;
+    p->outstanding_bytes += c.payload.size();
+    p->out.push_back(std::move(c));
+    p->stats.max_outstanding = std::max(p->stats.max_outstanding, p->outstanding());
+    p->stats.max_outstanding_bytes = std::max(p->stats.max_outstanding_bytes, p->outstanding_bytes);
+  };
+  const std::uint64_t chunk = std::min<std::uint64_t>(opt_.chunk_bytes, room);
+  if (e.payload.size() <= chunk) {
+    if (auto ok = admit(e.payload.size(), p->session); !ok) return ok;
+    queue(std::move(e));
+    lk.unlock();
+    wake();
+    return {};
   }
-  e.sequence = p->next_seq++;
-  p->outstanding_bytes += e.payload.size();
-  p->out.push_back(std::move(e));
-  p->stats.max_outstanding = std::max(p->stats.max_outstanding, p->outstanding());
-  p->stats.max_outstanding_bytes = std::max(p->stats.max_outstanding_bytes, p->outstanding_bytes);
+  // Chunks, each waiting for credit as an envelope would. A blocking sender waits for its turn, so
+  // that a receiver never assembles more than max_chunked payloads at once from one link.
+  if (blocking) space_cv_.wait(lk, [&] { return stopped_ || p->chunked_sends < max_chunked_sends; });
+  ++p->chunked_sends;
+  const std::uint32_t session = p->session;
+  const shared_bytes whole = std::move(e.payload);
+  auto receipt = std::move(e.receipt);
+  std::uint64_t first = 0;
+  result<void> out;
+  for (std::uint64_t off = 0; off < whole.size(); off += chunk) {
+    const std::uint64_t n = std::min<std::uint64_t>(chunk, whole.size() - off);
+    if (out = admit(n, session); !out) break;
+    envelope c = e;  // the fields, on every chunk
+    c.payload = shared_bytes(whole.owner(), whole.data() + off, n);
+    if (off == 0) first = p->next_seq;
+    c.chunk = {first, whole.size(), off};
+    if (off + n == whole.size()) c.receipt = std::move(receipt);  // kept until the whole is delivered
+    queue(std::move(c));
+    lk.unlock();
+    wake();
+    lk.lock();
+  }
+  --p->chunked_sends;
   lk.unlock();
-  wake();
-  return {};
+  space_cv_.notify_all();
+  return out;
 }
 
 bool transport_impl::window_full(const std::string& name) const {
@@ -843,6 +889,7 @@ bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, cons
   {
     std::lock_guard lk(mu_);
     p.peer_max_frame = h.max_frame;
+    p.peer_max_payload = h.max_payload;
   }
   come_up(p);
   return true;
@@ -946,6 +993,8 @@ void transport_impl::deliver(peer& p, detail::decoded& d) {
     e.receipt = receipts->make(size);
     ++p.received;
     p.received_bytes += size;
+    // A chunk's credit goes back once its bytes are in place, unless it completes its payload.
+    if (e.chunk.of != 0 && !assemble(p, e)) continue;
     if (cb_.on_envelope) cb_.on_envelope(from, std::move(e));
   }
   p.sent_seen = std::max(p.sent_seen, d.h.sent);
@@ -968,12 +1017,74 @@ void transport_impl::deliver(peer& p, detail::decoded& d) {
   }
 }
 
+bool transport_impl::assemble(peer& p, envelope& e) {
+  const envelope::chunk_info c = e.chunk;
+  const std::uint64_t n = e.payload.size();
+  auto refuse = [&](const std::string& why) {
+    p.assembling.erase(c.of);
+    reject_counted(rejects_.chunks, "chunk", "`" + p.cfg.name + "`",
+                   "sequence " + std::to_string(e.sequence) + " (chunk at " + std::to_string(c.offset) + " of " +
+                       std::to_string(c.total) + " bytes from sequence " + std::to_string(c.of) + "): " + why +
+                       "; the payload is dropped");
+    return false;
+  };
+  auto it = p.assembling.find(c.of);
+  if (c.offset == 0) {
+    if (c.of != e.sequence) return refuse("a first chunk must name its own sequence");
+    if (c.total > opt_.max_payload_bytes)
+      return refuse("larger than max_payload_bytes (" + std::to_string(opt_.max_payload_bytes) + ")");
+    if (n == 0 || n >= c.total) return refuse("a first chunk must hold part of its payload");
+    if (p.assembling.size() >= max_assembling)
+      return refuse("more than " + std::to_string(max_assembling) + " payloads assembled at once");
+    try {
+      it = p.assembling.emplace(c.of, assembly{std::make_shared_for_overwrite<std::byte[]>(c.total), c.total, 0}).first;
+    } catch (const std::bad_alloc&) {
+      return refuse("out of memory");
+    }
+  } else if (it == p.assembling.end()) {
+    return refuse("no payload is being assembled from that sequence");
+  }
+  assembly& a = it->second;
+  if (c.total != a.total || c.offset != a.filled || n == 0 || n > a.total - a.filled)
+    return refuse("out of place (" + std::to_string(a.filled) + " bytes had arrived)");
+  std::memcpy(a.bytes.get() + a.filled, e.payload.data(), n);
+  a.filled += n;
+  if (a.filled < a.total) return false;
+  e.payload = shared_bytes(std::shared_ptr<const void>(a.bytes, a.bytes.get()), a.bytes.get(), a.total);
+  e.chunk = {};
+  p.assembling.erase(it);
+  return true;
+}
+
+namespace {
+
+// What on_undelivered hands back: each payload once, whole. The receiver delivers a chunked payload
+// only with its last chunk, so one whose last chunk is here was not delivered; chunks without their
+// last are of a send() that failed and said so.
+std::vector<envelope> whole_payloads(std::vector<envelope>&& lost) {
+  std::vector<envelope> out;
+  out.reserve(lost.size());
+  for (auto& e : lost) {
+    if (e.chunk.of == 0) {
+      out.push_back(std::move(e));
+    } else if (e.chunk.offset + e.payload.size() == e.chunk.total) {
+      e.payload = shared_bytes(e.payload.owner(), e.payload.data() - e.chunk.offset, e.chunk.total);
+      e.chunk = {};
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 void transport_impl::start_receiving(peer& p, std::uint32_t session) {
   p.recv_session = session;
   p.recv_expected = 1;
   p.sent_seen = 0;
   p.missing = false;
   p.received = p.received_bytes = 0;
+  p.assembling.clear();
   p.delivered_told = p.bytes_told = 0;
   p.credit = std::make_shared<credit_counter>();
   p.credit->io = waker_;
@@ -1019,6 +1130,7 @@ void transport_impl::gone(peer& p, const std::string& reason) {
   }
   p.written_hi = p.confirmed = 0;
   space_cv_.notify_all();
+  lost = whole_payloads(std::move(lost));
   const std::string why = reason + "; " + std::to_string(lost.size()) + " envelopes undelivered";
   log(log_level::error, "node `" + opt_.self + "`: " + who(p) + " lost: " + why);
   if (cb_.on_undelivered) cb_.on_undelivered(p.cfg.name, std::move(lost), why);
@@ -1063,6 +1175,7 @@ bool transport_impl::write(peer& p, bool control, std::span<const envelope* cons
   h.suspect = p.state == link_state::stalled;
   h.window_bytes = opt_.credit_window_bytes;
   h.max_frame = opt_.max_frame_bytes;
+  h.max_payload = opt_.max_payload_bytes;
   h.digest = opt_.digest;
   h.control = control;
   detail::encode(h, batch, &header, &blob);

@@ -57,6 +57,7 @@ void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_m
   f.setMaxFrame(h.max_frame);
   f.setDigest(h.digest);
   f.setControl(h.control);
+  f.setMaxPayload(h.max_payload);
   std::size_t payload_bytes = 0;
   if (!batch.empty()) {
     auto list = f.initEnvelopes(static_cast<unsigned>(batch.size()));
@@ -78,6 +79,11 @@ void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_m
       w.setUrgent(e.urgent);
       w.setSequence(e.sequence);
       w.setPayloadSize(static_cast<std::uint32_t>(e.payload.size()));
+      if (e.chunk.of != 0) {
+        w.setChunkOf(e.chunk.of);
+        w.setChunkTotal(e.chunk.total);
+        w.setChunkOffset(e.chunk.offset);
+      }
       payload_bytes += e.payload.size();
     }
   }
@@ -155,6 +161,7 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
     d.h.suspect = f.getSuspect();
     d.h.window_bytes = f.getWindowBytes();
     d.h.max_frame = f.getMaxFrame();
+    d.h.max_payload = f.getMaxPayload();
     d.h.digest = f.getDigest();
     d.h.control = f.getControl();
     if (d.h.sender.empty() || d.h.sender.size() > 255) {
@@ -213,6 +220,7 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
       out.timeout_ms = e.getTimeoutMs();
       out.urgent = e.getUrgent();
       out.sequence = e.getSequence();
+      out.chunk = {e.getChunkOf(), e.getChunkTotal(), e.getChunkOffset()};
       const std::size_t n = e.getPayloadSize();
       out.payload = shared_bytes(keep, base + off, n);
       off += n;

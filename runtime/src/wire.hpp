@@ -19,7 +19,7 @@ struct frame_header {
   std::string sender;
   std::uint64_t received = 0, sent = 0, resend_from = 0;
   bool suspect = false, control = false;
-  std::uint64_t window_bytes = 0, max_frame = 0, digest = 0;
+  std::uint64_t window_bytes = 0, max_frame = 0, digest = 0, max_payload = 0;
 };
 
 // Builds the two ZeroMQ frames of one message: the Cap'n Proto header and the payload bytes of

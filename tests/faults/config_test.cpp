@@ -51,8 +51,8 @@ TEST(Config, BadConfigurationsAreClearErrorsAtStart) {
   o.peers[0].curve_public_key = k2.public_key;
   fails_with(o, "the CURVE public key is not the one of its secret key");
   o = base;
-  o.max_payload_bytes = o.max_frame_bytes;
-  fails_with(o, "max_payload_bytes");
+  o.chunk_bytes = 0;
+  fails_with(o, "chunk_bytes");
   o = base;
   o.credit_window_bytes = 0;
   fails_with(o, "credit_window_bytes");

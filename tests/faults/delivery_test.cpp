@@ -3,6 +3,9 @@
 // lost in transit (connections cut under load) are written again and arrive exactly once, in order.
 #include "faults.hpp"
 
+#include <fstream>
+#include <limits>
+
 namespace banyan::runtime::test {
 namespace {
 
@@ -110,6 +113,124 @@ TEST(Payloads, ThreeNodesExchangeManyLargePayloadsExactly) {
 // 64 KiB payloads to a receiver that keeps every receipt a while (a slow subscriber): both ends stay
 // within the byte window (with a message window that would allow 64 MiB), nothing is lost, and the
 // receiver is never taken for stalled (heartbeats travel on their own connection).
+// The bytes of payload `k`: a pattern that a misplaced or missing chunk would break.
+std::byte pattern_byte(std::uint64_t k, std::uint64_t i) { return std::byte((i * 131 + (i >> 20) * 7 + k) & 0xff); }
+
+shared_bytes patterned(std::uint64_t k, std::size_t size) {
+  std::vector<std::byte> b(size);
+  for (std::size_t i = 0; i < size; ++i) b[i] = pattern_byte(k, i);
+  return shared_bytes(std::move(b));
+}
+
+bool has_pattern(std::uint64_t k, const shared_bytes& p) {
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p.data()[i] != pattern_byte(k, i)) return false;
+  return true;
+}
+
+// Whether this machine has `bytes` of memory available now (MemAvailable).
+bool memory_allows(std::uint64_t bytes) {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024 >= bytes;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return false;
+}
+
+// One large payload sent in chunks by one thread while another sends small envelopes on the same
+// link: the small ones are not held behind it, the large one arrives whole, the byte window holds
+// at the sender, and no heartbeat is missed.
+void large_payload_while_traffic_flows(std::size_t size) {
+  temp_dir dir;
+  auto oa = opts(dir, "a", "b");
+  auto ob = opts(dir, "b", "a");
+  oa.max_payload_bytes = ob.max_payload_bytes = size + 4096;
+  linked_pair f(oa, ob);
+  std::size_t smalls_before = 0;  // small envelopes delivered before the large one
+  {
+    std::lock_guard lk(f.rb.mu);
+    f.rb.on_envelope_hook = [&](const std::string&, const envelope& e) {
+      if (e.payload.size() < size) return;
+      std::lock_guard lk2(f.rb.mu);
+      smalls_before = f.rb.count["a"];
+    };
+  }
+  constexpr std::uint64_t small = 200;
+  std::thread large([&] {
+    envelope e = make_envelope(0);
+    e.payload = patterned(0, size);
+    ASSERT_TRUE(f.a->send("b", std::move(e)).has_value());
+  });
+  // The small ones start once the large one has begun to go out.
+  ASSERT_TRUE(f.ra.wait([&] { return f.a->stats("b").messages_sent > 0; }, 30s));
+  for (std::uint64_t i = 1; i <= small; ++i) ASSERT_TRUE(f.a->send("b", make_envelope(i)).has_value());
+  large.join();
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == small + 1; }, 120s));
+  std::lock_guard lk(f.rb.mu);
+  std::size_t large_ones = 0;
+  for (const auto& e : f.rb.got["a"]) {
+    if (e.payload.size() == size) {
+      ++large_ones;
+      EXPECT_TRUE(has_pattern(0, e.payload)) << "the payload arrived changed";
+      EXPECT_EQ(e.topic, make_envelope(0).topic);
+    } else {
+      EXPECT_EQ(e.payload.size(), 8u);
+    }
+  }
+  EXPECT_EQ(large_ones, 1u);
+  EXPECT_GT(smalls_before, 0u) << "the small envelopes waited behind the large payload";
+  const auto s = f.a->stats("b");
+  EXPECT_LE(s.max_outstanding_bytes, oa.credit_window_bytes);
+  EXPECT_EQ(s.messages_sent, small + (size + oa.chunk_bytes - 1) / oa.chunk_bytes);  // a chunk counts as one
+  EXPECT_EQ(f.b->rejects().total(), 0u);
+  EXPECT_EQ(f.ra.locked(f.ra.stalls, "b"), 0);
+  EXPECT_EQ(f.rb.stalls["a"], 0);
+  std::printf("%zu MiB in %llu chunks; %zu of %llu small envelopes arrived before it; at most %llu KiB outstanding\n",
+              size >> 20, static_cast<unsigned long long>(s.messages_sent - small), smalls_before,
+              static_cast<unsigned long long>(small), static_cast<unsigned long long>(s.max_outstanding_bytes >> 10));
+}
+
+TEST(Payloads, HalfAGigabyteArrivesWholeInChunksWhileOtherTrafficFlows) {
+  large_payload_while_traffic_flows(std::size_t{512} << 20);
+}
+
+TEST(Payloads, TwoGigabytesArriveWholeIfMemoryAllows) {
+  const std::size_t size = std::size_t{2} << 30;
+  // The sender's payload and the receiver's copy, with room to spare.
+  if (!memory_allows(3 * size)) GTEST_SKIP() << "less than 6 GiB of memory available (MemAvailable)";
+  large_payload_while_traffic_flows(size);
+}
+
+// A peer that is gone hands back a chunked payload once, whole: the receiver delivers it only with
+// its last chunk, whose receipt it still held.
+TEST(Payloads, AChunkedPayloadNotDeliveredIsHandedBackWhole) {
+  temp_dir dir;
+  auto oa = opts(dir, "a", "b");
+  auto ob = opts(dir, "b", "a");
+  linked_pair f(oa, ob);
+  {
+    std::lock_guard lk(f.rb.mu);
+    f.rb.hold_receipts = true;
+  }
+  const std::size_t size = 3 * oa.chunk_bytes + 5;
+  envelope e = make_envelope(0);
+  e.payload = patterned(7, size);
+  ASSERT_TRUE(f.a->send("b", std::move(e)).has_value());
+  ASSERT_TRUE(f.rb.wait([&] { return f.rb.count["a"] == 1; }, 30s));
+  f.b->stop();  // its process ends with the receipt held: not delivered
+  ASSERT_TRUE(f.ra.wait([&] { return !f.ra.undelivered["b"].empty(); }, 30s));
+  std::lock_guard lk(f.ra.mu);
+  ASSERT_EQ(f.ra.undelivered["b"].size(), 1u);
+  const envelope& back = f.ra.undelivered["b"][0];
+  EXPECT_EQ(back.payload.size(), size);
+  EXPECT_TRUE(has_pattern(7, back.payload));
+  EXPECT_EQ(back.chunk.of, 0u);
+  EXPECT_EQ(back.topic, make_envelope(0).topic);
+}
+
 TEST(Memory, SixtyFourKiBPayloadsToASlowReceiverStayWithinTheByteWindow) {
   temp_dir dir;
   auto oa = opts(dir, "a", "b");

@@ -91,6 +91,24 @@ TEST(MeshFaults, LargePayloadsAcrossThreeNodesArriveExactly) {
   EXPECT_EQ(got.count(std::to_string(3 * messages + messages / 10)), 6u) << r->out;
 }
 
+// Payloads larger than a frame (64 MiB) cross the nodes in chunks: every subscriber gets every
+// message, whole (the digests agree with the publishers'), and no link stalls.
+TEST(MeshFaults, PayloadsLargerThanAFrameArriveWhole) {
+  temp_dir dir;
+  auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n2\n");
+  constexpr std::uint64_t payload = 80 << 20;
+  auto r = run_process({BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--", MESH_APP, "--messages", "1",
+                        "--payload", std::to_string(payload), "--max-payload", std::to_string(payload + 1024)},
+                       {.out = output_mode::capture, .err = output_mode::merge}, 120s);
+  ASSERT_TRUE(r.has_value()) << r.error().what();
+  ASSERT_EQ(r->status.code, 0) << r->out.substr(r->out.size() > 6000 ? r->out.size() - 6000 : 0);
+  const auto got = digests(r->out);
+  ASSERT_EQ(got.size(), 6u) << r->out;
+  EXPECT_EQ(got.count("4"), 6u) << r->out;  // 3 publishers' messages and the zone's local one
+  EXPECT_EQ(r->out.find("stalled"), std::string::npos) << r->out;
+  EXPECT_EQ(r->out.find("UNDELIVERED"), std::string::npos) << r->out;
+}
+
 // n1 (zone1) is SIGSTOPped once the run is under way, until n0 has found it stalled and for another
 // second besides; continued, every subscriber gets every message exactly once and all exit 0.
 TEST(MeshFaults, ASigstoppedNodeLosesNothingAndTheRunCompletesWithExactCounts) {
@@ -134,7 +152,7 @@ TEST(MeshFaults, SixtyFourKiBPayloadsToSlowSubscribersKeepMemoryBounded) {
   ASSERT_TRUE(std::regex_search(
       r->out, m,
       std::regex(
-          R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+, max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
+          R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+ \(\d+ bytes\), max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
       << r->out;
   const std::uint64_t received = std::stoull(m[1]), rss = std::stoull(m[3]);
   const std::uint64_t backlog_mib = received * payload >> 20;
@@ -144,6 +162,16 @@ TEST(MeshFaults, SixtyFourKiBPayloadsToSlowSubscribersKeepMemoryBounded) {
 #ifndef __SANITIZE_ADDRESS__
   EXPECT_LT(rss, 256u) << "a 16 MiB byte window per link, not the " << backlog_mib << " MiB backlog";
 #endif
+  // The publishers on n0 publish 1,000 messages per handler: what they keep outstanding for n1
+  // stays within the link's byte window, not 8 windows.
+  ASSERT_TRUE(std::regex_search(
+      r->out, m, std::regex(R"(node n0: links: n1 \(sent \d+, received \d+, max outstanding \d+ \((\d+) bytes\))")))
+      << r->out;
+  const std::uint64_t outstanding = std::stoull(m[1]), window = 16 << 20;
+  EXPECT_LE(outstanding, window);
+  EXPECT_GT(outstanding, window / 2) << "the slow subscribers should have filled the window";
+  std::printf("n0 kept at most %llu KiB outstanding for n1 (byte window %llu KiB)\n",
+              static_cast<unsigned long long>(outstanding >> 10), static_cast<unsigned long long>(window >> 10));
 }
 
 // A peer that never comes up: the node names it every few seconds, then gives up after

@@ -354,7 +354,7 @@ TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {
   ASSERT_TRUE(std::regex_search(
       r.output, m,
       std::regex(
-          R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+, max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
+          R"(node n1: links: n0 \(sent \d+, received (\d+), max outstanding \d+ \(\d+ bytes\), max undelivered (\d+)\); publisher pauses \d+; peak RSS (\d+) MiB)")))
       << r.output;
   const std::uint64_t received = std::stoull(m[1]), undelivered = std::stoull(m[2]), rss_mib = std::stoull(m[3]);
   // Without flow control n1 would buffer nearly all of it: 3 slow subscribers' copies of every message.

@@ -19,9 +19,14 @@ namespace {
 
 using bytes = std::vector<char>;
 
+// A chunk's place (envelope::chunk); all zero: not a chunk.
+struct chunk_at {
+  std::uint64_t of = 0, total = 0, offset = 0;
+};
+
 bytes frame_bytes(std::uint16_t version, std::uint64_t incarnation, std::uint64_t target,
                   const std::vector<std::pair<std::uint64_t, std::uint32_t>>& envs /* sequence, payload size */,
-                  const std::string& sender = "b") {
+                  const std::string& sender = "b", const std::vector<chunk_at>& chunks = {}) {
   capnp::MallocMessageBuilder mb;
   auto f = mb.initRoot<wire::Frame>();
   f.setVersion(version);
@@ -32,11 +37,17 @@ bytes frame_bytes(std::uint16_t version, std::uint64_t incarnation, std::uint64_
   f.setWindow(1024);
   f.setWindowBytes(1 << 20);
   f.setMaxFrame(1 << 20);
+  f.setMaxPayload(1 << 20);
   auto list = f.initEnvelopes(static_cast<unsigned>(envs.size()));
   for (unsigned i = 0; i < envs.size(); ++i) {
     list[i].setTopic("t");
     list[i].setSequence(envs[i].first);
     list[i].setPayloadSize(envs[i].second);
+    if (i < chunks.size()) {
+      list[i].setChunkOf(chunks[i].of);
+      list[i].setChunkTotal(chunks[i].total);
+      list[i].setChunkOffset(chunks[i].offset);
+    }
     f.setSent(std::max<std::uint64_t>(f.getSent(), envs[i].first));
   }
   auto words = capnp::messageToFlatArray(mb);
@@ -231,6 +242,39 @@ TEST(BadFrames, ASequenceGapIsLoggedAndRepairedByAResend) {
   ASSERT_TRUE(f.rec.wait([&] { return f.rec.count["b"] == 3; }));
   EXPECT_EQ(f.rec.order_errors, 0u);
   EXPECT_EQ(f.node->stats("b").duplicates, 1u);  // the first 3, ahead of the gap
+}
+
+// Chunks of a large payload out of place: each is refused with a reason, counted and logged; the
+// payload it belonged to is dropped, and what comes after is delivered as usual.
+TEST(BadFrames, ChunksOutOfPlaceAreCountedAndTheLinkGoesOn) {
+  node_fixture f;  // max_payload_bytes: 32 KiB
+  raw_peer raw("b", f.dir.ipc("a"), f.dir.ipc("b"));
+  const auto inc = raw.node_incarnation();
+  auto send = [&](std::uint64_t seq, const std::string& body, chunk_at c) {
+    raw.send({frame_bytes(wire_version, 42, inc, {{seq, static_cast<std::uint32_t>(body.size())}}, "b", {c}),
+              bytes(body.begin(), body.end())});
+  };
+  send(1, "abc", {1, 6, 0});  // a payload of 6 bytes in two chunks: delivered once, whole
+  send(2, "def", {1, 6, 3});
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 1; }));
+  EXPECT_EQ(f.rec.locked(f.rec.got, "b")[0].payload.text(), "abcdef");
+  send(3, "ghi", {3, 100, 0});      // a payload starts...
+  send(4, "jkl", {3, 100, 10});     // ...and a chunk skips ahead: refused, the payload dropped
+  send(5, "mno", {3, 100, 3});      // ...so the next has nothing to go on
+  send(6, "pqr", {6, 1 << 20, 0});  // larger than this node's max_payload_bytes
+  send(7, "stu", {5, 9, 0});        // a first chunk that does not name itself
+  send(8, "vwx", {8, 3, 0});        // a "chunk" that is its whole payload
+  ASSERT_TRUE(f.counted([](const reject_stats& r) { return r.chunks; }, 5));
+  EXPECT_TRUE(f.rec.logged("out of place (3 bytes had arrived)"));
+  EXPECT_TRUE(f.rec.logged("no payload is being assembled from that sequence"));
+  EXPECT_TRUE(f.rec.logged("larger than max_payload_bytes"));
+  EXPECT_TRUE(f.rec.logged("a first chunk must name its own sequence"));
+  EXPECT_TRUE(f.rec.logged("a first chunk must hold part of its payload"));
+  send(9, "yz", {});  // the link goes on
+  ASSERT_TRUE(f.rec.wait([&] { return f.rec.got["b"].size() == 2; }));
+  EXPECT_EQ(f.rec.locked(f.rec.got, "b")[1].payload.text(), "yz");
+  EXPECT_EQ(f.node->rejects().chunks, 5u);
+  EXPECT_EQ(f.node->rejects().total(), 5u);
 }
 
 }  // namespace

@@ -61,10 +61,9 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   o.heartbeat_timeout = options.heartbeat_timeout;
   o.give_up_after = std::max(o.give_up_after, options.heartbeat_timeout);
   o.credit_window = credit_window;
-  // Envelope text (paths, topic) comes on top of the payload; frames stay within what every node of
-  // the deployment accepts, since they all run with the same options.
+  // Envelope text (paths, topic) comes on top of the payload. A larger payload than a chunk travels
+  // in chunks, so frames stay small whatever the limit.
   o.max_payload_bytes = options.max_payload_bytes + (64 << 10);
-  o.max_frame_bytes = std::max<std::size_t>(o.max_frame_bytes, o.max_payload_bytes + 64);
   o.digest = digest_of(deployment_, state_.tree(), options.mode);
   o.curve_public_key = deployment_.curve_public[deployment_.self];
   o.curve_secret_key = deployment_.curve_secret[deployment_.self];
@@ -499,8 +498,9 @@ void node_runtime::log_summary() {
     if (i == deployment_.self) continue;
     auto s = transport_->stats(deployment_.names[i]);
     line += " " + deployment_.names[i] + " (sent " + std::to_string(s.messages_sent) + ", received " +
-            std::to_string(s.messages_received) + ", max outstanding " + std::to_string(s.max_outstanding) +
-            ", max undelivered " + std::to_string(s.max_undelivered) + ")";
+            std::to_string(s.messages_received) + ", max outstanding " + std::to_string(s.max_outstanding) + " (" +
+            std::to_string(s.max_outstanding_bytes) + " bytes), max undelivered " + std::to_string(s.max_undelivered) +
+            ")";
   }
   rusage u{};
   getrusage(RUSAGE_SELF, &u);

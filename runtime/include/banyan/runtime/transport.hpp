@@ -14,7 +14,9 @@
 //    process died, or silent past `give_up_after`) is handed back through on_undelivered.
 //  - Bounded memory: at most `credit_window` envelopes and `credit_window_bytes` payload bytes are
 //    queued or unacknowledged per peer (one envelope always fits); send() blocks beyond that until
-//    the receiver has *delivered* enough of them. An envelope counts as delivered when the last copy
+//    the receiver has *delivered* enough of them. A payload above `chunk_bytes` is sent as chunks,
+//    each under the same credit, and delivered whole once its last chunk has arrived (the receiver
+//    keeps at most `max_payload_bytes` per payload being assembled). An envelope counts as delivered when the last copy
 //    of its `receipt` is released: at once if on_envelope drops it, later if the application keeps
 //    it until the work is done. A slow receiver therefore slows its senders; nothing is dropped.
 //  - Liveness: a peer silent for `heartbeat_timeout` (longer when its heartbeats have been irregular,
@@ -47,7 +49,7 @@
 namespace banyan::runtime {
 
 // Wire version written into, and required of, every frame.
-inline constexpr std::uint16_t wire_version = 5;
+inline constexpr std::uint16_t wire_version = 6;
 
 struct peer_config {
   std::string name;              // the peer's node name (its ROUTER sees us under our `self` name)
@@ -65,12 +67,16 @@ struct transport_options {
   std::chrono::milliseconds heartbeat_timeout{1000};  // silence after which a peer is stalled
   // A stalled peer still connected is given up (gone) after this much silence.
   std::chrono::milliseconds give_up_after{30000};
-  std::size_t credit_window = 1024;                // envelopes queued + unacknowledged per peer
-  std::size_t credit_window_bytes = 16 << 20;      // payload bytes queued + unacknowledged per peer
-  std::size_t max_batch = 256;                     // envelopes coalesced into one ZeroMQ message
-  std::size_t max_batch_bytes = 1 << 20;           // bytes (payload and text) per ZeroMQ message
-  std::size_t max_payload_bytes = 16 << 20;        // larger envelopes are refused by send()
-  std::size_t max_frame_bytes = 64 << 20;          // larger frames are rejected and counted
+  std::size_t credit_window = 1024;            // envelopes queued + unacknowledged per peer
+  std::size_t credit_window_bytes = 16 << 20;  // payload bytes queued + unacknowledged per peer
+  std::size_t max_batch = 256;                 // envelopes coalesced into one ZeroMQ message
+  std::size_t max_batch_bytes = 1 << 20;       // bytes (payload and text) per ZeroMQ message
+  // Larger envelopes (payload and text) are refused by send(); lowered to what the peer accepts.
+  std::size_t max_payload_bytes = 16 << 20;
+  std::size_t max_frame_bytes = 64 << 20;  // larger frames are rejected and counted
+  // A larger payload travels as chunks of this size (less where the peer's frames are smaller), each
+  // under the link's credit like any envelope.
+  std::size_t chunk_bytes = 1 << 20;
   std::string curve_secret_key, curve_public_key;  // this node's keys (Z85); both empty = no CURVE
   std::vector<std::string> authorized_keys;        // peers' public keys allowed in (CURVE on)
   // What both ends must share (a digest of the deployment); 0 = not checked. A peer with another
@@ -99,6 +105,11 @@ struct envelope {
   std::uint32_t timeout_ms = 0;
   bool urgent = false;
   std::uint64_t sequence = 0;  // per-link, set by the transport on send
+  // Set by the transport on the chunks of a payload larger than `chunk_bytes` (never on what
+  // on_envelope or on_undelivered sees): the first chunk's sequence, the whole size, this chunk's place.
+  struct chunk_info {
+    std::uint64_t of = 0, total = 0, offset = 0;
+  } chunk;
   shared_bytes payload;
   // Not sent. On a received envelope: its delivery receipt; the sender gets credit for it when the
   // last copy is released. On a sent one: kept, with the envelope, until the peer has delivered it
@@ -106,7 +117,8 @@ struct envelope {
   std::shared_ptr<const void> receipt;
 };
 
-// send()'s `block_at`: block while this many envelopes are outstanding for the peer.
+// send()'s `block_at`: block while this many envelopes are outstanding for the peer (or the byte
+// window would overflow).
 inline constexpr std::size_t at_window = 0;                               // the credit window
 inline constexpr std::size_t never_block = static_cast<std::size_t>(-1);  // accept beyond it
 
@@ -137,15 +149,17 @@ struct callbacks {
 };
 
 struct link_stats {
-  bool up = false;                                          // a live or stalled link (not gone, not yet up)
-  bool stalled = false;                                     // silent past the failure detector's threshold
-  std::uint64_t messages_sent = 0, bytes_sent = 0;          // envelopes / payload bytes written (once each)
-  std::uint64_t messages_received = 0, bytes_received = 0;  // envelopes / payload bytes delivered (once each)
-  std::uint64_t batches_sent = 0, batches_received = 0;     // ZeroMQ messages carrying envelopes
-  std::uint64_t credit_waits = 0;                           // send() calls that had to wait for credit
-  std::uint64_t outstanding = 0, outstanding_bytes = 0;     // now: queued + unacknowledged envelopes / payload bytes
-  std::uint64_t max_outstanding = 0;                        // high-water mark of queued + unacknowledged envelopes
-  std::uint64_t max_outstanding_bytes = 0;                  // ... of their payload bytes
+  bool up = false;       // a live or stalled link (not gone, not yet up)
+  bool stalled = false;  // silent past the failure detector's threshold
+  std::uint64_t messages_sent = 0,
+                bytes_sent = 0;  // envelopes (a chunk counts as one) / payload bytes written (once each)
+  std::uint64_t messages_received = 0,
+                bytes_received = 0;  // envelopes (a chunk counts as one) / payload bytes delivered (once each)
+  std::uint64_t batches_sent = 0, batches_received = 0;  // ZeroMQ messages carrying envelopes
+  std::uint64_t credit_waits = 0;                        // send() calls that had to wait for credit
+  std::uint64_t outstanding = 0, outstanding_bytes = 0;  // now: queued + unacknowledged envelopes / payload bytes
+  std::uint64_t max_outstanding = 0;                     // high-water mark of queued + unacknowledged envelopes
+  std::uint64_t max_outstanding_bytes = 0;               // ... of their payload bytes
   std::uint64_t max_undelivered = 0;        // high-water mark of received envelopes whose receipts are held
   std::uint64_t max_undelivered_bytes = 0;  // ... of their payload bytes
   std::uint64_t sequence_gaps = 0;          // times envelopes were found missing (each repaired by a resend)
@@ -169,8 +183,9 @@ struct reject_stats {
   std::uint64_t auth = 0;          // CURVE handshakes refused (key not authorised)
   std::uint64_t impostor = 0;      // claiming a peer's name: another CURVE key, or another incarnation while it is live
   std::uint64_t mismatch = 0;      // another deployment digest
+  std::uint64_t chunks = 0;        // chunks of a large payload out of place, or beyond max_payload_bytes
   std::uint64_t total() const {
-    return garbage + truncated + oversized + version + unknown_peer + stale + auth + impostor + mismatch;
+    return garbage + truncated + oversized + version + unknown_peer + stale + auth + impostor + mismatch + chunks;
   }
 };
 
@@ -187,7 +202,9 @@ class transport {
 
   // Thread-safe. Queues `e` for `peer` (sets e.sequence) and returns once it is queued; blocks while
   // `block_at` envelopes (at_window: the credit window) are outstanding for the peer, or their bytes
-  // reach the byte window scaled alike (block_at / credit_window byte windows). never_block accepts
+  // would pass the byte window. A payload above `chunk_bytes` is queued chunk by chunk, each waiting
+  // for credit, so send() returns when its last chunk is queued; envelopes of other threads may go
+  // between its chunks. never_block accepts
   // `e` beyond the window: for callers whose envelopes are bounded by other means (a node forwarding
   // what it received under its own credit). On the I/O thread it never blocks. A stalled peer
   // accepts sends (within the window); they go out when it is heard again.
