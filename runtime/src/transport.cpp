@@ -291,7 +291,7 @@ class transport_impl final : public transport {
   void reject_counted(std::uint64_t& counter, const std::string& reason, const std::string& from,
                       const std::string& why);
   void start_receiving(peer& p, std::uint32_t session);
-  void come_up(peer& p);
+  void come_up(peer& p, bool returned = false);
   void stall(peer& p, const std::string& reason);
   void gone(peer& p, const std::string& reason);
   void reconnect(peer& p, const std::string& reason);
@@ -311,6 +311,7 @@ class transport_impl final : public transport {
   std::set<std::string> authorized_;
   std::unordered_map<std::string, std::string> key_owner_;  // peer public key -> peer name
   std::uint64_t monitors_made_ = 0;
+  steady::time_point last_timers_{};  // when timers() last ran
 
   void* ctx_ = nullptr;
   void* router_ = nullptr;
@@ -830,7 +831,7 @@ bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, cons
       return false;
     }
     if (p.state == link_state::down) {
-      come_up(p);  // the same incarnation, gone (given up) and heard again: a new link
+      come_up(p, true);  // the same incarnation, gone (given up) and heard again: a new link
     } else if (p.state == link_state::stalled) {
       {
         std::lock_guard lk(mu_);
@@ -895,7 +896,7 @@ bool transport_impl::bind_or_refuse(peer& p, const detail::frame_header& h, cons
   return true;
 }
 
-void transport_impl::come_up(peer& p) {
+void transport_impl::come_up(peer& p, bool returned) {
   {
     std::lock_guard lk(mu_);
     p.state = link_state::up;
@@ -906,7 +907,9 @@ void transport_impl::come_up(peer& p) {
   p.suspected_since = {};
   p.control_due = true;
   space_cv_.notify_all();
-  log(log_level::info, "node `" + opt_.self + "`: link to `" + p.cfg.name + "` up");
+  log(log_level::info, "node `" + opt_.self + "`: link to `" + p.cfg.name + "` up" +
+                           (returned ? " again (the same incarnation, heard after it was given up)" : ""));
+  if (returned && cb_.on_peer_returned) return cb_.on_peer_returned(p.cfg.name);
   if (cb_.on_peer_up) cb_.on_peer_up(p.cfg.name);
 }
 
@@ -1256,6 +1259,17 @@ bool transport_impl::write_data(peer& p, std::size_t budget) {
 }
 
 void transport_impl::timers(steady::time_point now, bool drained) {
+  // Timers run every check_every_: a longer gap means this process did not run (SIGSTOP, a paused
+  // machine, starvation). The peers' silence meanwhile is ours, not theirs.
+  if (last_timers_ != steady::time_point{} && now - last_timers_ > opt_.heartbeat_timeout) {
+    log(log_level::warning, "node `" + opt_.self + "`: this process did not run for " + ms_of(now - last_timers_) +
+                                " (stopped, or starved of CPU); its peers' silence meanwhile is not held against them");
+    for (auto& p : peers_) {
+      p.last_heard = now;
+      p.detector.reset();
+    }
+  }
+  last_timers_ = now;
   for (auto& p : peers_) {
     // Heartbeats on the control connection; on the data connection a `sent` frame while some of
     // what we wrote is unconfirmed, so a peer that lost the tail of it finds out.

@@ -132,6 +132,31 @@ TEST(MeshFaults, ASigstoppedNodeLosesNothingAndTheRunCompletesWithExactCounts) {
   EXPECT_EQ(out.find("could not be sent"), std::string::npos);
 }
 
+// n1 is SIGSTOPped past the give-up time (30 s): n0 and n2 give it up, and what it ran is reported
+// lost. Continued, n1 says that it did not run, hears from the root's node that it was given up,
+// says so and ends (exit 2) instead of running on beside its replacements; the others go on.
+TEST(MeshFaults, ANodeGivenUpWhileStoppedIsToldToEndWhenItResumes) {
+  temp_dir dir;
+  auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n2\n");
+  mesh_nodes m(d, 3, {"--messages", "1000000", "--pace-ms", "20", "--heartbeat-timeout", "500ms", "--run-for", "150"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.started(i, 60s)) << m.all_output();
+  m.nodes[1].proc.signal(SIGSTOP);
+  ASSERT_TRUE(m.wait_for(0, "lost node `n1`", 60s)) << m.all_output();
+  m.nodes[1].proc.signal(SIGCONT);
+  EXPECT_EQ(m.nodes[1].wait_exit(30s), 2) << m.all_output();
+  const std::string& n1 = m.nodes[1].output();
+  EXPECT_NE(n1.find("this process did not run for"), std::string::npos) << n1;
+  EXPECT_NE(n1.find("node `n0` told this node to end (exit code 2): node `n0` gave this node up"), std::string::npos)
+      << n1;
+  EXPECT_TRUE(m.wait_for(0, "node `n1` is heard again after it was given up", 10s)) << m.all_output();
+  // The others still run: n0 ends the run when asked, and both end.
+  EXPECT_FALSE(m.nodes[0].proc.closed());
+  EXPECT_FALSE(m.nodes[2].proc.closed());
+  m.nodes[0].proc.signal(SIGTERM);
+  EXPECT_NE(m.nodes[0].wait_exit(30s), -1) << m.all_output();
+  EXPECT_NE(m.nodes[2].wait_exit(30s), -1) << m.all_output();
+}
+
 // 64 KiB payloads from n0's publishers to slow subscribers on n1: n1 holds at most about a byte
 // window per link, not the backlog, and nothing is lost.
 TEST(MeshFaults, SixtyFourKiBPayloadsToSlowSubscribersKeepMemoryBounded) {

@@ -268,7 +268,7 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
   if (auto why = unauthorised(node_->index_of(peer), e); !why.empty()) return refuse_unauthorised(peer, e, why);
   switch (static_cast<wire_kind>(e.kind)) {
     case wire_kind::ready: return on_ready(peer);
-    case wire_kind::quit: return node_->peer_quit(peer, e.code, e.urgent);
+    case wire_kind::quit: return node_->peer_quit(peer, e.code, e.urgent, e.text);
     case wire_kind::subscribe:
     case wire_kind::unsubscribe: return on_subscription(peer, e);
     case wire_kind::data:

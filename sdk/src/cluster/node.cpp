@@ -86,6 +86,7 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   runtime::callbacks cbs;
   cbs.on_envelope = [this](const std::string& peer, runtime::envelope&& e) { on_envelope(peer, std::move(e)); };
   cbs.on_peer_up = [this](const std::string& peer) { on_peer_up(peer); };
+  cbs.on_peer_returned = [this](const std::string& peer) { on_peer_returned(peer); };
   cbs.on_peer_down = [this](const std::string& peer, const std::string& reason) { on_peer_down(peer, reason); };
   cbs.on_credit = [this](const std::string& peer) { on_credit(peer); };
   cbs.on_undelivered = [this](const std::string& peer, std::vector<runtime::envelope>&& lost,
@@ -408,9 +409,12 @@ void node_runtime::refuse_starts_on(node_id n) {
   refused_[n] = true;
 }
 
-void node_runtime::peer_quit(const std::string& peer, int exit_code, bool urgent) {
+void node_runtime::peer_quit(const std::string& peer, int exit_code, bool urgent, const std::string& reason) {
   if (!quitting_.exchange(true)) {  // do not echo it back; say it once
-    const std::string line = "node `" + peer + "` ended the run with exit code " + std::to_string(exit_code);
+    const std::string line = reason.empty()
+                                 ? "node `" + peer + "` ended the run with exit code " + std::to_string(exit_code)
+                                 : "node `" + peer + "` told this node to end (exit code " + std::to_string(exit_code) +
+                                       "): " + log::escape(reason);
     if (exit_code != 0) log::error(self_name(), line);
     else log::info(self_name(), line);
   }
@@ -436,6 +440,31 @@ void node_runtime::on_peer_up(const std::string& peer) {
   runtime::envelope ready;
   ready.kind = static_cast<std::uint16_t>(wire_kind::ready);
   (void)transport_->send(peer, std::move(ready));
+}
+
+void node_runtime::on_peer_returned(const std::string& peer) {
+  const node_id n = index_of(peer), root = state_.where().node_of(0);
+  // Before this node announced itself, or the root's node back (the others cannot decide): as ever.
+  if (!announced_ || n == root) return on_peer_up(peer);
+  if (root != state_.where().self()) {
+    // The root's node tells it to end; until then it gets neither our subscriptions nor `ready`.
+    log::warning(self_name(), "node `" + peer + "` is heard again after it was given up; the root's node `" +
+                                  deployment_.names[root] + "` tells it to end");
+    return;
+  }
+  // What it ran was reported lost (restarted or failed over elsewhere, or given up by its
+  // supervisors): taken back, it would run it a second time.
+  log::error(self_name(), "node `" + peer +
+                              "` is heard again after it was given up (it was stopped or cut off, not restarted): what "
+                              "it ran was reported lost, so it is not taken back; it is told to end (restart it to "
+                              "join again)");
+  runtime::envelope e;
+  e.kind = static_cast<std::uint16_t>(wire_kind::quit);
+  e.code = 2;
+  e.text = "node `" + self_name() +
+           "` gave this node up (nothing heard from it for too long: it was stopped or cut off), and what it ran was "
+           "reported lost; it ends (restart it to join again)";
+  (void)transport_->send(peer, std::move(e), runtime::never_block);
 }
 
 bool node_runtime::refuse_returning(const std::string& peer) {

@@ -167,7 +167,7 @@ class node_runtime {
   bool late(node_id n) const { return n < deployment_.late.size() && deployment_.late[n]; }
   // `peer` ended the run: logged as `node `peer` ended the run with exit code N` (an error when N is
   // not 0), the line `banyan launch` reads to tell the node that failed from those it stopped.
-  void peer_quit(const std::string& peer, int exit_code, bool urgent);
+  void peer_quit(const std::string& peer, int exit_code, bool urgent, const std::string& reason = {});
 
   // Data envelopes sent to each node (index = node), for the profile's `links`.
   std::vector<link_traffic> data_links() const;
@@ -190,6 +190,8 @@ class node_runtime {
  private:
   void on_envelope(const std::string& peer, runtime::envelope&& e);
   void on_peer_up(const std::string& peer);
+  // A peer given up and heard again with the same incarnation (stopped or cut off, not restarted).
+  void on_peer_returned(const std::string& peer);
   // The cluster is ready once this node has announced itself and every required peer said ready.
   void check_cluster_ready();
   void on_peer_down(const std::string& peer, const std::string& reason);

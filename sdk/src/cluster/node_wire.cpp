@@ -97,7 +97,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       break;
     case wire_kind::ready: name = "ready"; break;
     case wire_kind::quit:
-      allowed = f_code | f_urgent;
+      allowed = f_code | f_urgent | f_text;
       name = "quit";
       break;
     case wire_kind::request:
@@ -208,6 +208,8 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
     case wire_kind::ready: return "";
     case wire_kind::quit:
       if (e.code < 0 || e.code > 255) return kind + "exit code " + std::to_string(e.code) + " is not 0..255";
+      if (e.text.size() > max_error_text_bytes)
+        return kind + "reason (text) of " + std::to_string(e.text.size()) + " bytes";
       return "";
     case wire_kind::request:
       if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;

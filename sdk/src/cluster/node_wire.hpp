@@ -5,7 +5,7 @@
 //   scope        topic    -            -           entry, from | none, origin_sequence  message subscribe    subscriber
 //   -            filter   -            -           id                                   - unsubscribe  - -            -
 //   -            -           id                                   - ready        -               -            - - - - -
-//   quit         -               -            -        -            -           code (exit code), urgent             -
+//   quit         -               -            -        -            reason      code (exit code), urgent             -
 //   request      requester       -            method   target path  -           id, timeout_ms request reply        -
 //   -            -        -            error text  id, code (reply_code)                reply child_start  - - - child
 //   path   -           id (generation)                      - child_stop   -               -            -        child

@@ -131,6 +131,9 @@ struct callbacks {
   std::function<void(const std::string& peer, envelope&& e)> on_envelope;
   // A new incarnation of the peer is up (first contact, or after it was gone): a new link.
   std::function<void(const std::string& peer)> on_peer_up;
+  // The peer was gone (given up) and is heard again with the same incarnation: it did not restart,
+  // it was stopped or cut off. A new link, as for on_peer_up; when set, called instead of it.
+  std::function<void(const std::string& peer)> on_peer_returned;
   // The peer is gone: what was queued or unacknowledged for it went to on_undelivered first.
   std::function<void(const std::string& peer, const std::string& reason)> on_peer_down;
   // Silent past the failure detector's threshold but not given up: nothing is dropped.
