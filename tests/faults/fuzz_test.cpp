@@ -349,6 +349,27 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
   forged_loss.target = "n1";
   forged_loss.id = 1000005;
   ASSERT_TRUE((*rogue)->send("n0", forged_loss, never_block).has_value());
+  // Move steps (docs/runtime.md "Moving subtrees live"): a pause without the lease, one in another
+  // node's name, the lease asked of and granted by the wrong nodes, steps of no move.
+  auto step = [](std::int32_t code, std::uint64_t epoch, std::string target = {}, std::string text = {}) {
+    envelope e;
+    e.kind = move;
+    e.code = code;
+    e.id = epoch;
+    e.target = std::move(target);
+    e.text = std::move(text);
+    return e;
+  };
+  enum : std::int32_t { freeze = 1, moved = 6, thaw = 8, lease = 9, granted = 10, release = 11 };
+  const std::uint64_t own = (std::uint64_t{2} << 48) | 1, n1s = (std::uint64_t{1} << 48) | 1;
+  for (const char* n : {"n1", "n0"}) {  // n1 pauses until the root's node calls it off
+    ASSERT_TRUE((*rogue)->send(n, step(freeze, own, "/mesh/zone1", "n2"), never_block).has_value());
+    ASSERT_TRUE((*rogue)->send(n, step(freeze, n1s, "/mesh/zone1", "n2"), never_block).has_value());
+    ASSERT_TRUE((*rogue)->send(n, step(moved, n1s, "/mesh/zone1", "n2"), never_block).has_value());
+  }
+  ASSERT_TRUE((*rogue)->send("n1", step(lease, 7), never_block).has_value());
+  ASSERT_TRUE((*rogue)->send("n1", step(granted, 7), never_block).has_value());
+  ASSERT_TRUE((*rogue)->send("n0", step(release, 7), never_block).has_value());
 
   for (auto& n : nodes) EXPECT_EQ(n.wait_exit(120s), 0) << output();
   const std::string out = output();
@@ -362,7 +383,10 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
   for (const char* line :
        {"refused data: data across the edge from `/mesh`", "refused subscribe: a subscription for `/mesh/zone1/sub`",
         "refused unsubscribe: the end of a subscription of `/mesh/zone1/",
-        "refused undelivered: 1000005 copies of `/mesh/zone0/pub`"})
+        "refused undelivered: 1000005 copies of `/mesh/zone0/pub`", "refused move: a freeze without the lease",
+        "is called off on every node", "refused move: a freeze of a move it does not coordinate",
+        "refused move: a lease is asked of the root's node", "refused move: only the root's node grants the lease",
+        "refused move: a release of a lease it does not hold"})
     EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
   EXPECT_NE(out.find("refused (not the sender's to send): n2 data 100"), std::string::npos) << out;
 }

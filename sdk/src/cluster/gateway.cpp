@@ -97,6 +97,7 @@ caf::behavior gateway_actor::make_behavior() {
       // `ready` had come): what this gateway held goes now.
       [this](ready_atom) { release_held(); },
       [this](movelimit_atom, std::uint64_t epoch) { on_move_limit(epoch); },
+      [this](earlymove_atom, std::uint64_t epoch) { check_early_move(epoch); },
   };
 }
 
@@ -357,6 +358,7 @@ void gateway_actor::refuse_unauthorised(const std::string& peer, const runtime::
   const std::string kind = k == wire_kind::data          ? "data"
                            : k == wire_kind::subscribe   ? "subscribe"
                            : k == wire_kind::unsubscribe ? "unsubscribe"
+                           : k == wire_kind::move        ? "move"
                                                          : "undelivered";
   const std::uint64_t n = node_->count_refused(node_->index_of(peer), kind);
   if (log::worth_logging(n))

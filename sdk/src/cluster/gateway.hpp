@@ -42,6 +42,7 @@ class node_runtime;
 class run_state;
 
 using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
+using earlymove_atom = caf::atom_constant<caf::atom("earlymove")>;  // epoch: a freeze that should have come
 
 // A failover this node takes part in (gateway_failover.cpp). Outside the gateway class: clang
 // cannot tell an optional of a nested struct with member initializers default-constructible there.
@@ -57,6 +58,10 @@ struct failover_run {
 struct live_move {
   std::uint64_t epoch = 0;
   node_id coordinator = 0;
+  // What the freeze said moves where (every node knows it): a `moved` may name only that subtree,
+  // from that node (or from the coordinator, which takes it back when that node is lost).
+  vertex_id subtree = no_vertex;
+  node_id destination = 0;
   bool barrier_done = false;
   std::vector<bool> frozen_from, quiet_from, acked_from;  // per node
   bool quiet_sent = false;
@@ -179,6 +184,15 @@ class gateway_actor final : public caf::event_based_actor {
   // Live moves (gateway_move.cpp). The source node coordinates: freeze, quiet, move out, hand over,
   // moved, thaw. Every node takes part in the freeze and learns the new place.
   void on_move(const std::string& peer, runtime::envelope& e);
+  // The coordinator: every other node freezes for move_'s subtree and destination.
+  void send_freeze();
+  // A move step `from` may not send (docs/runtime.md "What a peer may send"): why, or empty.
+  std::string move_unauthorised(node_id from, move_step step, std::uint64_t epoch) const;
+  // The root's node: a freeze from a node without the lease is called off on every node.
+  void call_off(node_id from, std::uint64_t epoch);
+  void remember_called_off(std::uint64_t epoch);
+  // A move state made by an early `frozen` whose freeze never came is dropped (a forged one).
+  void check_early_move(std::uint64_t epoch);
   // `answer`: node_runtime::answer_move's token for the move's outcome (0: nobody asks).
   void start_move(const std::string& path, const std::string& to, std::uint64_t answer);
   void refuse_change(const char* what, const std::string& path, std::uint64_t answer, const std::string& why);
@@ -286,6 +300,9 @@ class gateway_actor final : public caf::event_based_actor {
   std::vector<waiting_move> waiting_moves_;                     // asked while a move was on
   std::uint64_t next_epoch_ = 1;
   std::uint64_t superseded_epoch_ = 0;  // a move that ended here when the next one's freeze overtook its thaw
+  // Pauses the root's node called off (a freeze from a node without the lease): a freeze of one of
+  // them that arrives after the call is not obeyed.
+  std::vector<std::uint64_t> called_off_;
 
   run_state* state_;
   node_runtime* node_;

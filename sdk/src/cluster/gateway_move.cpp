@@ -102,7 +102,7 @@ void gateway_actor::start_move(const std::string& path, const std::string& to_na
   move_->answer = answer;
   move_->began = std::chrono::steady_clock::now();
   log::info(node_->self_name(), "moving `" + path + "` to node `" + to_name + "`: freezing the deployment");
-  for (node_id n = 0; n < names.size(); ++n) send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  send_freeze();
   delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
   freeze(move_->epoch, self);
 }
@@ -174,6 +174,14 @@ void gateway_actor::freeze(std::uint64_t epoch, node_id coordinator) {
     request(a, caf::infinite, sync_atom::value)
         .then([one_done] { one_done(); }, [one_done](caf::error&) { one_done(); });
   one_done();
+}
+
+void gateway_actor::send_freeze() {
+  move_->subtree = move_->root;
+  move_->destination = move_->to;
+  const std::string path = state_->tree().path(move_->root), to = node_->name_of(move_->to);
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
+    send_move(n, static_cast<std::uint16_t>(move_step::freeze), path, to);
 }
 
 void gateway_actor::check_quiet() {
@@ -356,20 +364,111 @@ void gateway_actor::settle(vertex_id root, node_id to) {
   send_move(move_->coordinator, static_cast<std::uint16_t>(move_step::ack));
 }
 
+// Move steps carry authority from the move itself (docs/runtime.md "What a peer may send"): the
+// epoch names its coordinator, the root's node knows who holds the lease, and the freeze says which
+// subtree moves to which node.
+std::string gateway_actor::move_unauthorised(node_id from, move_step step, std::uint64_t epoch) const {
+  const node_id self = state_->where().self(), root_node = state_->where().node_of(0);
+  const auto name = [&](node_id n) { return "`" + node_->name_of(n) + "`"; };
+  switch (step) {
+    case move_step::lease: return self == root_node ? "" : "a lease is asked of the root's node, not of this one";
+    case move_step::granted: return from == root_node ? "" : "only the root's node grants the lease";
+    case move_step::release:
+      return self == root_node && lease_holder_ == from ? "" : "a release of a lease it does not hold";
+    case move_step::freeze:
+      if ((epoch >> 48) != from) return "a freeze of a move it does not coordinate (its epoch names another node)";
+      return "";
+    default: break;
+  }
+  if (!move_ || move_->epoch != epoch) return "";  // (dropped as steps of no move, or of another)
+  switch (step) {
+    case move_step::quiet:
+    case move_step::ack: return move_->coordinator == self ? "" : "only the coordinator of a move hears that step";
+    case move_step::state:
+    case move_step::handed:
+      return from == move_->coordinator
+                 ? ""
+                 : "only the move's coordinator " + name(move_->coordinator) + " hands its subtree over";
+    case move_step::moved:
+      return from == move_->destination || from == move_->coordinator
+                 ? ""
+                 : "the move takes its subtree to " + name(move_->destination) + ", not to the sender";
+    case move_step::thaw:
+      return from == move_->coordinator || from == root_node ? ""
+                                                             : "only the move's coordinator or the root's node thaws";
+    default: return "";
+  }
+}
+
+void gateway_actor::call_off(node_id from, std::uint64_t epoch) {
+  log::warning(node_->self_name(),
+               "the pause `" + node_->name_of(from) + "` asked for (without the lease) is called off on every node");
+  remember_called_off(epoch);
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n) {
+    runtime::envelope e;
+    e.kind = static_cast<std::uint16_t>(wire_kind::move);
+    e.code = static_cast<std::int32_t>(move_step::thaw);
+    e.id = epoch;
+    node_->send_control(n, std::move(e));
+  }
+}
+
+void gateway_actor::remember_called_off(std::uint64_t epoch) {
+  called_off_.push_back(epoch);
+  if (called_off_.size() > 64) called_off_.erase(called_off_.begin());  // the latest are the ones still on their way
+}
+
+void gateway_actor::check_early_move(std::uint64_t epoch) {
+  if (!move_ || move_->epoch != epoch || state_->frozen() || move_->coordinator == state_->where().self()) return;
+  log::warning(node_->self_name(), "peers said they froze for a move of `" + node_->name_of(move_->coordinator) +
+                                       "` whose freeze never came; forgotten");
+  move_.reset();
+  run_waiting();
+}
+
 void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
-  const node_id from = node_->index_of(peer);
+  const node_id from = node_->index_of(peer), root_node = state_->where().node_of(0);
   const auto step = static_cast<move_step>(e.code);
+  if (auto why = move_unauthorised(from, step, e.id); !why.empty()) return refuse_unauthorised(peer, e, why);
   if (step >= move_step::lease) return on_lease(from, step, e.id);
-  if (step == move_step::freeze) return freeze(e.id, from);
+  const bool called_off = std::find(called_off_.begin(), called_off_.end(), e.id) != called_off_.end();
+  if (step == move_step::freeze) {
+    if (called_off) return refuse_unauthorised(peer, e, "a freeze of a pause the root's node called off");
+    const auto subtree = state_->tree().find(e.target);
+    const auto& names = node_->deployment().names;
+    const auto to = std::find(names.begin(), names.end(), e.text);
+    if (!subtree || *subtree == 0 || to == names.end())
+      return refuse(peer, "move freeze: no subtree (target) and node (text) it moves");
+    // Only the holder of the lease pauses the deployment; the root's node grants it, and calls off
+    // any other pause on every node.
+    if (state_->where().self() == root_node && lease_holder_ != from) {
+      refuse_unauthorised(peer, e, "a freeze without the lease");
+      return call_off(from, e.id);
+    }
+    freeze(e.id, from);
+    move_->subtree = *subtree;
+    move_->destination = static_cast<node_id>(to - names.begin());
+    return;
+  }
   if (e.id == superseded_epoch_) return;  // a late step (its thaw) of a move a newer one replaced here
+  if (step == move_step::thaw && from == root_node && (!move_ || move_->epoch != e.id || move_->coordinator != from)) {
+    // The root's node calls off a pause of a node without the lease: its freeze, if it comes
+    // after this, is not obeyed.
+    remember_called_off(e.id);
+    if (move_ && move_->epoch == e.id) return thaw_here();
+    return;
+  }
   if (!move_) {
     if (step != move_step::frozen)
       return log_dropped(peer, "move step " + std::to_string(e.code) + " of no move in progress");
+    if (called_off) return;
     move_.emplace();  // a peer froze before the coordinator's freeze reached us
     move_->epoch = e.id;
     move_->coordinator = static_cast<node_id>(e.id >> 48);  // (start_move's epoch): its loss ends this
     for (auto* v : {&move_->frozen_from, &move_->quiet_from, &move_->acked_from})
       v->resize(node_->deployment().names.size(), false);
+    // A forged `frozen` must not hold this node's own moves back: forgotten if no freeze follows.
+    delayed_send(this, pause_limit(), earlymove_atom::value, e.id);
   }
   if (e.id != move_->epoch) return log_dropped(peer, "move step of another move (epoch " + std::to_string(e.id) + ")");
   switch (step) {
@@ -385,6 +484,8 @@ void gateway_actor::on_move(const std::string& peer, runtime::envelope& e) {
     case move_step::moved: {
       auto root = state_->tree().find(e.target);
       if (!root) return log_dropped(peer, "move without a subtree");
+      if (*root != move_->subtree)
+        return refuse_unauthorised(peer, e, "`" + e.target + "` is not the subtree this move takes");
       return settle(*root, from);
     }
     case move_step::ack: move_->acked_from[from] = true; return maybe_thaw();

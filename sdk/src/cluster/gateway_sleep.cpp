@@ -81,8 +81,7 @@ void gateway_actor::start_sleep(const std::string& path, std::chrono::millisecon
   move_->answer = answer;
   move_->sleep = true;
   move_->began = std::chrono::steady_clock::now();
-  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
-    send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  send_freeze();
   delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
   freeze(move_->epoch, self);
 }
@@ -205,8 +204,7 @@ void gateway_actor::start_wake(const std::string& path, const std::string& to_na
   move_->wake = true;
   move_->generation = z->second.generation;
   move_->began = z->second.wake_began;
-  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
-    send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  send_freeze();
   delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
   freeze(move_->epoch, self);
 }
@@ -241,8 +239,7 @@ void gateway_actor::switch_over(vertex_id root) {
   move_->wake = true;
   move_->began = std::chrono::steady_clock::now();
   move_->state_bytes = z.states.size();
-  for (node_id n = 0; n < node_->deployment().names.size(); ++n)
-    send_move(n, static_cast<std::uint16_t>(move_step::freeze));
+  send_freeze();
   delayed_send(this, pause_limit(), movelimit_atom::value, move_->epoch);
   freeze(move_->epoch, self);
 }
