@@ -50,6 +50,7 @@ class component_actor final : public caf::event_based_actor {
   run_state& state() { return *state_; }
   std::shared_ptr<run_state> shared_state() const { return state_; }
   vertex_id vertex() const { return vertex_; }
+  std::uint64_t published() const { return sequence_; }  // this incarnation's last sequence number
   // Routes a publish and sends it now: to its local targets from here, to other nodes through the gate.
   result<void> route(std::string_view topic, vertex_id scope, const payload& data);
   // A request to the component at `target`, which runs on this node.

@@ -2,6 +2,7 @@
 
 #include "banyan/sdk/error.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -112,6 +113,30 @@ result<std::vector<vertex_state>> decode(std::string_view bytes, const component
     }
   }
   if (!r.done()) return bad("trailing bytes");
+  return out;
+}
+
+void orphaned_publishes::add(vertex_id v, std::vector<moved_publish> publishes, std::uint64_t after_sequence) {
+  std::lock_guard lock(mutex_);
+  auto& e = held_[v];
+  if (e.publishes.empty()) e.after_sequence = after_sequence;
+  for (auto& p : publishes) e.publishes.push_back(std::move(p));
+}
+
+std::optional<orphaned_publishes::entry> orphaned_publishes::take(vertex_id v) {
+  std::lock_guard lock(mutex_);
+  auto it = held_.find(v);
+  if (it == held_.end()) return std::nullopt;
+  auto e = std::move(it->second);
+  held_.erase(it);
+  return e;
+}
+
+std::vector<vertex_id> orphaned_publishes::vertices() const {
+  std::lock_guard lock(mutex_);
+  std::vector<vertex_id> out;
+  for (const auto& [v, e] : held_) out.push_back(v);
+  std::sort(out.begin(), out.end());
   return out;
 }
 

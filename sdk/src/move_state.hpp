@@ -44,6 +44,25 @@ std::vector<vertex_id> subtree_of(const component_tree& tree, vertex_id v);
 // Checks that every vertex is in `root`'s subtree and appears once; an error names the field.
 result<std::vector<vertex_state>> decode(std::string_view bytes, const component_tree& tree, vertex_id root);
 
+// Publishes an incarnation made while its gate held them (the cluster still starting, a move's
+// freeze) and did not live to send: they were published before it ended, so they go out on its
+// behalf, ahead of anything newer: its next incarnation here sends them before its own
+// (cluster_gate::arrive), or the gateway does once the cluster is ready if none runs.
+class orphaned_publishes {
+ public:
+  struct entry {
+    std::vector<moved_publish> publishes;
+    std::uint64_t after_sequence = 0;  // the sequence number the ended incarnation had reached
+  };
+  void add(vertex_id v, std::vector<moved_publish> publishes, std::uint64_t after_sequence);
+  std::optional<entry> take(vertex_id v);
+  std::vector<vertex_id> vertices() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<vertex_id, entry> held_;
+};
+
 // Incarnations arriving here: the gate of the arriving incarnation takes its vertex's state, once
 // (cluster_gate::arrive).
 class move_arrivals {

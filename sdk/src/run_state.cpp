@@ -68,6 +68,7 @@ void run_state::forget_subtree(vertex_id v, bool lost) {
 }
 
 void run_state::tell_watchers(vertex_id v, const std::string& why) {
+  if (node_ && !cluster_ready()) watching_.add_early_end(v, why);
   for (const auto& [watcher, id] : watching_.of(v)) {
     if (auto w = caf::actor_cast<caf::actor>(watcher)) caf::anon_send(w, mondown_atom::value, id, tree_->path(v), why);
   }

@@ -76,6 +76,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   watchers& watching() { return watching_; }
   request_traffic& requests() { return requests_; }
   move_arrivals& arrivals() { return arrivals_; }
+  orphaned_publishes& orphans() { return orphans_; }
   node_runtime* node() const { return node_; }
   // With run_options::state_dir on a node: where kept states are also made durable (else null).
   durable_states* durable() const { return durable_.get(); }
@@ -127,6 +128,7 @@ class run_state : public std::enable_shared_from_this<run_state> {
   watchers watching_{tree_->size()};
   request_traffic requests_{tree_};
   move_arrivals arrivals_;
+  orphaned_publishes orphans_;
   node_runtime* node_ = nullptr;
   std::unique_ptr<durable_states> durable_;
   std::atomic<bool> cluster_ready_{true};

@@ -49,11 +49,22 @@ class watchers {
     return remote_[watched];
   }
   std::uint64_t next_id() { return next_.fetch_add(1, std::memory_order_relaxed); }
+  // Ends before the cluster was ready, with their reasons: a monitor made meanwhile on another node
+  // reaches this one only once the cluster is ready, and hears of them then.
+  void add_early_end(vertex_id watched, std::string reason) {
+    std::lock_guard lock(mutex_);
+    early_[watched].push_back(std::move(reason));
+  }
+  std::vector<std::string> early_ends_of(vertex_id watched) const {
+    std::lock_guard lock(mutex_);
+    return early_[watched];
+  }
 
  private:
   mutable std::mutex mutex_;
   std::vector<std::vector<std::pair<caf::actor_addr, std::uint64_t>>> lists_;
   std::vector<std::vector<remote_watcher>> remote_{lists_.size()};
+  std::vector<std::vector<std::string>> early_{lists_.size()};
   std::atomic<std::uint64_t> next_{1};
 };
 

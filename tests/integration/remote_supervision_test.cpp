@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -448,6 +449,34 @@ TEST(RemoteRequestTraffic, RequestsAndRepliesAreCountedOnceOnTheirEdgesInTheMerg
   ASSERT_EQ(want.count("/sv/group/middle"), 1u);
   EXPECT_EQ(want.at("/sv/group/middle").first, 1u);
   EXPECT_EQ(edges_in(dir.path / "three.json"), want) << multi.output;
+}
+
+// A component that fails while the cluster is still starting (startfail_app): the readings its
+// first incarnation published before it failed, held until every node was ready, are delivered
+// ahead of its second incarnation's; its supervisor on another node restarts it; the sink's monitor
+// on a third node hears of the failure. All as in one process.
+TEST(RemoteSupervision, AComponentThatFailsWhileTheClusterStartsLosesNothingSilently) {
+  const std::string want = "GOT 1:1\nGOT 1:2\nGOT 2:1\nGOT 2:2\nGOT 2:3\nGOT 2:4\nGOT 2:5\n";
+  auto got_lines = [](const std::string& output) {
+    std::string out;
+    std::istringstream in(output);
+    for (std::string line; std::getline(in, line);) {
+      const auto at = line.find("GOT ");
+      if (at != std::string::npos) out += line.substr(at) + "\n";
+    }
+    return out;
+  };
+  auto one = run_argv({STARTFAIL_APP, "--threads", "2"}, 60s);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(got_lines(one.output), want) << one.output;
+  scratch_dir dir;
+  auto d = test::write_deployment(dir.path, {{"/sf", "n0"}, {"/sf/sensor", "n1"}, {"/sf/sink", "n2"}});
+  auto multi = run_argv({BANYAN_CLI, "launch", d.string(), "--run-for", "30s", "--", STARTFAIL_APP}, 60s);
+  ASSERT_EQ(multi.exit_code, 0) << multi.output;
+  EXPECT_EQ(got_lines(multi.output), want) << multi.output;
+  for (const auto* line : {"[n2] DOWN reading 3 failed", "[n0] FAILURE /sf/sensor reading 3 failed",
+                           "ended with 2 publish(es) held while the deployment started or paused"})
+    EXPECT_NE(multi.output.find(line), std::string::npos) << line << "\n" << multi.output;
 }
 
 }  // namespace

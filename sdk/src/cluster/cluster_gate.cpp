@@ -1,6 +1,7 @@
 #include "cluster_gate.hpp"
 
 #include "component_actor.hpp"
+#include "gateway.hpp"
 #include "node.hpp"
 
 #include "banyan/base/log.hpp"
@@ -146,7 +147,9 @@ void cluster_gate::monitor(vertex_id watched, std::uint64_t id) {
   }
   remote_watched_.emplace(id, watched);  // its node's loss ends it too (monitors_lost_with)
   // Its node tells us of each of its ends (`down`); the links may not be up yet.
-  auto send = [this, watched, id] { node_.send_monitor(self_.vertex(), watched, id); };
+  auto send = [this, watched, id, starting = !state_.cluster_ready()] {
+    node_.send_monitor(self_.vertex(), watched, id, starting);
+  };
   if (is_open()) send();
   else held_.push_back({kind::monitor, {}, 0, {}, std::move(send), std::nullopt});
 }
@@ -194,6 +197,12 @@ bool cluster_gate::child_node_ready(vertex_id child) const {
 }
 
 std::optional<vertex_state> cluster_gate::arrive() {
+  // What the incarnation before this one published and could not send goes ahead of this one's.
+  if (auto orphans = state_.orphans().take(self_.vertex())) {
+    for (auto& p : orphans->publishes)
+      held_.push_back({kind::publish, std::move(p.topic), p.scope, payload::copy_of(p.data), {}, std::nullopt});
+    if (is_open()) release();
+  }
   auto arrival = state_.arrivals().take(self_.vertex());
   if (!arrival) return arrival;
   for (auto& p : arrival->held)
@@ -246,6 +255,31 @@ bool cluster_gate::release() {
 }
 
 void cluster_gate::clear() {
+  // The incarnation ended with work held. Its publishes were made before it ended: they go out on
+  // its behalf (orphaned_publishes). Its requests, monitors and child starts end with it, as they
+  // would have had they been sent: nobody is left to hear the answer.
+  std::vector<moved_publish> publishes;
+  std::size_t others = 0;
+  for (auto& h : held_) {
+    if (h.what != kind::publish) {
+      ++others;
+      continue;
+    }
+    const auto bytes = h.data.bytes();
+    publishes.push_back(
+        {std::move(h.topic), h.scope, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())});
+  }
+  const std::string path = state_.tree().path(self_.vertex());
+  if (!publishes.empty()) {
+    log::info(path, "ended with " + std::to_string(publishes.size()) +
+                        " publish(es) held while the deployment started or paused: they go out on its behalf");
+    state_.orphans().add(self_.vertex(), std::move(publishes), self_.published());
+    caf::anon_send(node_.gateway(), orphans_atom::value);
+  }
+  if (others != 0)
+    log::warning(path, "ended with " + std::to_string(others) +
+                           " request(s), monitor(s) or child start(s) held while the deployment started or paused: "
+                           "not sent, nobody is left to hear of them");
   held_.clear();
   requests_.clear();
   remote_watched_.clear();

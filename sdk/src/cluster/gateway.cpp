@@ -98,6 +98,7 @@ caf::behavior gateway_actor::make_behavior() {
       [this](ready_atom) { release_held(); },
       [this](movelimit_atom, std::uint64_t epoch) { on_move_limit(epoch); },
       [this](earlymove_atom, std::uint64_t epoch) { check_early_move(epoch); },
+      [this](orphans_atom) { release_orphans(); },
   };
 }
 
@@ -228,6 +229,10 @@ void gateway_actor::on_monitor(const std::string& peer, runtime::envelope& e) {
   if (state_->where().node_of(watcher) != node_->index_of(peer))
     return log_dropped(peer, "monitor by `" + state_->tree().path(watcher) + "`: it is not on node `" + peer + "`");
   state_->watching().add_remote(watched, {node_->index_of(peer), watcher, e.id});
+  // Made while the cluster was starting: the ends here before then are news to it too.
+  if (e.code == 1)
+    for (auto& why : state_->watching().early_ends_of(watched))
+      node_->send_down(watched, node_->index_of(peer), watcher, e.id, std::move(why));
 }
 
 // A component we monitor on `peer` ended: tell the watcher (a stale id is ignored there).
@@ -386,6 +391,7 @@ void gateway_actor::release_held() {
   auto waiting = std::move(early_data_);
   early_data_.clear();
   for (auto& [from_peer, envelope] : waiting) dispatch(from_peer, envelope);
+  release_orphans();
 }
 
 void gateway_actor::on_subscription(const std::string& peer, runtime::envelope& e) {
@@ -413,17 +419,24 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
     if (!sent) unforwarded(who, now, sent.error().message);
     return;
   }
-  auto found = routes_.get(e.topic, who, scope_vertex, entry, from);
-  if (!found) return log_dropped(peer, "data: " + found.error().what());
-  const std::shared_ptr<const route_info>& route = **found;
-  const route_info& info = *route;
-  auto data = payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size());
-  const std::uint64_t sequence = e.origin_sequence;
   // The link's credit comes back when the local targets have handled the message and the nodes it
   // is forwarded to have delivered it (the receipt rides along; forwards never wait: they are
   // bounded by the credit they hold).
+  auto routed =
+      route_here(e.topic, who, scope_vertex, entry, from,
+                 payload::view_of(e.payload.owner(), e.payload.data(), e.payload.size()), e.origin_sequence, e.receipt);
+  if (!routed) log_dropped(peer, "data: " + routed.error().what());
+}
+
+result<void> gateway_actor::route_here(const std::string& topic, vertex_id who, vertex_id scope_vertex, vertex_id entry,
+                                       vertex_id from, const payload& data, std::uint64_t sequence,
+                                       const std::shared_ptr<const void>& receipt) {
+  auto found = routes_.get(topic, who, scope_vertex, entry, from);
+  if (!found) return found.error();
+  const std::shared_ptr<const route_info>& route = **found;
+  const route_info& info = *route;
   if (!info.local.empty()) {
-    auto message = std::make_shared<const routed_message>(routed_message{route, data, sequence, e.receipt});
+    auto message = std::make_shared<const routed_message>(routed_message{route, data, sequence, receipt});
     for (auto i : info.local) {
       if (!info.targets[i]) {
         const vertex_id target = info.plan->targets()[i].component;
@@ -442,8 +455,25 @@ void gateway_actor::on_data(const std::string& peer, runtime::envelope& e) {
     }
   }
   for (const auto& h : info.hops) {
-    auto sent = node_->forward(h, info.topic, who, scope_vertex, sequence, data, e.receipt, runtime::never_block);
+    auto sent = node_->forward(h, info.topic, who, scope_vertex, sequence, data, receipt, runtime::never_block);
     if (!sent) unforwarded(who, h.node, sent.error().message);
+  }
+  return {};
+}
+
+void gateway_actor::release_orphans() {
+  if (!state_->cluster_ready() || state_->frozen()) return;
+  for (const vertex_id v : state_->orphans().vertices()) {
+    if (state_->actors().get(v)) continue;  // its incarnation sends them ahead of its own (cluster_gate::arrive)
+    auto orphans = state_->orphans().take(v);
+    if (!orphans) continue;
+    std::uint64_t sequence = orphans->after_sequence;
+    for (auto& p : orphans->publishes) {
+      auto routed = route_here(p.topic, v, p.scope, v, no_vertex, payload::copy_of(p.data), ++sequence, nullptr);
+      if (!routed)
+        log::warning(node_->self_name(), "a publish of `" + state_->tree().path(v) + "` on `" + p.topic +
+                                             "` it made before it ended: " + routed.error().what());
+    }
   }
 }
 

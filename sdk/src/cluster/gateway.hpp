@@ -43,6 +43,7 @@ class run_state;
 
 using movelimit_atom = caf::atom_constant<caf::atom("movelimit")>;  // epoch: the move's pause limit passed
 using earlymove_atom = caf::atom_constant<caf::atom("earlymove")>;  // epoch: a freeze that should have come
+using orphans_atom = caf::atom_constant<caf::atom("orphans")>;      // an incarnation ended with publishes held
 
 // A failover this node takes part in (gateway_failover.cpp). Outside the gateway class: clang
 // cannot tell an optional of a nested struct with member initializers default-constructible there.
@@ -147,6 +148,14 @@ class gateway_actor final : public caf::event_based_actor {
   void on_ready(const std::string& peer);
   void on_subscription(const std::string& peer, runtime::envelope& e);
   void on_data(const std::string& peer, runtime::envelope& e);
+  // A message that enters this node at `entry` (over the edge from `from`): to the local targets
+  // and on to the next nodes. `receipt`: the upstream link's, held until they have it.
+  result<void> route_here(const std::string& topic, vertex_id publisher, vertex_id scope, vertex_id entry,
+                          vertex_id from, const payload& data, std::uint64_t sequence,
+                          const std::shared_ptr<const void>& receipt);
+  // Publishes of ended incarnations (orphaned_publishes) whose component runs nowhere here now:
+  // sent on their behalf once the cluster is ready and not paused.
+  void release_orphans();
   void serve_request(const std::string& peer, runtime::envelope& e);
   void on_undelivered(const std::string& peer, runtime::envelope& e);
   // A copy this node could not forward (its next node is gone): counted per publisher and node, and

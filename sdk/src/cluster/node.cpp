@@ -330,12 +330,13 @@ void node_runtime::send_child(wire_kind kind, vertex_id child, std::uint64_t gen
                    "cannot start on node `" + deployment_.names[to] + "`: " + r.error().what());
 }
 
-void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id) {
+void node_runtime::send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id, bool starting) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::monitor);
   e.sender = watcher;
   e.target = state_.tree().path(watched);
   e.id = id;
+  e.code = starting ? 1 : 0;
   auto r = transport_->send(deployment_.names[state_.where().node_of(watched)], std::move(e), runtime::never_block);
   if (!r) log::warning(self_name(), "monitor of `" + state_.tree().path(watched) + "`: " + r.error().what());
 }

@@ -115,7 +115,9 @@ class node_runtime {
   // report its ends to `watcher` (here) under monitor `id`; and tells node `to` that an incarnation
   // of local `watched` ended. Never wait for credit; a send to a gone node is dropped (the run is
   // ending, or that node is lost and its watchers with it).
-  void send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id);
+  // `starting`: made while the cluster was starting, so the ends of `watched` before its node was
+  // ready are news too.
+  void send_monitor(vertex_id watcher, vertex_id watched, std::uint64_t id, bool starting);
   void send_down(vertex_id watched, std::uint32_t to, vertex_id watcher, std::uint64_t id, std::string reason);
   std::uint64_t next_generation(vertex_id v) { return generations_[v].fetch_add(1, std::memory_order_relaxed) + 1; }
 

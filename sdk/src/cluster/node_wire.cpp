@@ -120,7 +120,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       name = "child";
       break;
     case wire_kind::monitor:
-      allowed = f_sender | f_target | f_id;
+      allowed = f_sender | f_target | f_id | f_code;
       name = "monitor";
       break;
     case wire_kind::down:
@@ -244,6 +244,7 @@ std::string check(const runtime::envelope& e, const component_tree& tree, std::u
       return "";
     case wire_kind::monitor:
     case wire_kind::down:
+      if (e.code != 0 && e.code != 1) return kind + "code " + std::to_string(e.code) + " is not 0 or 1 (starting)";
       if (auto f = vertex_fault("sender", e.sender, tree); !f.empty()) return kind + f;
       if (auto f = path_fault("target", e.target, tree); !f.empty()) return kind + f;
       if (auto f = id_fault(); !f.empty()) return f;
