@@ -184,10 +184,11 @@ std::vector<envelope> mutations(kind k, std::mt19937_64& rng, int per_field) {
         case 12: e.payload = m % 2 ? shared_bytes() : shared_bytes::copy_of(text_value(rng, m)); break;
         case 13: e.kind = static_cast<std::uint16_t>(m % 2 ? 0 : first_unknown_kind + rng() % 60000); break;
       }
-      // A mutation that leaves a `quit` well-formed would end n1 here; the well-formed quit comes last.
+      // A mutation that leaves a `quit` well-formed (any reason text) would end n1 here; the
+      // well-formed quit comes last.
       if (e.kind == quit && e.code >= 0 && e.code <= 255 && e.sender == no_vertex_field && e.scope == no_vertex_field &&
-          e.topic.empty() && e.target.empty() && e.text.empty() && e.id == 0 && e.origin_sequence == 0 &&
-          e.entry == no_vertex_field && e.from == no_vertex_field && e.timeout_ms == 0 && e.payload.empty()) {
+          e.topic.empty() && e.target.empty() && e.id == 0 && e.origin_sequence == 0 && e.entry == no_vertex_field &&
+          e.from == no_vertex_field && e.timeout_ms == 0 && e.payload.empty()) {
         continue;
       }
       if (e.kind == move && (e.code == move_freeze || e.code == move_frozen)) continue;

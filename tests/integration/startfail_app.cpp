@@ -6,7 +6,7 @@
 // /sf/sensor from on_start, prints `GOT I:K` for each reading and `DOWN <reason>`, and ends the run
 // once it has every reading of the second incarnation and the first one's DOWN. The root prints
 // `FAILURE <child> <reason>`. Incarnations are counted in the sensor's process: its restarts run on
-// its node.
+// its node, and a restarted process starts counting again (so its first incarnation fails too).
 #include <banyan/sdk/sdk.hpp>
 
 #include <cstdio>
@@ -18,6 +18,7 @@ namespace {
 struct config {
   int readings = 5;
   int fail_at = 3;
+  bool stay = false;  // the sink never ends the run (a test ends it)
 };
 
 void say(const std::string& line) {
@@ -66,7 +67,7 @@ class sink : public banyan::leaf {
 
  private:
   void maybe_end(banyan::context& ctx) {
-    if (down_ && second_ == c_.readings) ctx.quit(0);
+    if (down_ && second_ == c_.readings && !c_.stay) ctx.quit(0);
   }
   config c_;
   int second_ = 0;
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
   banyan::app app{"sf", banyan::supervision{}, std::in_place_type<root>};
   app.options().add("--readings", c.readings, "Readings per incarnation of the sensor");
   app.options().add("--fail-at", c.fail_at, "The first incarnation throws on this reading");
+  app.options().add("--stay", c.stay, "The sink does not end the run");
   if (auto exit_code = app.options().parse(argc, argv)) return *exit_code;
   app.root().add_leaf<sink>("sink", c);  // first: in one process it subscribes before the first reading
   app.root().add_leaf<sensor>("sensor", c);
