@@ -301,6 +301,11 @@ TEST(MultiNode, ANodeThatComesBackAfterItsComponentsFailedOverIsRefused) {
   EXPECT_TRUE(nodes.wait_for(0, "node `n2` came back, but its components failed over while it was lost", 30s))
       << nodes.log(0);
   EXPECT_EQ(nodes.wait_exit(2, 30s), 2) << nodes.log(2);
+  // It says why it ends; the run did not end, and n0 does not count it as joined.
+  EXPECT_NE(nodes.log(2).find("node `n0` told this node to end (exit code 2): node `n0` does not take this node back"),
+            std::string::npos)
+      << nodes.log(2);
+  EXPECT_EQ(nodes.log(0).find("node `n2` joined again"), std::string::npos) << nodes.log(0);
   nodes.signal(0, SIGTERM);
   for (int i = 0; i < 2; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
 }

@@ -77,6 +77,7 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   }
   ready_.assign(deployment_.names.size(), false);
   lost_.assign(deployment_.names.size(), false);
+  refused_back_.assign(deployment_.names.size(), false);
   refused_.assign(deployment_.names.size(), false);
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {
     if (i == deployment_.self) continue;
@@ -373,7 +374,8 @@ void node_runtime::peer_ready(const std::string& peer) {
   bool again = false, back = false;
   {
     std::lock_guard lock(ready_mutex_);
-    again = ready_[n];  // a second `ready` of one link (announce_ready's and on_peer_up's)
+    if (refused_back_[n]) return;  // told to end (refuse_returning)
+    again = ready_[n];             // a second `ready` of one link (announce_ready's and on_peer_up's)
     ready_[n] = true;
     back = lost_[n];
   }
@@ -459,6 +461,10 @@ void node_runtime::on_peer_returned(const std::string& peer) {
                               "` is heard again after it was given up (it was stopped or cut off, not restarted): what "
                               "it ran was reported lost, so it is not taken back; it is told to end (restart it to "
                               "join again)");
+  {
+    std::lock_guard lock(ready_mutex_);
+    refused_back_[n] = true;
+  }
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::quit);
   e.code = 2;
@@ -487,9 +493,19 @@ bool node_runtime::refuse_returning(const std::string& peer) {
     runtime::envelope e;
     e.kind = static_cast<std::uint16_t>(wire_kind::quit);
     e.code = 2;
+    e.text = "node `" + self_name() +
+             "` does not take this node back: its components failed over while it was lost (`" + state_.tree().path(v) +
+             "` runs on `" + deployment_.names[where[v]] + "`); start a replacement under another name (`join: later`)";
+    if (e.text.size() > max_error_text_bytes) e.text.resize(max_error_text_bytes);
+    {
+      std::lock_guard lock(ready_mutex_);
+      refused_back_[n] = true;  // its `ready` is not news: it ends
+    }
     (void)transport_->send(peer, std::move(e), runtime::never_block);
     return true;
   }
+  std::lock_guard lock(ready_mutex_);
+  refused_back_[n] = false;  // taken back
   return false;
 }
 

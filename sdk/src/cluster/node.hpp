@@ -219,11 +219,12 @@ class node_runtime {
   std::atomic<bool> stopped_{false};
   std::atomic<bool> failing_over_{false};
   mutable std::mutex ready_mutex_;
-  std::vector<bool> ready_;     // per node: said ready and not lost since (under ready_mutex_)
-  std::vector<bool> lost_;      // per node: lost at least once (under ready_mutex_)
-  std::vector<bool> refused_;   // per node: lost with no failover (under ready_mutex_)
-  std::vector<bool> required_;  // per node: waited for at start (set in start())
-  resume_list waiters_;         // paused publishers, by congested link
+  std::vector<bool> ready_;         // per node: said ready and not lost since (under ready_mutex_)
+  std::vector<bool> lost_;          // per node: lost at least once (under ready_mutex_)
+  std::vector<bool> refused_;       // per node: lost with no failover (under ready_mutex_)
+  std::vector<bool> refused_back_;  // per node: came back and was told to end (under ready_mutex_)
+  std::vector<bool> required_;      // per node: waited for at start (set in start())
+  resume_list waiters_;             // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
   std::atomic<std::uint64_t> undelivered_{0};  // data envelopes handed back by gone peers
   std::mutex refused_mutex_;
