@@ -80,6 +80,9 @@ struct Frame {
   # The largest payload (and text) the sender accepts in one envelope, whole or in chunks: a peer
   # never sends a larger one to it (send() refuses it).
   maxPayload @17 :UInt64;
+
+  # Which envelopes of this frame are chunks of a large payload (struct Chunk).
+  chunks @18 :List(Chunk);
 }
 
 # One message of the node protocol. The typed fields below the payload size carry what the SDK's
@@ -110,11 +113,15 @@ struct Envelope {
   # digest says so). 0xffffffff: none.
   sender @15 :UInt32 = 0xffffffff;  # the publisher, subscriber, requester or watcher
   scope @16 :UInt32 = 0xffffffff;   # the scope of a publish
-  # Since version 6: a payload larger than the sender's chunk size travels as chunks, each an
-  # envelope of its own under the link's credit, with the same fields; the receiver delivers one
-  # envelope, with the whole payload, when the last chunk has arrived. Nonzero `chunkOf`: this is a
-  # chunk, and `chunkOf` is the link sequence of the first chunk of its payload.
-  chunkOf @17 :UInt64;
-  chunkTotal @18 :UInt64;   # the whole payload's bytes
-  chunkOffset @19 :UInt64;  # where this chunk's bytes go in it
+}
+
+# Since version 6: a payload larger than the sender's chunk size travels as chunks, each an
+# envelope of its own under the link's credit, with the same fields; the receiver delivers one
+# envelope, with the whole payload, when the last chunk has arrived. A frame lists which of its
+# envelopes are chunks (`Frame.chunks`), so an envelope that is not one carries no extra bytes.
+struct Chunk {
+  envelope @0 :UInt32;  # its index in the frame's `envelopes`
+  of @1 :UInt64;        # the link sequence of the first chunk of its payload
+  total @2 :UInt64;     # the whole payload's bytes
+  offset @3 :UInt64;    # where this chunk's bytes go in it
 }

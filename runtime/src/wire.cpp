@@ -58,7 +58,7 @@ void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_m
   f.setDigest(h.digest);
   f.setControl(h.control);
   f.setMaxPayload(h.max_payload);
-  std::size_t payload_bytes = 0;
+  std::size_t payload_bytes = 0, chunks = 0;
   if (!batch.empty()) {
     auto list = f.initEnvelopes(static_cast<unsigned>(batch.size()));
     for (unsigned i = 0; i < batch.size(); ++i) {
@@ -79,12 +79,21 @@ void encode(const frame_header& h, std::span<const envelope* const> batch, zmq_m
       w.setUrgent(e.urgent);
       w.setSequence(e.sequence);
       w.setPayloadSize(static_cast<std::uint32_t>(e.payload.size()));
-      if (e.chunk.of != 0) {
-        w.setChunkOf(e.chunk.of);
-        w.setChunkTotal(e.chunk.total);
-        w.setChunkOffset(e.chunk.offset);
-      }
+      chunks += e.chunk.of != 0;
       payload_bytes += e.payload.size();
+    }
+  }
+  if (chunks != 0) {
+    auto list = f.initChunks(static_cast<unsigned>(chunks));
+    unsigned at = 0;
+    for (unsigned i = 0; i < batch.size(); ++i) {
+      const envelope::chunk_info& c = batch[i]->chunk;
+      if (c.of == 0) continue;
+      auto w = list[at++];
+      w.setEnvelope(i);
+      w.setOf(c.of);
+      w.setTotal(c.total);
+      w.setOffset(c.offset);
     }
   }
   const std::size_t words = capnp::computeSerializedSizeInWords(mb);
@@ -181,6 +190,16 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
     if (list.size() != 0 && (list[0].getSequence() == 0 || d.h.sent < list[list.size() - 1].getSequence())) {
       return fail(verdict::garbage, "envelope sequences beyond the frame's `sent`");
     }
+    const auto chunks = f.getChunks();
+    for (unsigned i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].getEnvelope() >= list.size() || chunks[i].getOf() == 0 ||
+          (i > 0 && chunks[i].getEnvelope() <= chunks[i - 1].getEnvelope())) {
+        return fail(verdict::garbage, "chunk entry " + std::to_string(i) + " names envelope " +
+                                          std::to_string(chunks[i].getEnvelope()) + " of " +
+                                          std::to_string(list.size()) + " (in order, once each) with first sequence " +
+                                          std::to_string(chunks[i].getOf()));
+      }
+    }
     std::size_t need = 0;
     for (auto e : list) need += e.getPayloadSize();
     if (need > blob_bytes) {
@@ -220,11 +239,11 @@ decoded decode(std::span<zmq_msg_t> frames, std::size_t max_frame_bytes) {
       out.timeout_ms = e.getTimeoutMs();
       out.urgent = e.getUrgent();
       out.sequence = e.getSequence();
-      out.chunk = {e.getChunkOf(), e.getChunkTotal(), e.getChunkOffset()};
       const std::size_t n = e.getPayloadSize();
       out.payload = shared_bytes(keep, base + off, n);
       off += n;
     }
+    for (auto c : chunks) d.envelopes[c.getEnvelope()].chunk = {c.getOf(), c.getTotal(), c.getOffset()};
   } catch (const kj::Exception& ex) {
     return fail(verdict::garbage, std::string("not a frame: ") + ex.getDescription().cStr());
   }

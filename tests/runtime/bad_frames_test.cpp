@@ -43,12 +43,20 @@ bytes frame_bytes(std::uint16_t version, std::uint64_t incarnation, std::uint64_
     list[i].setTopic("t");
     list[i].setSequence(envs[i].first);
     list[i].setPayloadSize(envs[i].second);
-    if (i < chunks.size()) {
-      list[i].setChunkOf(chunks[i].of);
-      list[i].setChunkTotal(chunks[i].total);
-      list[i].setChunkOffset(chunks[i].offset);
-    }
     f.setSent(std::max<std::uint64_t>(f.getSent(), envs[i].first));
+  }
+  std::size_t n = 0;
+  for (const auto& c : chunks) n += c.of != 0;
+  if (n != 0) {
+    auto list = f.initChunks(static_cast<unsigned>(n));
+    unsigned at = 0;
+    for (unsigned i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].of == 0) continue;
+      list[at].setEnvelope(i);
+      list[at].setOf(chunks[i].of);
+      list[at].setTotal(chunks[i].total);
+      list[at++].setOffset(chunks[i].offset);
+    }
   }
   auto words = capnp::messageToFlatArray(mb);
   auto b = words.asChars();
