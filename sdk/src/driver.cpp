@@ -98,7 +98,7 @@ profile traffic_so_far(detail::run_state& state, const run_options& options,
 // The node's link health for the live profile (docs/runtime.md, "Dashboard"): per link, what the
 // transport says of it now (up, stalled, gone: the dashboard's up / stalled / lost), whether a send
 // would wait for credit (publishers pause), and its counters; and how often this node's publishers
-// paused. Safe from any thread (relaxed counters).
+// paused, and what it refused of each peer's envelopes. Safe from any thread.
 std::string link_health_json(const detail::node_runtime* node) {
   if (!node) return "{}";
   const auto& names = node->deployment().names;
@@ -123,8 +123,13 @@ std::string link_health_json(const detail::node_runtime* node) {
                      {"send_failures", s.send_failures},
                      {"lost_on_down", s.lost_on_down}});
   }
-  const nlohmann::json health = {
-      {"node", node->self_name()}, {"publisher_pauses", node->publisher_pauses()}, {"links", links}};
+  // What this node refused of each peer's envelopes (not the sender's to send), per kind.
+  nlohmann::json refused = nlohmann::json::object();
+  for (const auto& [key, count] : node->refused_counts()) refused[names[key.first]][key.second] = count;
+  const nlohmann::json health = {{"node", node->self_name()},
+                                 {"publisher_pauses", node->publisher_pauses()},
+                                 {"links", links},
+                                 {"refused", refused}};
   return health.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -7,6 +7,8 @@
 // `quit` with exit code 0.
 #include "faults.hpp"
 
+#include "../support/node_started.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -295,9 +297,13 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
   ASSERT_TRUE(rogue.has_value()) << rogue.error().what();
   constexpr std::uint64_t messages = 3000;
   std::vector<node_process> nodes;
+  const fs::path hold = dir.path / "hold";  // the run ends once this exists (after the health is read)
   for (const char* n : {"n0", "n1"}) {
-    auto p = process::spawn({MESH_APP, "--messages", std::to_string(messages), "--deployment", d.string(), "--node", n},
-                            {.out = output_mode::capture, .err = output_mode::merge});
+    auto p = process::spawn({MESH_APP, "--messages", std::to_string(messages), "--hold-until", hold.string(),
+                             "--deployment", d.string(), "--node", n},
+                            {.env = {{"BANYAN_CONTROL", banyan::test::control_endpoint(dir.path.string(), n)}},
+                             .out = output_mode::capture,
+                             .err = output_mode::merge});
     ASSERT_TRUE(p.has_value()) << p.error().what();
     nodes.push_back({std::move(*p)});
   }
@@ -372,6 +378,31 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
   ASSERT_TRUE((*rogue)->send("n1", step(granted, 7), never_block).has_value());
   ASSERT_TRUE((*rogue)->send("n0", step(release, 7), never_block).has_value());
 
+  // The nodes' link health (what the dashboard shows) counts what each refused of n2, per kind.
+  ASSERT_TRUE(nodes[0].wait_for("every subscriber got everything", 120s)) << output();
+  for (const char* n : {"n0", "n1"}) {
+    std::map<std::string, std::uint64_t> refused;
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    // Dispatch may still be on its way through the last of what n2 sent: asked until it is all counted.
+    while (std::chrono::steady_clock::now() < until) {
+      const auto reply =
+          banyan::test::control_request(banyan::test::control_endpoint(dir.path.string(), n), "profile", 10s);
+      ASSERT_EQ(reply.size(), 2u) << n << "\n" << output();
+      const auto health = nlohmann::json::parse(reply[1]);
+      refused = health["refused"].value("n2", nlohmann::json::object()).get<std::map<std::string, std::uint64_t>>();
+      if (std::string(n) == "n1" ? refused["data"] == 100 && refused["move"] >= 3 : refused["move"] >= 3) break;
+    }
+    if (std::string(n) == "n1") {
+      EXPECT_EQ(refused["data"], 100u) << n;
+      // The foreign freeze, the lease asked and granted (and its own freeze, when the call-off came first).
+      EXPECT_GE(refused["move"], 3u) << n;
+    } else {
+      EXPECT_EQ(refused["subscribe"], 1u) << n;
+      EXPECT_EQ(refused["undelivered"], 1u) << n;
+      EXPECT_GE(refused["move"], 3u) << n;  // its own freeze, the foreign one, the release
+    }
+  }
+  std::ofstream{hold};
   for (auto& n : nodes) EXPECT_EQ(n.wait_exit(120s), 0) << output();
   const std::string out = output();
   std::regex digest(R"(DIGEST (\S+) (\d+) ([0-9a-f]+))");

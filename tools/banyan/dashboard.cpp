@@ -241,6 +241,16 @@ struct dashboard::impl {
             if (k != "to") lj[k] = v;
         }
       }
+      // What the receiving node refused of this sender's envelopes (not its place to send them).
+      std::uint64_t refused = 0;
+      if (auto h = health.find(l.to); h != health.end() && h->second.contains("refused")) {
+        if (auto r = h->second["refused"].find(l.from); r != h->second["refused"].end() && r->is_object()) {
+          for (const auto& [kind, count] : r->items())
+            if (count.is_number_unsigned()) refused += count.get<std::uint64_t>();
+          lj["refused_kinds"] = *r;
+        }
+      }
+      lj["refused"] = refused;
       // A node whose process is gone answers nothing: its links are lost, or ended with the run.
       for (const auto* end : {&l.from, &l.to}) {
         auto it = process.find(*end);

@@ -538,6 +538,11 @@ std::uint64_t node_runtime::count_refused(node_id peer, const std::string& kind)
   return ++refused_by_[{peer, kind}];
 }
 
+std::map<std::pair<node_id, std::string>, std::uint64_t> node_runtime::refused_counts() const {
+  std::lock_guard lock(refused_mutex_);
+  return refused_by_;
+}
+
 void node_runtime::log_summary() {
   std::string line = "links:";
   for (std::size_t i = 0; i < deployment_.names.size(); ++i) {

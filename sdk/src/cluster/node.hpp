@@ -188,6 +188,8 @@ class node_runtime {
   // An envelope that `peer`'s place in the deployment does not allow it to send (the gateway's
   // authority check): counted per peer and kind for the summary; returns the count so far.
   std::uint64_t count_refused(node_id peer, const std::string& kind);
+  // What count_refused counted so far: per (peer, kind).
+  std::map<std::pair<node_id, std::string>, std::uint64_t> refused_counts() const;
 
  private:
   void on_envelope(const std::string& peer, runtime::envelope&& e);
@@ -227,7 +229,7 @@ class node_runtime {
   resume_list waiters_;             // paused publishers, by congested link
   std::atomic<std::uint64_t> pauses_{0};
   std::atomic<std::uint64_t> undelivered_{0};  // data envelopes handed back by gone peers
-  std::mutex refused_mutex_;
+  mutable std::mutex refused_mutex_;
   std::map<std::pair<node_id, std::string>, std::uint64_t> refused_by_;  // count_refused()
   struct pending_request {
     caf::actor reply_to;
