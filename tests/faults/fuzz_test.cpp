@@ -374,6 +374,28 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
     ASSERT_TRUE((*rogue)->send(n, step(freeze, n1s, "/mesh/zone1", "n2"), never_block).has_value());
     ASSERT_TRUE((*rogue)->send(n, step(moved, n1s, "/mesh/zone1", "n2"), never_block).has_value());
   }
+  // Every other kind in another node's name: a request for n0's checker, supervision of n1's
+  // subtree and a report on it, a monitor for n0's checker and news of an end on n1.
+  envelope ask = well_formed(request);  // /mesh/checker (n0's) asks /mesh/zone1/pub
+  ASSERT_TRUE((*rogue)->send("n1", ask, never_block).has_value());
+  envelope command;
+  command.kind = child_start;
+  command.target = "/mesh/zone1";
+  command.id = 9;
+  ASSERT_TRUE((*rogue)->send("n1", command, never_block).has_value());
+  envelope report = command;
+  report.kind = child_failed;
+  report.text = "forged";
+  ASSERT_TRUE((*rogue)->send("n0", report, never_block).has_value());
+  envelope watch = well_formed(monitor);  // /mesh/checker (n0's) watches /mesh/zone1/pub
+  ASSERT_TRUE((*rogue)->send("n1", watch, never_block).has_value());
+  envelope end;
+  end.kind = down;
+  end.sender = vertex.at("/mesh/zone1/pub");
+  end.target = "/mesh/checker";
+  end.id = 5;
+  end.text = "forged";
+  ASSERT_TRUE((*rogue)->send("n0", end, never_block).has_value());
   ASSERT_TRUE((*rogue)->send("n1", step(lease, 7), never_block).has_value());
   ASSERT_TRUE((*rogue)->send("n1", step(granted, 7), never_block).has_value());
   ASSERT_TRUE((*rogue)->send("n0", step(release, 7), never_block).has_value());
@@ -418,9 +440,14 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
         "refused undelivered: 1000005 copies of `/mesh/zone0/pub`", "refused move: a freeze without the lease",
         "is called off on every node", "refused move: a freeze of a move it does not coordinate",
         "refused move: a lease is asked of the root's node", "refused move: only the root's node grants the lease",
-        "refused move: a release of a lease it does not hold"})
+        "refused move: a release of a lease it does not hold", "refused request: a request from `/mesh/checker`",
+        "supervision of `/mesh/zone1`: its supervisor is not on node `n2`",
+        "supervision report for `/mesh/zone1`: it is not hosted by node `n2`",
+        "monitor by `/mesh/checker`: it is not on node `n2`",
+        "down of `/mesh/zone1/pub`: it is not hosted by node `n2`"})
     EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
   EXPECT_NE(out.find("refused (not the sender's to send): n2 data 100"), std::string::npos) << out;
+  EXPECT_EQ(out.find("stalled"), std::string::npos) << "no honest link went silent past a heartbeat\n" << out;
 }
 
 }  // namespace

@@ -314,13 +314,16 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
 // is taken only from a node whose place allows it. A node sends data across the tree edge from a
 // component it hosts (`from`; the publisher itself in the flat modes) and subscribes and
 // unsubscribes for components it hosts; an assignment that just changed allows the node of before
-// too (what it sent before the change), and so does a move in progress here (the new node starts
-// the subtree before the thaw). `undelivered` may report no more copies of a publisher's messages
+// too (what it sent before the change), and a move in progress here allows its destination for the
+// moving subtree (the new node starts it before the thaw). `undelivered` may report no more copies of a publisher's messages
 // than its routes could have lost. Returns why not, or nothing.
 std::string gateway_actor::unauthorised(node_id from, const runtime::envelope& e) {
   const auto& where = state_->where();
   auto hosted_by_from = [&](vertex_id v) {
-    return where.node_of(v) == from || where.previous_node_of(v) == from || state_->frozen();
+    if (where.node_of(v) == from || where.previous_node_of(v) == from) return true;
+    // A live move: its destination starts the moving subtree before the thaw (the freeze named both).
+    return move_ && move_->subtree != no_vertex && from == move_->destination &&
+           state_->tree().contains(move_->subtree, v);
   };
   auto path = [&](vertex_id v) { return "`" + state_->tree().path(v) + "`"; };
   switch (static_cast<wire_kind>(e.kind)) {
@@ -338,6 +341,14 @@ std::string gateway_actor::unauthorised(node_id from, const runtime::envelope& e
       if (!subscriber || hosted_by_from(*subscriber)) return {};  // an unknown id changes nothing
       return "the end of a subscription of " + path(*subscriber) + ", which its node does not host";
     }
+    case wire_kind::request:
+      // From the requester's node, or passed on by the node its target left in a live move.
+      if (hosted_by_from(e.sender)) return {};
+      if (auto target = state_->tree().find(e.target); target && where.previous_node_of(*target) == from) return {};
+      return "a request from " + path(e.sender) + ", which its node does not host";
+    case wire_kind::reply:
+      if (node_->reply_expected_from(e.id, from)) return {};
+      return "a reply (id " + std::to_string(e.id) + ") to no request this node sent it";
     case wire_kind::undelivered: {
       // Each publish crosses each cut edge of its route at most once: no more copies than that
       // can be lost, whoever forwarded them.
@@ -364,6 +375,8 @@ void gateway_actor::refuse_unauthorised(const std::string& peer, const runtime::
                            : k == wire_kind::subscribe   ? "subscribe"
                            : k == wire_kind::unsubscribe ? "unsubscribe"
                            : k == wire_kind::move        ? "move"
+                           : k == wire_kind::request     ? "request"
+                           : k == wire_kind::reply       ? "reply"
                                                          : "undelivered";
   const std::uint64_t n = node_->count_refused(node_->index_of(peer), kind);
   if (log::worth_logging(n))

@@ -588,7 +588,7 @@ result<void> node_runtime::send_request(vertex_id requester, vertex_id target, c
   e.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
   {
     std::lock_guard lock(requests_mutex_);
-    requests_[id] = {std::move(reply_to), node};
+    requests_[id] = {std::move(reply_to), node, target};
   }
   auto r = transport_->send(deployment_.names[node], std::move(e), block_at);
   if (!r) forget_request(id);
@@ -610,6 +610,15 @@ void node_runtime::send_reply(const std::string& peer, std::uint64_t id, reply_c
     r.text = text.size() > max_error_text_bytes ? text.substr(0, max_error_text_bytes) : std::move(text);
   r.payload = runtime::shared_bytes(data.owner(), data.bytes().data(), data.size());
   (void)transport_->send(peer, std::move(r), runtime::never_block);  // bounded by the requests
+}
+
+bool node_runtime::reply_expected_from(std::uint64_t id, node_id from) const {
+  std::lock_guard lock(requests_mutex_);
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return true;  // answered or given up: take_reply drops it, changing nothing
+  const auto& where = state_.where();
+  return it->second.node == from || where.node_of(it->second.target) == from ||
+         where.previous_node_of(it->second.target) == from;
 }
 
 void node_runtime::take_reply(runtime::envelope& e) {

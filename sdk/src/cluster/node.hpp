@@ -89,6 +89,9 @@ class node_runtime {
   void send_reply(const std::string& peer, std::uint64_t id, reply_code code, std::string text, const payload& data);
   // Hands a `reply` envelope to the requester that is still waiting for it (from the gateway).
   void take_reply(runtime::envelope& e);
+  // Whether node `from` may answer request `id`: the node it was sent to, or the one its target
+  // runs on now or ran on before a live move passed it on (an unknown id changes nothing).
+  bool reply_expected_from(std::uint64_t id, node_id from) const;
   std::uint64_t next_request_id() { return next_request_.fetch_add(1, std::memory_order_relaxed); }
 
   // Flow control for publishers (see component_actor::pause): whether a send to `node` would wait
@@ -233,9 +236,10 @@ class node_runtime {
   std::map<std::pair<node_id, std::string>, std::uint64_t> refused_by_;  // count_refused()
   struct pending_request {
     caf::actor reply_to;
-    node_id node;
+    node_id node;      // where it was sent
+    vertex_id target;  // a live move may pass it on to the target's new node, which answers
   };
-  std::mutex requests_mutex_;
+  mutable std::mutex requests_mutex_;
   std::unordered_map<std::uint64_t, pending_request> requests_;  // sent, no reply yet
   std::atomic<std::uint64_t> next_request_{1};
   struct counters {
