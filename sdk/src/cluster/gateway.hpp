@@ -279,6 +279,9 @@ class gateway_actor final : public caf::event_based_actor {
   void send_failover(node_id to, failover_step step, std::string payload = {});
   void next_failover();  // a failover or move that waited for this one
   std::optional<failover_run> failover_;
+  // The root's node: failovers it coordinated and ended (epoch -> the lost node). A survivor whose
+  // `applied` comes after the go (it was not ready when the go went) is told go then.
+  std::map<std::uint64_t, node_id> failovers_done_;
   std::vector<node_id> failovers_waiting_;  // the coordinator's: lost nodes whose failover waits
   // A survivor applies a plan only once it has found the loss itself (node_runtime::on_peer_down
   // tells its components what ran there first, from the assignment before the plan).

@@ -165,6 +165,15 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
       return take_plan(std::move(p));
     }
     case failover_step::applied:
+      if (auto done = failovers_done_.find(e.id); done != failovers_done_.end()) {
+        // It applied the plan after the go went (it was not ready then): its go now.
+        runtime::envelope go;
+        go.kind = static_cast<std::uint16_t>(wire_kind::failover);
+        go.code = static_cast<std::int32_t>(failover_step::go);
+        go.id = e.id;
+        go.text = node_->name_of(done->second);
+        return node_->send_control(from, std::move(go));
+      }
       if (!failover_ || failover_->coordinator != state_->where().self() || e.id != failover_->epoch)
         return log_dropped(peer, "failover step of no failover this node coordinates");
       failover_->applied_from[from] = true;
@@ -309,6 +318,7 @@ void gateway_actor::failover_go() {
   // Dynamic starts held for the lost node go where the failover put their children.
   node_->set_failing_over(false);
   for (const auto& a : state_->actors().running()) anon_send(a, joined_atom::value, lost);
+  if (failover_->coordinator == state_->where().self()) failovers_done_[failover_->epoch] = lost;
   failover_.reset();
   next_failover();
 }
