@@ -528,7 +528,7 @@ result<void> transport_impl::send(const std::string& name, envelope e, std::size
     return {};
   }
   // Chunks, each waiting for credit as an envelope would. A blocking sender waits for its turn, so
-  // that a receiver never assembles more than max_chunked payloads at once from one link.
+  // that a receiver never has to assemble more than max_assembling payloads at once from one link.
   if (blocking) space_cv_.wait(lk, [&] { return stopped_ || p->chunked_sends < max_chunked_sends; });
   ++p->chunked_sends;
   const std::uint32_t session = p->session;

@@ -315,8 +315,9 @@ void gateway_actor::dispatch(const std::string& peer, runtime::envelope& e) {
 // component it hosts (`from`; the publisher itself in the flat modes) and subscribes and
 // unsubscribes for components it hosts; an assignment that just changed allows the node of before
 // too (what it sent before the change), and a move in progress here allows its destination for the
-// moving subtree (the new node starts it before the thaw). `undelivered` may report no more copies of a publisher's messages
-// than its routes could have lost. Returns why not, or nothing.
+// moving subtree (the new node starts it before the thaw). A request comes from its requester's
+// node, a reply from the node asked. `undelivered` may report no more copies of a publisher's
+// messages than its routes could have lost. Returns why not, or nothing.
 std::string gateway_actor::unauthorised(node_id from, const runtime::envelope& e) {
   const auto& where = state_->where();
   auto hosted_by_from = [&](vertex_id v) {
