@@ -450,5 +450,62 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
   EXPECT_EQ(out.find("stalled"), std::string::npos) << "no honest link went silent past a heartbeat\n" << out;
 }
 
+// A reply is taken only from the node the request went to. The rogue plays n2, which hosts
+// /mesh/zone1: n0's checker asks it two of its five requests (the first and the fourth), which
+// tells the rogue the id of the fifth, asked of n1's /mesh/zone2/sub (a 60 s stall, 90 s timeout).
+// Its forged answer to that one is refused, and the request stays pending.
+TEST(Rogue, AReplyFromANodeThatWasNotAskedIsRefused) {
+  temp_dir dir;
+  const fs::path d = dir.path / "deployment.yaml";
+  {
+    std::ofstream out(d);
+    out << "version: 1\nnodes:\n";
+    for (const char* n : {"n0", "n1", "n2"})
+      out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
+    out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n2\n  /mesh/zone2: n1\n";
+  }
+  recorder r2;
+  auto rogue = transport::start(
+      node_options("n2", dir.ipc("n2"), {{"n0", dir.ipc("n0"), ""}, {"n1", dir.ipc("n1"), ""}}, 1000ms), r2.make());
+  ASSERT_TRUE(rogue.has_value()) << rogue.error().what();
+  std::vector<node_process> nodes;
+  for (const char* n : {"n0", "n1"}) {
+    auto p = process::spawn({MESH_APP, "--messages", "10", "--requests", "--request-lost", "--run-for", "60",
+                             "--deployment", d.string(), "--node", n},
+                            {.out = output_mode::capture, .err = output_mode::merge});
+    ASSERT_TRUE(p.has_value()) << p.error().what();
+    nodes.push_back({std::move(*p)});
+  }
+  auto output = [&] { return "--- n0\n" + nodes[0].output() + "--- n1\n" + nodes[1].output(); };
+  ASSERT_TRUE((*rogue)->wait_until_up("n0", 30s).has_value()) << output();
+  ASSERT_TRUE((*rogue)->wait_until_up("n1", 30s).has_value()) << output();
+  for (const char* n : {"n0", "n1"}) ASSERT_TRUE((*rogue)->send(n, well_formed(ready), never_block).has_value());
+  // The checker asks 1 of n2 (the rogue), 2 and 3 of n1, 4 of n2 and 5 of n1, in that order: 5's
+  // id follows 4's.
+  std::uint64_t last = 0;
+  ASSERT_TRUE(r2.wait(
+      [&] {
+        std::size_t asked = 0;
+        for (auto& e : r2.got["n0"])
+          if (e.kind == request) last = std::max(last, e.id), ++asked;
+        return asked == 2;
+      },
+      30s))
+      << output();
+  envelope forged = well_formed(reply);
+  forged.id = last + 1;
+  forged.code = 0;  // ok
+  forged.text.clear();
+  forged.payload = shared_bytes::copy_of("forged");
+  ASSERT_TRUE((*rogue)->send("n0", forged, never_block).has_value());
+  EXPECT_TRUE(nodes[0].wait_for("refused reply: a reply (id " + std::to_string(last + 1) + ")", 30s)) << output();
+  EXPECT_TRUE(nodes[0].wait_for("REQUEST 2 ", 30s)) << output();  // n1's answers come as ever
+  EXPECT_EQ(nodes[0].output().find("REQUEST 5"), std::string::npos) << output();
+  // n0 ends on SIGTERM; n1 spins in the 60 s stall, so it is killed rather than waited for.
+  nodes[0].proc.signal(SIGTERM);
+  EXPECT_NE(nodes[0].wait_exit(30s), -1) << output();
+  nodes[1].proc.kill();
+}
+
 }  // namespace
 }  // namespace banyan::runtime::test
