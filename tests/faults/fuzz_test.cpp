@@ -272,28 +272,39 @@ TEST(Fuzz, EveryFieldOfEveryKindMutatedLeavesTheNodeWorking) {
   std::printf("fuzz: %zu mutated envelopes sent, seed %llu\n", sent, static_cast<unsigned long long>(seed));
 }
 
+// The rogue tests' deployment: n0, n1 and n2 (the rogue, a bare transport) on ipc endpoints in
+// `dir`, /mesh on n0 and `assignments` besides.
+fs::path rogue_deployment(const temp_dir& dir, const std::string& assignments) {
+  const fs::path d = dir.path / "deployment.yaml";
+  std::ofstream out(d);
+  out << "version: 1\nnodes:\n";
+  for (const char* n : {"n0", "n1", "n2"})
+    out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
+  out << "assignments:\n  /mesh: n0\n" << assignments;
+  return d;
+}
+
+result<std::unique_ptr<transport>> start_rogue(const temp_dir& dir, recorder& r) {
+  return transport::start(
+      node_options("n2", dir.ipc("n2"), {{"n0", dir.ipc("n0"), ""}, {"n1", dir.ipc("n1"), ""}}, 1000ms), r.make());
+}
+
 // A rogue peer (docs/runtime.md, "What a peer may send"): the test plays n2 of a 3-node deployment,
 // a node that hosts nothing, with a bare transport: it completes the handshake and says `ready` as
-// any node does, then sends well-formed envelopes its place does not allow: data across an edge
-// from a component n0 hosts, a subscription for a component n1 hosts, the end of every
-// subscription n1 made, and 1,000,005 copies of a publisher "undelivered". The honest nodes refuse
-// each (a log line per kind, counted in the summary) and the run ends as if the rogue had been
-// quiet: exit 0, every subscriber got every message once, no publisher told of a loss.
+// any node does, then sends well-formed envelopes of every kind that its place does not allow: data
+// across an edge from a component n0 hosts, a subscription for a component n1 hosts, the end of
+// every subscription n1 made, 1,000,005 copies of a publisher "undelivered", move steps and the
+// lease out of turn, and requests, supervision and monitors in other nodes' names. The honest nodes
+// refuse each (a log line per kind, counted in the summary and the link health) and the run ends
+// as if the rogue had been quiet: exit 0, every subscriber got every message once, no publisher
+// told of a loss, no link stalled.
 TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
   temp_dir dir;
-  const fs::path d = dir.path / "deployment.yaml";
-  {
-    std::ofstream out(d);
-    out << "version: 1\nnodes:\n";
-    for (const char* n : {"n0", "n1", "n2"})
-      out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
-    out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n1\n";
-  }
+  const fs::path d = rogue_deployment(dir, "  /mesh/zone1: n1\n");
   vertex = mesh_vertices(dir.path);
   ASSERT_TRUE(vertex.count("/mesh/zone1/sub")) << "mesh_app's profile did not list its components";
   recorder r2;
-  auto rogue = transport::start(
-      node_options("n2", dir.ipc("n2"), {{"n0", dir.ipc("n0"), ""}, {"n1", dir.ipc("n1"), ""}}, 1000ms), r2.make());
+  auto rogue = start_rogue(dir, r2);
   ASSERT_TRUE(rogue.has_value()) << rogue.error().what();
   constexpr std::uint64_t messages = 3000;
   std::vector<node_process> nodes;
@@ -456,17 +467,9 @@ TEST(Rogue, APeerSendingWhatItsPlaceDoesNotAllowChangesNothing) {
 // Its forged answer to that one is refused, and the request stays pending.
 TEST(Rogue, AReplyFromANodeThatWasNotAskedIsRefused) {
   temp_dir dir;
-  const fs::path d = dir.path / "deployment.yaml";
-  {
-    std::ofstream out(d);
-    out << "version: 1\nnodes:\n";
-    for (const char* n : {"n0", "n1", "n2"})
-      out << "  - {name: " << n << ", endpoint: \"" << dir.ipc(n) << "\", capacity: {cpu: 1}}\n";
-    out << "assignments:\n  /mesh: n0\n  /mesh/zone1: n2\n  /mesh/zone2: n1\n";
-  }
+  const fs::path d = rogue_deployment(dir, "  /mesh/zone1: n2\n  /mesh/zone2: n1\n");
   recorder r2;
-  auto rogue = transport::start(
-      node_options("n2", dir.ipc("n2"), {{"n0", dir.ipc("n0"), ""}, {"n1", dir.ipc("n1"), ""}}, 1000ms), r2.make());
+  auto rogue = start_rogue(dir, r2);
   ASSERT_TRUE(rogue.has_value()) << rogue.error().what();
   std::vector<node_process> nodes;
   for (const char* n : {"n0", "n1"}) {

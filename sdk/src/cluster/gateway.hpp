@@ -277,6 +277,8 @@ class gateway_actor final : public caf::event_based_actor {
   // Each local parent of a lost subtree's root hears of all its lost children at once.
   void tell_parents_of_lost(const std::vector<node_id>& before, node_id lost, const std::string& reason_prefix);
   void send_failover(node_id to, failover_step step, std::string payload = {});
+  // The same for failover `epoch` of lost node `lost` (send_failover: the current one's).
+  void send_failover_step(node_id to, failover_step step, std::uint64_t epoch, node_id lost, std::string payload = {});
   void next_failover();  // a failover or move that waited for this one
   std::optional<failover_run> failover_;
   // The root's node: failovers it coordinated and ended (epoch -> the lost node). A survivor whose
@@ -304,7 +306,8 @@ class gateway_actor final : public caf::event_based_actor {
   void on_lease(node_id from, move_step step, std::uint64_t id);
   void lease_granted();
   void run_waiting();
-  void send_lease(node_id to, move_step step, std::uint64_t id);
+  // A move step that carries only its id: the lease's steps (the request's id), a call-off's thaw.
+  void send_step(node_id to, move_step step, std::uint64_t id);
   bool lease_held_ = false, lease_asked_ = false;
   std::uint64_t lease_request_ = 0;
   std::optional<node_id> lease_holder_;                         // the root's node: who holds it

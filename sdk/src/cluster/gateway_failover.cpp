@@ -50,11 +50,16 @@ std::string encode_assignment(const std::vector<node_id>& node_of) {
 }  // namespace
 
 void gateway_actor::send_failover(node_id to, failover_step step, std::string payload) {
+  send_failover_step(to, step, failover_->epoch, failover_->lost, std::move(payload));
+}
+
+void gateway_actor::send_failover_step(node_id to, failover_step step, std::uint64_t epoch, node_id lost,
+                                       std::string payload) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::failover);
   e.code = static_cast<std::int32_t>(step);
-  e.id = failover_->epoch;
-  e.text = node_->name_of(failover_->lost);
+  e.id = epoch;
+  e.text = node_->name_of(lost);
   if (!payload.empty()) {
     auto owner = std::make_shared<std::string>(std::move(payload));
     e.payload = runtime::shared_bytes(owner, reinterpret_cast<const std::byte*>(owner->data()), owner->size());
@@ -165,15 +170,9 @@ void gateway_actor::on_failover(const std::string& peer, runtime::envelope& e) {
       return take_plan(std::move(p));
     }
     case failover_step::applied:
-      if (auto done = failovers_done_.find(e.id); done != failovers_done_.end()) {
-        // It applied the plan after the go went (it was not ready then): its go now.
-        runtime::envelope go;
-        go.kind = static_cast<std::uint16_t>(wire_kind::failover);
-        go.code = static_cast<std::int32_t>(failover_step::go);
-        go.id = e.id;
-        go.text = node_->name_of(done->second);
-        return node_->send_control(from, std::move(go));
-      }
+      // It applied the plan after the go went (it was not ready then): its go now.
+      if (auto done = failovers_done_.find(e.id); done != failovers_done_.end())
+        return send_failover_step(from, failover_step::go, e.id, done->second);
       if (!failover_ || failover_->coordinator != state_->where().self() || e.id != failover_->epoch)
         return log_dropped(peer, "failover step of no failover this node coordinates");
       failover_->applied_from[from] = true;

@@ -404,13 +404,7 @@ void gateway_actor::call_off(node_id from, std::uint64_t epoch) {
   log::warning(node_->self_name(),
                "the pause `" + node_->name_of(from) + "` asked for (without the lease) is called off on every node");
   remember_called_off(epoch);
-  for (node_id n = 0; n < node_->deployment().names.size(); ++n) {
-    runtime::envelope e;
-    e.kind = static_cast<std::uint16_t>(wire_kind::move);
-    e.code = static_cast<std::int32_t>(move_step::thaw);
-    e.id = epoch;
-    node_->send_control(n, std::move(e));
-  }
+  for (node_id n = 0; n < node_->deployment().names.size(); ++n) send_step(n, move_step::thaw, epoch);
 }
 
 void gateway_actor::remember_called_off(std::uint64_t epoch) {

@@ -401,7 +401,7 @@ bool gateway_actor::take_lease(waiting_move then) {
   lease_asked_ = true;
   const node_id root = state_->where().node_of(0), self = state_->where().self();
   if (root == self) on_lease(self, move_step::lease, ++lease_request_);
-  else send_lease(root, move_step::lease, ++lease_request_);
+  else send_step(root, move_step::lease, ++lease_request_);
   return false;
 }
 
@@ -410,10 +410,10 @@ void gateway_actor::give_lease_back() {
   lease_held_ = false;
   const node_id root = state_->where().node_of(0), self = state_->where().self();
   if (root == self) on_lease(self, move_step::release, lease_request_);
-  else send_lease(root, move_step::release, lease_request_);  // (an envelope's id is never 0)
+  else send_step(root, move_step::release, lease_request_);  // (an envelope's id is never 0)
 }
 
-void gateway_actor::send_lease(node_id to, move_step step, std::uint64_t id) {
+void gateway_actor::send_step(node_id to, move_step step, std::uint64_t id) {
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::move);
   e.code = static_cast<std::int32_t>(step);
@@ -426,7 +426,7 @@ void gateway_actor::on_lease(node_id from, move_step step, std::uint64_t id) {
   auto grant = [&](node_id to, std::uint64_t request) {
     lease_holder_ = to;
     if (to == self) return lease_granted();
-    send_lease(to, move_step::granted, request);
+    send_step(to, move_step::granted, request);
   };
   switch (step) {
     case move_step::lease:

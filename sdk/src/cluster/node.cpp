@@ -461,17 +461,22 @@ void node_runtime::on_peer_returned(const std::string& peer) {
                               "` is heard again after it was given up (it was stopped or cut off, not restarted): what "
                               "it ran was reported lost, so it is not taken back; it is told to end (restart it to "
                               "join again)");
+  tell_to_end(n, "node `" + self_name() +
+                     "` gave this node up (nothing heard from it for too long: it was stopped or cut off), and what it "
+                     "ran was reported lost; it ends (restart it to join again)");
+}
+
+void node_runtime::tell_to_end(node_id n, std::string why) {
   {
     std::lock_guard lock(ready_mutex_);
-    refused_back_[n] = true;
+    refused_back_[n] = true;  // its `ready` is not news: it ends
   }
   runtime::envelope e;
   e.kind = static_cast<std::uint16_t>(wire_kind::quit);
   e.code = 2;
-  e.text = "node `" + self_name() +
-           "` gave this node up (nothing heard from it for too long: it was stopped or cut off), and what it ran was "
-           "reported lost; it ends (restart it to join again)";
-  (void)transport_->send(peer, std::move(e), runtime::never_block);
+  if (why.size() > max_error_text_bytes) why.resize(max_error_text_bytes);
+  e.text = std::move(why);
+  (void)transport_->send(deployment_.names[n], std::move(e), runtime::never_block);
 }
 
 bool node_runtime::refuse_returning(const std::string& peer) {
@@ -490,18 +495,11 @@ bool node_runtime::refuse_returning(const std::string& peer) {
                                 state_.tree().path(v) + "` runs on `" + deployment_.names[where[v]] +
                                 "`): refused, it is told to end; start a replacement under another name (`join: "
                                 "later`) and move subtrees onto it");
-    runtime::envelope e;
-    e.kind = static_cast<std::uint16_t>(wire_kind::quit);
-    e.code = 2;
-    e.text = "node `" + self_name() +
-             "` does not take this node back: its components failed over while it was lost (`" + state_.tree().path(v) +
-             "` runs on `" + deployment_.names[where[v]] + "`); start a replacement under another name (`join: later`)";
-    if (e.text.size() > max_error_text_bytes) e.text.resize(max_error_text_bytes);
-    {
-      std::lock_guard lock(ready_mutex_);
-      refused_back_[n] = true;  // its `ready` is not news: it ends
-    }
-    (void)transport_->send(peer, std::move(e), runtime::never_block);
+    tell_to_end(n, "node `" + self_name() +
+                       "` does not take this node back: its components failed over while it "
+                       "was lost (`" +
+                       state_.tree().path(v) + "` runs on `" + deployment_.names[where[v]] +
+                       "`); start a replacement under another name (`join: later`)");
     return true;
   }
   std::lock_guard lock(ready_mutex_);

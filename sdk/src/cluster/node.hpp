@@ -199,6 +199,9 @@ class node_runtime {
   void on_peer_up(const std::string& peer);
   // A peer given up and heard again with the same incarnation (stopped or cut off, not restarted).
   void on_peer_returned(const std::string& peer);
+  // The root's node does not take node `n` back: it tells it to end (exit 2), saying `why`, and no
+  // longer counts its `ready`.
+  void tell_to_end(node_id n, std::string why);
   // The cluster is ready once this node has announced itself and every required peer said ready.
   void check_cluster_ready();
   void on_peer_down(const std::string& peer, const std::string& reason);
