@@ -75,6 +75,8 @@ using rfailed_atom =
     caf::atom_constant<caf::atom("rfailed")>;  // child vertex, generation, reason: a remote child failed
 using rstopped_atom =
     caf::atom_constant<caf::atom("rstopped")>;  // child vertex, generation: a remote child ended by ctx.stop()
+using rback_atom =
+    caf::atom_constant<caf::atom("rback")>;  // child vertex: its node came back and started it afresh (incarnation 1)
 
 // The text of an actor's exit reason as the user wrote it: a component's failure is
 // make_error(sec::runtime_error, what) (component_actor.cpp), so its context holds `what` alone;

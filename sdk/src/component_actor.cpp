@@ -206,6 +206,7 @@ caf::behavior component_actor::make_behavior() {
       [this](lost_atom, const std::string& child_path, node_id lost, const std::string& reason) {
         supervisor_.child_lost(child_path, lost, reason);
       },
+      [this](rback_atom, vertex_id child) { supervisor_.remote_child_back(child); },
       [this](failover_atom, const std::vector<vertex_id>& children, const std::vector<std::string>& reasons) {
         supervisor_.children_failed_over(children, reasons);
       },

@@ -262,6 +262,23 @@ void supervisor::child_lost(const std::string& child_path, node_id lost, const s
   }
 }
 
+void supervisor::remote_child_back(vertex_id child_vertex) {
+  auto it = std::find_if(children_.begin(), children_.end(),
+                         [&](const child& c) { return c.remote && c.vertex == child_vertex; });
+  // Asked for a start since it came back (that incarnation counts), or stopping.
+  if (it == children_.end() || it->remote_up || shutting_down_) return;
+  const auto i = static_cast<std::size_t>(it - children_.begin());
+  log::info(state_.tree().path(vertex_),
+            "child `" + state_.tree().path(child_vertex) + "` runs again: its node came back and started it afresh");
+  it->lost = false;
+  it->remote_up = true;
+  it->generation = 1;  // its node's first, as at the run's start: what it reports from now on
+  const auto waiting = std::find(pending_.begin(), pending_.end(), i);
+  if (waiting == pending_.end()) return;
+  pending_.erase(waiting);  // the restart it waited for: it runs
+  if (starting_ == none) spawn_next();
+}
+
 void supervisor::children_failed_over(const std::vector<vertex_id>& vertices, const std::vector<std::string>& reasons) {
   // Each lost child now runs where() says. Its lost incarnation needs no stop: it is gone.
   std::vector<std::size_t> up;  // those running when their node went, in start order

@@ -51,6 +51,10 @@ class supervisor {
   void remote_child_stopped(vertex_id child, std::uint64_t generation);  // it called ctx.stop()
   // Its node `lost` is gone (ignored when the child no longer runs there: failed over already).
   void child_lost(const std::string& child_path, node_id lost, const std::string& reason);
+  // Its node came back after it was lost (a new incarnation, taken back: nothing of it failed over)
+  // and started it afresh, as at the run's start: that incarnation (1) is the child's, unless a start
+  // was asked for since. A restart it waited for is over.
+  void remote_child_back(vertex_id child);
   // A failover placed the lost children's subtrees on survivors (where() says which; `reasons`, one
   // per child, say so): restarted there as their restart types and this supervisor's strategy say,
   // within the intensity limit, as children that failed at one moment.

@@ -305,6 +305,86 @@ TEST(Failover, ALostSubtreeThatFitsNowhereIsRefusedAndItsSupervisorEscalates) {
   EXPECT_EQ(r.output.find("malformed"), std::string::npos) << r.output;  // n2 took the refusal
 }
 
+// A lost node that comes back (restarted, a new incarnation) is taken back when nothing of it
+// failed over: middle (0.5) fits on no survivor, so group restarts it on n1 as for any failure, each
+// start failing at once, with a backoff that leaves time for n1 to be started again. The new n1
+// starts middle afresh, which fails in on_start during the rejoin: group on n0 hears of that failure
+// (as of any other) and restarts middle there, which then answers.
+TEST(Failover, AComponentThatFailsWhileItsNodeRejoinsIsReportedToItsSupervisor) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  std::ofstream(d, std::ios::app) << "loads:\n  /sv: 0.8\n  /sv/group/middle: 0.5\n  /sv/group/last: 0.7\n";
+  const std::vector<std::string> app{SUPERVISE_APP, "--threads",      "2", "--scenario", "failover", "--backoff-ms",
+                                     "200",         "--max-restarts", "20"};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
+  argv.insert(argv.end(), app.begin(), app.end());
+  watched_launch l(argv);
+  ASSERT_TRUE(l.cluster_ready()) << l.log;
+  ASSERT_TRUE(l.kill_node("n1")) << l.log;
+  ASSERT_TRUE(l.until_line("node `n1` lost; no failover: ")) << l.log;
+  ASSERT_TRUE(l.until_line("cannot start on node `n1`")) << l.log;
+
+  // n1 again, whose first middle fails in on_start.
+  std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n1", "--run-for", "90s", "--"};
+  join.insert(join.end(), app.begin(), app.end());
+  join.insert(join.end(), {"--fail-in", "start", "--failures", "1"});
+  auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(joining.has_value());
+  ASSERT_TRUE(l.until_line("node `n1` joined again")) << l.log << joining->output();
+  EXPECT_TRUE(l.until_line("[n0] FAILURE /sv/group/middle boom in on_start", 30s)) << l.log << joining->output();
+  EXPECT_TRUE(l.until_line("AFTER pong from /sv/group/middle", 30s)) << l.log << joining->output();
+  EXPECT_EQ(l.end(60s), 0) << l.log;
+  const auto joined = joining->wait(60s);
+  const std::string joined_log = joining->output();
+  ASSERT_TRUE(joined.has_value()) << joined_log;
+  EXPECT_EQ(joined->code, 0) << joined_log;
+  // The group took the rejoined incarnation as its child's, then restarted it after its failure.
+  EXPECT_NE(l.log.find("child `/sv/group/middle` runs again: its node came back and started it afresh"),
+            std::string::npos)
+      << l.log;
+  EXPECT_EQ(count(joined_log, "[n1] START /sv/group/middle"), 2u) << joined_log;
+  EXPECT_EQ(l.log.find("giving up and escalating"), std::string::npos) << l.log;
+}
+
+// The other side of a rejoin: the supervisor comes back. group runs on n1 and fits on no survivor;
+// middle runs on n2 and was restarted once (its first start fails), so n2 hosts its incarnation 2.
+// When n1 is back, its new group counts on middle's incarnation 1 as at the run's start: n2 stops the
+// incarnation whose supervisor was lost and starts middle afresh under it, and top on n0 takes the
+// rejoined group as its child.
+TEST(Failover, ARootHostedUnderARejoinedSupervisorStartsAfreshUnderIt) {
+  scratch_dir dir;
+  auto d = test::write_deployment(dir.path, {{"/sv", "n0"}, {"/sv/group", "n1"}, {"/sv/group/middle", "n2"}});
+  std::ofstream(d, std::ios::app) << "loads:\n  /sv: 0.8\n  /sv/group: 0.5\n  /sv/group/middle: 0.7\n";
+  const std::vector<std::string> app{
+      SUPERVISE_APP, "--threads",  "2", "--scenario",        "failover", "--stay",          "--fail-in",
+      "start",       "--failures", "1", "--root-backoff-ms", "200",      "--root-restarts", "20"};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
+  argv.insert(argv.end(), app.begin(), app.end());
+  watched_launch l(argv);
+  ASSERT_TRUE(l.cluster_ready()) << l.log;
+  ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;  // middle's incarnation 2 answered
+  ASSERT_TRUE(l.kill_node("n1")) << l.log;
+  ASSERT_TRUE(l.until_line("node `n1` lost; no failover: ")) << l.log;
+  ASSERT_TRUE(l.until_line("cannot start on node `n1`")) << l.log;
+
+  std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n1", "--run-for", "90s", "--"};
+  join.insert(join.end(), app.begin(), app.end());
+  auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
+  ASSERT_TRUE(joining.has_value());
+  EXPECT_TRUE(l.until_line("[n2] [n2] `/sv/group/middle`'s parent runs on `n1`, which came back: started afresh"))
+      << l.log << joining->output();
+  EXPECT_TRUE(l.until_line("[/sv] child `/sv/group` runs again: its node came back and started it afresh"))
+      << l.log << joining->output();
+  EXPECT_TRUE(l.until([&] { return count(l.log, "[n2] START /sv/group/middle") == 3; }, 30s)) << l.log;
+  l.p->signal(SIGTERM);
+  joining->signal(SIGTERM);
+  EXPECT_NE(l.end(60s), -1) << l.log;
+  const auto joined = joining->wait(60s);
+  EXPECT_TRUE(joined.has_value()) << joining->output();
+  EXPECT_EQ(l.log.find("giving up and escalating"), std::string::npos) << l.log;
+  EXPECT_EQ(l.log.find("dropped"), std::string::npos) << l.log;
+}
+
 TEST(Failover, TwoNodesLostOneAfterTheOtherFailOverInTurn) { two_losses(false); }
 TEST(Failover, TwoNodesLostAtOnceFailOverInTurn) { two_losses(true); }
 

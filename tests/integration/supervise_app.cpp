@@ -41,6 +41,7 @@ struct config {
   std::string strategy = "one_for_one";
   int max_restarts = 3;
   int root_restarts = 3;
+  int root_backoff_ms = 0;  // the root's restart backoff
   std::string scenario = "classic";
   std::string middle_restart = "permanent";
   int backoff_ms = 0;           // group's restart backoff
@@ -235,7 +236,7 @@ class group : public banyan::composite {
                     if (!c_.stay) ctx.quit(0);
                     return;
                   }
-                  if (tries >= 400) {
+                  if (tries >= 1200) {  // about a minute
                     say("NEVER UP " + text_of(r));
                     return ctx.quit(3);
                   }
@@ -273,6 +274,7 @@ void add_options(banyan::options& o, config& c) {
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");
   o.add("--root-restarts", c.root_restarts, "the root's restart limit (within 30 s)");
+  o.add("--root-backoff-ms", c.root_backoff_ms, "the root's restart backoff in ms (doubling per restart)");
   o.add(
       "--scenario", c.scenario,
       "classic, otp (restart types, monitor, cleanup, state), dynamic (a dynamic child), lost (middle's node dies) or "
@@ -306,7 +308,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--strategy `%s`: must be one_for_one, one_for_all or rest_for_one\n", c.strategy.c_str());
     return 2;
   }
-  banyan::app app{"sv", {banyan::restart_strategy::one_for_one, c.root_restarts, 30s}, std::in_place_type<top>};
+  banyan::supervision root_policy{banyan::restart_strategy::one_for_one, c.root_restarts, 30s};
+  root_policy.backoff = std::chrono::milliseconds(c.root_backoff_ms);
+  banyan::app app{"sv", root_policy, std::in_place_type<top>};
   config again = c;
   add_options(app.options(), again);
   banyan::supervision group_policy{strategy, c.max_restarts, 30s};

@@ -395,8 +395,40 @@ void gateway_actor::refuse(const std::string& peer, const std::string& why) {
 }
 
 void gateway_actor::on_ready(const std::string& peer) {
-  node_->peer_ready(peer);
+  if (node_->peer_ready(peer)) on_node_back(node_->index_of(peer));
   release_held();
+}
+
+void gateway_actor::on_node_back(node_id n) {
+  // Node `n` was lost and a new incarnation of it is back (taken back: nothing of it failed over).
+  // It started its part of the tree afresh, as at the run's start, each root it hosts as its
+  // incarnation 1 and each of their remote children left to their own nodes.
+  const auto& tree = state_->tree();
+  const auto& where = state_->where().node_of();
+  const node_id self = state_->where().self();
+  // Its roots whose supervisors run here: incarnation 1 is theirs now, and what it reports counts
+  // (a failure during its rejoin reaches the supervisor like any other).
+  for (vertex_id v = 1; v < tree.size(); ++v) {
+    if (where[v] != n || where[tree.parent(v)] != self || state_->under_dynamic(v)) continue;
+    if (auto parent = state_->actors().get(tree.parent(v))) anon_send(parent, rback_atom::value, v);
+  }
+  // Our roots whose supervisors ran there went with them (OTP: children go with their supervisor).
+  // The new supervisor counts on incarnation 1 of each, started here as at the run's start, and
+  // restarts it from there (its node's generations begin again at 1); a dynamic one it starts when
+  // it asks.
+  if (shutting_down_) return;
+  for (auto& h : hosted_) {
+    if (where[tree.parent(h.vertex)] != n) continue;
+    const bool dynamic = state_->under_dynamic(h.vertex);
+    log::info(node_->self_name(), "`" + tree.path(h.vertex) + "`'s parent runs on `" + node_->name_of(n) +
+                                      "`, which came back: " + (dynamic ? "stopped" : "started afresh"));
+    if (dynamic) {
+      stop_hosted(h);
+      h.generation = 0;  // any start is new
+    } else {
+      start_hosted(h, 1, /*initial=*/false);
+    }
+  }
 }
 
 void gateway_actor::release_held() {

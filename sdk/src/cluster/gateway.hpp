@@ -146,6 +146,7 @@ class gateway_actor final : public caf::event_based_actor {
  private:
   void dispatch(const std::string& peer, runtime::envelope& e);
   void on_ready(const std::string& peer);
+  void on_node_back(node_id n);  // a lost node is back (a new incarnation): supervision across it starts afresh
   void on_subscription(const std::string& peer, runtime::envelope& e);
   void on_data(const std::string& peer, runtime::envelope& e);
   // A message that enters this node at `entry` (over the edge from `from`): to the local targets

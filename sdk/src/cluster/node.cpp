@@ -369,24 +369,26 @@ void node_runtime::on_envelope(const std::string& peer, runtime::envelope&& e) {
   caf::anon_send(gateway_, remote_atom::value, peer, std::make_shared<runtime::envelope>(std::move(e)));
 }
 
-void node_runtime::peer_ready(const std::string& peer) {
+bool node_runtime::peer_ready(const std::string& peer) {
   const node_id n = index_of(peer);
   bool again = false, back = false;
   {
     std::lock_guard lock(ready_mutex_);
-    if (refused_back_[n]) return;  // told to end (refuse_returning)
-    again = ready_[n];             // a second `ready` of one link (announce_ready's and on_peer_up's)
+    if (refused_back_[n]) return false;  // told to end (refuse_returning)
+    again = ready_[n];                   // a second `ready` of one link (announce_ready's and on_peer_up's)
     ready_[n] = true;
     back = lost_[n];
+    if (back && !again) refused_[n] = false;  // taken back: starts go there again
   }
   const bool joined = !again && state_.cluster_ready();  // ready after the start: it joined (or came back)
   check_cluster_ready();
-  if (!joined) return;
+  if (!joined) return false;
   // A node that joins sees the others' readies after its own start too: only a late or a returning
   // node is news.
   if (late(n) || back) log::info(self_name(), "node `" + peer + "` joined" + (back ? " again" : ""));
   // Dynamic children waiting for that node start now (their gates release them: joined_atom).
   for (const auto& a : state_.actors().running()) caf::anon_send(a, joined_atom::value, n);
+  return back;
 }
 
 void node_runtime::check_cluster_ready() {

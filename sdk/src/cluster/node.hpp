@@ -157,8 +157,9 @@ class node_runtime {
   void shutdown_hosted(bool urgent);
 
   // Called by the gateway, in arrival order. A peer ready after the cluster is: it joined (a node
-  // with `join: later`, or one back after it was lost); every local component hears of it.
-  void peer_ready(const std::string& peer);
+  // with `join: later`, or one back after it was lost); every local component hears of it. True
+  // when it is one back after it was lost (a new incarnation, taken back).
+  bool peer_ready(const std::string& peer);
   // Whether node `n` is linked and ready now (this node: always).
   bool node_ready(node_id n) const;
   // Node `n` was lost and no survivor can take what it ran (the gateway's failover refusal): a
