@@ -182,13 +182,10 @@ caf::behavior component_actor::make_behavior() {
         if (it != monitors_.end()) counted([&] { it->second(path, reason); });
       },
       [this](nodelost_atom, node_id, const std::string& reason, const std::vector<vertex_id>& gone) {
-        // Every monitor of a component the lost node ran fires once, here, and is gone.
+        // Every monitor of a component the lost node ran fires, here, and goes on.
         for (const auto& lost : gate_->monitors_lost_with(gone)) {
           auto handler = monitors_.find(lost.first);
-          if (handler == monitors_.end()) continue;
-          auto on_down = std::move(handler->second);
-          monitors_.erase(handler);
-          counted([&] { on_down(state_->tree().path(lost.second), reason); });
+          if (handler != monitors_.end()) counted([&] { handler->second(state_->tree().path(lost.second), reason); });
         }
       },
       [this](restart_atom) { supervisor_.backoff_over(); },

@@ -56,7 +56,8 @@ class outbound_gate {
   // Watches `watched` under `id`: its end comes to the actor as mondown_atom.
   virtual void monitor(vertex_id watched, std::uint64_t id) = 0;
   // A node is gone with the components `gone` (ascending, as they were placed when the loss was
-  // found): the monitors of them, in the order they were made, and forgotten (they fire once, now).
+  // found): the monitors of them, in the order they were made, which fire now and go on (made again
+  // where each component runs next, once that node is ready).
   virtual std::vector<std::pair<std::uint64_t, vertex_id>> monitors_lost_with(const std::vector<vertex_id>& gone) = 0;
 
   // Subscriptions made and dropped by this incarnation: every node's replica learns them.

@@ -122,7 +122,7 @@ TEST(RemoteSupervision, BackoffDelaysTheRemoteChildsRestarts) {
 
 // A monitor of a component whose node is lost (killed outright) fires once with the loss as its
 // reason, as Erlang's `noconnection` (be told when any component dies).
-TEST(RemoteMonitors, ALostNodeEndsTheMonitorsOfItsComponents) {
+TEST(RemoteMonitors, ALostNodeFiresTheMonitorsOfItsComponentsOnce) {
   auto r = three_nodes({"--scenario", "lost"});
   EXPECT_NE(r.output.find("DYING"), std::string::npos) << r.output;
   const std::string down = "DOWN /sv/group/middle node `n1` lost: ";
@@ -309,7 +309,8 @@ TEST(Failover, ALostSubtreeThatFitsNowhereIsRefusedAndItsSupervisorEscalates) {
 // failed over: middle (0.5) fits on no survivor, so group restarts it on n1 as for any failure, each
 // start failing at once, with a backoff that leaves time for n1 to be started again. The new n1
 // starts middle afresh, which fails in on_start during the rejoin: group on n0 hears of that failure
-// (as of any other) and restarts middle there, which then answers.
+// (as of any other) and restarts middle there, which then answers; group's monitor of middle, which
+// fired with the loss, hears of the failure too.
 TEST(Failover, AComponentThatFailsWhileItsNodeRejoinsIsReportedToItsSupervisor) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
@@ -332,6 +333,8 @@ TEST(Failover, AComponentThatFailsWhileItsNodeRejoinsIsReportedToItsSupervisor) 
   ASSERT_TRUE(joining.has_value());
   ASSERT_TRUE(l.until_line("node `n1` joined again")) << l.log << joining->output();
   EXPECT_TRUE(l.until_line("[n0] FAILURE /sv/group/middle boom in on_start", 30s)) << l.log << joining->output();
+  // group's monitor of middle fired with the loss and went on: it hears of the failure too.
+  EXPECT_TRUE(l.until_line("[n0] DOWN /sv/group/middle boom in on_start", 30s)) << l.log << joining->output();
   EXPECT_TRUE(l.until_line("AFTER pong from /sv/group/middle", 30s)) << l.log << joining->output();
   EXPECT_EQ(l.end(60s), 0) << l.log;
   const auto joined = joining->wait(60s);
@@ -343,6 +346,9 @@ TEST(Failover, AComponentThatFailsWhileItsNodeRejoinsIsReportedToItsSupervisor) 
             std::string::npos)
       << l.log;
   EXPECT_EQ(count(joined_log, "[n1] START /sv/group/middle"), 2u) << joined_log;
+  const auto lost = l.log.find("[n0] DOWN /sv/group/middle node `n1` lost: ");
+  EXPECT_NE(lost, std::string::npos) << l.log;
+  EXPECT_EQ(l.log.find("[n0] DOWN /sv/group/middle node `n1` lost: ", lost + 1), std::string::npos) << l.log;
   EXPECT_EQ(l.log.find("giving up and escalating"), std::string::npos) << l.log;
 }
 

@@ -18,9 +18,9 @@
 // third time; when middle stays down (transient after its stop, temporary after its failure), group
 // asks it for `ping` once more, prints `AFTER <error>` and ends the run.
 // --scenario failover: middle keeps its incarnation count as its state (printed as `INCARNATION
-// <path> <n>`, checkpointed in on_start); when its node is lost (killed by the test), group asks
-// middle for `ping` until its new incarnation answers from a survivor, prints `AFTER <reply>` and
-// ends the run.
+// <path> <n>`, checkpointed in on_start); group monitors it (`DOWN <path> <reason>`); when its node
+// is lost (killed by the test), group asks middle for `ping` until its new incarnation answers from
+// a survivor, prints `AFTER <reply>` and ends the run.
 // --scenario dynamic: last is a dynamic child; group starts it, pings it, stops
 // it and pings it again, printing `DYN ...` lines; --scenario dynamic-early starts it from group's
 // on_start (so it starts with its siblings, after them in declaration order).
@@ -139,7 +139,15 @@ class group : public banyan::composite {
   explicit group(config c) : c_(c) {}
   void on_start(banyan::context& ctx) override {
     say("START " + ctx.path());
-    if (c_.scenario == "classic" || c_.scenario == "failover") return;
+    if (c_.scenario == "classic") return;
+    if (c_.scenario == "failover") {
+      // Each end of middle, its node's loss and what its next incarnation's node reports.
+      auto m = ctx.monitor("/sv/group/middle", [](const std::string& path, const std::string& reason) {
+        say("DOWN " + path + " " + reason);
+      });
+      if (!m) say("MONITOR " + m.error().what());
+      return;
+    }
     if (c_.scenario == "dynamic-early") start_last(ctx);  // from on_start: starts with the others
     const std::string watched = c_.scenario == "otp" || c_.scenario == "lost" ? "/sv/group/middle" : "/sv/group/last";
     auto m = ctx.monitor(watched, [this, &ctx](const std::string& path, const std::string& reason) {

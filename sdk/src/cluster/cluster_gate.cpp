@@ -145,17 +145,22 @@ void cluster_gate::monitor(vertex_id watched, std::uint64_t id) {
     state_.watching().add(watched, self_.address(), id);
     return;
   }
-  remote_watched_.emplace(id, watched);  // its node's loss ends it too (monitors_lost_with)
-  // Its node tells us of each of its ends (`down`); the links may not be up yet.
-  auto send = [this, watched, id, starting = !state_.cluster_ready()] {
-    node_.send_monitor(self_.vertex(), watched, id, starting);
+  remote_watched_.emplace(id, watched);  // its node's loss fires it too (monitors_lost_with)
+  // Its node tells us of each of its ends (`down`). Made while the cluster starts, or while that
+  // node is away (not joined yet, lost, or a failover placing it), the monitor waits for it and then
+  // hears of the ends that node had at its start too: they came after the monitor was made.
+  const bool early = !state_.cluster_ready() || !child_node_ready(watched);
+  auto send = [this, watched, id, early] {
+    if (!state_.is_local(watched)) return node_.send_monitor(self_.vertex(), watched, id, early);
+    remote_watched_.erase(id);  // a failover placed it here
+    state_.watching().add(watched, self_.address(), id);
   };
-  if (is_open()) send();
-  else held_.push_back({kind::monitor, {}, 0, {}, std::move(send), std::nullopt});
+  if (is_open() && !early) return send();
+  held_.push_back({kind::monitor, {}, 0, {}, std::move(send), watched, id});
 }
 
 std::vector<std::pair<std::uint64_t, vertex_id>> cluster_gate::monitors_lost_with(const std::vector<vertex_id>& gone) {
-  // Every component on the lost node ended with it (Erlang's `noconnection`); it will report
+  // Every component on the lost node ended with it (Erlang's `noconnection`); that node will report
   // nothing more. `gone` is read when the loss was found: a failover may have placed them since.
   std::vector<std::pair<std::uint64_t, vertex_id>> fired;
   std::erase_if(remote_watched_, [&](const auto& m) {
@@ -164,6 +169,12 @@ std::vector<std::pair<std::uint64_t, vertex_id>> cluster_gate::monitors_lost_wit
     return true;
   });
   std::sort(fired.begin(), fired.end());  // ids grow: the order the monitors were made
+  // Each goes on: made again where its component runs next (a failover's survivor, or its node
+  // back after a restart), replacing one still held for the node that was lost.
+  std::erase_if(held_, [&](const held& h) {
+    return h.what == kind::monitor && std::any_of(fired.begin(), fired.end(), [&](auto& f) { return f.first == h.id; });
+  });
+  for (const auto& [id, watched] : fired) monitor(watched, id);
   return fired;
 }
 

@@ -53,8 +53,9 @@ class cluster_gate final : public outbound_gate {
     payload data;
     std::function<void()> send;  // the other kinds: sends it now, never holds it again
     // kind::child_start: the child, whose node (where it runs when released: a failover may have
-    // moved it) must be ready too.
+    // moved it) must be ready too; kind::monitor: the component watched, likewise.
     std::optional<vertex_id> child;
+    std::uint64_t id = 0;  // kind::monitor: the monitor's id
   };
   bool is_open() const;
   // Releases what is held, in order; false when it had to stop (the deployment froze meanwhile),
