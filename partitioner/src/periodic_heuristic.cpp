@@ -7,7 +7,12 @@
 //   2. Capacity repair: a node over capacity in some slot sheds the subtree whose move to another
 //      node costs least.
 //   3. Local search with exact, incremental cost: every subtree to every other node, every workflow
-//      to every other pattern, while the model cost drops.
+//      to every other pattern, while the model cost drops; then pair swaps, a node emptied, two
+//      nodes' subtrees exchanged, a workflow's pattern with its subtrees placed afresh.
+//   4. On models small enough for the LP: every other pattern of every workflow with all subtrees
+//      placed afresh around it, then 200 seeded kicks (iterated local search), each followed by the
+//      local search; then the exact model restricted to neighbourhoods of the best schedule
+//      (relaxation-induced, then all patterns, then all nodes), 1 s each.
 // The Monte-Carlo repair (periodic_planner.cpp) comes after, for the heuristic and the MIP alike.
 #include "periodic_model.hpp"
 
@@ -23,7 +28,9 @@ bool solve_relaxation(const model& m, const std::vector<int>& margins, std::vect
 namespace {
 
 constexpr std::size_t lp_max_columns = 60000;
-constexpr double precise_time_limit_s = 2;
+constexpr double precise_time_limit_s = 1;  // each of the three restricted MIPs
+constexpr std::size_t max_replans = 1024;
+constexpr std::size_t kicks = 200;  // iterated local search rounds (models small enough for the LP)
 
 class state {
  public:
@@ -277,6 +284,63 @@ class state {
 
   double total_cost() const { return node_cost() + traffic_cost(m_ref(), c_.node); }
 
+  // Takes schedule `c` (patterns and nodes) as it is.
+  void adopt(const choice& c) {
+    set_patterns(c.pattern);
+    for (std::size_t s = 0; s < c.node.size(); ++s) put(s, c.node[s], awake(s));
+  }
+
+  // Workflow f takes pattern c and every subtree is placed afresh (greedy); false when one fits
+  // nowhere.
+  bool replan_with(std::size_t f, std::size_t c) {
+    for (std::size_t s = 0; s < refs_.w->subtrees.size(); ++s)
+      if (c_.node[s] != no_node) take(s, awake(s));
+    cover(f, static_cast<std::size_t>(c_.pattern[f]), -1);
+    cover(f, c, +1);
+    c_.pattern[f] = static_cast<int>(c);
+    return place_all(nullptr) && repair_capacity();
+  }
+
+  // A kick out of a local minimum: one workflow takes another pattern, and the subtrees of a random
+  // node (or, every other time, a random third of all subtrees) leave their nodes and are placed
+  // again; false when they fit nowhere.
+  bool perturb(rng& r, bool whole_node) {
+    const std::size_t F = m_ref().flows.size(), S = refs_.w->subtrees.size(), k = refs_.w->nodes.size();
+    std::vector<std::size_t> leaving;
+    const auto emptied = static_cast<node_id>(r.next() % k);
+    for (std::size_t s = 0; s < S; ++s) {
+      if (whole_node ? c_.node[s] == emptied : r.next() % 3 == 0) leaving.push_back(s);
+    }
+    for (auto s : leaving) take(s, awake(s));
+    if (F > 0) {
+      const std::size_t f = r.next() % F, patterns = m_ref().flows[f].patterns.size();
+      const auto old = static_cast<std::size_t>(c_.pattern[f]);
+      if (patterns > 1) {
+        // Its subtrees leave too: their awake slots change.
+        for (auto sub : m_ref().flows[f].subtrees)
+          if (c_.node[sub] != no_node) take(sub, awake(sub));
+        cover(f, old, -1);
+        const std::size_t c = (old + 1 + r.next() % (patterns - 1)) % patterns;
+        cover(f, c, +1);
+        c_.pattern[f] = static_cast<int>(c);
+      }
+    }
+    return place_all(nullptr, whole_node ? emptied : no_node) && repair_capacity();
+  }
+
+  // The local search: node moves and pattern switches to a minimum, then the larger moves.
+  void descend() {
+    for (int pass = 0; pass < 20; ++pass) {
+      bool improved = move_pass();
+      improved |= pattern_pass();
+      if (!improved) improved |= swap_pass();
+      if (!improved) improved |= empty_pass();
+      if (!improved) improved |= exchange_pass();
+      if (!improved) improved |= flow_pass();
+      if (!improved) break;
+    }
+  }
+
   // Empties each node in turn (its subtrees each to their cheapest other node), kept when cheaper.
   bool empty_pass() {
     bool improved = false;
@@ -329,6 +393,46 @@ class state {
         if (c_.node[b] != no_node) take(b, sb);
         put(a, na, sa);
         put(b, nb, sb);
+      }
+    }
+    return improved;
+  }
+
+  // Exchanges everything two nodes run (nodes differ in cost and capacity), kept when cheaper (up to
+  // 64 nodes: O(k^2) pairs).
+  bool exchange_pass() {
+    const std::size_t S = refs_.w->subtrees.size(), k = refs_.w->nodes.size();
+    if (k > 64) return false;
+    bool improved = false;
+    std::vector<std::vector<std::uint32_t>> slots(S);
+    for (std::size_t s = 0; s < S; ++s) slots[s] = awake(s);
+    for (std::size_t a = 0; a < k; ++a) {
+      for (std::size_t b = a + 1; b < k; ++b) {
+        const auto na = static_cast<node_id>(a), nb = static_cast<node_id>(b);
+        std::vector<std::size_t> moving;
+        for (std::size_t s = 0; s < S; ++s)
+          if (c_.node[s] == na || c_.node[s] == nb) moving.push_back(s);
+        if (moving.empty()) continue;
+        const double cost = total_cost();
+        std::vector<node_id> was;
+        for (auto s : moving) {
+          was.push_back(c_.node[s]);
+          take(s, slots[s]);
+        }
+        bool ok = true;
+        for (std::size_t i = 0; i < moving.size() && ok; ++i) {
+          const node_id to = was[i] == na ? nb : na;
+          ok = std::isfinite(place_cost(moving[i], to, slots[moving[i]]));
+          if (ok) put(moving[i], to, slots[moving[i]]);
+        }
+        if (ok && total_cost() < cost - 1e-9 * std::max(1.0, cost)) {
+          improved = true;
+          continue;
+        }
+        for (std::size_t i = 0; i < moving.size(); ++i) {
+          if (c_.node[moving[i]] != no_node) take(moving[i], slots[moving[i]]);
+          put(moving[i], was[i], slots[moving[i]]);
+        }
       }
     }
     return improved;
@@ -474,14 +578,7 @@ solved solve_heuristic(const model& m, const std::vector<int>& margins) {
     state st(m, margins);
     st.set_patterns(*st0.patterns);
     if (!st.place_all(st0.h) || !st.repair_capacity()) continue;
-    for (int pass = 0; pass < 20; ++pass) {
-      bool improved = st.move_pass();
-      improved |= st.pattern_pass();
-      if (!improved) improved |= st.swap_pass();
-      if (!improved) improved |= st.empty_pass();
-      if (!improved) improved |= st.flow_pass();
-      if (!improved) break;
-    }
+    st.descend();
     const model_eval e = model_cost(m, st.current(), margins);
     if (!e.feasible) {
       out.message = e.violation;
@@ -494,24 +591,61 @@ solved solve_heuristic(const model& m, const std::vector<int>& margins) {
       out.cost = e.cost;
     }
   }
-  // Precision: the exact model restricted to the LP's support plus the best schedule's own choices
-  // (a relaxation-induced neighbourhood), warm-started from it, for a short time.
+  // Iterated local search on models small enough for the LP: kicks from the best schedule, each
+  // followed by the local search, kept when cheaper (the same rounds, from the same seed, every run).
   if (lp && out.found) {
-    support only;
-    for (std::size_t f = 0; f < m.flows.size(); ++f) {
-      only.pattern.emplace_back();
-      for (std::size_t c = 0; c < y[f].size(); ++c)
-        only.pattern.back().push_back(y[f][c] > 1e-6 || static_cast<int>(c) == out.c.pattern[f] ? 1 : 0);
+    rng r{0x5eed};
+    state st(m, margins);
+    auto keep_if_cheaper = [&] {
+      st.descend();
+      if (st.total_cost() >= out.cost - 1e-9 * std::max(1.0, out.cost)) return;
+      const model_eval e = model_cost(m, st.current(), margins);
+      if (e.feasible && e.cost < out.cost) {
+        out.c = st.current();
+        out.cost = e.cost;
+      }
+    };
+    // Every other pattern of every workflow, with every subtree placed afresh around it (up to
+    // `max_replans` patterns in all).
+    std::size_t patterns = 0;
+    for (const auto& fm : m.flows) patterns += fm.patterns.size();
+    for (std::size_t f = 0; f < m.flows.size() && patterns <= max_replans; ++f) {
+      for (std::size_t c = 0; c < m.flows[f].patterns.size(); ++c) {
+        if (static_cast<int>(c) == out.c.pattern[f]) continue;
+        st.adopt(out.c);
+        if (st.replan_with(f, c)) keep_if_cheaper();
+      }
     }
-    for (std::size_t s = 0; s < h.size(); ++s) {
-      only.node.emplace_back();
-      for (std::size_t n = 0; n < h[s].size(); ++n)
-        only.node.back().push_back(h[s][n] > 1e-6 || static_cast<node_id>(n) == out.c.node[s] ? 1 : 0);
+    for (std::size_t round = 0; round < kicks; ++round) {
+      st.adopt(out.c);
+      if (st.perturb(r, round % 2 == 0)) keep_if_cheaper();
     }
-    const solved precise = solve_mip(m, margins, precise_time_limit_s, &out.c, &only);
-    if (precise.found && precise.cost < out.cost) {
-      out.c = precise.c;
-      out.cost = precise.cost;
+  }
+  // Precision: the exact model restricted to a neighbourhood of the best schedule, warm-started from
+  // it, for a short time each, three times: the patterns and nodes of the LP's support (and the
+  // schedule's own); then every pattern with those nodes; then every node with those patterns (each
+  // time with the schedule's own as the pass before left it).
+  if (lp && out.found) {
+    enum class open { none, patterns, nodes };
+    for (const open opened : {open::none, open::patterns, open::nodes}) {
+      support only;
+      for (std::size_t f = 0; f < m.flows.size(); ++f) {
+        only.pattern.emplace_back();
+        for (std::size_t c = 0; c < y[f].size(); ++c)
+          only.pattern.back().push_back(opened == open::patterns || y[f][c] > 1e-6 ||
+                                        static_cast<int>(c) == out.c.pattern[f]);
+      }
+      for (std::size_t s = 0; s < h.size(); ++s) {
+        only.node.emplace_back();
+        for (std::size_t n = 0; n < h[s].size(); ++n)
+          only.node.back().push_back(opened == open::nodes || h[s][n] > 1e-6 ||
+                                     static_cast<node_id>(n) == out.c.node[s]);
+      }
+      const solved precise = solve_mip(m, margins, precise_time_limit_s, &out.c, &only);
+      if (precise.found && precise.cost < out.cost) {
+        out.c = precise.c;
+        out.cost = precise.cost;
+      }
     }
   }
   if (!out.found && out.message.empty()) out.message = "no placement within the nodes' capacities found";
