@@ -305,6 +305,29 @@ TEST(Failover, ALostSubtreeThatFitsNowhereIsRefusedAndItsSupervisorEscalates) {
   EXPECT_EQ(r.output.find("malformed"), std::string::npos) << r.output;  // n2 took the refusal
 }
 
+// A subtree asleep on the node that is lost restarts on a survivor from the state it went to sleep
+// with: the sleep made its kept state durable. middle counts its ticks in its state without a
+// checkpoint (its last checkpoint, at its start, has none), so only the sleep's state has them.
+TEST(Failover, ASubtreeLostWhileAsleepRestartsFromTheStateItSleptWith) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  const std::vector<std::string> app{SUPERVISE_APP, "--threads", "2", "--scenario",  "failover",
+                                     "--stay",      "--ticks",   "5", "--state-dir", (dir.path / "states").string()};
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
+  argv.insert(argv.end(), app.begin(), app.end());
+  watched_launch l(argv);
+  ASSERT_TRUE(l.cluster_ready()) << l.log;
+  ASSERT_TRUE(l.until_line("TICKED 5")) << l.log;
+  auto slept = run_argv({BANYAN_CLI, "sleep", "/sv/group/middle", "--from", d.string(), "--json"}, 60s);
+  ASSERT_EQ(slept.exit_code, 0) << slept.output << "\n" << l.log;
+  ASSERT_TRUE(l.kill_node("n1")) << l.log;
+  ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;
+  EXPECT_NE(l.log.find("AFTER pong from /sv/group/middle incarnation 2 ticks 5\n"), std::string::npos) << l.log;
+  EXPECT_NE(l.log.find("restart from their last durable state"), std::string::npos) << l.log;
+  l.p->signal(SIGTERM);
+  EXPECT_NE(l.end(60s), -1) << l.log;
+}
+
 // A lost node that comes back (restarted, a new incarnation) is taken back when nothing of it
 // failed over: middle (0.5) fits on no survivor, so group restarts it on n1 as for any failure, each
 // start failing at once, with a backoff that leaves time for n1 to be started again. The new n1

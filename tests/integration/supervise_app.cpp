@@ -20,7 +20,8 @@
 // --scenario failover: middle keeps its incarnation count as its state (printed as `INCARNATION
 // <path> <n>`, checkpointed in on_start); group monitors it (`DOWN <path> <reason>`); when its node
 // is lost (killed by the test), group asks middle for `ping` until its new incarnation answers from
-// a survivor, prints `AFTER <reply>` and ends the run.
+// a survivor, prints `AFTER <reply>` and ends the run. With --ticks N, group first asks middle to
+// `tick` N times (`TICKED <n>`): ticks are kept by snapshot, not by checkpoint, and pings say them.
 // --scenario dynamic: last is a dynamic child; group starts it, pings it, stops
 // it and pings it again, printing `DYN ...` lines; --scenario dynamic-early starts it from group's
 // on_start (so it starts with its siblings, after them in declaration order).
@@ -47,6 +48,7 @@ struct config {
   int backoff_ms = 0;           // group's restart backoff
   std::size_t state_bytes = 0;  // middle's state padded to this size (failover figures)
   bool stay = false;            // failover: the run goes on after middle answered (until stopped)
+  int ticks = 0;                // failover: group asks middle to `tick` this many times once it has started
 };
 
 std::string text_of(const banyan::result<banyan::payload>& r) {
@@ -96,7 +98,14 @@ class flaky : public banyan::leaf {
       say("INCARNATION " + ctx.path() + " " + std::to_string(++incarnation_));
       ctx.checkpoint();
       ctx.serve("ping", [this, &ctx](const banyan::payload&) -> banyan::result<banyan::payload> {
-        return banyan::payload::copy_of("pong from " + ctx.path() + " incarnation " + std::to_string(incarnation_));
+        std::string pong = "pong from " + ctx.path() + " incarnation " + std::to_string(incarnation_);
+        if (c_.ticks > 0) pong += " ticks " + std::to_string(ticks_);
+        return banyan::payload::copy_of(pong);
+      });
+      // Ticks count in its state too, but no checkpoint follows them: only a snapshot (a sleep, a
+      // move) keeps them.
+      ctx.serve("tick", [this](const banyan::payload&) -> banyan::result<banyan::payload> {
+        return banyan::payload::copy_of(std::to_string(++ticks_));
       });
     }
     if (c_.scenario == "lost") {
@@ -116,17 +125,19 @@ class flaky : public banyan::leaf {
     say("CLEANUP " + ctx.path() + " " + reason);
   }
   std::optional<banyan::payload> snapshot(banyan::context&) override {
-    std::string state = std::to_string(incarnation_) + " ";
-    if (state.size() < c_.state_bytes) state.resize(c_.state_bytes, 'x');  // restore reads the number
+    std::string state = std::to_string(incarnation_) + " " + std::to_string(ticks_) + " ";
+    if (state.size() < c_.state_bytes) state.resize(c_.state_bytes, 'x');  // restore reads the numbers
     return banyan::payload::copy_of(state);
   }
   void restore(banyan::context&, const banyan::payload& state) override {
-    incarnation_ = std::stoi(std::string(reinterpret_cast<const char*>(state.bytes().data()), state.size()));
+    const std::string text(reinterpret_cast<const char*>(state.bytes().data()), state.size());
+    if (std::sscanf(text.c_str(), "%d %d", &incarnation_, &ticks_) < 1) incarnation_ = 0;
   }
 
  private:
   config c_;
   int incarnation_ = 0;
+  int ticks_ = 0;
 };
 
 int group_failures_seen = 0;  // by every incarnation of /sv/group, in this process
@@ -172,7 +183,10 @@ class group : public banyan::composite {
     if (c_.scenario == "failover" && !std::exchange(pinging_, true)) ping_until_up(ctx, 0);
   }
   void on_children_started(banyan::context& ctx) override {
-    if (c_.scenario == "failover") return;  // the test kills middle's node from outside
+    if (c_.scenario == "failover") {  // the test kills middle's node from outside
+      if (c_.ticks > 0 && !std::exchange(ticking_, true)) tick(ctx, 1);
+      return;
+    }
     if (c_.scenario == "lost") {
       if (++phase_ > 1) return;  // a restarted middle (failed over) is not asked again
       ctx.request("/sv/group/middle", "die", {}, std::chrono::seconds(20),
@@ -235,6 +249,15 @@ class group : public banyan::composite {
     const bool failure_due = c_.scenario == "otp" && c_.middle_restart == "temporary";
     if (!failure_due || group_failures_seen >= c_.failures) ctx.quit(0);
   }
+  // failover: ask middle to `tick`, one after the other, up to --ticks (then `TICKED <n>`).
+  void tick(banyan::context& ctx, int n) {
+    ctx.request("/sv/group/middle", "tick", {}, std::chrono::seconds(20),
+                [this, &ctx, n](banyan::result<banyan::payload> r) {
+                  if (!r) return say("TICK " + text_of(r));
+                  if (n < c_.ticks) return tick(ctx, n + 1);
+                  say("TICKED " + text_of(r));
+                });
+  }
   // failover: middle's node is gone; ask it until its new incarnation on a survivor answers.
   void ping_until_up(banyan::context& ctx, int tries) {
     ctx.request("/sv/group/middle", "ping", {}, std::chrono::seconds(2),
@@ -265,6 +288,7 @@ class group : public banyan::composite {
   bool asked_ = false;    // dynamic: last answered its ping
   bool after_ = false;    // the ping after middle's DOWN was answered
   bool pinging_ = false;  // failover: asking middle until it is up again
+  bool ticking_ = false;  // failover: the ticks were asked for
 };
 
 class top : public banyan::composite {
@@ -278,6 +302,7 @@ void add_options(banyan::options& o, config& c) {
   o.add("--failures", c.failures, "Incarnations of middle that fail");
   o.add("--state-bytes", c.state_bytes, "middle's state padded to this many bytes (failover scenario)");
   o.add("--stay", c.stay, "failover scenario: go on after middle answered from a survivor (until stopped)");
+  o.add("--ticks", c.ticks, "failover scenario: group asks middle to tick this many times once it has started");
   o.add("--fail-in", c.fail_in, "Where middle fails: start or handler");
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");

@@ -212,6 +212,8 @@ class gateway_actor final : public caf::event_based_actor {
   void hand_over(std::vector<std::shared_ptr<vertex_state>> states);
   void revert();  // the new node was lost after the hand-over: the subtree starts here again
   void take_over(vertex_id root, node_id from, std::uint64_t generation, std::string_view bytes);
+  // The kept states (keep_state) among `states` go to this node's durable store (--state-dir).
+  void make_durable(const std::vector<vertex_state>& states);
   void start_arrived(vertex_id root, std::uint64_t generation);
   void announce_moved();
   void settle(vertex_id root, node_id to);

@@ -249,7 +249,10 @@ void gateway_actor::hand_over(std::vector<std::shared_ptr<vertex_state>> states)
   move_->shipped = encode(plain);
   move_->state_bytes = move_->shipped.size();
   move_->components = plain.size();
-  if (move_->sleep) return put_to_sleep();  // the states stay here
+  if (move_->sleep) {
+    make_durable(plain);    // a loss of this node while it sleeps finds them
+    return put_to_sleep();  // the states stay here
+  }
   // Its supervisor lets it go: a local parent ends the old incarnation quietly and from now on
   // supervises it on its new node; for a hosted root, this gateway does.
   const vertex_id parent = tree.parent(root);
@@ -315,8 +318,18 @@ void gateway_actor::take_over(vertex_id root, node_id from, std::uint64_t genera
   move_->to = self;
   move_->generation = generation;
   state_->where().move(tree, root, self);
+  make_durable(*states);  // a loss of this node finds them here, not on the node they left
   state_->arrivals().put(std::move(*states));
   start_arrived(root, generation);
+}
+
+void gateway_actor::make_durable(const std::vector<vertex_state>& states) {
+  auto* durable = state_->durable();
+  if (!durable) return;
+  for (const auto& s : states) {
+    if (!s.snapshot || !state_->spec_of(s.vertex).keeps_state()) continue;
+    durable->put(state_->tree().path(s.vertex), payload::copy_of(*s.snapshot));
+  }
 }
 
 // Starts a subtree whose states wait in arrivals(): its local supervisor adopts it, or this gateway
