@@ -285,6 +285,9 @@ void component_actor::start() {
   } else if (s.keeps_state()) {
     if (auto kept = state_->kept().get(vertex_)) counted([&] { user_->restore(*ctx_, *kept); });
   }
+  // The root of a subtree arriving (a move, a wake) whose arriving incarnation failed: its
+  // restart ends the arrival instead (what waits for the subtree goes to it).
+  if (!arrived_ && state_->arrivals().arriving(vertex_)) arrived_ = true;
   supervisor_.prepare();
   counted([&] { user_->on_start(*ctx_); });
   // Subscriptions of the incarnation that left that this one did not make again end with it.

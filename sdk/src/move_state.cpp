@@ -154,4 +154,19 @@ std::optional<vertex_state> move_arrivals::take(vertex_id v) {
   return s;
 }
 
+void move_arrivals::begin(vertex_id root) {
+  std::lock_guard lock(mutex_);
+  roots_.insert(root);
+}
+
+void move_arrivals::over(vertex_id root) {
+  std::lock_guard lock(mutex_);
+  roots_.erase(root);
+}
+
+bool move_arrivals::arriving(vertex_id root) const {
+  std::lock_guard lock(mutex_);
+  return roots_.count(root) != 0;
+}
+
 }  // namespace banyan::detail

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace banyan::detail {
@@ -64,15 +65,20 @@ class orphaned_publishes {
 };
 
 // Incarnations arriving here: the gate of the arriving incarnation takes its vertex's state, once
-// (cluster_gate::arrive).
+// (cluster_gate::arrive). The roots of subtrees arriving (a move's, a wake's) until their arrival is
+// over: an incarnation of one that starts after the first failed says it has arrived too.
 class move_arrivals {
  public:
   void put(std::vector<vertex_state> states);
   std::optional<vertex_state> take(vertex_id v);
+  void begin(vertex_id root);
+  void over(vertex_id root);
+  bool arriving(vertex_id root) const;
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::unordered_map<vertex_id, vertex_state> states_;
+  std::unordered_set<vertex_id> roots_;
 };
 
 }  // namespace banyan::detail

@@ -328,6 +328,27 @@ TEST(Failover, ASubtreeLostWhileAsleepRestartsFromTheStateItSleptWith) {
   EXPECT_NE(l.end(60s), -1) << l.log;
 }
 
+// A subtree that fails while it wakes: middle is put to sleep and woken; its woken incarnation (its
+// second in n1's process) fails in on_start. Its supervisor restarts it as for any failure, and the
+// restart ends the wake: the wake is answered, and what was held for middle meanwhile (group's
+// pings after the failure) reaches the new incarnation.
+TEST(Hibernate, ASubtreeThatFailsWhileItWakesIsRestartedAndGetsWhatWasHeld) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  watched_launch l({BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--", SUPERVISE_APP, "--threads", "2",
+                    "--scenario", "failover", "--stay", "--fail-in", "start", "--failures", "0", "--fail-at", "2"});
+  ASSERT_TRUE(l.cluster_ready()) << l.log;
+  auto slept = run_argv({BANYAN_CLI, "sleep", "/sv/group/middle", "--from", d.string(), "--json"}, 60s);
+  ASSERT_EQ(slept.exit_code, 0) << slept.output << "\n" << l.log;
+  auto woke = run_argv({BANYAN_CLI, "wake", "/sv/group/middle", "--from", d.string(), "--json"}, 60s);
+  EXPECT_EQ(woke.exit_code, 0) << woke.output << "\n" << l.log;
+  EXPECT_TRUE(l.until_line("FAILURE /sv/group/middle boom in on_start")) << l.log;
+  EXPECT_TRUE(l.until_line("AFTER pong from /sv/group/middle", 30s)) << l.log;
+  l.p->signal(SIGTERM);
+  EXPECT_NE(l.end(60s), -1) << l.log;
+  EXPECT_EQ(count(l.log, "[n1] START /sv/group/middle"), 3u) << l.log;
+}
+
 // A lost node that comes back (restarted, a new incarnation) is taken back when nothing of it
 // failed over: middle (0.5) fits on no survivor, so group restarts it on n1 as for any failure, each
 // start failing at once, with a backoff that leaves time for n1 to be started again. The new n1

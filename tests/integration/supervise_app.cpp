@@ -49,6 +49,7 @@ struct config {
   std::size_t state_bytes = 0;  // middle's state padded to this size (failover figures)
   bool stay = false;            // failover: the run goes on after middle answered (until stopped)
   int ticks = 0;                // failover: group asks middle to `tick` this many times once it has started
+  int fail_at = 0;              // the incarnation of middle (in this process) that fails, besides --failures
 };
 
 std::string text_of(const banyan::result<banyan::payload>& r) {
@@ -82,7 +83,8 @@ class flaky : public banyan::leaf {
     say("MIDDLE-STARTED-AT-MS " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                      std::chrono::steady_clock::now() - first_start)
                                                      .count()));
-    const bool fail = ++middle_incarnations <= c_.failures;
+    ++middle_incarnations;
+    const bool fail = middle_incarnations <= c_.failures || middle_incarnations == c_.fail_at;
     if (c_.scenario == "otp") {
       say("INCARNATION " + ctx.path() + " " + std::to_string(++incarnation_));
       ctx.checkpoint();
@@ -303,6 +305,8 @@ void add_options(banyan::options& o, config& c) {
   o.add("--state-bytes", c.state_bytes, "middle's state padded to this many bytes (failover scenario)");
   o.add("--stay", c.stay, "failover scenario: go on after middle answered from a survivor (until stopped)");
   o.add("--ticks", c.ticks, "failover scenario: group asks middle to tick this many times once it has started");
+  o.add("--fail-at", c.fail_at,
+        "The incarnation of middle (counted in its process) that fails too, where --fail-in says");
   o.add("--fail-in", c.fail_in, "Where middle fails: start or handler");
   o.add("--strategy", c.strategy, "group's strategy: one_for_one, one_for_all or rest_for_one");
   o.add("--max-restarts", c.max_restarts, "group's restart limit (within 30 s)");

@@ -58,10 +58,12 @@ caf::behavior gateway_actor::make_behavior() {
       },
       [this](arrived_atom, vertex_id v) {
         if (move_ && move_->arriving && v == move_->root) {
+          state_->arrivals().over(v);
           move_->arrived = true;
           return announce_moved();
         }
         if (auto z = sleeping_.find(v); z != sleeping_.end() && z->second.starting) {
+          state_->arrivals().over(v);
           z->second.started = true;
           switch_over(v);
         }

@@ -336,6 +336,7 @@ void gateway_actor::make_durable(const std::vector<vertex_state>& states) {
 // hosts it. Its root says arrived_atom once the subtree has started.
 void gateway_actor::start_arrived(vertex_id root, std::uint64_t generation) {
   const auto& tree = state_->tree();
+  state_->arrivals().begin(root);
   const vertex_id parent = tree.parent(root);
   if (state_->is_local(parent)) {
     if (auto p = state_->actors().get(parent))
@@ -528,6 +529,7 @@ void gateway_actor::start_next(waiting_move next) {
 
 void gateway_actor::end_move(std::string error) {  // by value: thaw_here ends the move that may hold it
   give_lease_back();
+  if (move_->arriving) state_->arrivals().over(move_->root);
   const auto& tree = state_->tree();
   const auto& names = node_->deployment().names;
   const double pause_ms =
