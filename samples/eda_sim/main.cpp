@@ -106,8 +106,9 @@ int run(const options& o) {
     rand_opts.holds.push_back(*spec);
   }
   std::uint64_t check_from = 0;
+  const std::uint64_t reset_end = o.stimulus_file.empty() && !rand_opts.no_reset ? o.reset_cycles : 0;
   if (o.check_from == "reset") {
-    check_from = o.stimulus_file.empty() && !rand_opts.no_reset ? o.reset_cycles : 0;
+    check_from = reset_end;
   } else {
     char* end = nullptr;
     check_from = std::strtoull(o.check_from.c_str(), &end, 10);
@@ -326,6 +327,7 @@ int run(const options& o) {
                {"dont_care_bits", c.dont_care_bits},
                {"mismatched_bits", c.mismatched_bits},
                {"x_vs_value_bits", c.x_vs_value_bits},
+
                {"icarus_compile_seconds", icarus->compile_seconds},
                {"icarus_seconds", icarus->run_seconds}};
     if (c.first) {
@@ -334,7 +336,23 @@ int run(const options& o) {
                               {"got", c.first->got},       {"x_vs_value", c.first->x_vs_value}};
       if (!c.first->hint.empty()) jc["first_mismatch"]["hint"] = c.first->hint;
     }
+    // A pass over outputs that never change after the reset compares constants: say so, whatever the
+    // output format.
+    // (a reset's end shows at the outputs one cycle later: the cycle after its last edge)
+    const std::uint64_t settled = std::max(check_from, reset_end ? reset_end + 1 : 0);
+    const bool changed = eda::outputs_change(r.samples, settled);
+    jc["outputs_change"] = changed;
     summary["check"] = jc;
+    if (c.passed() && !changed && cycles > settled + 1)
+      std::fprintf(stderr,
+                   "eda_sim: warning: no output changed in cycles %llu..%llu, so the check compared constants: is "
+                   "the design held in reset (%s)? Name each reset and its polarity with --reset NAME:low or "
+                   "NAME:high, or --reset none\n",
+                   static_cast<unsigned long long>(settled), static_cast<unsigned long long>(cycles - 1),
+                   st.describe().c_str());
+    if (!c.passed() && o.json_out)  // the JSON on stdout says it too; stderr is what a user watches
+      std::fprintf(stderr, "eda_sim: check FAILED: first mismatch at cycle %llu, lane %u, signal %s\n",
+                   static_cast<unsigned long long>(c.first->cycle), c.first->lane, c.first->signal.c_str());
     if (!o.json_out) {
       if (c.passed())
         std::fprintf(stderr,
@@ -382,13 +400,18 @@ int main(int argc, char** argv) {
                  "The DUT's scope in a .vcd stimulus, e.g. tb.dut (default: the "
                  "first scope with every input and the clock)");
   app.add_option("--clock", o.clock, "Clock input (default: the input that clocks the flip-flops)");
+  // Each of these takes exactly one value (repeat the option for more): placed before the file list,
+  // it must not take the files as its values.
   app.add_option("-I,--include-dir", o.include_dirs,
                  "`include search folder (after the including file's own), "
-                 "for yosys and Icarus");
-  app.add_option("-D,--define", o.defines, "Macro NAME or NAME=VALUE, for yosys and Icarus");
+                 "for yosys and Icarus; repeatable")
+      ->allow_extra_args(false);
+  app.add_option("-D,--define", o.defines, "Macro NAME or NAME=VALUE, for yosys and Icarus; repeatable")
+      ->allow_extra_args(false);
   app.add_option("-P,--param", o.params,
                  "Top-module parameter NAME=VALUE (a Verilog constant: 8, 8'h3f, "
-                 "'\"prog.hex\"'), for yosys and Icarus");
+                 "'\"prog.hex\"'), for yosys and Icarus; repeatable")
+      ->allow_extra_args(false);
   app.add_option("--cache-dir", o.cache_dir,
                  "Netlists by source hash (default: $XDG_CACHE_HOME/banyan/eda_sim or "
                  "~/.cache/banyan/eda_sim)");
@@ -403,13 +426,15 @@ int main(int argc, char** argv) {
                "simulating each as one memory; for small memories only");
   app.add_option("--reset", o.resets,
                  "Reset input NAME, NAME:low or NAME:high, held asserted for --reset-cycles; "
-                 "repeatable (default: inputs named like a reset; 'none' for no reset)");
+                 "repeatable (default: inputs named like a reset; 'none' for no reset)")
+      ->allow_extra_args(false);
   app.add_option("--reset-cycles", o.reset_cycles, "Cycles of reset at the start")->capture_default_str();
   app.add_flag("--reset-active-low", o.reset_low, "Named resets without :low/:high are active low");
   app.add_flag("--reset-active-high", o.reset_high, "Named resets without :low/:high are active high");
   app.add_option("--hold", o.holds,
                  "Hold input NAME at VALUE (decimal, 0x.., 0b.., x) every cycle while the other "
-                 "inputs are random; repeatable");
+                 "inputs are random; repeatable")
+      ->allow_extra_args(false);
   app.add_flag("--check", o.check, "Run the same stimulus through Icarus on the RTL and compare every cycle");
   app.add_option("--check-from", o.check_from, "Compare from this cycle on, or 'reset': from the end of reset")
       ->capture_default_str();

@@ -129,6 +129,31 @@ TEST(Resets, ResetLikeInputsAreHeldNotRandomisedAndWarnedAbout) {
   EXPECT_NE(bad.error().message.find("--hold nosuch"), std::string::npos) << bad.error().message;
 }
 
+// `rst` used active-low, named like an active-high reset: taken as active-high, the design sits in
+// reset the whole run and the check passes on constant outputs. It says so, also under --json; with
+// the polarity named, the outputs move and nothing is said.
+TEST(Resets, ACheckOfOutputsThatNeverChangeSaysSo) {
+  temp_dir t;
+  const auto f = t.file("held.v",
+                        "module held(input clk, input rst, input [3:0] a, output reg [3:0] q);\n"
+                        "  always @(posedge clk) if (!rst) q <= 0; else q <= a;\nendmodule\n");
+  for (const bool json : {false, true}) {
+    std::vector<std::string> args{f, "--top", "held", "--cycles", "200", "--check"};
+    if (json) args.push_back("--json");
+    auto r = eda_sim(args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("no output changed in cycles 3..199"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("reset rst (active high)"), std::string::npos) << r.err;
+    if (json) {
+      EXPECT_EQ(nlohmann::json::parse(r.out)["check"]["outputs_change"], false) << r.out;
+    }
+  }
+  auto named = eda_sim({f, "--top", "held", "--cycles", "200", "--check", "--reset", "rst:low", "--json"});
+  ASSERT_EQ(named.code, 0) << named.err;
+  EXPECT_EQ(named.err.find("no output changed"), std::string::npos) << named.err;
+  EXPECT_EQ(nlohmann::json::parse(named.out)["check"]["outputs_change"], true) << named.out;
+}
+
 TEST(Resets, TwoResetsOfBothPolaritiesMatchIcarus) {
   temp_dir t;
   const auto f = t.file("wb.v", wb_design);
@@ -280,6 +305,12 @@ TEST(Sources, DefinesAndParametersReachYosysAndIcarus) {
   auto j = nlohmann::json::parse(run.out);
   // q is 6 bits and k 8: 14 bits per cycle, none X after the first.
   EXPECT_EQ(j["check"]["compared_bits"].get<int>() + j["check"]["dont_care_bits"].get<int>(), 50 * 14);
+  // Placed before the file list, each of -P, -D and -I takes one value, not the files too.
+  temp_dir inc;
+  auto first = eda_sim({"-P", "W=6", "-D", "INVERT", "-P", "K=8'h3c", "-I", inc.path(""), f, "--top", "p", "--cycles",
+                        "50", "--check", "--json"});
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_EQ(nlohmann::json::parse(first.out)["check"]["compared_bits"], j["check"]["compared_bits"]) << first.out;
   auto bad = eda_sim({f, "--top", "p", "-P", "W 6"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("--param W 6"), std::string::npos) << bad.err;

@@ -279,4 +279,15 @@ comparison compare(const design& d, const trace& exp, const trace& got, const co
   return c;
 }
 
+bool outputs_change(const trace& t, std::uint64_t from_cycle) {
+  const std::uint64_t cycles = t.bits && t.lanes ? t.samples.size() / (t.bits * t.lanes) : 0;
+  for (unsigned l = 0; l < t.lanes; ++l)
+    for (std::size_t b = 0; b < t.bits; ++b)
+      for (std::uint64_t cyc = from_cycle + 1; cyc < cycles; ++cyc) {
+        const int was = t.at(cyc - 1, l, b), is = t.at(cyc, l, b);
+        if (was != is && was != 2 && is != 2) return true;  // X settling to a value is no change
+      }
+  return false;
+}
+
 }  // namespace banyan::eda

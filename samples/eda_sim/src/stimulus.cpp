@@ -57,7 +57,7 @@ class random_source final : public stimulus {
     std::string s = "random, seed " + std::to_string(o_.seed);
     for (std::size_t p = 0; p < roles_.size(); ++p) {
       if (roles_[p].kind == port_role::reset)
-        s += ", reset " + d_.inputs[p].name + (roles_[p].active_low ? " (active low)" : "") + " for " +
+        s += ", reset " + d_.inputs[p].name + (roles_[p].active_low ? " (active low)" : " (active high)") + " for " +
              std::to_string(o_.reset_cycles) + " cycles";
       else if (roles_[p].kind == port_role::hold) s += ", " + d_.inputs[p].name + " held";
     }

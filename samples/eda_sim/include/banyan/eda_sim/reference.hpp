@@ -93,6 +93,9 @@ struct comparison {
 
 // Compares the lanes and cycles both traces hold.
 comparison compare(const design& d, const trace& expected, const trace& got, const compare_options& opts = {});
+// Whether any output bit goes from 0 to 1 or back from `from_cycle` on: a check of outputs that
+// never change compares constants (a design held in reset, say).
+bool outputs_change(const trace& t, std::uint64_t from_cycle);
 
 // Writes only the testbench (used by run_icarus and by the benchmarks); `stim_file` is its $readmemb
 // input, `out_file` what it prints.
