@@ -154,6 +154,7 @@ int run(const options& o) {
 
   // 2. Stimulus.
   banyan::result<std::unique_ptr<eda::stimulus>> stim = banyan::error{eda::errc::io, ""};
+  std::vector<std::string> reset_notes;
   std::uint64_t cycles = o.cycles;
   if (!o.stimulus_file.empty()) {
     const bool vcd_in = o.stimulus_file.size() > 4 && o.stimulus_file.ends_with(".vcd");
@@ -165,11 +166,18 @@ int run(const options& o) {
       return bad_arguments(o.stimulus_file + ": " + std::to_string(cycles) + " cycles requested but the file has " +
                            std::to_string(len));
   } else {
+    // Each reset's polarity, where nobody named it, from what the reset does (a line for each
+    // that is still a guess or that its name gets wrong).
+    reset_notes = eda::settle_reset_polarities(*d, rand_opts);
     stim = eda::random_stimulus(*d, rand_opts);
     if (!stim) return bad_arguments(stim.error().message);
     if (cycles == 0) cycles = 1000;
   }
   json warnings = json::array();
+  for (const auto& w : reset_notes) {
+    warnings.push_back(w);
+    if (!o.json_out) std::fprintf(stderr, "eda_sim: warning: %s\n", w.c_str());
+  }
   for (const auto& w : (*stim)->warnings()) {
     warnings.push_back(w);
     if (!o.json_out) std::fprintf(stderr, "eda_sim: warning: %s\n", w.c_str());

@@ -129,16 +129,47 @@ TEST(Resets, ResetLikeInputsAreHeldNotRandomisedAndWarnedAbout) {
   EXPECT_NE(bad.error().message.find("--hold nosuch"), std::string::npos) << bad.error().message;
 }
 
-// `rst` used active-low, named like an active-high reset: taken as active-high, the design sits in
-// reset the whole run and the check passes on constant outputs. It says so, also under --json; with
-// the polarity named, the outputs move and nothing is said.
+// A reset's polarity comes from what it does, not only from its name: wbtop's arst_i is active-low
+// (it drives core's arst through an inverter) though named like an active-high reset; wb_rst_i is
+// active-high as its name says. Named with a polarity, a reset is not probed.
+TEST(Resets, PolarityIsSettledByWhatTheResetDoes) {
+  temp_dir t;
+  auto d = build({t.file("wb.v", wb_design)}, "wbtop");
+  ASSERT_TRUE(d) << d.error().message;
+  random_options ro;
+  auto lines = settle_reset_polarities(*d, ro);
+  ASSERT_EQ(ro.resets.size(), 2u);
+  std::map<std::string, bool> low;
+  for (const auto& r : ro.resets) low[r.name] = r.active_low.value();
+  EXPECT_TRUE(low["arst_i"]);
+  EXPECT_FALSE(low["wb_rst_i"]);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("reset arst_i: active-low, not active-high as its name suggests"), std::string::npos) << all;
+  random_options named;
+  named.resets = {{"arst_i", false}, {"wb_rst_i", std::nullopt}};
+  settle_reset_polarities(*d, named);
+  EXPECT_FALSE(named.resets[0].active_low.value()) << "a polarity the user named is kept";
+  EXPECT_FALSE(named.resets[1].active_low.value());
+}
+
+// `rst` used active-low, named like an active-high reset: eda_sim finds it active-low and says so.
+// Told it is active-high, the design sits in reset the whole run and the check passes on constant
+// outputs: it says that too, also under --json.
 TEST(Resets, ACheckOfOutputsThatNeverChangeSaysSo) {
   temp_dir t;
   const auto f = t.file("held.v",
                         "module held(input clk, input rst, input [3:0] a, output reg [3:0] q);\n"
                         "  always @(posedge clk) if (!rst) q <= 0; else q <= a;\nendmodule\n");
+  auto found = eda_sim({f, "--top", "held", "--cycles", "200", "--check", "--json"});
+  ASSERT_EQ(found.code, 0) << found.err;
+  auto j = nlohmann::json::parse(found.out);
+  EXPECT_EQ(j["check"]["outputs_change"], true) << found.out;
+  EXPECT_NE(j["warnings"].dump().find("reset rst: active-low, not active-high as its name suggests"), std::string::npos)
+      << found.out;
+  EXPECT_EQ(found.err.find("no output changed"), std::string::npos) << found.err;
   for (const bool json : {false, true}) {
-    std::vector<std::string> args{f, "--top", "held", "--cycles", "200", "--check"};
+    std::vector<std::string> args{f, "--top", "held", "--cycles", "200", "--check", "--reset", "rst:high"};
     if (json) args.push_back("--json");
     auto r = eda_sim(args);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -148,10 +179,6 @@ TEST(Resets, ACheckOfOutputsThatNeverChangeSaysSo) {
       EXPECT_EQ(nlohmann::json::parse(r.out)["check"]["outputs_change"], false) << r.out;
     }
   }
-  auto named = eda_sim({f, "--top", "held", "--cycles", "200", "--check", "--reset", "rst:low", "--json"});
-  ASSERT_EQ(named.code, 0) << named.err;
-  EXPECT_EQ(named.err.find("no output changed"), std::string::npos) << named.err;
-  EXPECT_EQ(nlohmann::json::parse(named.out)["check"]["outputs_change"], true) << named.out;
 }
 
 TEST(Resets, TwoResetsOfBothPolaritiesMatchIcarus) {

@@ -43,4 +43,12 @@ struct sim_result {
 
 sim_result simulate(simulator& sim, const stimulus& stim, const sim_options& opts);
 
+// Settles the polarity of each reset whose polarity nobody named, by what it does: the reset is held
+// asserted one way and then the other for a few cycles, each under two random streams of the other
+// inputs (the other resets held deasserted). Asserted, a reset settles flip-flops: more of them end
+// with the same known value under both streams. `opts.resets` empty (and no `no_reset`) means the
+// inputs named like a reset (reset_like). Fills in every polarity (the name's guess where both ways
+// settle as many) and returns a line for each reset the user should hear of, for stderr.
+std::vector<std::string> settle_reset_polarities(const design& d, random_options& opts);
+
 }  // namespace banyan::eda
