@@ -315,6 +315,22 @@ TEST(Sources, IcarusErrorsComeBeforeTheSimulationAndKeepTheirCause) {
   EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
+// yosys names a missing include but not who asked for it: eda_sim names the file and line, also
+// inside an included file, and the -I folders it looked in.
+TEST(Sources, AMissingIncludeNamesItsIncluderAndLine) {
+  temp_dir t, inc;
+  inc.file("mid.vh", "// the middle\n`include \"deeper.vh\"\n");
+  const auto f = t.file("top.v", "module m(input clk, output y);\n`include \"mid.vh\"\n  assign y = clk;\nendmodule\n");
+  auto r = eda_sim({f, "--top", "m", "-I", inc.path(""), "--cycles", "10"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find(inc.path("mid.vh") +
+                       ":2: `include \"deeper.vh\" is found neither beside that file nor in the -I "
+                       "folders (" +
+                       inc.path("") + ")"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Sources, DefinesAndParametersReachYosysAndIcarus) {
   temp_dir t;
   const auto f =

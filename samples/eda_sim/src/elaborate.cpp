@@ -133,6 +133,7 @@ class builder {
   result<void> build_memory(int inst, const cell& c, int leaf, const std::string& who);
   result<void> build_ops();
   result<void> levelise();
+  error loop_error(const std::vector<int>& indeg, const std::unordered_map<long, int>& producer) const;
   void build_groups();
   void build_probes();
 
@@ -168,6 +169,7 @@ class builder {
   std::unordered_map<int, std::string> driver_cell_;  // gid -> description, for errors
   std::map<int, std::vector<int>> users_;             // gid -> leaves that hold a slot for it
   std::unordered_map<int, std::string> names_;        // gid -> shallowest public name
+  std::unordered_map<int, std::string> name_src_;     // gid -> where that name is declared (yosys src)
   std::vector<pending_op> ops_;
   std::unordered_map<long, int> cross_;  // key -> crossing rank
   std::vector<int> input_gids_;
@@ -505,6 +507,56 @@ result<void> builder::build_ops() {
   return {};
 }
 
+// A loop left ops with inputs never ready: each has a producer that is left too, so walking back
+// from one along such producers comes round to an op already seen. The report names the loop's nets
+// as the source declares them, with their lines (gates from abc have no lines of their own).
+error builder::loop_error(const std::vector<int>& indeg, const std::unordered_map<long, int>& producer) const {
+  const auto left = [&](int i) { return indeg[static_cast<std::size_t>(i)] > 0; };
+  int at = 0;
+  while (!left(at)) ++at;
+  std::vector<int> path, seen(ops_.size(), -1);
+  while (seen[static_cast<std::size_t>(at)] < 0) {
+    seen[static_cast<std::size_t>(at)] = static_cast<int>(path.size());
+    path.push_back(at);
+    for (long k : ops_[static_cast<std::size_t>(at)].in_keys)
+      if (auto p = producer.find(k); p != producer.end() && left(p->second)) {
+        at = p->second;
+        break;
+      }
+  }
+  std::vector<int> loop(path.begin() + seen[static_cast<std::size_t>(at)], path.end());
+  std::reverse(loop.begin(), loop.end());  // in the direction values flow
+  std::string nets, first;
+  std::size_t named = 0;
+  for (int i : loop) {
+    const long k = ops_[static_cast<std::size_t>(i)].out_key;
+    if (k < 0) continue;
+    auto name = names_.find(static_cast<int>(k));
+    if (name == names_.end()) continue;
+    std::string line = name->second;
+    if (auto src = name_src_.find(static_cast<int>(k)); src != name_src_.end() && !src->second.empty()) {
+      // yosys writes file:line.col-line.col (several joined by |): file:line is what a reader wants.
+      std::string at_line = src->second.substr(0, src->second.find('|'));
+      if (auto colon = at_line.rfind(':'); colon != std::string::npos)
+        at_line = at_line.substr(0, at_line.find('.', colon));
+      line += " (declared at " + at_line + ")";
+    }
+    nets += (named++ ? " -> " : "") + line;
+    if (first.empty()) first = name->second;
+  }
+  const std::string count = std::to_string(std::count_if(indeg.begin(), indeg.end(), [](int d) { return d > 0; }));
+  if (named == 1)
+    return error{errc::combinational_loop,
+                 "combinational loop through net " + nets + ": " + count + " gates lie on or behind it"};
+  if (named > 1)
+    return error{errc::combinational_loop, "combinational loop through nets " + nets + " -> " + first + ": " + count +
+                                               " gates lie on or behind it"};
+  std::string cells;
+  for (std::size_t n = 0; n < loop.size() && n < 4; ++n) cells += "\n  " + ops_[static_cast<std::size_t>(loop[n])].name;
+  return error{errc::combinational_loop, "combinational loop (its nets have no names in the source): " + count +
+                                             " gates lie on or behind it; on it:" + cells};
+}
+
 result<void> builder::levelise() {
   // Kahn over ops; a key's producer is the op writing it (keys of inputs, FF state: no producer).
   std::unordered_map<long, int> producer;
@@ -530,17 +582,7 @@ result<void> builder::levelise() {
       if (--indeg[r] == 0) order.push_back(r);
     }
   }
-  if (order.size() != ops_.size()) {
-    std::string cells;
-    int shown = 0;
-    for (std::size_t i = 0; i < ops_.size() && shown < 4; ++i)
-      if (indeg[i] > 0) {
-        cells += "\n  " + ops_[i].name;
-        ++shown;
-      }
-    return error{errc::combinational_loop, "combinational loop: " + std::to_string(ops_.size() - order.size()) +
-                                               " cells lie on or behind a loop, among them:" + cells};
-  }
+  if (order.size() != ops_.size()) return loop_error(indeg, producer);
   // Crossing rank: how many leaf boundaries the longest combinational path into a value crosses.
   // Groups are split by it so that a group only depends on groups of lower rank (acyclic), which
   // lets components publish each group once per cycle as soon as it is final.
@@ -663,6 +705,7 @@ result<design> builder::run() {
         auto [it, fresh] = names_.try_emplace(g, name);
         if (!fresh && std::count(name.begin(), name.end(), '/') < std::count(it->second.begin(), it->second.end(), '/'))
           it->second = name;
+        if (it->second == name) name_src_[g] = nn.src;
       }
     }
   }

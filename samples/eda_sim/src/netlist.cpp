@@ -133,7 +133,7 @@ result<module> read_module(const std::string& name, const json& jm, const std::s
       const bool hidden = jn.contains("hide_name") && jn["hide_name"].is_number() && jn["hide_name"].get<int>() != 0;
       auto init = read_init(jn, bits->size(), source, where + ", net " + nname);
       if (!init) return init.error();
-      m.nets.push_back({nname, std::move(*bits), hidden, std::move(*init)});
+      m.nets.push_back({nname, std::move(*bits), hidden, std::move(*init), str_attr(jn, "src")});
     }
   }
   return m;
@@ -193,6 +193,43 @@ result<std::string> flow_script(const yosys_options& opts, const std::string& ta
   return script.str();
 }
 
+// Where `include "name"` is written, as FILE:LINE, among the sources and what they include (found
+// beside the including file or in the -I folders, as yosys and Icarus look): yosys names the missing
+// file but not who asked for it.
+std::vector<std::string> includers_of(const std::string& name, const yosys_options& opts) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> at, queue(opts.files.begin(), opts.files.end());
+  std::set<std::string> seen;
+  while (!queue.empty()) {
+    const std::string file = queue.back();
+    queue.pop_back();
+    if (!seen.insert(fs::weakly_canonical(file).string()).second) continue;
+    std::ifstream in(file);
+    std::string line;
+    for (std::size_t number = 1; std::getline(in, line); ++number) {
+      const auto directive = line.find("`include");
+      if (directive == std::string::npos) continue;
+      const auto open = line.find('"', directive), close = open == std::string::npos ? open : line.find('"', open + 1);
+      if (close == std::string::npos) continue;
+      const std::string included = line.substr(open + 1, close - open - 1);
+      if (included == name) {
+        at.push_back(file + ":" + std::to_string(number));
+        continue;
+      }
+      std::vector<fs::path> where{fs::path(file).parent_path() / included};
+      for (const auto& dir : opts.sources.include_dirs) where.push_back(fs::path(dir) / included);
+      for (const auto& candidate : where) {
+        std::error_code ec;
+        if (fs::is_regular_file(candidate, ec)) {
+          queue.push_back(candidate.string());
+          break;
+        }
+      }
+    }
+  }
+  return at;
+}
+
 result<void> run_flow(const yosys_options& opts, const std::string& dir, const std::string& tail) {
   auto script = flow_script(opts, tail);
   if (!script) return script.error();
@@ -209,6 +246,15 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
     // yosys's words for two mistakes made on the command line, said in the command line's terms.
     if (msg.find("defparam") != std::string::npos && !opts.sources.params.empty())
       msg += "\n(a -P/--param names a parameter that top module " + opts.top + " does not have)";
+    if (const auto missing = msg.find("Can't open include file `"); missing != std::string::npos) {
+      const auto from = missing + std::string("Can't open include file `").size();
+      const std::string name = msg.substr(from, msg.find('\'', from) - from);
+      std::string folders;
+      for (const auto& d : opts.sources.include_dirs) folders += (folders.empty() ? "" : ", ") + d;
+      for (const auto& where : includers_of(name, opts))
+        msg += "\n" + where + ": `include \"" + name + "\" is found neither beside that file nor in the -I folders" +
+               (folders.empty() ? " (none given)" : " (" + folders + ")");
+    }
     if (msg.find("include file") != std::string::npos)
       msg += "\n(`include files are looked for beside the including file and in the -I folders)";
     return error{errc::yosys_failed, msg};

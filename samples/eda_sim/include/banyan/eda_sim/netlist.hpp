@@ -44,6 +44,7 @@ struct net_name {
   // yosys `init` attribute (a register's initial value from `initial` or a declaration, or a memory
   // word from $readmemh after memory_map): per bit, LSB first, 0 / 1 / 2 = none. Empty when absent.
   std::vector<std::uint8_t> init;
+  std::string src;  // yosys "src" attribute (file:line.col-line.col), may be empty
 };
 
 struct module {
