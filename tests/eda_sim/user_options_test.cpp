@@ -2,6 +2,7 @@
 // policy and --check-from, parameters, a waveform that a strict VCD reader accepts, and the
 // reference built (and its errors shown) before the simulation runs.
 #include "helpers.hpp"
+#include "tool.hpp"
 
 #include <banyan/base/process.hpp>
 #include <banyan/eda_sim/reference.hpp>
@@ -329,6 +330,20 @@ TEST(Sources, AMissingIncludeNamesItsIncluderAndLine) {
                        inc.path("") + ")"),
             std::string::npos)
       << r.err;
+}
+
+// A tool that runs long (yosys on a large source) is said to be alive now and then, with the time
+// so far; its result is the same as without (a stand-in tool that takes half a second).
+TEST(Sources, ALongToolRunSaysItIsStillRunning) {
+  std::vector<double> said;
+  auto r = detail::run_tool(
+      {"sh", "-c", "sleep 0.5; echo done"}, "", [&](double s) { said.push_back(s); }, std::chrono::milliseconds(100));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->status.success());
+  EXPECT_EQ(r->out, "done\n");
+  ASSERT_GE(said.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(said.begin(), said.end()));
+  EXPECT_LT(said.front(), said.back());
 }
 
 TEST(Sources, DefinesAndParametersReachYosysAndIcarus) {

@@ -239,7 +239,17 @@ result<void> run_flow(const yosys_options& opts, const std::string& dir, const s
     out << *script;
     if (!out) return error{errc::io, script_path + ": cannot write the yosys script"};
   }
-  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, opts.run_dir);
+  // A large design takes yosys minutes: say so now and then, with how much source it reads.
+  std::uintmax_t bytes = 0;
+  for (const auto& f : opts.files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(f, ec);
+    if (!ec) bytes += size;
+  }
+  auto r = detail::run_tool({opts.yosys, "-q", "-s", script_path}, opts.run_dir, [&](double seconds) {
+    std::fprintf(stderr, "eda_sim: yosys is still synthesizing %s (%.1f MB of source), %.0f s so far\n",
+                 opts.top.c_str(), static_cast<double>(bytes) / 1e6, seconds);
+  });
   if (!r) return error{errc::yosys_failed, r.error().message + " (is yosys installed? tools/setup)"};
   if (!r->status.success()) {
     std::string msg = "yosys rejected the design:\n" + detail::excerpt(r->out, "ERROR");

@@ -5,8 +5,22 @@
 
 namespace banyan::eda::detail {
 
-result<run_output> run_tool(const std::vector<std::string>& argv, const std::string& dir) {
-  return run_process(argv, {.working_dir = dir, .out = output_mode::capture, .err = output_mode::merge});
+result<run_output> run_tool(const std::vector<std::string>& argv, const std::string& dir,
+                            const std::function<void(double seconds)>& still_running, std::chrono::milliseconds every) {
+  const spawn_options options{.working_dir = dir, .out = output_mode::capture, .err = output_mode::merge};
+  if (!still_running) return run_process(argv, options);
+  auto p = process::spawn(argv, options);
+  if (!p) return std::move(p).error();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    auto st = p->wait(every);
+    if (st) return run_output{*st, p->output(process::stream::out), p->output(process::stream::err)};
+    if (st.error().code != process_errc::timeout) {
+      p->kill();
+      return std::move(st).error();
+    }
+    still_running(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
 }
 
 std::string make_temp_dir() {

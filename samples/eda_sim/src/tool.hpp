@@ -3,6 +3,8 @@
 
 #include <banyan/base/process.hpp>
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,7 +12,11 @@ namespace banyan::eda::detail {
 
 // Runs argv[0] (looked up on PATH) with the arguments in `dir`, stdout and stderr merged into
 // `out`. No shell is involved, so arguments need no quoting. An error when the tool cannot start.
-result<run_output> run_tool(const std::vector<std::string>& argv, const std::string& dir);
+// With `still_running`, it is called every `every` while the tool runs, with the seconds so far
+// (a long synthesis says it is alive instead of minutes of silence).
+result<run_output> run_tool(const std::vector<std::string>& argv, const std::string& dir,
+                            const std::function<void(double seconds)>& still_running = {},
+                            std::chrono::milliseconds every = std::chrono::seconds(15));
 
 // A fresh directory under $TMPDIR (or /tmp) named banyan-eda-XXXXXX.
 std::string make_temp_dir();
