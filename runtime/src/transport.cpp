@@ -564,13 +564,18 @@ bool transport_impl::window_full(const std::string& name) const {
 
 void transport_impl::flush() {
   std::unique_lock lk(mu_);
-  space_cv_.wait(lk, [&] {
+  auto written = [&](bool stalled_too) {
     if (stopped_) return true;
     for (auto& p : peers_) {
-      if (p.state == link_state::up && (p.out.unwritten() != 0 || p.resend_at != 0)) return false;
+      const bool queued = p.out.unwritten() != 0 || p.resend_at != 0;
+      if (queued && (p.state == link_state::up || (stalled_too && p.state == link_state::stalled))) return false;
     }
     return true;
-  });
+  };
+  // A stalled link (silent a while under load, still connected) is written to again once it is
+  // heard: what is queued for it (a last `quit`, say) gets up to a heartbeat timeout to go out.
+  if (space_cv_.wait_until(lk, steady::now() + opt_.heartbeat_timeout, [&] { return written(true); })) return;
+  space_cv_.wait(lk, [&] { return written(false); });
 }
 
 result<void> transport_impl::wait_until_up(const std::string& name, std::chrono::milliseconds timeout) {

@@ -218,7 +218,8 @@ class transport {
   // Whether a send() to `peer` would wait: it is up (or stalled) and its window is full.
   // (False for a peer that is gone: sends to it fail at once, there is nothing to wait for.)
   virtual bool window_full(const std::string& peer) const = 0;
-  // Blocks until every envelope queued so far has been written to its socket (or its peer is not up).
+  // Blocks until every envelope queued so far has been written to its socket (or its peer is not up;
+  // a stalled peer, one that may be heard again, is waited for up to a heartbeat timeout).
   virtual void flush() = 0;
   // Blocks until `peer` is up or `timeout` passes (errc::timeout, naming its endpoint);
   // errc::invalid_argument if unknown; errc::incompatible_peer if it runs another digest.
