@@ -137,6 +137,24 @@ struct watched_launch : test::watched_launch {
   bool cluster_ready() { return test::watched_launch::cluster_ready("/sv"); }
 };
 
+// `banyan launch D --run-for 90s -- APP...`, or with `join` the launch of that one node joining the
+// running deployment (`--join NODE`).
+std::vector<std::string> launch_argv(const fs::path& d, const std::vector<std::string>& app,
+                                     const std::string& join = {}) {
+  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string()};
+  if (!join.empty()) argv.insert(argv.end(), {"--join", join});
+  argv.insert(argv.end(), {"--run-for", "90s", "--"});
+  argv.insert(argv.end(), app.begin(), app.end());
+  return argv;
+}
+
+// The launch of node `node` joining the deployment that `d` started, its output captured.
+std::optional<process> spawn_join(const fs::path& d, const std::string& node, const std::vector<std::string>& app) {
+  auto p = process::spawn(launch_argv(d, app, node), {.out = output_mode::capture, .err = output_mode::merge});
+  if (!p) return std::nullopt;
+  return std::move(p).value();
+}
+
 // Failover: middle's node n1 is killed (kill -9) once middle has started (and, with --state-dir,
 // once its state is durable). The run goes on: the root's node n0 places /sv/group/middle on a
 // survivor (n0: its parent group runs there), group's supervisor restarts it there (permanent), a
@@ -215,16 +233,12 @@ TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
   const fs::path d = write("d.yaml", "n1"), d3 = write("d3.yaml", "n3");
   const std::vector<std::string> app{SUPERVISE_APP, "--threads", "2",           "--scenario",
                                      "failover",    "--stay",    "--state-dir", (dir.path / "states").string()};
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
-  argv.insert(argv.end(), app.begin(), app.end());
-  watched_launch l(argv);
+  watched_launch l(launch_argv(d, app));
   ASSERT_TRUE(l.cluster_ready()) << l.log;
   ASSERT_TRUE(l.kill_node("n1")) << l.log;
   ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;
 
-  std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n3", "--run-for", "90s", "--"};
-  join.insert(join.end(), app.begin(), app.end());
-  auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
+  auto joining = spawn_join(d, "n3", app);
   ASSERT_TRUE(joining.has_value());
   ASSERT_TRUE(l.until_line("node `n3` joined")) << l.log << joining->output();
   auto r = run_argv({BANYAN_CLI, "reconfigure", d3.string(), "--from", d.string(), "--json"}, 120s);
@@ -244,8 +258,7 @@ TEST(Failover, AReplacementJoinsAndReconfigureMovesTheFailedOverSubtreeOntoIt) {
 void two_losses(bool at_once) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  watched_launch l({BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--", SUPERVISE_APP, "--threads", "2",
-                    "--scenario", "failover", "--stay"});
+  watched_launch l(launch_argv(d, {SUPERVISE_APP, "--threads", "2", "--scenario", "failover", "--stay"}));
   ASSERT_TRUE(l.cluster_ready()) << l.log;
   ASSERT_TRUE(l.kill_node("n1")) << l.log;
   if (!at_once) {
@@ -313,9 +326,7 @@ TEST(Failover, ASubtreeLostWhileAsleepRestartsFromTheStateItSleptWith) {
   auto d = write_deployment(dir.path);
   const std::vector<std::string> app{SUPERVISE_APP, "--threads", "2", "--scenario",  "failover",
                                      "--stay",      "--ticks",   "5", "--state-dir", (dir.path / "states").string()};
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
-  argv.insert(argv.end(), app.begin(), app.end());
-  watched_launch l(argv);
+  watched_launch l(launch_argv(d, app));
   ASSERT_TRUE(l.cluster_ready()) << l.log;
   ASSERT_TRUE(l.until_line("TICKED 5")) << l.log;
   auto slept = run_argv({BANYAN_CLI, "sleep", "/sv/group/middle", "--from", d.string(), "--json"}, 60s);
@@ -335,8 +346,8 @@ TEST(Failover, ASubtreeLostWhileAsleepRestartsFromTheStateItSleptWith) {
 TEST(Hibernate, ASubtreeThatFailsWhileItWakesIsRestartedAndGetsWhatWasHeld) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);
-  watched_launch l({BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--", SUPERVISE_APP, "--threads", "2",
-                    "--scenario", "failover", "--stay", "--fail-in", "start", "--failures", "0", "--fail-at", "2"});
+  watched_launch l(launch_argv(d, {SUPERVISE_APP, "--threads", "2", "--scenario", "failover", "--stay", "--fail-in",
+                                   "start", "--failures", "0", "--fail-at", "2"}));
   ASSERT_TRUE(l.cluster_ready()) << l.log;
   auto slept = run_argv({BANYAN_CLI, "sleep", "/sv/group/middle", "--from", d.string(), "--json"}, 60s);
   ASSERT_EQ(slept.exit_code, 0) << slept.output << "\n" << l.log;
@@ -361,19 +372,16 @@ TEST(Failover, AComponentThatFailsWhileItsNodeRejoinsIsReportedToItsSupervisor) 
   std::ofstream(d, std::ios::app) << "loads:\n  /sv: 0.8\n  /sv/group/middle: 0.5\n  /sv/group/last: 0.7\n";
   const std::vector<std::string> app{SUPERVISE_APP, "--threads",      "2", "--scenario", "failover", "--backoff-ms",
                                      "200",         "--max-restarts", "20"};
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
-  argv.insert(argv.end(), app.begin(), app.end());
-  watched_launch l(argv);
+  watched_launch l(launch_argv(d, app));
   ASSERT_TRUE(l.cluster_ready()) << l.log;
   ASSERT_TRUE(l.kill_node("n1")) << l.log;
   ASSERT_TRUE(l.until_line("node `n1` lost; no failover: ")) << l.log;
   ASSERT_TRUE(l.until_line("cannot start on node `n1`")) << l.log;
 
   // n1 again, whose first middle fails in on_start.
-  std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n1", "--run-for", "90s", "--"};
-  join.insert(join.end(), app.begin(), app.end());
-  join.insert(join.end(), {"--fail-in", "start", "--failures", "1"});
-  auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
+  std::vector<std::string> failing = app;
+  failing.insert(failing.end(), {"--fail-in", "start", "--failures", "1"});
+  auto joining = spawn_join(d, "n1", failing);
   ASSERT_TRUE(joining.has_value());
   ASSERT_TRUE(l.until_line("node `n1` joined again")) << l.log << joining->output();
   EXPECT_TRUE(l.until_line("[n0] FAILURE /sv/group/middle boom in on_start", 30s)) << l.log << joining->output();
@@ -408,18 +416,14 @@ TEST(Failover, ARootHostedUnderARejoinedSupervisorStartsAfreshUnderIt) {
   const std::vector<std::string> app{
       SUPERVISE_APP, "--threads",  "2", "--scenario",        "failover", "--stay",          "--fail-in",
       "start",       "--failures", "1", "--root-backoff-ms", "200",      "--root-restarts", "20"};
-  std::vector<std::string> argv{BANYAN_CLI, "launch", d.string(), "--run-for", "90s", "--"};
-  argv.insert(argv.end(), app.begin(), app.end());
-  watched_launch l(argv);
+  watched_launch l(launch_argv(d, app));
   ASSERT_TRUE(l.cluster_ready()) << l.log;
   ASSERT_TRUE(l.until_line("AFTER pong from /sv/group/middle")) << l.log;  // middle's incarnation 2 answered
   ASSERT_TRUE(l.kill_node("n1")) << l.log;
   ASSERT_TRUE(l.until_line("node `n1` lost; no failover: ")) << l.log;
   ASSERT_TRUE(l.until_line("cannot start on node `n1`")) << l.log;
 
-  std::vector<std::string> join{BANYAN_CLI, "launch", d.string(), "--join", "n1", "--run-for", "90s", "--"};
-  join.insert(join.end(), app.begin(), app.end());
-  auto joining = process::spawn(join, {.out = output_mode::capture, .err = output_mode::merge});
+  auto joining = spawn_join(d, "n1", app);
   ASSERT_TRUE(joining.has_value());
   EXPECT_TRUE(l.until_line("[n2] [n2] `/sv/group/middle`'s parent runs on `n1`, which came back: started afresh"))
       << l.log << joining->output();
