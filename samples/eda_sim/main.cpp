@@ -37,7 +37,7 @@ struct options {
   std::vector<std::string> resets, holds, include_dirs, defines, params;
   std::string check_from = "0", x_policy = "ignore-rtl-x", cache_dir;
   bool no_cache = false, count_messages = false;
-  std::string schedule = "flat", stimulus_scope;
+  std::string schedule = "flat", stimulus_scope, engine = "auto", cxx = "c++";
   std::uint64_t cycles = 0, seed = 1, reset_cycles = 2;
   unsigned lanes = 1, check_lanes = 1;
   bool check = false, json_out = false, tree = false, reset_low = false, reset_high = false, map_memories = false;
@@ -116,6 +116,16 @@ int run(const options& o) {
       return bad_arguments("--check-from " + o.check_from + ": expected a cycle number or 'reset'");
   }
 
+  // Netlists and compiled designs are cached by hash in one folder.
+  std::string cache = o.cache_dir;
+  if (cache.empty()) {
+    const char* xdg = std::getenv("XDG_CACHE_HOME");
+    const char* home = std::getenv("HOME");
+    if (xdg && *xdg) cache = std::string(xdg) + "/banyan/eda_sim";
+    else if (home && *home) cache = std::string(home) + "/.cache/banyan/eda_sim";
+  }
+  if (o.no_cache) cache.clear();
+
   // 1. Netlist: from Verilog through yosys, or a yosys JSON given directly.
   banyan::result<eda::netlist> n = banyan::error{eda::errc::io, ""};
   if (!o.netlist_json.empty()) {
@@ -126,14 +136,6 @@ int run(const options& o) {
     n = eda::read_yosys_json(ss.str(), o.netlist_json);
   } else {
     if (o.files.empty()) return bad_arguments("no Verilog files given (see --help)");
-    std::string cache = o.cache_dir;
-    if (cache.empty()) {
-      const char* xdg = std::getenv("XDG_CACHE_HOME");
-      const char* home = std::getenv("HOME");
-      if (xdg && *xdg) cache = std::string(xdg) + "/banyan/eda_sim";
-      else if (home && *home) cache = std::string(home) + "/.cache/banyan/eda_sim";
-    }
-    if (o.no_cache) cache.clear();
     n = eda::synthesize(
         {o.files, o.top, "yosys", o.work_dir.empty() ? "" : o.work_dir + "/yosys", sources, o.map_memories, cache, ""});
   }
@@ -209,6 +211,13 @@ int run(const options& o) {
   }
   eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat, o.lanes);
   sim.count_messages(o.count_messages);
+  eda::compile_options co{.cache_dir = cache, .compiler = o.cxx};
+  const auto kind = *eda::parse_engine(o.engine);
+  auto chosen = eda::use_engine(sim, kind, cycles, co);
+  if (!chosen) return fail(chosen.error().message);
+  if (!chosen->note.empty()) std::fprintf(stderr, "eda_sim: %s\n", chosen->note.c_str());
+  if (!o.json_out && chosen->code)
+    std::fprintf(stderr, "eda_sim: compiled engine: %s\n", eda::describe(*chosen->code).c_str());
   banyan::progress bar("simulate", cycles, {.unit = "cycles", .rate_decimals = 0});
   eda::sim_options ro;
   ro.cycles = cycles;
@@ -241,6 +250,7 @@ int run(const options& o) {
                   {"cycles_per_second", r.seconds > 0 ? cycles / r.seconds : 0.0},
                   {"lane_cycles_per_second", r.seconds > 0 ? cycles * o.lanes / r.seconds : 0.0},
                   {"schedule", o.schedule},
+                  {"engine", chosen->code ? "compiled" : "interp"},
                   {"rounds_per_cycle", cycles ? double(r.stats.rounds) / cycles : 0.0},
                   {"max_rounds", r.stats.max_rounds},
                   {"leaf_evaluations_per_cycle", cycles ? double(r.stats.leaf_evaluations) / cycles : 0.0},
@@ -429,6 +439,14 @@ int main(int argc, char** argv) {
                  "leaves (leaf-by-leaf exchange, as the components)")
       ->check(CLI::IsMember({"flat", "leaves"}))
       ->capture_default_str();
+  app.add_option("--engine", o.engine,
+                 "Who evaluates the cells: compiled (C++ emitted per design, compiled with --cxx "
+                 "and cached by hash beside the netlists), interp (the levelised interpreter, the "
+                 "reference) or auto (compiled when cached or when the run is long enough to repay "
+                 "compiling; interp when no compiler works)")
+      ->check(CLI::IsMember({"auto", "compiled", "interp"}))
+      ->capture_default_str();
+  app.add_option("--cxx", o.cxx, "C++ compiler for --engine compiled/auto")->capture_default_str();
   app.add_flag("--map-memories", o.map_memories,
                "Map memories to flip-flops and logic (yosys memory_map) instead of "
                "simulating each as one memory; for small memories only");

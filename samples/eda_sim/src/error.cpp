@@ -11,6 +11,7 @@ const char* to_string(errc code) {
     case errc::combinational_loop: return "combinational loop";
     case errc::reference_failed: return "reference simulation failed";
     case errc::io: return "i/o error";
+    case errc::compile_failed: return "compiling the design failed";
   }
   return "unknown";
 }

@@ -323,24 +323,6 @@ result<netlist> read_yosys_json(const std::string& text, const std::string& sour
 
 namespace {
 
-// FNV-1a, twice with different bases: a 128-bit key.
-struct hasher {
-  std::uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
-  void add(const std::string& s) {
-    for (unsigned char c : s) {
-      a = (a ^ c) * 0x100000001b3ull;
-      b = (b ^ c) * 0x100000001b3ull ^ (b >> 29);
-    }
-    a = (a ^ 0xff) * 0x100000001b3ull;  // a separator, so ("ab","c") != ("a","bc")
-  }
-  std::string hex() const {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
-                  static_cast<unsigned long long>(b));
-    return buf;
-  }
-};
-
 std::string read_all(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
@@ -350,7 +332,7 @@ std::string read_all(const std::filesystem::path& p) {
 
 result<std::string> cache_key(const yosys_options& opts, const std::string& script) {
   namespace fs = std::filesystem;
-  hasher h;
+  detail::hasher h;
   auto v = detail::run_tool({opts.yosys, "-V"}, "");
   if (!v || !v->status.success())
     return error{errc::yosys_failed, "cannot run " + opts.yosys + " -V (is yosys installed? tools/setup)"};

@@ -1,118 +1,21 @@
 #include <banyan/eda_sim/simulator.hpp>
 
+#include "gates.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cstring>
 #include <tuple>
+#include <type_traits>
 
 namespace banyan::eda {
+
+using namespace detail;
 
 namespace {
 
 using lane_words = std::vector<std::pair<std::int64_t, std::uint64_t>>;
-
-// Lanes 0-7 only, for runs of at most 8 lanes (a single stimulus stream most often): the same
-// encoding as `lanes` in a byte per plane, so the flat engine's values are 2 bytes instead of 16
-// and a design's values stay in the first-level cache.
-struct narrow {
-  std::uint8_t hi = 0xff, lo = 0xff;
-  static constexpr narrow x() { return {0xff, 0xff}; }
-  constexpr std::uint8_t unknown() const { return hi & lo; }
-  friend constexpr bool operator==(const narrow&, const narrow&) = default;
-};
-template <class L>
-constexpr std::uint64_t all_lanes = ~0ull;
-template <>
-constexpr std::uint64_t all_lanes<narrow> = 0xff;
-template <class L>
-constexpr L from_lanes(lanes x);
-template <>
-constexpr lanes from_lanes<lanes>(lanes x) {
-  return x;
-}
-template <>
-constexpr narrow from_lanes<narrow>(lanes x) {
-  return {static_cast<std::uint8_t>(x.hi), static_cast<std::uint8_t>(x.lo)};
-}
-inline lanes to_lanes(lanes x) { return x; }
-inline lanes to_lanes(narrow x) { return {x.hi, x.lo | ~0xffull}; }  // lanes 8-63 read as 0
-
-// The gate functions of logic.hpp for either lane type.
-template <class L>
-constexpr L make(std::uint64_t hi, std::uint64_t lo) {
-  using P = decltype(L::hi);
-  return {static_cast<P>(hi), static_cast<P>(lo)};
-}
-template <class L>
-constexpr L g_not(L a) {
-  return {a.lo, a.hi};
-}
-template <class L>
-constexpr L g_and(L a, L b) {
-  return make<L>(a.hi & b.hi, a.lo | b.lo);
-}
-template <class L>
-constexpr L g_or(L a, L b) {
-  return make<L>(a.hi | b.hi, a.lo & b.lo);
-}
-template <class L>
-constexpr L g_xor(L a, L b) {
-  return make<L>((a.hi & b.lo) | (a.lo & b.hi), (a.lo & b.lo) | (a.hi & b.hi));
-}
-template <class L>
-constexpr L g_mux(L a, L b, L s) {
-  return make<L>((s.lo & a.hi) | (s.hi & b.hi), (s.lo & a.lo) | (s.hi & b.lo));
-}
-
-// narrow's gates on both planes as one 16-bit word: one load per input and one store per output
-// (two byte stores followed by a 16-bit load of the same value stall store-to-load forwarding).
-constexpr std::uint32_t nhi = std::bit_cast<std::uint16_t>(narrow{0xff, 0});  // hi's byte in the word
-constexpr std::uint32_t nlo = 0xffff ^ nhi;
-constexpr std::uint32_t word(narrow x) { return std::bit_cast<std::uint16_t>(x); }
-constexpr narrow from_word(std::uint32_t w) { return std::bit_cast<narrow>(static_cast<std::uint16_t>(w)); }
-constexpr std::uint32_t swap_planes(std::uint32_t w) { return ((w >> 8) | (w << 8)) & 0xffff; }
-template <>
-constexpr narrow g_not(narrow a) {
-  return from_word(swap_planes(word(a)));
-}
-template <>
-constexpr narrow g_and(narrow a, narrow b) {
-  const std::uint32_t x = word(a), y = word(b);
-  return from_word((x & y & nhi) | ((x | y) & nlo));
-}
-template <>
-constexpr narrow g_or(narrow a, narrow b) {
-  const std::uint32_t x = word(a), y = word(b);
-  return from_word(((x | y) & nhi) | (x & y & nlo));
-}
-template <>
-constexpr narrow g_xor(narrow a, narrow b) {
-  const std::uint32_t x = word(a), y = word(b);
-  const std::uint32_t t1 = x & swap_planes(y), t2 = x & y;  // hi & other lo / lo & other hi; same planes
-  return from_word(((t1 | swap_planes(t1)) & nhi) | ((t2 | swap_planes(t2)) & nlo));
-}
-template <>
-constexpr narrow g_mux(narrow a, narrow b, narrow s) {
-  const std::uint32_t w = word(s);
-  const std::uint32_t s_lo = (w & nlo) | swap_planes(w & nlo), s_hi = (w & nhi) | swap_planes(w & nhi);
-  return from_word((s_lo & word(a)) | (s_hi & word(b)));
-}
-// The formulas against logic.hpp's on every pair of 2-lane values (0, 1, X in each lane).
-constexpr bool narrow_gates_agree() {
-  const lanes vals[] = {lanes::zero(), lanes::one(), lanes::x(), {1, 2}, {2, 1}, {3, 1}, {1, 3}, {2, 3}, {3, 2}};
-  for (lanes a : vals)
-    for (lanes b : vals)
-      for (lanes c : vals) {
-        const narrow x = from_lanes<narrow>(a), y = from_lanes<narrow>(b), z = from_lanes<narrow>(c);
-        if (!(g_not(x) == from_lanes<narrow>(op_not(a))) || !(g_and(x, y) == from_lanes<narrow>(op_and(a, b))) ||
-            !(g_or(x, y) == from_lanes<narrow>(op_or(a, b))) || !(g_xor(x, y) == from_lanes<narrow>(op_xor(a, b))) ||
-            !(g_mux(x, y, z) == from_lanes<narrow>(op_mux(a, b, c))))
-          return false;
-      }
-  return true;
-}
-static_assert(narrow_gates_agree());
 
 // Groups the 64 lanes by the word they address (-1: X or out of range). Lanes usually share few
 // addresses (one lane in use, or lanes in step), so per distinct address one pass over the address
@@ -204,23 +107,6 @@ std::vector<L> initial_words(const memory& m) {
   return words;
 }
 
-template <opcode C, class L>
-inline L gate(L a, L b, L s) {
-  if constexpr (C == opcode::buf) return a;
-  else if constexpr (C == opcode::not_) return g_not(a);
-  else if constexpr (C == opcode::and_) return g_and(a, b);
-  else if constexpr (C == opcode::or_) return g_or(a, b);
-  else if constexpr (C == opcode::xor_) return g_xor(a, b);
-  else if constexpr (C == opcode::nand) return g_not(g_and(a, b));
-  else if constexpr (C == opcode::nor) return g_not(g_or(a, b));
-  else if constexpr (C == opcode::xnor) return g_not(g_xor(a, b));
-  else if constexpr (C == opcode::andnot) return g_and(a, g_not(b));
-  else if constexpr (C == opcode::ornot) return g_or(a, g_not(b));
-  else if constexpr (C == opcode::mux) return g_mux(a, b, s);
-  else if constexpr (C == opcode::nmux) return g_not(g_mux(a, b, s));
-  else return L::x();
-}
-
 // A run of ops with one opcode: no dispatch inside the loop. `Op` has a, b, s, y.
 template <opcode C, class L, class Op>
 void run_ops(L* v, const Op* p, const Op* e) {
@@ -257,6 +143,20 @@ void run_op_runs(L* val, const Op* prog, const std::vector<op_run>& op_runs, Mem
         break;
     }
   }
+}
+
+// Per memory, per read port, per bit: the slot its memrd op writes (the compiled engine reads a
+// whole port in one call).
+std::vector<std::vector<std::vector<std::uint32_t>>> read_port_outputs(const std::vector<op>& program) {
+  std::vector<std::vector<std::vector<std::uint32_t>>> out;
+  for (const op& o : program) {
+    if (o.code != opcode::memrd) continue;
+    if (out.size() <= o.a) out.resize(o.a + 1);
+    if (out[o.a].size() <= o.b) out[o.a].resize(o.b + 1);
+    if (out[o.a][o.b].size() <= o.s) out[o.a][o.b].resize(o.s + 1);
+    out[o.a][o.b][o.s] = o.y;
+  }
+  return out;
 }
 
 std::vector<op_run> op_runs_of(const std::vector<op>& program) {
@@ -317,9 +217,36 @@ void leaf_engine::mark(int trigger) {
   for (std::size_t w = 0; w < words_; ++w) pending_[w] |= c[w];
 }
 
+program_source leaf_engine::source() const {
+  static constexpr std::uint32_t constants[3] = {0, 1, 2};
+  return {spec_->program, {{&constants[0], 1}, {&constants[1], 1}, {&constants[2], 1}}};
+}
+
+void leaf_engine::use_native(native_fn fn, std::shared_ptr<const native_bundle> code) {
+  native_ = fn;
+  code_ = std::move(code);
+  port_bits_ = read_port_outputs(spec_->program);
+}
+
+void leaf_engine::native_memrd(void* self, std::uint32_t i) {
+  auto* e = static_cast<leaf_engine*>(self);
+  const op& o = e->spec_->program[i];
+  const memory& m = e->spec_->memories[o.a];
+  e->lane_addresses(m, m.reads[o.b].addr, e->read_addr_[o.a][o.b]);
+  const auto& bits = e->port_bits_[o.a][o.b];
+  for (std::uint32_t b = 0; b < bits.size(); ++b)
+    e->v_[bits[b]] = e->read_bit(static_cast<int>(o.a), static_cast<int>(o.b), b);
+}
+
 void leaf_engine::evaluate() {
   lanes* v = v_.data();
   const op* prog = spec_->program.data();
+  if (native_) {
+    std::fill(pending_.begin(), pending_.end(), 0);
+    native_(v, &leaf_engine::native_memrd, this);
+    last_ops_ = spec_->program.size();
+    return;
+  }
   std::size_t ran = 0;
   for (std::size_t w = 0; w < words_; ++w) ran += static_cast<std::size_t>(__builtin_popcountll(pending_[w]));
   if (ran * 2 >= spec_->program.size() && ran) {
@@ -491,6 +418,14 @@ struct flat_engine {
   std::vector<std::size_t> async_flops;  // indices into flops
   std::vector<lanes> plain_next;
 
+  std::vector<std::uint32_t> constants[3];  // slots holding 0, 1, X (each leaf has its own three)
+  std::vector<std::vector<std::vector<std::uint32_t>>> port_bits;  // per memory, read port, bit: value
+  native_fn native = nullptr;
+  std::shared_ptr<const native_bundle> code;
+
+  program_source source() const { return {program, {constants[0], constants[1], constants[2]}}; }
+  virtual value_layout layout() const = 0;
+
   virtual ~flat_engine() = default;
   virtual void evaluate() = 0;
   virtual void clock_edge() = 0;
@@ -591,6 +526,8 @@ struct flat_engine {
       o.y = slot_of[o.y];
       if (o.code != opcode::memrd) o.a = slot_of[o.a], o.b = slot_of[o.b], o.s = slot_of[o.s];
     }
+    for (std::size_t l = 0; l < d.leaves.size(); ++l)
+      for (std::uint32_t c = 0; c < 3; ++c) constants[c].push_back(slot_of[base[l] + c]);
     for (auto& f : flops) {
       f.d = slot_of[f.d], f.state = slot_of[f.state];
       for (auto& t : f.async) t.ctrl = slot_of[t.ctrl], t.value = slot_of[t.value];
@@ -607,6 +544,7 @@ struct flat_engine {
       fm.base = 0;
     }
     op_runs = op_runs_of(program);
+    port_bits = read_port_outputs(program);
     for (const op& o : program) compact.push_back({o.a, o.b, o.s, o.y});
     for (std::size_t i = 0; i < flops.size(); ++i) {
       if (!flops[i].async.empty()) {
@@ -647,13 +585,35 @@ struct flat_engine_t final : flat_engine {
     for (std::size_t k = 0; k < n; ++k) x[k] = to_lanes(val[at[k]]);
   }
 
-  void evaluate() override {
+  value_layout layout() const override { return std::is_same_v<L, narrow> ? value_layout::narrow : value_layout::wide; }
+
+  void read_memory(const operands& o) {
     L* v = val.data();
-    run_op_runs(v, compact.data(), op_runs, [&](const operands& o) {
-      auto& fm = mems[o.a];
-      if (o.s == 0) group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], active);
-      v[o.y] = read_word_bit(*fm.m, words[o.a], fm.reads[o.b], o.s);
-    });
+    auto& fm = mems[o.a];
+    if (o.s == 0) group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], active);
+    v[o.y] = read_word_bit(*fm.m, words[o.a], fm.reads[o.b], o.s);
+  }
+  static void native_memrd(void* self, std::uint32_t i) {  // a read port's bit-0 op: every bit
+    auto* e = static_cast<flat_engine_t*>(self);
+    const operands& o = e->compact[i];
+    L* v = e->val.data();
+    auto& fm = e->mems[o.a];
+    const auto& bits = e->port_bits[o.a][o.b];
+    if (e->active == 1) {  // one stream: lane 0 of the word it addresses, as read_word_bit gives it
+      group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], 1);
+      const std::int64_t w = fm.reads[o.b].front().first;
+      const L* word = w < 0 ? nullptr : e->words[o.a].data() + static_cast<std::size_t>(w) * fm.m->width;
+      for (std::uint32_t b = 0; b < bits.size(); ++b)
+        v[bits[b]] = word ? make<L>(word[b].hi & 1, word[b].lo & 1) : make<L>(1, 1);
+      return;
+    }
+    group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], e->active);
+    for (std::uint32_t b = 0; b < bits.size(); ++b) v[bits[b]] = read_word_bit(*fm.m, e->words[o.a], fm.reads[o.b], b);
+  }
+
+  void evaluate() override {
+    if (native) return native(val.data(), &flat_engine_t::native_memrd, this);
+    run_op_runs(val.data(), compact.data(), op_runs, [&](const operands& o) { read_memory(o); });
   }
 
   void clock_edge() override {
@@ -750,6 +710,51 @@ simulator::simulator(const design& d, schedule how, unsigned lanes_used) : d_(&d
   for (std::size_t g = 0; g < d.groups.size(); ++g)
     for (std::size_t r = 0; r < d.groups[g].readers.size(); ++r)
       triggers_[g].push_back(leaves_[d.groups[g].readers[r]].add_trigger(d.groups[g].reader_slots[r]));
+}
+
+bool simulator::native() const {
+  if (flat_) return flat_->native != nullptr;
+  return !leaves_.empty() && leaves_.front().native();
+}
+
+result<std::shared_ptr<const native_bundle>> simulator::compile(const compile_options& opts) {
+  if (flat_) {
+    const program_source src[] = {flat_->source()};
+    auto code = eda::compile(src, flat_->layout(), opts);
+    if (!code || !*code) return code;  // an error, or not cached (cached_only)
+    flat_->native = (*code)->fn(0);
+    flat_->code = *code;
+    return code;
+  }
+  std::vector<program_source> src;
+  for (const auto& l : leaves_) src.push_back(l.source());
+  auto code = eda::compile(src, value_layout::wide, opts);
+  if (!code || !*code) return code;
+  for (std::size_t l = 0; l < leaves_.size(); ++l) leaves_[l].use_native((*code)->fn(l), *code);
+  return code;
+}
+
+result<engine_choice> use_engine(simulator& sim, engine_kind kind, std::uint64_t cycles, compile_options opts) {
+  if (kind == engine_kind::interp) return engine_choice{};
+  if (kind == engine_kind::compiled) {
+    auto code = sim.compile(opts);
+    if (!code) return code.error();
+    return engine_choice{*code, ""};
+  }
+  opts.cached_only = true;
+  if (auto code = sim.compile(opts); code && *code) return engine_choice{*code, ""};
+  // Worth compiling when interpreting would take longer than compiling. Measured on this repository's
+  // designs with -O1 (docs/benchmarks.md): compiling costs about 1 s plus 20 us per op, and the
+  // interpreter about 2 ns per op and cycle (the compiled code 3-5 times less).
+  std::size_t ops = 0;
+  for (std::size_t l = 0; l < sim.spec().leaves.size(); ++l) ops += sim.spec().leaves[l].program.size();
+  const double interpreting = 2e-9 * static_cast<double>(ops) * static_cast<double>(cycles);
+  const double compiling = 1.0 + 20e-6 * static_cast<double>(ops);
+  if (interpreting < compiling) return engine_choice{};
+  opts.cached_only = false;
+  auto code = sim.compile(opts);
+  if (!code) return engine_choice{nullptr, "interpreting: " + code.error().message};
+  return engine_choice{*code, ""};
 }
 
 void simulator::set_inputs(std::span<const lanes> bits) {

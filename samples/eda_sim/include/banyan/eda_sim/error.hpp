@@ -15,6 +15,7 @@ enum class errc {
   combinational_loop,
   reference_failed,  // iverilog / vvp failed or wrote something unreadable
   io,                // a file could not be read or written
+  compile_failed,    // the compiled engine: the system compiler failed or its object would not load
 };
 const char* to_string(errc code);  // a short description: "bad netlist"
 

@@ -12,6 +12,7 @@
 // only way a value leaves a leaf. Not thread-safe; one simulator per thread.
 #pragma once
 
+#include <banyan/eda_sim/compiled.hpp>
 #include <banyan/eda_sim/design.hpp>
 #include <banyan/eda_sim/logic.hpp>
 
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace banyan::eda {
@@ -61,6 +63,13 @@ class leaf_engine {
   // Bytes save_state() writes: the leaf's memory footprint.
   std::size_t state_bytes() const;
 
+  // The program to compile for this leaf (compiled.hpp; value_layout::wide), and the switch to its
+  // native code: from then on evaluate() runs the whole program natively whatever is scheduled
+  // (straight-line code costs less than picking ops out). `code` keeps the object loaded.
+  program_source source() const;
+  void use_native(native_fn fn, std::shared_ptr<const native_bundle> code);
+  bool native() const { return native_ != nullptr; }
+
  private:
   const leaf* spec_;
   std::vector<lanes> v_;
@@ -71,6 +80,10 @@ class leaf_engine {
   std::vector<op_run> runs_;
   int state_trigger_ = -1;
   std::size_t last_ops_ = 0;
+  native_fn native_ = nullptr;
+  std::shared_ptr<const native_bundle> code_;
+  std::vector<std::vector<std::vector<std::uint32_t>>> port_bits_;  // per memory, read port, bit: slot
+  static void native_memrd(void* self, std::uint32_t op);
   // Memories: per memory, size * width values (64 lanes each); per read port, the words its lanes
   // read as (word index or -1 for X / out of range, lane mask) pairs, usually one or a few,
   // computed by the port's bit-0 op and used by the others.
@@ -125,6 +138,13 @@ class simulator {
   // Rising clock edge: every flip-flop of every leaf takes its D.
   void clock_edge();
 
+  // Compiles this simulator's program (the flat one, or every leaf's in one object) to native code
+  // (compiled.hpp) and evaluates with it from then on; values, state and statistics carry over, and
+  // every value is the interpreter's. On error (or a null bundle: opts.cached_only and not cached)
+  // nothing changes and the simulator goes on interpreting.
+  result<std::shared_ptr<const native_bundle>> compile(const compile_options& opts);
+  bool native() const;
+
   // Flat schedule: also count, per group, the cycles its value changed (the messages the leaf grain
   // sends), into stats().publishes. Off by default: on soc it costs a third of the cycle time.
   void count_messages(bool on) { count_messages_ = on; }
@@ -153,5 +173,14 @@ class simulator {
   }
   sim_stats stats_;
 };
+
+// The engine a run uses, chosen by `kind` (compiled.hpp): compiled switches `sim` to native code or
+// fails; interp leaves it interpreting; automatic loads a cached object, else compiles when `cycles`
+// of this program repay compiling it, and interprets when compiling fails (`note` says why).
+struct engine_choice {
+  std::shared_ptr<const native_bundle> code;  // null: interpreting
+  std::string note;                           // automatic fell back to the interpreter: the reason
+};
+result<engine_choice> use_engine(simulator& sim, engine_kind kind, std::uint64_t cycles, compile_options opts);
 
 }  // namespace banyan::eda

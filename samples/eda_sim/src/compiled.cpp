@@ -1,0 +1,329 @@
+#include <banyan/eda_sim/compiled.hpp>
+#include <banyan/eda_sim/error.hpp>
+
+#include "gates.hpp"
+#include "tool.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+namespace banyan::eda {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// What an op's output is, as its readers see it: a constant (0, 1, 2 = X) or the value of a slot.
+struct ref {
+  bool constant = false;
+  std::uint32_t v = 0;  // the constant, or the slot
+  friend bool operator==(const ref&, const ref&) = default;
+};
+
+int arity(opcode c) {
+  switch (c) {
+    case opcode::buf:
+    case opcode::not_: return 1;
+    case opcode::mux:
+    case opcode::nmux: return 3;
+    default: return 2;
+  }
+}
+
+lanes constant_lanes(std::uint32_t c) { return c == 0 ? lanes::zero() : c == 1 ? lanes::one() : lanes::x(); }
+
+// Folds one gate over its operands' refs by enumerating the distinct non-constant ones over 0, 1
+// and X (at most 27 cases, one lane each): the result is a constant when every case agrees, an
+// operand when it equals that operand in every case, and nullopt when it needs computing.
+std::optional<ref> fold(opcode code, const ref (&in)[3]) {
+  const int n = arity(code);
+  std::vector<std::uint32_t> distinct;  // slots
+  int digit[3] = {-1, -1, -1};
+  for (int i = 0; i < n; ++i) {
+    if (in[i].constant) continue;
+    auto it = std::find(distinct.begin(), distinct.end(), in[i].v);
+    digit[i] = static_cast<int>(it - distinct.begin());
+    if (it == distinct.end()) distinct.push_back(in[i].v);
+  }
+  int cases = 1;
+  for (std::size_t k = 0; k < distinct.size(); ++k) cases *= 3;
+  lanes ops[3] = {lanes::zero(), lanes::zero(), lanes::zero()};
+  std::vector<lanes> of_distinct(distinct.size(), lanes::x());
+  for (std::size_t k = 0; k < distinct.size(); ++k) {
+    lanes x = lanes::x();
+    for (int j = 0; j < cases; ++j) {
+      int d = j;  // case j's digit k (base 3) is this operand's value
+      for (std::size_t q = 0; q < k; ++q) d /= 3;
+      x.set(static_cast<unsigned>(j), d % 3);
+    }
+    of_distinct[k] = x;
+  }
+  for (int i = 0; i < n; ++i) ops[i] = in[i].constant ? constant_lanes(in[i].v) : of_distinct[digit[i]];
+  const lanes y = detail::gate_of(code, ops[0], ops[1], ops[2]);
+  const std::uint64_t used = cases >= 64 ? ~0ull : (1ull << cases) - 1;
+  auto same = [&](lanes a, lanes b) { return ((a.hi ^ b.hi) & used) == 0 && ((a.lo ^ b.lo) & used) == 0; };
+  for (std::uint32_t c = 0; c < 3; ++c)
+    if (same(y, constant_lanes(c))) return ref{true, c};
+  for (std::size_t k = 0; k < distinct.size(); ++k)
+    if (same(y, of_distinct[k])) return ref{false, distinct[k]};
+  return std::nullopt;
+}
+
+const char* prelude(value_layout layout) {
+  if (layout == value_layout::wide)
+    return R"(#define AI static inline __attribute__((always_inline))
+typedef unsigned long long P;
+struct W { P hi, lo; };
+AI W g_not(W a) { return W{a.lo, a.hi}; }
+AI W g_and(W a, W b) { return W{a.hi & b.hi, a.lo | b.lo}; }
+AI W g_or(W a, W b) { return W{a.hi | b.hi, a.lo & b.lo}; }
+AI W g_xor(W a, W b) { return W{(a.hi & b.lo) | (a.lo & b.hi), (a.lo & b.lo) | (a.hi & b.hi)}; }
+AI W g_mux(W a, W b, W s) { return W{(s.lo & a.hi) | (s.hi & b.hi), (s.lo & a.lo) | (s.hi & b.lo)}; }
+#define K0 W{0ull, ~0ull}
+#define K1 W{~0ull, 0ull}
+#define KX W{~0ull, ~0ull}
+)";
+  return R"(#define AI static inline __attribute__((always_inline))
+typedef unsigned short W;
+typedef unsigned int U;
+AI U sw(U w) { return ((w >> 8) | (w << 8)) & 0xffffu; }
+AI W g_not(U a) { return (W)sw(a); }
+AI W g_and(U x, U y) { return (W)((x & y & NHI) | ((x | y) & NLO)); }
+AI W g_or(U x, U y) { return (W)(((x | y) & NHI) | (x & y & NLO)); }
+AI W g_xor(U x, U y) {
+  const U t1 = x & sw(y), t2 = x & y;
+  return (W)(((t1 | sw(t1)) & NHI) | ((t2 | sw(t2)) & NLO));
+}
+AI W g_mux(U a, U b, U s) {
+  const U sl = (s & NLO) | sw(s & NLO), sh = (s & NHI) | sw(s & NHI);
+  return (W)((sl & a) | (sh & b));
+}
+#define K0 ((W)NLO)
+#define K1 ((W)NHI)
+#define KX ((W)0xffffu)
+)";
+}
+
+std::string expression(opcode c, const std::string& a, const std::string& b, const std::string& s) {
+  switch (c) {
+    case opcode::buf: return a;
+    case opcode::not_: return "g_not(" + a + ")";
+    case opcode::and_: return "g_and(" + a + ", " + b + ")";
+    case opcode::or_: return "g_or(" + a + ", " + b + ")";
+    case opcode::xor_: return "g_xor(" + a + ", " + b + ")";
+    case opcode::nand: return "g_not(g_and(" + a + ", " + b + "))";
+    case opcode::nor: return "g_not(g_or(" + a + ", " + b + "))";
+    case opcode::xnor: return "g_not(g_xor(" + a + ", " + b + "))";
+    case opcode::andnot: return "g_and(" + a + ", g_not(" + b + "))";
+    case opcode::ornot: return "g_or(" + a + ", g_not(" + b + "))";
+    case opcode::mux: return "g_mux(" + a + ", " + b + ", " + s + ")";
+    case opcode::nmux: return "g_not(g_mux(" + a + ", " + b + ", " + s + "))";
+    case opcode::memrd: break;
+  }
+  return "KX";
+}
+
+void emit_program(std::ostream& out, std::size_t k, const program_source& p, std::size_t per_function) {
+  std::uint32_t slots = 3;
+  for (const op& o : p.program) slots = std::max({slots, o.y + 1, o.a + 1, o.b + 1, o.s + 1});
+  for (const auto& cs : p.constant_slots)
+    for (auto s : cs) slots = std::max(slots, s + 1);
+  std::vector<ref> of(slots);
+  for (std::uint32_t s = 0; s < slots; ++s) of[s] = {false, s};
+  for (std::uint32_t c = 0; c < 3; ++c)
+    for (auto s : p.constant_slots[c]) of[s] = {true, c};
+  static const char* const literal[3] = {"K0", "K1", "KX"};
+  auto text = [&](const ref& r) { return r.constant ? std::string(literal[r.v]) : "v[" + std::to_string(r.v) + "]"; };
+  std::size_t parts = 0;
+  for (std::size_t i = 0; i < p.program.size(); ++i) {
+    if (i % per_function == 0) {
+      if (i) out << "}\n";
+      out << "__attribute__((noinline)) static void p" << k << "_" << parts++
+          << "(W* v, banyan_memrd m, void* c) {\n  (void)m, (void)c;\n";
+    }
+    const op& o = p.program[i];
+    if (o.code == opcode::memrd) {  // bit 0 of a read port comes first and reads them all
+      if (o.s == 0) out << "  m(c, " << i << "u);\n";
+      continue;
+    }
+    const ref in[3] = {of[o.a], of[o.b], of[o.s]};
+    const auto folded = fold(o.code, in);
+    if (folded) {
+      of[o.y] = *folded;
+      out << "  v[" << o.y << "] = " << text(*folded) << ";\n";
+      continue;
+    }
+    out << "  v[" << o.y << "] = " << expression(o.code, text(in[0]), text(in[1]), text(in[2])) << ";\n";
+  }
+  if (parts) out << "}\n";
+  out << "extern \"C\" void banyan_eval_" << k << "(void* values, banyan_memrd m, void* c) {\n"
+      << "  W* v = static_cast<W*>(values);\n  (void)v, (void)m, (void)c;\n";
+  for (std::size_t q = 0; q < parts; ++q) out << "  p" << k << "_" << q << "(v, m, c);\n";
+  out << "}\n";
+}
+
+std::string source_of(std::span<const program_source> programs, value_layout layout, std::size_t per_function) {
+  std::ostringstream out;
+  out << "// Generated by banyan eda_sim (compiled engine): " << programs.size() << " program(s), "
+      << (layout == value_layout::wide ? "64 lanes (two 64-bit planes per value)" : "8 lanes (a 16-bit word per value)")
+      << ". Do not edit: it is rebuilt from the netlist.\n";
+  if (layout == value_layout::narrow) out << "#define NHI " << detail::nhi << "u\n#define NLO " << detail::nlo << "u\n";
+  out << prelude(layout) << "typedef void (*banyan_memrd)(void*, unsigned);\n";
+  for (std::size_t k = 0; k < programs.size(); ++k) emit_program(out, k, programs[k], per_function);
+  return out.str();
+}
+
+// The compiler's identity for the cache key (its version and target), asked once per compiler.
+result<std::string> compiler_identity(const std::string& compiler) {
+  static std::mutex m;
+  static std::map<std::string, std::string> known;
+  std::lock_guard lock(m);
+  if (auto it = known.find(compiler); it != known.end()) return it->second;
+  auto r = detail::run_tool({compiler, "-dumpfullversion", "-dumpmachine"}, "");
+  if (!r || !r->status.success())
+    return error{errc::compile_failed, "cannot run the compiler '" + compiler + "'" +
+                                           (r ? ": " + detail::excerpt(r->out, "", 3) : ": " + r.error().message) +
+                                           " (install g++: tools/setup; or choose --engine interp)"};
+  return known[compiler] = r->out;
+}
+
+// Holds an exclusive flock on `path` for its lifetime (-1: none could be taken; then no exclusion).
+struct file_lock {
+  int fd;
+  explicit file_lock(const std::string& path) : fd(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
+    if (fd >= 0) ::flock(fd, LOCK_EX);
+  }
+  ~file_lock() {
+    if (fd >= 0) ::close(fd);
+  }
+  file_lock(const file_lock&) = delete;
+  file_lock& operator=(const file_lock&) = delete;
+};
+
+result<std::shared_ptr<void>> load(const std::string& object) {
+  void* h = ::dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* why = ::dlerror();
+    return error{errc::compile_failed, object + ": cannot load: " + (why ? why : "unknown reason")};
+  }
+  return std::shared_ptr<void>(h, [](void* p) { ::dlclose(p); });
+}
+
+}  // namespace
+
+result<engine_kind> parse_engine(const std::string& name) {
+  if (name == "auto") return engine_kind::automatic;
+  if (name == "compiled") return engine_kind::compiled;
+  if (name == "interp") return engine_kind::interp;
+  return error{errc::bad_stimulus, "engine '" + name + "': expected auto, compiled or interp"};
+}
+
+std::string describe(const native_bundle& code) {
+  char buf[160];
+  if (code.from_cache)
+    std::snprintf(buf, sizeof buf, "loaded from the cache (%zu KiB of source)", code.source_bytes / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "compiled in %.1f s (%zu KiB of source)", code.compile_seconds,
+                  code.source_bytes / 1024);
+  return std::string(buf) + (code.object.empty() ? "" : ", " + code.object);
+}
+
+std::string native_source(std::span<const program_source> programs, value_layout layout) {
+  return source_of(programs, layout, compile_options{}.ops_per_function);
+}
+
+result<std::shared_ptr<const native_bundle>> compile(std::span<const program_source> programs, value_layout layout,
+                                                     const compile_options& opts) {
+  const std::string source = source_of(programs, layout, std::max<std::size_t>(opts.ops_per_function, 1));
+  auto id = compiler_identity(opts.compiler);
+  if (!id) return id.error();
+  detail::hasher h;
+  h.add(source);
+  h.add(opts.compiler);
+  h.add(*id);
+  for (const auto& f : opts.flags) h.add(f);
+  const std::string key = "native-" + h.hex();
+
+  auto bundle = std::make_shared<native_bundle>();
+  bundle->source_bytes = source.size();
+  std::string dir = opts.cache_dir;
+  const bool temporary = dir.empty();
+  if (temporary && opts.cached_only) return std::shared_ptr<const native_bundle>();
+  if (temporary) {
+    dir = detail::make_temp_dir();
+    if (dir.empty()) return error{errc::io, "cannot create a temporary folder to compile the design in"};
+  } else {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return error{errc::io, dir + ": cannot create the cache folder: " + ec.message()};
+    dir = fs::absolute(dir).string();
+  }
+  const std::string object = dir + "/" + key + ".so";
+  std::shared_ptr<void> handle;
+  {
+    // One compiler per key at a time: the others wait here, then load its object.
+    std::unique_ptr<file_lock> lock;
+    if (!temporary) lock = std::make_unique<file_lock>(object + ".lock");
+    std::error_code ec;
+    if (!temporary && fs::exists(object, ec)) {
+      if (auto l = load(object)) handle = *l, bundle->from_cache = true;
+      else fs::remove(object, ec);  // unreadable (cut short, another build): compile again
+    }
+    if (!handle && opts.cached_only) return std::shared_ptr<const native_bundle>();
+    if (!handle) {
+      const std::string src = dir + "/" + key + ".cpp", tmp = object + ".tmp" + std::to_string(::getpid());
+      {
+        std::ofstream f(src);
+        f << source;
+        if (!f) return error{errc::io, src + ": cannot write the generated source"};
+      }
+      std::vector<std::string> argv{opts.compiler};
+      argv.insert(argv.end(), opts.flags.begin(), opts.flags.end());
+      for (const char* f : {"-std=c++17", "-fPIC", "-shared", "-w", "-o"}) argv.emplace_back(f);
+      argv.push_back(tmp);
+      argv.push_back(src);
+      const auto start = std::chrono::steady_clock::now();
+      auto r = detail::run_tool(argv, dir);
+      bundle->compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!r || !r->status.success()) {
+        std::string cmd;
+        for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+        fs::remove(tmp, ec);
+        if (temporary) fs::remove_all(dir, ec);
+        return error{errc::compile_failed, cmd + ": " + (r ? detail::excerpt(r->out, "error", 6) : r.error().message)};
+      }
+      fs::rename(tmp, object, ec);
+      if (ec) return error{errc::io, object + ": " + ec.message()};
+      auto l = load(object);
+      if (!l) return l.error();
+      handle = *l;
+    }
+  }
+  bundle->object = temporary ? std::string() : object;
+  if (temporary) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // the loaded object stays mapped
+  }
+  for (std::size_t k = 0; k < programs.size(); ++k) {
+    const std::string name = "banyan_eval_" + std::to_string(k);
+    void* f = ::dlsym(handle.get(), name.c_str());
+    if (!f) return error{errc::compile_failed, object + ": no symbol " + name};
+    bundle->fns_.push_back(reinterpret_cast<native_fn>(f));
+  }
+  bundle->handle_ = std::move(handle);
+  return std::shared_ptr<const native_bundle>(std::move(bundle));
+}
+
+}  // namespace banyan::eda
