@@ -276,6 +276,8 @@ int run(const options& o) {
     cr->lanes = o.lanes;
     cr->trace_lanes = ro.trace_lanes;
     cr->how = o.grain == "leaf" ? eda::grain::leaf : eda::grain::node;
+    cr->engine = kind;
+    cr->compile = co;
     if (o.checkpoint_every > 0 && cr->how != eda::grain::leaf)
       return bad_arguments("--checkpoint-every needs --grain leaf (a node's merged leaves cannot be resumed apart)");
     cr->checkpoint_every = o.checkpoint_every;

@@ -29,8 +29,11 @@ struct outcome {
 };
 
 outcome run_components(const design& d, const std::shared_ptr<const stimulus>& stim, std::uint64_t cycles,
-                       unsigned lanes, routing_mode mode, grain how) {
+                       unsigned lanes, routing_mode mode, grain how, engine_kind engine = engine_kind::interp,
+                       const std::string& cache = "") {
   auto cr = std::make_shared<component_run>();
+  cr->engine = engine;
+  cr->compile.cache_dir = cache;
   cr->d = std::make_shared<const design>(d);
   cr->stim = stim;
   cr->cycles = cycles;
@@ -77,6 +80,33 @@ TEST_P(Components, OutputsAreIdenticalToTheEngineInHierAndFlatModes) {
   EXPECT_LE(hier.edge_messages, flat.edge_messages);
   EXPECT_GT(hier.edge_messages, 0u);
   EXPECT_LT(node.edge_messages, hier.edge_messages / 10);  // only the start message
+}
+
+// The compiled engine inside the components: each leaf's program (leaf grain, one object for all of
+// them) or the process's merged program (node grain, here the whole design) natively, same outputs.
+TEST(Components, TheCompiledEngineGivesTheSameOutputsInBothGrains) {
+  testing::temp_dir tmp;
+  auto d = build(design_files("cpu"), "cpu");
+  ASSERT_TRUE(d) << d.error().message;
+  auto s = random_stimulus(*d, {9});
+  ASSERT_TRUE(s);
+  std::shared_ptr<const stimulus> stim(std::move(*s));
+  simulator sim(*d, schedule::flat, 8);
+  sim_options ro;
+  ro.cycles = 150;
+  ro.lanes = 8;
+  ro.trace_lanes = 8;
+  auto engine = simulate(sim, *stim, ro);
+  for (grain how : {grain::leaf, grain::node}) {
+    SCOPED_TRACE(how == grain::leaf ? "--grain leaf, seed 9" : "--grain node, seed 9");
+    auto r = run_components(*d, stim, ro.cycles, ro.lanes, routing_mode::hier, how, engine_kind::compiled,
+                            tmp.path("cache"));
+    EXPECT_EQ(r.signature, engine.signature);
+    EXPECT_EQ(r.samples, engine.samples.samples);
+  }
+  std::size_t objects = 0;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path("cache"))) objects += e.path().extension() == ".so";
+  EXPECT_EQ(objects, 2u) << "one object for every leaf, one for the whole design";
 }
 
 // Merging a subset of the leaves keeps exactly the groups that cross the subset's border, and a
@@ -191,7 +221,8 @@ TEST(LeafEngineState, ALoadedEngineGoesOnLikeTheSavedOne) {
 
 #ifdef BANYAN_CLI
 // Three loopback nodes: the cpu's top cells and io on n0, its register file on n1, its ALU on n2, so
-// groups cross nodes in both directions within a cycle.
+// groups cross nodes in both directions within a cycle. Every node evaluates with the compiled
+// engine: one object of every leaf shared by the three (leaf grain), or its merged program (node).
 TEST(ComponentsAcrossNodes, BothGrainsPassTheCheckAndTheNodeGrainSendsNoMore) {
   testing::temp_dir tmp;
   std::string yaml = "version: 1\nnodes:\n";
@@ -204,11 +235,13 @@ TEST(ComponentsAcrossNodes, BothGrainsPassTheCheckAndTheNodeGrainSendsNoMore) {
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(std::string("--grain ") + grains[i] + ", seed 3");
     const auto profile = tmp.path(std::string(grains[i]) + ".json");
-    auto r = run_process({BANYAN_CLI,   "launch",   deployment,     "--run-for", "120s", "--profile",
-                          profile,      "--",       EDA_SIM_BINARY, "--top",     "cpu",  design_files("cpu")[0],
-                          "--no-cache", "--cycles", "600",          "--seed",    "3",    "--components",
-                          "--grain",    grains[i],  "--check",      "--json"},
-                         {.out = output_mode::capture, .err = output_mode::capture}, std::chrono::seconds(180));
+    auto r =
+        run_process({BANYAN_CLI,       "launch",  deployment,     "--run-for", "120s",         "--profile",
+                     profile,          "--",      EDA_SIM_BINARY, "--top",     "cpu",          design_files("cpu")[0],
+                     "--cycles",       "600",     "--seed",       "3",         "--components", "--grain",
+                     grains[i],        "--check", "--json",       "--engine",  "compiled",     "--cache-dir",
+                     tmp.path("cache")},
+                    {.out = output_mode::capture, .err = output_mode::capture}, std::chrono::seconds(180));
     ASSERT_TRUE(r) << r.error().message;
     ASSERT_EQ(r->status.shell_code(), 0) << r->err;
     EXPECT_NE(r->out.find("\"passed\": true"), std::string::npos) << r->out;

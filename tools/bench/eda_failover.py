@@ -65,7 +65,7 @@ def judge(name, lines, code):
 def one_launch(a, tools, deployment, states, kill, kill_at):
     cmd = [tools["banyan"], "launch", deployment, "--run-for", f"{a.run_limit}s", "--", tools["eda_sim"], "--top",
            a.top, *a.files, "--cycles", str(a.cycles), "--seed", "1", "--components", "--grain", "leaf", "--mode",
-           "hier", "--check", "--json"]
+           "hier", "--engine", a.engine, "--check", "--json"]
     if states:
         cmd += ["--checkpoint-every", str(a.checkpoint_every), "--state-dir", states]
     start = time.monotonic()
@@ -110,6 +110,7 @@ def main():
     ap.add_argument("--top", default="multiplier")
     ap.add_argument("--files", nargs="+", default=None)
     ap.add_argument("--cycles", type=int, default=1500)
+    ap.add_argument("--engine", choices=["auto", "compiled", "interp"], default="auto", help="eda_sim --engine")
     ap.add_argument("--checkpoint-every", type=int, default=100)
     ap.add_argument("--kill", default="n2", help="nodes to kill, in turn (comma-separated; never n0, the root's)")
     ap.add_argument("--kill-at", default="0.4",

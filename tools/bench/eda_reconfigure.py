@@ -155,7 +155,7 @@ class Tools:
 def sim_args(args, cycles, check):
     files = [os.path.abspath(f) for f in args.files]
     cmd = ["--top", args.top, *files, "--cycles", str(cycles), "--seed", str(args.seed), "--lanes", str(args.lanes),
-           "--components", "--grain", "leaf", "--mode", "hier", "--json"]
+           "--components", "--grain", "leaf", "--mode", "hier", "--engine", args.engine, "--json"]
     if check:
         cmd += ["--check", "--check-lanes", str(min(2, args.lanes))]
     return cmd
@@ -316,6 +316,8 @@ def main():
                          "machine, where the ctest passes a wider one)")
     ap.add_argument("--lanes", type=int, default=2, help="stimulus lanes (default 2)")
     ap.add_argument("--seed", type=int, default=1, help="stimulus seed (default 1)")
+    ap.add_argument("--engine", choices=["auto", "compiled", "interp"], default="auto",
+                    help="eda_sim --engine: who evaluates the cells (default auto)")
     ap.add_argument("--no-check", dest="check", action="store_false", help="skip the check against Icarus Verilog")
     ap.add_argument("--run-limit", type=int, default=900, help="banyan launch --run-for, seconds (default 900)")
     ap.add_argument("--work", help="keep the files here (default: a temporary folder, removed)")

@@ -230,6 +230,29 @@ result<engine_kind> parse_engine(const std::string& name) {
   return error{errc::bad_stimulus, "engine '" + name + "': expected auto, compiled or interp"};
 }
 
+result<engine_choice> choose_engine(engine_kind kind, std::size_t ops, std::uint64_t cycles, compile_options opts,
+                                    const compile_fn& compile) {
+  if (kind == engine_kind::interp) return engine_choice{};
+  if (kind == engine_kind::compiled) {
+    auto code = compile(opts);
+    if (!code) return code.error();
+    return engine_choice{*code, ""};
+  }
+  opts.cached_only = true;
+  if (auto code = compile(opts); code && *code) return engine_choice{*code, ""};
+  // Worth compiling when the time it saves exceeds the time it takes. Measured on this repository's
+  // designs with -O1 on 2 cores (docs/benchmarks.md): compiling costs about 0.1 s plus 1.7 ms per
+  // op, the interpreter about 1.3 ns per op and cycle for one lane, and the compiled code saves
+  // about a tenth of that; so about 13 million cycles repay it, whatever the design's size.
+  const double saved = 0.1 * 1.3e-9 * static_cast<double>(ops) * static_cast<double>(cycles);
+  const double compiling = 0.1 + 1.7e-3 * static_cast<double>(ops);
+  if (saved < compiling) return engine_choice{};
+  opts.cached_only = false;
+  auto code = compile(opts);
+  if (!code) return engine_choice{nullptr, "interpreting: " + code.error().message};
+  return engine_choice{*code, ""};
+}
+
 std::string describe(const native_bundle& code) {
   char buf[160];
   if (code.from_cache)

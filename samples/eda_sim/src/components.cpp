@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -94,6 +95,10 @@ struct local_leaves {
   };
   std::mutex m;
   std::map<int, entry> by_leaf;
+  // Leaf grain: every leaf's program (merge_leaves of that leaf alone, as each leaf builds it) in one
+  // native object, chosen once per process by the first leaf that builds.
+  std::mutex code_m;
+  std::optional<result<engine_choice>> leaf_code;
 };
 
 namespace {
@@ -374,11 +379,13 @@ class gate_component final : public banyan::leaf {
       // Every leaf is here (one process): the merged leaf is the whole design, which the engine's
       // flat schedule runs fastest (a byte per plane for up to 8 lanes, no cone bookkeeping).
       whole_ = std::make_unique<simulator>(d, schedule::flat, run_->lanes);
+      log_engine(use_engine(*whole_, run_->engine, run_->cycles, run_->compile));
       io_ = true;
       return;
     }
     merged_ = merge_leaves(d, members_);
     eng_ = std::make_unique<leaf_engine>(merged_.spec);
+    choose_engine_for_leaves();
     if (ctx_) ctx_->report_memory(eng_->state_bytes());  // what a move carries, for the partitioner
     const int io = d.io_leaf();
     io_ = std::find(members_.begin(), members_.end(), io) != members_.end();
@@ -439,6 +446,42 @@ class gate_component final : public banyan::leaf {
     }
     received_.assign(ins_.size(), 0);
     sent_.assign(outs_.size(), 0);
+  }
+
+  // The compiled engine for eng_ (compiled.hpp): leaf grain shares one object of every leaf per
+  // process; node grain compiles this node's merged program.
+  void choose_engine_for_leaves() {
+    const design& d = *run_->d;
+    if (run_->how == grain::node) {
+      const program_source src[] = {source_of(merged_.spec)};
+      auto chosen = choose_engine(run_->engine, merged_.spec.program.size(), run_->cycles, run_->compile,
+                                  [&](const compile_options& o) { return compile(src, value_layout::wide, o); });
+      if (chosen && chosen->code) eng_->use_native(chosen->code->fn(0), chosen->code);
+      return log_engine(chosen);
+    }
+    auto& local = *run_->local;
+    std::lock_guard lock(local.code_m);
+    if (!local.leaf_code) {
+      std::size_t ops = 0;
+      for (const auto& l : d.leaves) ops += l.program.size();
+      local.leaf_code = choose_engine(run_->engine, ops, run_->cycles, run_->compile, [&](const compile_options& o) {
+        std::vector<merged_leaf> alone;
+        for (int l = 0; l < static_cast<int>(d.leaves.size()); ++l) alone.push_back(merge_leaves(d, {l}));
+        std::vector<program_source> src;
+        for (const auto& m : alone) src.push_back(source_of(m.spec));
+        return compile(src, value_layout::wide, o);
+      });
+      log_engine(*local.leaf_code);
+    }
+    if (*local.leaf_code && (*local.leaf_code)->code)
+      eng_->use_native((*local.leaf_code)->code->fn(static_cast<std::size_t>(leaf_)), (*local.leaf_code)->code);
+  }
+
+  void log_engine(const result<engine_choice>& chosen) {
+    if (!ctx_) return;
+    if (!chosen) ctx_->log("eda_sim: interpreting: " + chosen.error().message);
+    else if (!chosen->note.empty()) ctx_->log("eda_sim: " + chosen->note);
+    else if (chosen->code) ctx_->log("eda_sim: compiled engine: " + describe(*chosen->code));
   }
 
   static std::uint32_t levels_up(const design& d, int leaf, int scope_inst) {

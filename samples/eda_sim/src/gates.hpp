@@ -22,9 +22,9 @@ struct narrow {
   friend constexpr bool operator==(const narrow&, const narrow&) = default;
 };
 template <class L>
-constexpr std::uint64_t all_lanes = ~0ull;
+inline constexpr std::uint64_t all_lanes = ~0ull;
 template <>
-constexpr std::uint64_t all_lanes<narrow> = 0xff;
+inline constexpr std::uint64_t all_lanes<narrow> = 0xff;
 template <class L>
 constexpr L from_lanes(lanes x);
 template <>

@@ -217,9 +217,9 @@ void leaf_engine::mark(int trigger) {
   for (std::size_t w = 0; w < words_; ++w) pending_[w] |= c[w];
 }
 
-program_source leaf_engine::source() const {
+program_source source_of(const leaf& l) {
   static constexpr std::uint32_t constants[3] = {0, 1, 2};
-  return {spec_->program, {{&constants[0], 1}, {&constants[1], 1}, {&constants[2], 1}}};
+  return {l.program, {{&constants[0], 1}, {&constants[1], 1}, {&constants[2], 1}}};
 }
 
 void leaf_engine::use_native(native_fn fn, std::shared_ptr<const native_bundle> code) {
@@ -727,7 +727,7 @@ result<std::shared_ptr<const native_bundle>> simulator::compile(const compile_op
     return code;
   }
   std::vector<program_source> src;
-  for (const auto& l : leaves_) src.push_back(l.source());
+  for (const auto& l : leaves_) src.push_back(source_of(l.spec()));
   auto code = eda::compile(src, value_layout::wide, opts);
   if (!code || !*code) return code;
   for (std::size_t l = 0; l < leaves_.size(); ++l) leaves_[l].use_native((*code)->fn(l), *code);
@@ -735,26 +735,9 @@ result<std::shared_ptr<const native_bundle>> simulator::compile(const compile_op
 }
 
 result<engine_choice> use_engine(simulator& sim, engine_kind kind, std::uint64_t cycles, compile_options opts) {
-  if (kind == engine_kind::interp) return engine_choice{};
-  if (kind == engine_kind::compiled) {
-    auto code = sim.compile(opts);
-    if (!code) return code.error();
-    return engine_choice{*code, ""};
-  }
-  opts.cached_only = true;
-  if (auto code = sim.compile(opts); code && *code) return engine_choice{*code, ""};
-  // Worth compiling when interpreting would take longer than compiling. Measured on this repository's
-  // designs with -O1 (docs/benchmarks.md): compiling costs about 1 s plus 20 us per op, and the
-  // interpreter about 2 ns per op and cycle (the compiled code 3-5 times less).
   std::size_t ops = 0;
-  for (std::size_t l = 0; l < sim.spec().leaves.size(); ++l) ops += sim.spec().leaves[l].program.size();
-  const double interpreting = 2e-9 * static_cast<double>(ops) * static_cast<double>(cycles);
-  const double compiling = 1.0 + 20e-6 * static_cast<double>(ops);
-  if (interpreting < compiling) return engine_choice{};
-  opts.cached_only = false;
-  auto code = sim.compile(opts);
-  if (!code) return engine_choice{nullptr, "interpreting: " + code.error().message};
-  return engine_choice{*code, ""};
+  for (const auto& l : sim.spec().leaves) ops += l.program.size();
+  return choose_engine(kind, ops, cycles, std::move(opts), [&](const compile_options& o) { return sim.compile(o); });
 }
 
 void simulator::set_inputs(std::span<const lanes> bits) {

@@ -24,6 +24,7 @@
 #include <banyan/eda_sim/design.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -85,6 +86,17 @@ class native_bundle {
 // naming the compiler command and the first lines of its output; errc::io for the cache folder.
 result<std::shared_ptr<const native_bundle>> compile(std::span<const program_source> programs, value_layout layout,
                                                      const compile_options& opts);
+
+// The engine a run uses, chosen by `kind`: compiled calls `compile` or fails; interp compiles
+// nothing; automatic loads a cached object, else compiles when `cycles` of `ops` ops repay
+// compiling them, and interprets when compiling fails (`note` says why).
+struct engine_choice {
+  std::shared_ptr<const native_bundle> code;  // null: interpreting
+  std::string note;                           // automatic fell back to the interpreter: the reason
+};
+using compile_fn = std::function<result<std::shared_ptr<const native_bundle>>(const compile_options&)>;
+result<engine_choice> choose_engine(engine_kind kind, std::size_t ops, std::uint64_t cycles, compile_options opts,
+                                    const compile_fn& compile);
 
 // One line for a log: the object, whether it came from the cache, the compile time.
 std::string describe(const native_bundle& code);

@@ -22,6 +22,7 @@
 //    are those of the leaf grain. In one process nothing is sent.
 #pragma once
 
+#include <banyan/eda_sim/compiled.hpp>
 #include <banyan/eda_sim/run.hpp>
 #include <banyan/sdk/sdk.hpp>
 
@@ -42,6 +43,11 @@ struct component_run {
   unsigned lanes = 1;
   unsigned trace_lanes = 0;
   grain how = grain::node;
+  // Who evaluates the cells (compiled.hpp). Leaf grain: every process compiles (or loads from the
+  // cache) one object with every leaf's program, so all processes of a launch share it; node grain:
+  // each process its merged program. A compile that fails is logged and the leaves interpret.
+  engine_kind engine = engine_kind::interp;
+  compile_options compile;
   // Every leaf keeps its state (keep_state) at each multiple of this many cycles, with what it sent
   // since the one before, so that a failover resumes it from there (0: never; --grain leaf only).
   std::uint64_t checkpoint_every = 0;

@@ -63,10 +63,9 @@ class leaf_engine {
   // Bytes save_state() writes: the leaf's memory footprint.
   std::size_t state_bytes() const;
 
-  // The program to compile for this leaf (compiled.hpp; value_layout::wide), and the switch to its
-  // native code: from then on evaluate() runs the whole program natively whatever is scheduled
-  // (straight-line code costs less than picking ops out). `code` keeps the object loaded.
-  program_source source() const;
+  // Switches to native code compiled from source_of(spec()) (value_layout::wide): from then on
+  // evaluate() runs the whole program natively whatever is scheduled (straight-line code costs less
+  // than picking ops out). `code` keeps the object loaded.
   void use_native(native_fn fn, std::shared_ptr<const native_bundle> code);
   bool native() const { return native_ != nullptr; }
 
@@ -94,6 +93,9 @@ class leaf_engine {
   lanes read_bit(int mem, int port, std::uint32_t bit) const;
   bool write_memories();
 };
+
+// A leaf's program as compile() takes it (constants in slots 0, 1, 2).
+program_source source_of(const leaf& l);
 
 struct sim_stats {
   std::uint64_t cycles = 0;
@@ -174,13 +176,7 @@ class simulator {
   sim_stats stats_;
 };
 
-// The engine a run uses, chosen by `kind` (compiled.hpp): compiled switches `sim` to native code or
-// fails; interp leaves it interpreting; automatic loads a cached object, else compiles when `cycles`
-// of this program repay compiling it, and interprets when compiling fails (`note` says why).
-struct engine_choice {
-  std::shared_ptr<const native_bundle> code;  // null: interpreting
-  std::string note;                           // automatic fell back to the interpreter: the reason
-};
+// The engine a run of `cycles` uses (choose_engine, compiled.hpp), applied to `sim`.
 result<engine_choice> use_engine(simulator& sim, engine_kind kind, std::uint64_t cycles, compile_options opts);
 
 }  // namespace banyan::eda
