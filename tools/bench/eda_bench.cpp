@@ -14,10 +14,12 @@
 //
 // Icarus's time is vvp's wall time for the whole testbench (it includes reading the stimulus and
 // writing samples, as our timed loop includes generating stimulus and keeping samples).
+#include <banyan/eda_sim/compiled.hpp>
 #include <banyan/eda_sim/design.hpp>
 #include <banyan/eda_sim/netlist.hpp>
 #include <banyan/eda_sim/reference.hpp>
 #include <banyan/eda_sim/run.hpp>
+#include <banyan/eda_sim/simulator.hpp>
 
 #include "banyan/base/log.hpp"
 #include "banyan/base/process.hpp"
@@ -25,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -154,7 +157,7 @@ int main(int argc, char** argv) {
               {"leaves", d->leaves.size()},
               {"cycles", cycles}};
 
-  step("2/6 eda_sim engine, 1 lane and 64 lanes; the leaf exchange, 1 lane");
+  step("2/6 eda_sim engine (interpreter: 1 lane and 64 lanes; compiled: 1 lane); the leaf exchange, 1 lane");
   eda::sim_options ro;
   ro.cycles = cycles;
   ro.lanes = 1;
@@ -164,6 +167,39 @@ int main(int argc, char** argv) {
   ro.lanes = 64;
   eda::simulator s64(*d);
   auto ours64 = eda::simulate(s64, **stim, ro);
+  // The compiled engine (compiled.hpp), same stimulus, compile time apart; a second simulator of the
+  // same design loads the object from the cache. One lane, interpreter and compiled alternating,
+  // medians of 3 (this machine's load moves between steps).
+  const std::string cache = work + "/native-cache";
+  eda::simulator sc(*d, eda::schedule::flat, 1);
+  auto code = sc.compile({.cache_dir = cache});
+  if (!code) return fail(code.error().message);
+  ro.lanes = 1;
+  auto compiled1 = eda::simulate(sc, **stim, ro);
+  std::vector<double> interp_s{ours1.seconds}, compiled_s{compiled1.seconds};
+  for (int rep = 1; rep < 3; ++rep) {
+    eda::simulator si(*d, eda::schedule::flat, 1), sn(*d, eda::schedule::flat, 1);
+    if (auto c = sn.compile({.cache_dir = cache}); !c) return fail(c.error().message);
+    interp_s.push_back(eda::simulate(si, **stim, ro).seconds);
+    compiled_s.push_back(eda::simulate(sn, **stim, ro).seconds);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  ours1.seconds = median(interp_s);
+  const auto load_start = std::chrono::steady_clock::now();
+  eda::simulator sc_load(*d, eda::schedule::flat, 1);
+  auto loaded = sc_load.compile({.cache_dir = cache});
+  const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  out["compiled_cycles_per_s"] = cycles / median(compiled_s);
+  out["compiled_vs_interpreter"] = median(interp_s) / median(compiled_s);
+  out["compile_seconds"] = (*code)->compile_seconds;
+  out["compile_source_bytes"] = (*code)->source_bytes;
+  out["compile_cache_hit"] = loaded && (*loaded)->from_cache;
+  out["compile_cache_load_seconds"] = load_seconds;
+  out["compiled_agrees"] = compiled1.samples.samples == ours1.samples.samples && compiled1.signature == ours1.signature;
+  ro.lanes = 64;
   const double ours_cps = cycles / ours1.seconds, ours64_cps = cycles / ours64.seconds;
   out["ours_1_lane_cycles_per_s"] = ours_cps;
   out["ours_64_lanes_cycles_per_s"] = ours64_cps;
@@ -225,6 +261,7 @@ int main(int argc, char** argv) {
       const double vcps = cycles / secs;
       out["verilator_cycles_per_s"] = vcps;
       out["ratio_vs_verilator"] = ours_cps / vcps;
+      out["compiled_ratio_vs_verilator"] = out["compiled_cycles_per_s"].get<double>() / vcps;
       out["ratio_64_lanes_vs_verilator"] = 64 * ours64_cps / vcps;
       // Compare from the end of reset (Verilator has no X).
       std::ifstream vin(vdir + "/out.txt");
@@ -251,6 +288,7 @@ int main(int argc, char** argv) {
     std::printf("%-34s %12.0f %9.2fx\n", name, v, ratio_base / v);
   };
   row("eda_sim engine, 1 lane", "ours_1_lane_cycles_per_s", ours_cps);
+  row("eda_sim compiled engine, 1 lane", "compiled_cycles_per_s", ours_cps);
   row("eda_sim engine, leaf exchange, 1 lane", "ours_leaves_schedule_cycles_per_s", ours_cps);
   row("eda_sim engine, 64 lanes (lane-cycles)", "ours_64_lanes_lane_cycles_per_s", ours_cps);
   row("Icarus, RTL", "icarus_rtl_cycles_per_s", ours_cps);
