@@ -251,6 +251,7 @@ int run(const options& o) {
                   {"lane_cycles_per_second", r.seconds > 0 ? cycles * o.lanes / r.seconds : 0.0},
                   {"schedule", o.schedule},
                   {"engine", chosen->code ? "compiled" : "interp"},
+                  {"two_state_cycles", r.stats.two_state_passes},
                   {"rounds_per_cycle", cycles ? double(r.stats.rounds) / cycles : 0.0},
                   {"max_rounds", r.stats.max_rounds},
                   {"leaf_evaluations_per_cycle", cycles ? double(r.stats.leaf_evaluations) / cycles : 0.0},

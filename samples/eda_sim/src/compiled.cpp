@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -113,6 +115,10 @@ AI W g_mux(U a, U b, U s) {
 #define K0 ((W)NLO)
 #define K1 ((W)NHI)
 #define KX ((W)0xffffu)
+// Lane 0 in the 2-state program: a known value's bit, a bit as a word (every lane), X in lane 0.
+#define BIT(w) (((U)(w) >> SHI) & 1u)
+#define ENC(b) ((W)(NLO ^ ((0u - (b)) & 0xffffu)))
+#define UNKNOWN(w) ((((U)(w) >> SHI) & ((U)(w) >> SLO)) & 1u)
 )";
 }
 
@@ -135,7 +141,15 @@ std::string expression(opcode c, const std::string& a, const std::string& b, con
   return "KX";
 }
 
-void emit_program(std::ostream& out, std::size_t k, const program_source& p, std::size_t per_function) {
+// Every op's inputs as its readers see them after folding, and its own fold (nullopt: computed).
+struct analysis {
+  std::vector<std::array<ref, 3>> in;      // per op
+  std::vector<std::optional<ref>> folded;  // per op
+  std::vector<std::uint32_t> free_slots;   // read by a computed op, produced by none, not constant
+  bool reads_x = false;                    // a computed op reads the constant X
+};
+
+analysis analyse(const program_source& p) {
   std::uint32_t slots = 3;
   for (const op& o : p.program) slots = std::max({slots, o.y + 1, o.a + 1, o.b + 1, o.s + 1});
   for (const auto& cs : p.constant_slots)
@@ -144,6 +158,35 @@ void emit_program(std::ostream& out, std::size_t k, const program_source& p, std
   for (std::uint32_t s = 0; s < slots; ++s) of[s] = {false, s};
   for (std::uint32_t c = 0; c < 3; ++c)
     for (auto s : p.constant_slots[c]) of[s] = {true, c};
+  std::vector<char> produced(slots, 0), listed(slots, 0);
+  for (const op& o : p.program) produced[o.y] = 1;
+  analysis a;
+  for (const op& o : p.program) {
+    a.in.push_back({of[o.a], of[o.b], of[o.s]});
+    if (o.code == opcode::memrd) {
+      a.folded.emplace_back();
+      continue;
+    }
+    const ref in[3] = {of[o.a], of[o.b], of[o.s]};
+    a.folded.push_back(fold(o.code, in));
+    if (a.folded.back()) {
+      of[o.y] = *a.folded.back();
+      continue;
+    }
+    for (int i = 0; i < arity(o.code); ++i) {
+      if (in[i].constant) {
+        a.reads_x |= in[i].v == 2;
+        continue;
+      }
+      if (!produced[in[i].v] && !listed[in[i].v]) listed[in[i].v] = 1, a.free_slots.push_back(in[i].v);
+    }
+  }
+  return a;
+}
+
+// The 4-state program: every op on whole values (every lane), in program order.
+void emit_four_state(std::ostream& out, std::size_t k, const program_source& p, const analysis& an,
+                     std::size_t per_function) {
   static const char* const literal[3] = {"K0", "K1", "KX"};
   auto text = [&](const ref& r) { return r.constant ? std::string(literal[r.v]) : "v[" + std::to_string(r.v) + "]"; };
   std::size_t parts = 0;
@@ -158,14 +201,9 @@ void emit_program(std::ostream& out, std::size_t k, const program_source& p, std
       if (o.s == 0) out << "  m(c, " << i << "u);\n";
       continue;
     }
-    const ref in[3] = {of[o.a], of[o.b], of[o.s]};
-    const auto folded = fold(o.code, in);
-    if (folded) {
-      of[o.y] = *folded;
-      out << "  v[" << o.y << "] = " << text(*folded) << ";\n";
-      continue;
-    }
-    out << "  v[" << o.y << "] = " << expression(o.code, text(in[0]), text(in[1]), text(in[2])) << ";\n";
+    const auto& in = an.in[i];
+    if (an.folded[i]) out << "  v[" << o.y << "] = " << text(*an.folded[i]) << ";\n";
+    else out << "  v[" << o.y << "] = " << expression(o.code, text(in[0]), text(in[1]), text(in[2])) << ";\n";
   }
   if (parts) out << "}\n";
   out << "extern \"C\" void banyan_eval_" << k << "(void* values, banyan_memrd m, void* c) {\n"
@@ -174,14 +212,122 @@ void emit_program(std::ostream& out, std::size_t k, const program_source& p, std
   out << "}\n";
 }
 
+// The plain flip-flops' edge: every D read, then every state written (a state may be another's D).
+void emit_edge(std::ostream& out, std::size_t k, const program_source& p) {
+  out << "extern \"C\" void banyan_edge_" << k << "(void* values) {\n  W* v = static_cast<W*>(values);\n  (void)v;\n";
+  for (std::size_t i = 0; i < p.edge_d.size(); ++i) out << "  const W t" << i << " = v[" << p.edge_d[i] << "];\n";
+  for (std::size_t i = 0; i < p.edge_state.size(); ++i) out << "  v[" << p.edge_state[i] << "] = t" << i << ";\n";
+  out << "}\n";
+}
+
+std::string two_state_expression(opcode c, const std::string& a, const std::string& b, const std::string& s) {
+  switch (c) {
+    case opcode::buf: return a;
+    case opcode::not_: return "(" + a + " ^ 1u)";
+    case opcode::and_: return "(" + a + " & " + b + ")";
+    case opcode::or_: return "(" + a + " | " + b + ")";
+    case opcode::xor_: return "(" + a + " ^ " + b + ")";
+    case opcode::nand: return "((" + a + " & " + b + ") ^ 1u)";
+    case opcode::nor: return "((" + a + " | " + b + ") ^ 1u)";
+    case opcode::xnor: return "(" + a + " ^ " + b + " ^ 1u)";
+    case opcode::andnot: return "(" + a + " & (" + b + " ^ 1u))";
+    case opcode::ornot: return "(" + a + " | (" + b + " ^ 1u))";
+    case opcode::mux: return "(" + a + " ^ ((" + a + " ^ " + b + ") & " + s + "))";
+    case opcode::nmux: return "(" + a + " ^ ((" + a + " ^ " + b + ") & " + s + ") ^ 1u)";
+    case opcode::memrd: break;
+  }
+  return "0u";
+}
+
+// The 2-state program (narrow layout, lane 0): valid when every value the program reads from
+// outside (inputs, flip-flop states, undriven nets, memory words) is known in lane 0, since then
+// every value it computes is known and 4-state logic is 2-state logic. It checks that first (and
+// each memory read as it goes) and returns 0 at the first unknown, leaving the caller to run the
+// 4-state program, which recomputes every value. A value computed in the same function stays a
+// local bit; every value is also stored as a whole word (all lanes equal), for whatever reads it.
+void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, const analysis& an,
+                    std::size_t per_function) {
+  std::vector<std::int64_t> local_in;  // per slot: the function whose local holds its bit, or -1
+  std::uint32_t slots = 0;
+  for (const op& o : p.program) slots = std::max(slots, o.y + 1);
+  local_in.assign(slots, -1);
+  std::size_t part = 0;
+  auto text = [&](const ref& r) {
+    if (r.constant) return std::string(r.v ? "1u" : "0u");
+    if (r.v < slots && local_in[r.v] == static_cast<std::int64_t>(part)) return "b" + std::to_string(r.v);
+    return "BIT(v[" + std::to_string(r.v) + "])";
+  };
+  out << "__attribute__((noinline)) static int q" << k << "_check(const W* v) {\n  U x = 0;\n";
+  if (an.reads_x) out << "  x = 1u;\n";
+  for (auto s : an.free_slots) out << "  x |= UNKNOWN(v[" << s << "]);\n";
+  out << "  return !x;\n}\n";
+  std::size_t parts = 0;
+  for (std::size_t i = 0; i < p.program.size(); ++i) {
+    if (i % per_function == 0) {
+      if (i) out << "  return 1;\n}\n";
+      part = parts;
+      out << "__attribute__((noinline)) static int q" << k << "_" << parts++
+          << "(W* v, banyan_memrd m, void* c, void* const* mems) {\n  (void)m, (void)c, (void)mems;\n";
+    }
+    const op& o = p.program[i];
+    if (o.code == opcode::memrd) {
+      const auto port = std::find_if(p.read_ports.begin(), p.read_ports.end(),
+                                     [&](const auto& r) { return r.memory == o.a && r.port == o.b; });
+      if (port == p.read_ports.end()) {
+        if (o.s == 0) out << "  if (!m(c, " << i << "u)) return 0;\n";
+        continue;
+      }
+      const std::string n = std::to_string(i - o.s);  // the port's bit-0 op names its temporaries
+      if (o.s == 0) {  // the address (an X or out-of-range one reads X: the 4-state program does it)
+        out << "  U x" << n << " = 0, a" << n << " = 0;\n";
+        for (std::size_t k = 0; k < port->addr.size(); ++k) {
+          const auto s = port->addr[k];
+          out << "  a" << n << " |= BIT(v[" << s << "]) << " << k << ";\n";
+          if (s >= slots || local_in[s] < 0) out << "  x" << n << " |= UNKNOWN(v[" << s << "]);\n";
+        }
+        out << "  const long long w" << n << " = (long long)a" << n << " - (" << port->offset << "LL);\n"
+            << "  if (x" << n << " || w" << n << " < 0 || w" << n << " >= " << port->size << "LL) return 0;\n"
+            << "  const W* q" << n << " = (const W*)mems[" << port->memory << "] + w" << n << " * " << port->width
+            << ";\n";
+      }
+      out << "  if (UNKNOWN(q" << n << "[" << o.s << "])) return 0;\n  const U b" << o.y << " = BIT(q" << n << "["
+          << o.s << "]);\n  v[" << o.y << "] = ENC(b" << o.y << ");\n";
+      local_in[o.y] = static_cast<std::int64_t>(part);
+      continue;
+    }
+    const auto& in = an.in[i];
+    if (an.folded[i]) {
+      const ref& f = *an.folded[i];
+      if (f.constant) out << "  v[" << o.y << "] = " << (f.v == 0 ? "K0" : f.v == 1 ? "K1" : "KX") << ";\n";
+      else out << "  v[" << o.y << "] = v[" << f.v << "];\n";
+      continue;
+    }
+    out << "  const U b" << o.y << " = " << two_state_expression(o.code, text(in[0]), text(in[1]), text(in[2]))
+        << ";\n  v[" << o.y << "] = ENC(b" << o.y << ");\n";
+    local_in[o.y] = static_cast<std::int64_t>(part);
+  }
+  if (parts) out << "  return 1;\n}\n";
+  out << "extern \"C\" int banyan_eval2_" << k << "(void* values, banyan_memrd m, void* c, void* const* mems) {\n"
+      << "  W* v = static_cast<W*>(values);\n  if (!q" << k << "_check(v)) return 0;\n";
+  for (std::size_t q = 0; q < parts; ++q) out << "  if (!q" << k << "_" << q << "(v, m, c, mems)) return 0;\n";
+  out << "  return 1;\n}\n";
+}
+
 std::string source_of(std::span<const program_source> programs, value_layout layout, std::size_t per_function) {
   std::ostringstream out;
   out << "// Generated by banyan eda_sim (compiled engine): " << programs.size() << " program(s), "
       << (layout == value_layout::wide ? "64 lanes (two 64-bit planes per value)" : "8 lanes (a 16-bit word per value)")
       << ". Do not edit: it is rebuilt from the netlist.\n";
-  if (layout == value_layout::narrow) out << "#define NHI " << detail::nhi << "u\n#define NLO " << detail::nlo << "u\n";
-  out << prelude(layout) << "typedef void (*banyan_memrd)(void*, unsigned);\n";
-  for (std::size_t k = 0; k < programs.size(); ++k) emit_program(out, k, programs[k], per_function);
+  if (layout == value_layout::narrow)
+    out << "#define NHI " << detail::nhi << "u\n#define NLO " << detail::nlo << "u\n#define SHI "
+        << std::countr_zero(detail::nhi) << "\n#define SLO " << std::countr_zero(detail::nlo) << "\n";
+  out << prelude(layout) << "typedef int (*banyan_memrd)(void*, unsigned);\n";
+  for (std::size_t k = 0; k < programs.size(); ++k) {
+    const analysis an = analyse(programs[k]);
+    emit_four_state(out, k, programs[k], an, per_function);
+    emit_edge(out, k, programs[k]);
+    if (layout == value_layout::narrow) emit_two_state(out, k, programs[k], an, per_function);
+  }
   return out.str();
 }
 
@@ -344,6 +490,15 @@ result<std::shared_ptr<const native_bundle>> compile(std::span<const program_sou
     void* f = ::dlsym(handle.get(), name.c_str());
     if (!f) return error{errc::compile_failed, object + ": no symbol " + name};
     bundle->fns_.push_back(reinterpret_cast<native_fn>(f));
+    const std::string edge = "banyan_edge_" + std::to_string(k);
+    void* e = ::dlsym(handle.get(), edge.c_str());
+    if (!e) return error{errc::compile_failed, object + ": no symbol " + edge};
+    bundle->edges_.push_back(reinterpret_cast<native_edge>(e));
+    if (layout != value_layout::narrow) continue;
+    const std::string name2 = "banyan_eval2_" + std::to_string(k);
+    void* f2 = ::dlsym(handle.get(), name2.c_str());
+    if (!f2) return error{errc::compile_failed, object + ": no symbol " + name2};
+    bundle->fns2_.push_back(reinterpret_cast<native_fn2>(f2));
   }
   bundle->handle_ = std::move(handle);
   return std::shared_ptr<const native_bundle>(std::move(bundle));

@@ -228,7 +228,7 @@ void leaf_engine::use_native(native_fn fn, std::shared_ptr<const native_bundle> 
   port_bits_ = read_port_outputs(spec_->program);
 }
 
-void leaf_engine::native_memrd(void* self, std::uint32_t i) {
+int leaf_engine::native_memrd(void* self, std::uint32_t i) {
   auto* e = static_cast<leaf_engine*>(self);
   const op& o = e->spec_->program[i];
   const memory& m = e->spec_->memories[o.a];
@@ -236,6 +236,7 @@ void leaf_engine::native_memrd(void* self, std::uint32_t i) {
   const auto& bits = e->port_bits_[o.a][o.b];
   for (std::uint32_t b = 0; b < bits.size(); ++b)
     e->v_[bits[b]] = e->read_bit(static_cast<int>(o.a), static_cast<int>(o.b), b);
+  return 0;  // wide values have no 2-state program
 }
 
 void leaf_engine::evaluate() {
@@ -421,13 +422,18 @@ struct flat_engine {
   std::vector<std::uint32_t> constants[3];  // slots holding 0, 1, X (each leaf has its own three)
   std::vector<std::vector<std::vector<std::uint32_t>>> port_bits;  // per memory, read port, bit: value
   native_fn native = nullptr;
+  native_fn2 native2 = nullptr;
+  native_edge edge = nullptr;
   std::shared_ptr<const native_bundle> code;
 
-  program_source source() const { return {program, {constants[0], constants[1], constants[2]}}; }
+  std::vector<program_source::read_port> ports;  // every read port, for the 2-state program
+  program_source source() const {
+    return {program, {constants[0], constants[1], constants[2]}, plain_d, plain_state, ports};
+  }
   virtual value_layout layout() const = 0;
 
   virtual ~flat_engine() = default;
-  virtual void evaluate() = 0;
+  virtual bool evaluate() = 0;  // true: the 2-state program ran
   virtual void clock_edge() = 0;
   virtual void set(const std::uint32_t* at, const lanes* x, std::size_t n) = 0;
   virtual void get(const std::uint32_t* at, lanes* x, std::size_t n) const = 0;
@@ -545,6 +551,9 @@ struct flat_engine {
     }
     op_runs = op_runs_of(program);
     port_bits = read_port_outputs(program);
+    for (std::uint32_t m = 0; m < mems.size(); ++m)
+      for (std::uint32_t r = 0; r < mems[m].read_addr.size(); ++r)
+        ports.push_back({m, r, mems[m].m->offset, mems[m].m->size, mems[m].m->width, mems[m].read_addr[r]});
     for (const op& o : program) compact.push_back({o.a, o.b, o.s, o.y});
     for (std::size_t i = 0; i < flops.size(); ++i) {
       if (!flops[i].async.empty()) {
@@ -564,6 +573,7 @@ template <class L>
 struct flat_engine_t final : flat_engine {
   std::vector<L> val, next_async, next_plain;
   std::vector<std::vector<L>> words;  // per memory
+  std::vector<void*> word_data;       // per memory, words[m].data() (their sizes never change)
 
   std::uint64_t active;  // lanes the caller drives: memories decode addresses in these only
 
@@ -574,6 +584,7 @@ struct flat_engine_t final : flat_engine {
       words.emplace_back();
       for (const lanes& x : fm.words) words.back().push_back(from_lanes<L>(x));
     }
+    for (auto& w : words) word_data.push_back(w.data());
     next_async.resize(flops.size());
     next_plain.resize(plain_d.size());
   }
@@ -593,31 +604,61 @@ struct flat_engine_t final : flat_engine {
     if (o.s == 0) group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], active);
     v[o.y] = read_word_bit(*fm.m, words[o.a], fm.reads[o.b], o.s);
   }
-  static void native_memrd(void* self, std::uint32_t i) {  // a read port's bit-0 op: every bit
+  static int native_memrd(void* self, std::uint32_t i) {  // a read port's bit-0 op: every bit
     auto* e = static_cast<flat_engine_t*>(self);
     const operands& o = e->compact[i];
     L* v = e->val.data();
     auto& fm = e->mems[o.a];
     const auto& bits = e->port_bits[o.a][o.b];
     if (e->active == 1) {  // one stream: lane 0 of the word it addresses, as read_word_bit gives it
-      group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], 1);
-      const std::int64_t w = fm.reads[o.b].front().first;
-      const L* word = w < 0 ? nullptr : e->words[o.a].data() + static_cast<std::size_t>(w) * fm.m->width;
-      for (std::uint32_t b = 0; b < bits.size(); ++b)
-        v[bits[b]] = word ? make<L>(word[b].hi & 1, word[b].lo & 1) : make<L>(1, 1);
-      return;
+      std::int64_t w = 0;
+      const auto& addr = fm.read_addr[o.b];
+      for (std::size_t k = 0; k < addr.size() && w >= 0; ++k) {
+        const L a = v[addr[k]];
+        if (a.unknown() & 1) w = -1;
+        else w |= static_cast<std::int64_t>(a.hi & 1) << k;
+      }
+      if (w >= 0) w -= fm.m->offset;
+      if (w >= static_cast<std::int64_t>(fm.m->size)) w = -1;
+      if (w < 0) {
+        for (auto y : bits) v[y] = make<L>(1, 1);
+        return 0;
+      }
+      const L* word = e->words[o.a].data() + static_cast<std::size_t>(w) * fm.m->width;
+      std::uint64_t unknown = 0;
+      for (std::uint32_t b = 0; b < bits.size(); ++b) {
+        v[bits[b]] = make<L>(word[b].hi & 1, word[b].lo & 1);
+        unknown |= word[b].hi & word[b].lo;
+      }
+      return !(unknown & 1);
     }
     group_by_address(v, 0, *fm.m, fm.read_addr[o.b], fm.reads[o.b], e->active);
     for (std::uint32_t b = 0; b < bits.size(); ++b) v[bits[b]] = read_word_bit(*fm.m, e->words[o.a], fm.reads[o.b], b);
+    return 0;
   }
 
-  void evaluate() override {
-    if (native) return native(val.data(), &flat_engine_t::native_memrd, this);
+  bool evaluate() override {
+    if (native2 && active == 1 && native2(val.data(), &flat_engine_t::native_memrd, this, word_data.data()))
+      return true;
+    if (native) return native(val.data(), &flat_engine_t::native_memrd, this), false;
     run_op_runs(val.data(), compact.data(), op_runs, [&](const operands& o) { read_memory(o); });
+    return false;
   }
 
   void clock_edge() override {
     L* v = val.data();
+    if (edge) {  // memories write from the values before the edge, which the edge alone changes
+      for (std::size_t i : async_flops) {
+        L n = v[flops[i].d];
+        for (const auto& t : flops[i].async) n = g_mux(n, v[t.value], v[t.ctrl]);
+        next_async[i] = n;
+      }
+      for (std::size_t m = 0; m < mems.size(); ++m)
+        write_ports(v, 0, *mems[m].m, mems[m].writes, words[m], scratch, active);
+      edge(v);
+      for (std::size_t i : async_flops) v[flops[i].state] = next_async[i];
+      return;
+    }
     for (std::size_t i = 0; i < plain_d.size(); ++i) next_plain[i] = v[plain_d[i]];
     for (std::size_t i : async_flops) {
       L n = v[flops[i].d];
@@ -723,6 +764,8 @@ result<std::shared_ptr<const native_bundle>> simulator::compile(const compile_op
     auto code = eda::compile(src, flat_->layout(), opts);
     if (!code || !*code) return code;  // an error, or not cached (cached_only)
     flat_->native = (*code)->fn(0);
+    flat_->native2 = (*code)->fn2(0);
+    flat_->edge = (*code)->edge(0);
     flat_->code = *code;
     return code;
   }
@@ -785,7 +828,7 @@ void simulator::publish(int g) {
 
 int simulator::settle() {
   if (flat_) {
-    flat_->evaluate();
+    stats_.two_state_passes += flat_->evaluate();
     // A group that changed this cycle is one message, as the component version sends it.
     if (count_messages_) {
       watched_.resize(flat_watch_.size());

@@ -3,7 +3,10 @@
 //
 // What is emitted: one statement per op on the value array at fixed indices, in program order, so
 // the compiler keeps recent values in registers, folds the constants, and fuses chains of gates
-// (and-or, xor chains, mux trees) into a few word operations. Before emitting, every op is folded by
+// (and-or, xor chains, mux trees) into a few word operations. With the narrow layout a second,
+// 2-state program is emitted for one stimulus stream: one word operation per gate on local bits, run
+// in every cycle where nothing it reads from outside is X (after reset, most cycles of most designs),
+// the 4-state one otherwise. Before emitting, every op is folded by
 // enumerating its inputs over 0, 1 and X: an op whose value is fixed becomes a constant, one that
 // passes an input through (a buf, `a & 1`, a mux with a constant select) becomes that input for its
 // readers. Every op's value is still stored, so anything that reads values (flip-flops, outputs,
@@ -54,21 +57,44 @@ struct compile_options {
 enum class value_layout : std::uint8_t { narrow, wide };
 
 // A read port's bit-0 op (a port's ops come bit 0 first, as the interpreter reads them) calls back
-// with its index in the program; the engine writes every bit of that port.
-using native_memrd = void (*)(void* ctx, std::uint32_t op);
+// with its index in the program; the engine writes every bit of that port and returns nonzero when
+// every bit it wrote is known in lane 0 (only the 2-state program reads this).
+using native_memrd = int (*)(void* ctx, std::uint32_t op);
 // Evaluates every op of one program over `values` (value_layout elements).
 using native_fn = void (*)(void* values, native_memrd memrd, void* ctx);
+// The 2-state program (narrow layout; lane 0 only, the others set equal to it): evaluates every op
+// and returns 1 when every value the program reads from outside it (inputs, flip-flop states,
+// undriven nets, memory words read) is known in lane 0; returns 0 at the first that is not, with
+// values partly written, and the caller runs the 4-state program, which recomputes them all.
+// A read port not in program_source::read_ports is read through `memrd`.
+using native_fn2 = int (*)(void* values, native_memrd memrd, void* ctx, void* const* memories);
+// The clock edge of program_source::edge_d/edge_state: every state takes its D's value, all at once.
+using native_edge = void (*)(void* values);
 
 // One program to compile: its ops (program order) and which of its slots hold constants.
 struct program_source {
   std::span<const op> program;
   std::span<const std::uint32_t> constant_slots[3];  // slots holding 0, 1, X
+  // Flip-flops without async terms, as parallel lists (optional): native_edge sets every state to
+  // its D at once.
+  std::span<const std::uint32_t> edge_d, edge_state;
+  // The read ports (optional; narrow layout): the 2-state program reads them inline from the
+  // memories' words (native_fn2's `memories`: per memory, its words, size * width values).
+  struct read_port {
+    std::uint32_t memory, port;  // memrd's a and b
+    std::int64_t offset;         // address of word 0
+    std::uint32_t size, width;
+    std::span<const std::uint32_t> addr;  // LSB first
+  };
+  std::span<const read_port> read_ports;
 };
 
 // Loaded native code for several programs (one shared object).
 class native_bundle {
  public:
   native_fn fn(std::size_t k) const { return fns_[k]; }
+  native_fn2 fn2(std::size_t k) const { return fns2_.empty() ? nullptr : fns2_[k]; }  // narrow only
+  native_edge edge(std::size_t k) const { return edges_[k]; }
   std::size_t size() const { return fns_.size(); }
   bool from_cache = false;     // loaded without compiling
   double compile_seconds = 0;  // 0 when from the cache
@@ -80,6 +106,8 @@ class native_bundle {
                                                               const compile_options&);
   std::shared_ptr<void> handle_;  // dlclose on the last reference
   std::vector<native_fn> fns_;
+  std::vector<native_fn2> fns2_;
+  std::vector<native_edge> edges_;
 };
 
 // Emits, compiles (or finds in the cache) and loads the programs' code. Errors: errc::tool_failed

@@ -82,7 +82,7 @@ class leaf_engine {
   native_fn native_ = nullptr;
   std::shared_ptr<const native_bundle> code_;
   std::vector<std::vector<std::vector<std::uint32_t>>> port_bits_;  // per memory, read port, bit: slot
-  static void native_memrd(void* self, std::uint32_t op);
+  static int native_memrd(void* self, std::uint32_t op);
   // Memories: per memory, size * width values (64 lanes each); per read port, the words its lanes
   // read as (word index or -1 for X / out of range, lane mask) pairs, usually one or a few,
   // computed by the port's bit-0 op and used by the others.
@@ -104,6 +104,7 @@ struct sim_stats {
   std::uint64_t gate_evaluations = 0;    // ops run (64 lanes each)
   std::vector<std::uint64_t> publishes;  // per group: messages sent
   int max_rounds = 0;                    // most rounds any settle needed
+  std::uint64_t two_state_passes = 0;    // compiled engine, one lane: passes run by the 2-state program
 };
 
 // How the engine settles a cycle:
