@@ -10,6 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <banyan/eda_sim/vcd.hpp>
+
+#include <fstream>
+#include <iterator>
 #include <random>
 
 namespace banyan::eda {
@@ -203,7 +207,26 @@ TEST(Compiled, GivesTheInterpretersOutputsOnTheDesigns) {
       auto code = native.compile({.cache_dir = tmp.path("cache")});
       ASSERT_TRUE(code) << code.error().message;
       EXPECT_FALSE((*code)->from_cache);
-      auto a = simulate(interp, **stim, so), b = simulate(native, **stim, so);
+      // With one lane, the waveforms too: every named net, which the 2-state program may keep in
+      // locals (the simulator then runs the 4-state program to read them).
+      auto wa = vcd_writer::open(tmp.path("interp.vcd"), *d), wb = vcd_writer::open(tmp.path("native.vcd"), *d);
+      ASSERT_TRUE(wa && wb);
+      if (lanes == 1) so.vcd = wa->get();
+      auto a = simulate(interp, **stim, so);
+      if (lanes == 1) so.vcd = wb->get();
+      auto b = simulate(native, **stim, so);
+      so.vcd = nullptr;
+      if (lanes == 1) {
+        (*wa)->finish(so.cycles), (*wb)->finish(so.cycles);
+        wa->reset(), wb->reset();
+        auto text = [](const std::string& path) {
+          std::ifstream in(path);
+          return std::string(std::istreambuf_iterator<char>(in), {});
+        };
+        const std::string va = text(tmp.path("interp.vcd")), vb = text(tmp.path("native.vcd"));
+        EXPECT_GT(va.size(), 1000u);
+        EXPECT_TRUE(va == vb) << "the waveforms differ";
+      }
       EXPECT_EQ(a.samples.samples, b.samples.samples);
       EXPECT_EQ(a.signature, b.signature);
       two_state += b.stats.two_state_passes;

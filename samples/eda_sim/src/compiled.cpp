@@ -251,6 +251,34 @@ void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, c
   std::uint32_t slots = 0;
   for (const op& o : p.program) slots = std::max(slots, o.y + 1);
   local_in.assign(slots, -1);
+  // A computed value is stored when the engine reads it (observed), a later function reads it, a
+  // memory port reads it as an address, or a folded op copies it; otherwise it lives in a local.
+  std::vector<char> store(slots, 0);
+  std::vector<std::int64_t> part_of(slots, -1);
+  for (std::size_t i = 0; i < p.program.size(); ++i)
+    part_of[p.program[i].y] = static_cast<std::int64_t>(i / per_function);
+  auto must = [&](std::uint32_t s) {
+    if (s < slots) store[s] = 1;
+  };
+  for (auto s : p.observed) must(s);
+  for (const auto& r : p.read_ports)
+    for (auto s : r.addr) must(s);
+  for (std::size_t i = 0; i < p.program.size(); ++i) {
+    const op& o = p.program[i];
+    if (o.code == opcode::memrd) continue;
+    if (an.folded[i]) {
+      if (!an.folded[i]->constant) must(an.folded[i]->v);
+      continue;
+    }
+    for (int q = 0; q < arity(o.code); ++q) {
+      const ref& r = an.in[i][q];
+      if (!r.constant && r.v < slots && part_of[r.v] != static_cast<std::int64_t>(i / per_function)) must(r.v);
+    }
+  }
+  for (const op& o : p.program)  // a port read through the engine reads its address from the values
+    if (o.code == opcode::memrd && std::none_of(p.read_ports.begin(), p.read_ports.end(),
+                                                [&](const auto& r) { return r.memory == o.a && r.port == o.b; }))
+      store.assign(slots, 1);
   std::size_t part = 0;
   auto text = [&](const ref& r) {
     if (r.constant) return std::string(r.v ? "1u" : "0u");
@@ -291,7 +319,8 @@ void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, c
             << ";\n";
       }
       out << "  if (UNKNOWN(q" << n << "[" << o.s << "])) return 0;\n  const U b" << o.y << " = BIT(q" << n << "["
-          << o.s << "]);\n  v[" << o.y << "] = ENC(b" << o.y << ");\n";
+          << o.s << "]);\n";
+      if (store[o.y]) out << "  v[" << o.y << "] = ENC(b" << o.y << ");\n";
       local_in[o.y] = static_cast<std::int64_t>(part);
       continue;
     }
@@ -303,7 +332,8 @@ void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, c
       continue;
     }
     out << "  const U b" << o.y << " = " << two_state_expression(o.code, text(in[0]), text(in[1]), text(in[2]))
-        << ";\n  v[" << o.y << "] = ENC(b" << o.y << ");\n";
+        << ";\n";
+    if (store[o.y]) out << "  v[" << o.y << "] = ENC(b" << o.y << ");\n";
     local_in[o.y] = static_cast<std::int64_t>(part);
   }
   if (parts) out << "  return 1;\n}\n";

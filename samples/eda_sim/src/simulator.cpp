@@ -427,8 +427,13 @@ struct flat_engine {
   std::shared_ptr<const native_bundle> code;
 
   std::vector<program_source::read_port> ports;  // every read port, for the 2-state program
+  // What the engine reads directly (flip-flops' and write ports' inputs, and what the simulator
+  // adds: outputs, group drivers); after a 2-state pass other values may not be stored (`stale`).
+  std::vector<std::uint32_t> observed;
+  std::vector<char> is_observed;
+  bool stale = false;
   program_source source() const {
-    return {program, {constants[0], constants[1], constants[2]}, plain_d, plain_state, ports};
+    return {program, {constants[0], constants[1], constants[2]}, plain_d, plain_state, ports, observed};
   }
   virtual value_layout layout() const = 0;
 
@@ -436,7 +441,7 @@ struct flat_engine {
   virtual bool evaluate() = 0;  // true: the 2-state program ran
   virtual void clock_edge() = 0;
   virtual void set(const std::uint32_t* at, const lanes* x, std::size_t n) = 0;
-  virtual void get(const std::uint32_t* at, lanes* x, std::size_t n) const = 0;
+  virtual void get(const std::uint32_t* at, lanes* x, std::size_t n) = 0;
 
   explicit flat_engine(const design& d) {
     std::size_t total = 0;
@@ -551,6 +556,14 @@ struct flat_engine {
     }
     op_runs = op_runs_of(program);
     port_bits = read_port_outputs(program);
+    for (const auto& f : flops) {
+      observed.push_back(f.d);
+      for (const auto& t : f.async) observed.push_back(t.ctrl), observed.push_back(t.value);
+    }
+    for (const auto& fm : mems)
+      for (const auto& wp : fm.writes)
+        for (const auto* slots : {&wp.addr, &wp.data, &wp.en})
+          observed.insert(observed.end(), slots->begin(), slots->end());
     for (std::uint32_t m = 0; m < mems.size(); ++m)
       for (std::uint32_t r = 0; r < mems[m].read_addr.size(); ++r)
         ports.push_back({m, r, mems[m].m->offset, mems[m].m->size, mems[m].m->width, mems[m].read_addr[r]});
@@ -592,7 +605,14 @@ struct flat_engine_t final : flat_engine {
   void set(const std::uint32_t* at, const lanes* x, std::size_t n) override {
     for (std::size_t k = 0; k < n; ++k) val[at[k]] = from_lanes<L>(x[k]);
   }
-  void get(const std::uint32_t* at, lanes* x, std::size_t n) const override {
+  void get(const std::uint32_t* at, lanes* x, std::size_t n) override {
+    if (stale)  // the 2-state pass kept some values in locals: the 4-state program stores them all
+      for (std::size_t k = 0; k < n; ++k)
+        if (!is_observed[at[k]]) {
+          native(val.data(), &flat_engine_t::native_memrd, this);
+          stale = false;
+          break;
+        }
     for (std::size_t k = 0; k < n; ++k) x[k] = to_lanes(val[at[k]]);
   }
 
@@ -638,8 +658,9 @@ struct flat_engine_t final : flat_engine {
   }
 
   bool evaluate() override {
+    stale = false;
     if (native2 && active == 1 && native2(val.data(), &flat_engine_t::native_memrd, this, word_data.data()))
-      return true;
+      return stale = true;
     if (native) return native(val.data(), &flat_engine_t::native_memrd, this), false;
     run_op_runs(val.data(), compact.data(), op_runs, [&](const operands& o) { read_memory(o); });
     return false;
@@ -760,11 +781,17 @@ bool simulator::native() const {
 
 result<std::shared_ptr<const native_bundle>> simulator::compile(const compile_options& opts) {
   if (flat_) {
-    const program_source src[] = {flat_->source()};
+    std::vector<std::uint32_t> observed = flat_->observed;  // and what the simulator reads
+    observed.insert(observed.end(), flat_outputs_.begin(), flat_outputs_.end());
+    observed.insert(observed.end(), flat_watch_.begin(), flat_watch_.end());
+    program_source src[] = {flat_->source()};
+    src[0].observed = observed;
     auto code = eda::compile(src, flat_->layout(), opts);
     if (!code || !*code) return code;  // an error, or not cached (cached_only)
     flat_->native = (*code)->fn(0);
     flat_->native2 = (*code)->fn2(0);
+    flat_->is_observed.assign(flat_->v.size(), 0);
+    for (auto s : observed) flat_->is_observed[s] = 1;
     flat_->edge = (*code)->edge(0);
     flat_->code = *code;
     return code;

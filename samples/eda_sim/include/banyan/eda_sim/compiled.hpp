@@ -87,6 +87,10 @@ struct program_source {
     std::span<const std::uint32_t> addr;  // LSB first
   };
   std::span<const read_port> read_ports;
+  // Slots the engine reads directly after a pass (flip-flops' inputs, write ports, outputs): the
+  // 2-state program stores these (and what it needs itself) and keeps the other values in locals;
+  // a caller that reads another slot after a 2-state pass runs the 4-state program first.
+  std::span<const std::uint32_t> observed;
 };
 
 // Loaded native code for several programs (one shared object).
