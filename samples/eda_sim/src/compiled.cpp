@@ -417,11 +417,11 @@ result<engine_choice> choose_engine(engine_kind kind, std::size_t ops, std::uint
   opts.cached_only = true;
   if (auto code = compile(opts); code && *code) return engine_choice{*code, ""};
   // Worth compiling when the time it saves exceeds the time it takes. Measured on this repository's
-  // designs with -O1 on 2 cores (docs/benchmarks.md): compiling costs about 0.1 s plus 1.7 ms per
+  // designs with -O1 on 2 cores (docs/benchmarks.md): compiling both programs costs about 3 ms per
   // op, the interpreter about 1.3 ns per op and cycle for one lane, and the compiled code saves
-  // about a tenth of that; so about 13 million cycles repay it, whatever the design's size.
-  const double saved = 0.1 * 1.3e-9 * static_cast<double>(ops) * static_cast<double>(cycles);
-  const double compiling = 0.1 + 1.7e-3 * static_cast<double>(ops);
+  // 40-55% of that; so about 6 million cycles repay it, whatever the design's size.
+  const double saved = 0.4 * 1.3e-9 * static_cast<double>(ops) * static_cast<double>(cycles);
+  const double compiling = 0.2 + 3e-3 * static_cast<double>(ops);
   if (saved < compiling) return engine_choice{};
   opts.cached_only = false;
   auto code = compile(opts);

@@ -9,9 +9,11 @@
 // the 4-state one otherwise. Before emitting, every op is folded by
 // enumerating its inputs over 0, 1 and X: an op whose value is fixed becomes a constant, one that
 // passes an input through (a buf, `a & 1`, a mux with a constant select) becomes that input for its
-// readers. Every op's value is still stored, so anything that reads values (flip-flops, outputs,
-// waveforms, the exchange of the component version) sees exactly the interpreter's values. A memory
-// read is a call back into the engine (`native_memrd`), which owns the memories.
+// readers. The 4-state program stores every op's value, so anything that reads values (flip-flops,
+// outputs, waveforms, the exchange of the component version) sees exactly the interpreter's values;
+// the 2-state one stores what program_source::observed names and keeps the rest in registers. A
+// memory read is a call back into the engine (`native_memrd`), which owns the memories, or (2-state)
+// an inline read of its words.
 //
 // Cache: the shared object's name is a hash of the generated source, the compiler and its flags;
 // with a cache folder, it is compiled once per program (a file lock makes concurrent processes

@@ -152,6 +152,10 @@ class simulator {
   // sends), into stats().publishes. Off by default: on soc it costs a third of the cycle time.
   void count_messages(bool on) { count_messages_ = on; }
 
+  // A value after settle(): the interpreter's, whatever the engine. (One difference: with the
+  // compiled engine's 2-state program, a value it kept in a register and read after clock_edge() but
+  // before the next settle() is recomputed from the new states, where the interpreter still has the
+  // last settle's.)
   lanes value(int leaf, std::uint32_t slot) const;
   const sim_stats& stats() const { return stats_; }
   const design& spec() const { return *d_; }
