@@ -212,7 +212,9 @@ int run(const options& o) {
   eda::simulator sim(*d, o.schedule == "leaves" ? eda::schedule::leaves : eda::schedule::flat, o.lanes);
   sim.count_messages(o.count_messages);
   eda::compile_options co{.cache_dir = cache, .compiler = o.cxx};
-  const auto kind = *eda::parse_engine(o.engine);
+  const auto parsed_engine = eda::parse_engine(o.engine);
+  if (!parsed_engine) return bad_arguments(parsed_engine.error().message + " (--engine or EDA_SIM_ENGINE)");
+  const auto kind = *parsed_engine;
   auto chosen = eda::use_engine(sim, kind, cycles, co);
   if (!chosen) return fail(chosen.error().message);
   if (!chosen->note.empty()) std::fprintf(stderr, "eda_sim: %s\n", chosen->note.c_str());
@@ -406,6 +408,9 @@ int main(int argc, char** argv) {
       "eda_sim: gate-level simulation of a Verilog design on banyan's component tree,\n"
       "checked cycle by cycle against Icarus Verilog. See docs/eda.md."};
   options o;
+  // The default engine can come from the environment, so that a test suite or a launch runs every
+  // eda_sim of it with one engine (EDA_SIM_ENGINE=compiled); --engine wins.
+  if (const char* e = std::getenv("EDA_SIM_ENGINE"); e && *e) o.engine = e;
   app.add_option("files", o.files, "Verilog source files");
   app.add_option("--top", o.top, "Top module")->required();
   app.add_option("--netlist", o.netlist_json, "Read this yosys JSON instead of running yosys on the files");
@@ -446,7 +451,7 @@ int main(int argc, char** argv) {
                  "Who evaluates the cells: compiled (C++ emitted per design, compiled with --cxx "
                  "and cached by hash beside the netlists), interp (the levelised interpreter, the "
                  "reference) or auto (compiled when cached or when the run is long enough to repay "
-                 "compiling; interp when no compiler works)")
+                 "compiling; interp when no compiler works); default: $EDA_SIM_ENGINE or auto")
       ->check(CLI::IsMember({"auto", "compiled", "interp"}))
       ->capture_default_str();
   app.add_option("--cxx", o.cxx, "C++ compiler for --engine compiled/auto")->capture_default_str();
