@@ -504,9 +504,16 @@ result<std::shared_ptr<const native_bundle>> compile(std::span<const program_sou
         return error{errc::compile_failed, cmd + ": " + (r ? detail::excerpt(r->out, "error", 6) : r.error().message)};
       }
       fs::rename(tmp, object, ec);
-      if (ec) return error{errc::io, object + ": " + ec.message()};
+      if (ec) {
+        const std::string why = object + ": " + ec.message();
+        if (temporary) fs::remove_all(dir, ec);
+        return error{errc::io, why};
+      }
       auto l = load(object);
-      if (!l) return l.error();
+      if (!l) {
+        if (temporary) fs::remove_all(dir, ec);
+        return l.error();
+      }
       handle = *l;
     }
   }
