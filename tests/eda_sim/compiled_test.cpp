@@ -114,11 +114,14 @@ struct engine_case {
   schedule how;
   unsigned lanes;
   const char* name;
+  std::size_t ops_per_function = 4000;
 };
 
 TEST(Compiled, MatchesTheInterpreterValueForValueOnRandomNetlists) {
   testing::temp_dir tmp;
+  // Functions of 5 ops: values cross functions, and read ports' bits would straddle them.
   const engine_case cases[] = {{schedule::flat, 1, "flat, 1 lane (narrow)"},
+                               {schedule::flat, 1, "flat, 1 lane (narrow), functions of 5 ops", 5},
                                {schedule::flat, 8, "flat, 8 lanes (narrow)"},
                                {schedule::flat, 64, "flat, 64 lanes (wide)"},
                                {schedule::leaves, 64, "leaves (wide)"}};
@@ -129,7 +132,7 @@ TEST(Compiled, MatchesTheInterpreterValueForValueOnRandomNetlists) {
     for (const auto& c : cases) {
       SCOPED_TRACE("seed " + std::to_string(seed) + (x ? ", with X, " : ", X-free, ") + c.name);
       simulator interp(d, c.how, c.lanes), native(d, c.how, c.lanes);
-      auto code = native.compile({.cache_dir = tmp.path("cache")});
+      auto code = native.compile({.cache_dir = tmp.path("cache"), .ops_per_function = c.ops_per_function});
       ASSERT_TRUE(code) << code.error().message;
       ASSERT_TRUE(native.native());
       ASSERT_FALSE(interp.native());

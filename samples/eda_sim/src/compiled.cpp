@@ -184,14 +184,28 @@ analysis analyse(const program_source& p) {
   return a;
 }
 
+// Which emitted function each op goes to: a new one after `per_function` ops, but never between
+// the bits of one memory read port (they share the port's decoded address).
+std::vector<std::size_t> parts_of(const program_source& p, std::size_t per_function) {
+  std::vector<std::size_t> part(p.program.size());
+  std::size_t current = 0, in_current = 0;
+  for (std::size_t i = 0; i < p.program.size(); ++i) {
+    const op& o = p.program[i];
+    if (in_current >= per_function && !(o.code == opcode::memrd && o.s != 0)) ++current, in_current = 0;
+    part[i] = current;
+    ++in_current;
+  }
+  return part;
+}
+
 // The 4-state program: every op on whole values (every lane), in program order.
 void emit_four_state(std::ostream& out, std::size_t k, const program_source& p, const analysis& an,
-                     std::size_t per_function) {
+                     const std::vector<std::size_t>& part_of_op) {
   static const char* const literal[3] = {"K0", "K1", "KX"};
   auto text = [&](const ref& r) { return r.constant ? std::string(literal[r.v]) : "v[" + std::to_string(r.v) + "]"; };
   std::size_t parts = 0;
   for (std::size_t i = 0; i < p.program.size(); ++i) {
-    if (i % per_function == 0) {
+    if (i == 0 || part_of_op[i] != part_of_op[i - 1]) {
       if (i) out << "}\n";
       out << "__attribute__((noinline)) static void p" << k << "_" << parts++
           << "(W* v, banyan_memrd m, void* c) {\n  (void)m, (void)c;\n";
@@ -244,9 +258,9 @@ std::string two_state_expression(opcode c, const std::string& a, const std::stri
 // every value it computes is known and 4-state logic is 2-state logic. It checks that first (and
 // each memory read as it goes) and returns 0 at the first unknown, leaving the caller to run the
 // 4-state program, which recomputes every value. A value computed in the same function stays a
-// local bit; every value is also stored as a whole word (all lanes equal), for whatever reads it.
+// local bit; it is also stored as a whole word (all lanes equal) when something outside reads it.
 void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, const analysis& an,
-                    std::size_t per_function) {
+                    const std::vector<std::size_t>& part_of_op) {
   std::vector<std::int64_t> local_in;  // per slot: the function whose local holds its bit, or -1
   std::uint32_t slots = 0;
   for (const op& o : p.program) slots = std::max(slots, o.y + 1);
@@ -255,8 +269,7 @@ void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, c
   // memory port reads it as an address, or a folded op copies it; otherwise it lives in a local.
   std::vector<char> store(slots, 0);
   std::vector<std::int64_t> part_of(slots, -1);
-  for (std::size_t i = 0; i < p.program.size(); ++i)
-    part_of[p.program[i].y] = static_cast<std::int64_t>(i / per_function);
+  for (std::size_t i = 0; i < p.program.size(); ++i) part_of[p.program[i].y] = static_cast<std::int64_t>(part_of_op[i]);
   auto must = [&](std::uint32_t s) {
     if (s < slots) store[s] = 1;
   };
@@ -272,7 +285,7 @@ void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, c
     }
     for (int q = 0; q < arity(o.code); ++q) {
       const ref& r = an.in[i][q];
-      if (!r.constant && r.v < slots && part_of[r.v] != static_cast<std::int64_t>(i / per_function)) must(r.v);
+      if (!r.constant && r.v < slots && part_of[r.v] != static_cast<std::int64_t>(part_of_op[i])) must(r.v);
     }
   }
   for (const op& o : p.program)  // a port read through the engine reads its address from the values
@@ -291,7 +304,7 @@ void emit_two_state(std::ostream& out, std::size_t k, const program_source& p, c
   out << "  return !x;\n}\n";
   std::size_t parts = 0;
   for (std::size_t i = 0; i < p.program.size(); ++i) {
-    if (i % per_function == 0) {
+    if (i == 0 || part_of_op[i] != part_of_op[i - 1]) {
       if (i) out << "  return 1;\n}\n";
       part = parts;
       out << "__attribute__((noinline)) static int q" << k << "_" << parts++
@@ -354,9 +367,10 @@ std::string source_of(std::span<const program_source> programs, value_layout lay
   out << prelude(layout) << "typedef int (*banyan_memrd)(void*, unsigned);\n";
   for (std::size_t k = 0; k < programs.size(); ++k) {
     const analysis an = analyse(programs[k]);
-    emit_four_state(out, k, programs[k], an, per_function);
+    const auto part_of_op = parts_of(programs[k], per_function);
+    emit_four_state(out, k, programs[k], an, part_of_op);
     emit_edge(out, k, programs[k]);
-    if (layout == value_layout::narrow) emit_two_state(out, k, programs[k], an, per_function);
+    if (layout == value_layout::narrow) emit_two_state(out, k, programs[k], an, part_of_op);
   }
   return out.str();
 }
