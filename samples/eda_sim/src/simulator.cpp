@@ -668,28 +668,21 @@ struct flat_engine_t final : flat_engine {
 
   void clock_edge() override {
     L* v = val.data();
-    if (edge) {  // memories write from the values before the edge, which the edge alone changes
-      for (std::size_t i : async_flops) {
-        L n = v[flops[i].d];
-        for (const auto& t : flops[i].async) n = g_mux(n, v[t.value], v[t.ctrl]);
-        next_async[i] = n;
-      }
-      for (std::size_t m = 0; m < mems.size(); ++m)
-        write_ports(v, 0, *mems[m].m, mems[m].writes, words[m], scratch, active);
-      edge(v);
-      for (std::size_t i : async_flops) v[flops[i].state] = next_async[i];
-      return;
-    }
-    for (std::size_t i = 0; i < plain_d.size(); ++i) next_plain[i] = v[plain_d[i]];
     for (std::size_t i : async_flops) {
       L n = v[flops[i].d];
       for (const auto& t : flops[i].async) n = g_mux(n, v[t.value], v[t.ctrl]);
       next_async[i] = n;
     }
-    // Memories are written from the values before the edge, as the flip-flops sample them.
+    // Memories are written from the values before the edge, as the flip-flops sample them (writing
+    // them changes no value: only the flip-flops' states below do).
     for (std::size_t m = 0; m < mems.size(); ++m)
       write_ports(v, 0, *mems[m].m, mems[m].writes, words[m], scratch, active);
-    for (std::size_t i = 0; i < plain_d.size(); ++i) v[plain_state[i]] = next_plain[i];
+    if (edge) {
+      edge(v);
+    } else {
+      for (std::size_t i = 0; i < plain_d.size(); ++i) next_plain[i] = v[plain_d[i]];
+      for (std::size_t i = 0; i < plain_d.size(); ++i) v[plain_state[i]] = next_plain[i];
+    }
     for (std::size_t i : async_flops) v[flops[i].state] = next_async[i];
   }
 };
