@@ -494,7 +494,12 @@ std::shared_ptr<vertex_state> component_actor::move_out() {
   gate_->leave(*out);
   moved_->store(true);
   // Idle until its supervisor (or the gateway) ends it: nothing reaches it while the deployment is
-  // frozen, and nothing it still had queued (timers, posted work) runs.
+  // frozen, and nothing it still had queued (timers, posted work) runs. A pause (a full backlog or
+  // link) ends here: its late `resume` must not unbecome the idle behaviour back into main_.
+  if (paused_) {
+    paused_ = false;
+    unbecome();
+  }
   become(caf::message_handler{[this](movequit_atom) { quit(caf::exit_reason::user_shutdown); }});
   // Dropped without an error (caf::drop's error would end the actor as a failure).
   set_default_handler(

@@ -1,11 +1,18 @@
 #include "directory.hpp"
 
+#include <utility>
+
 namespace banyan::detail {
 
 void directory::set(vertex_id v, caf::actor a) {
-  std::lock_guard lock(mutex_);
-  actors_[v] = std::move(a);
-  version_.fetch_add(1, std::memory_order_acq_rel);
+  caf::actor old;
+  {
+    std::lock_guard lock(mutex_);
+    old = std::exchange(actors_[v], std::move(a));
+    version_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  // Released unlocked: when it is the last handle of an incarnation that never ended (one idle
+  // after handing its state over), its end runs here, and its exit functor reads this directory.
 }
 
 caf::actor directory::get(vertex_id v) const {

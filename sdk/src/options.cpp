@@ -29,7 +29,11 @@ void add_run_options(options& o, detail::command_line& c) {
         "This node's name in the deployment (default: the i-th node for launcher rank i: mpirun, srun)");
   o.add("--join", c.run.join, "Join a deployment that is already running (wait only for the root's node at start)");
   o.add("--heartbeat-timeout", c.run.heartbeat_timeout,
-        "A peer node silent this long is stalled (given up after 30 s, or at once if its process is gone)")
+        "A peer node silent this long is stalled (given up after --give-up-after, or at once if its process is gone)")
+      .positive();
+  o.add("--give-up-after", c.run.give_up_after,
+        "A stalled peer node still silent this long is given up: what it ran is reported lost and fails over "
+        "(at least --heartbeat-timeout)")
       .positive();
   o.add("--start-timeout", c.run.start_timeout, "Give up when the peer nodes are not all up this long after start")
       .positive();
@@ -46,7 +50,7 @@ void add_run_options(options& o, detail::command_line& c) {
   o.add("--heartbeat-timeout-ms", c.heartbeat_ms, "").positive();
   for (const char* name :
        {"--mode", "--threads", "--profile", "--report", "--run-for", "--deployment", "--node", "--join",
-        "--heartbeat-timeout", "--start-timeout", "--max-payload", "--state-dir", "--insecure"})
+        "--heartbeat-timeout", "--give-up-after", "--start-timeout", "--max-payload", "--state-dir", "--insecure"})
     c.cli.get_option(name)->group("banyan options");
   c.cli.get_option("--heartbeat-timeout-ms")->group("");
   c.cli.get_option("--mode")->type_name("hier|flat-p2p|flat-node");

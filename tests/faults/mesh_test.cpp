@@ -132,16 +132,19 @@ TEST(MeshFaults, ASigstoppedNodeLosesNothingAndTheRunCompletesWithExactCounts) {
   EXPECT_EQ(out.find("could not be sent"), std::string::npos);
 }
 
-// n1 is SIGSTOPped past the give-up time (30 s): n0 and n2 give it up, and what it ran is reported
+// n1 is SIGSTOPped past the give-up time (--give-up-after 4s): n0 and n2 give it up, and what it ran is reported
 // lost. Continued, n1 says that it did not run, hears from the root's node that it was given up,
 // says so and ends (exit 2) instead of running on beside its replacements; the others go on.
 TEST(MeshFaults, ANodeGivenUpWhileStoppedIsToldToEndWhenItResumes) {
   temp_dir dir;
   auto d = write_deployment(dir, 3, "  /mesh/zone1: n1\n  /mesh/zone2: n2\n");
-  mesh_nodes m(d, 3, {"--messages", "1000000", "--pace-ms", "20", "--heartbeat-timeout", "500ms", "--run-for", "150"});
+  mesh_nodes m(d, 3,
+               {"--messages", "1000000", "--pace-ms", "20", "--heartbeat-timeout", "500ms", "--give-up-after", "4s",
+                "--run-for", "150"});
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(m.started(i, 60s)) << m.all_output();
   m.nodes[1].proc.signal(SIGSTOP);
   ASSERT_TRUE(m.wait_for(0, "lost node `n1`", 60s)) << m.all_output();
+  EXPECT_NE(m.nodes[0].output().find("(give_up_after 4000 ms)"), std::string::npos) << m.nodes[0].output();
   m.nodes[1].proc.signal(SIGCONT);
   EXPECT_EQ(m.nodes[1].wait_exit(30s), 2) << m.all_output();
   const std::string& n1 = m.nodes[1].output();

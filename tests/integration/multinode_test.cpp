@@ -331,6 +331,35 @@ TEST(MultiNode, EachLinkUpIsLoggedOnce) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
 }
 
+// One scheduler thread per node, kept busy by a slow subscriber's backlog (5 ms per message, 100
+// messages a turn) on n2: the node's gateway runs on a thread of its own, so n0's `quit` still
+// reaches n2 at once and every node ends (before, the gateway waited for turns behind the backlog).
+TEST(MultiNode, AQuitReachesANodeWhoseSchedulerIsBusy) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  node_group nodes(d, 3, {"--messages", "20000", "--slow-us", "5000", "--threads", "1", "--run-for", "120"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.started(i, 60s)) << nodes.log(i);
+  nodes.signal(0, SIGTERM);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(nodes.wait_exit(i, 20s), 143) << "n" << i << "\n" << nodes.log(i);
+  EXPECT_NE(nodes.log(2).find("node `n0` ended the run with exit code 143"), std::string::npos) << nodes.log(2);
+}
+
+// The root's node killed: the others cannot go on (nothing fails the root over) and end by
+// themselves, saying why, instead of running until their time limit.
+TEST(MultiNode, LosingTheRootsNodeEndsTheOthers) {
+  scratch_dir dir;
+  auto d = write_deployment(dir.path);
+  node_group nodes(d, 3, {"--messages", "1000000", "--pace-ms", "20", "--run-for", "120"});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(nodes.started(i, 60s)) << nodes.log(i);
+  nodes.kill_now(0);
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(nodes.wait_exit(i, 30s), 1) << "n" << i << "\n" << nodes.log(i);
+    EXPECT_NE(nodes.log(i).find("the root's node `n0` is lost, so the run cannot go on; this node ends"),
+              std::string::npos)
+        << nodes.log(i);
+  }
+}
+
 // A fast publisher and slow subscribers on another node: the subscribers' node holds at most the
 // links' credit (not the whole backlog), the publishers are paused, and nothing is lost.
 TEST(MultiNode, SlowSubscribersKeepTheirNodesMemoryBoundedAndLoseNothing) {

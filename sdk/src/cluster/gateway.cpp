@@ -19,7 +19,10 @@ constexpr auto tell_after = std::chrono::milliseconds(100);
 }  // namespace
 
 caf::actor spawn_gateway(caf::actor_system& system, run_state* state, node_runtime* node) {
-  return system.spawn<gateway_actor>(state, node);
+  // On a thread of its own: components whose handlers are slow (each resume of a long backlog is
+  // max-throughput messages of their work) must not keep the node's traffic, a peer's `quit`, a
+  // move or a failover waiting behind them on the scheduler's few threads.
+  return system.spawn<gateway_actor, caf::detached>(state, node);
 }
 
 gateway_actor::gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node)

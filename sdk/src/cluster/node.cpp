@@ -59,7 +59,7 @@ result<void> node_runtime::start(caf::actor_system& system, const run_options& o
   o.self = deployment_.names[deployment_.self];
   o.bind_endpoint = deployment_.endpoints[deployment_.self];
   o.heartbeat_timeout = options.heartbeat_timeout;
-  o.give_up_after = std::max(o.give_up_after, options.heartbeat_timeout);
+  o.give_up_after = std::max(options.give_up_after, options.heartbeat_timeout);
   o.credit_window = credit_window;
   // Envelope text (paths, topic) comes on top of the payload. A larger payload than a chunk travels
   // in chunks, so frames stay small whatever the limit.
@@ -736,6 +736,12 @@ void node_runtime::on_peer_down(const std::string& peer, const std::string& reas
       caf::anon_send(a, nodelost_atom::value, lost, "node `" + peer + "` lost: " + reason, gone);
   }
   caf::anon_send(gateway_, peerlost_atom::value, lost);  // a move it took part in ends; a failover begins
+  // The root's node coordinates and the root's state has nowhere to come from: without it the run
+  // cannot go on (nor end by itself: its `quit`, if it sent one, was lost with it).
+  if (lost == where[0] && !quitting_.exchange(true)) {
+    log::error(self_name(), "the root's node `" + peer + "` is lost, so the run cannot go on; this node ends");
+    state_.done().request_quit(1, /*urgent=*/true);
+  }
 }
 
 }  // namespace banyan::detail

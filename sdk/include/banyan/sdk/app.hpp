@@ -156,6 +156,9 @@ struct run_options {
   // later` in the deployment joins this way whether or not this is set.
   bool join = false;
   std::chrono::milliseconds heartbeat_timeout{1000};  // a silent peer is stalled after this (docs/runtime.md)
+  // A stalled peer still silent this long is given up like a dead one: what it ran is reported lost
+  // and fails over (docs/runtime.md, "Failover"). At least heartbeat_timeout.
+  std::chrono::milliseconds give_up_after{30000};
   // A node whose peers are not all up this long after its components started ends the run with an
   // error naming the missing ones (exit 2); while it waits, it names them every few seconds.
   std::chrono::milliseconds start_timeout{60000};
