@@ -61,11 +61,15 @@ class state {
     }
   }
 
-  // Sets patterns with every subtree unplaced.
+  // Sets patterns with every subtree unplaced (the nodes empty: what an earlier schedule placed
+  // leaves no load behind).
   void set_patterns(const std::vector<int>& patterns) {
     c_.pattern = patterns;
     c_.node.assign(refs_.w->subtrees.size(), no_node);
     std::fill(cov_.begin(), cov_.end(), 0);
+    std::fill(cnt_.begin(), cnt_.end(), 0);
+    std::fill(used_.begin(), used_.end(), 0);
+    std::fill(load_.begin(), load_.end(), 0.0);
     for (std::size_t f = 0; f < patterns.size(); ++f) cover(f, static_cast<std::size_t>(patterns[f]), +1);
   }
 

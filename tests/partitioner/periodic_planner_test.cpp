@@ -84,8 +84,12 @@ TEST(PeriodicHeuristic, StaysWithinThreePercentOfTheMipOnRandomSmallInstances) {
   workload_shape shape;
   shape.subtrees = 8;
   shape.nodes = 3;
-  for (std::uint64_t i = 0; i < 20; ++i) {
-    const std::uint64_t seed = seed0 + 100 + i;
+  // 14 seeded workloads, and three of periodic_bench's (seeds 27, 40, 56) whose optimum switches
+  // patterns and moves most subtrees at once: the ones a heuristic that re-plans from a stale state
+  // missed by up to 6.5%.
+  std::vector<std::uint64_t> seeds{27, 40, 56};
+  for (std::uint64_t i = 0; i < 14; ++i) seeds.push_back(seed0 + 100 + i);
+  for (const std::uint64_t seed : seeds) {
     SCOPED_TRACE("seed " + std::to_string(seed) + " (BANYAN_TEST_SEED=" + std::to_string(seed0) + ")");
     const workload w = random_workload(seed, shape);
     const detail::model m = detail::build_model(w);
@@ -97,10 +101,10 @@ TEST(PeriodicHeuristic, StaysWithinThreePercentOfTheMipOnRandomSmallInstances) {
     EXPECT_GE(h.cost, exact.cost * (1 - 1e-6));
     gaps.push_back(exact.cost > 0 ? h.cost / exact.cost - 1 : 0);
   }
-  ASSERT_GE(gaps.size(), 15U);
+  ASSERT_GE(gaps.size(), 14U);
   std::sort(gaps.begin(), gaps.end());
   EXPECT_LE(gaps[gaps.size() / 2], 0.03) << "median gap";
-  EXPECT_LE(gaps.back(), 0.25) << "worst gap";
+  EXPECT_LE(gaps.back(), 0.03) << "worst gap";
 }
 
 TEST(PeriodicPlan, EveryWorkflowMeetsItsTargetAndTheSeedIsKept) {
