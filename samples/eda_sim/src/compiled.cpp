@@ -474,9 +474,18 @@ result<std::shared_ptr<const native_bundle>> compile(std::span<const program_sou
   std::string dir = opts.cache_dir;
   const bool temporary = dir.empty();
   if (temporary && opts.cached_only) return std::shared_ptr<const native_bundle>();
+  // A temporary folder goes on every way out (a loaded object stays mapped without its file).
+  struct removed_at_exit {
+    std::string path;
+    ~removed_at_exit() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } temporary_folder;
   if (temporary) {
     dir = detail::make_temp_dir();
     if (dir.empty()) return error{errc::io, "cannot create a temporary folder to compile the design in"};
+    temporary_folder.path = dir;
   } else {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -514,43 +523,30 @@ result<std::shared_ptr<const native_bundle>> compile(std::span<const program_sou
         std::string cmd;
         for (const auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
         fs::remove(tmp, ec);
-        if (temporary) fs::remove_all(dir, ec);
         return error{errc::compile_failed, cmd + ": " + (r ? detail::excerpt(r->out, "error", 6) : r.error().message)};
       }
       fs::rename(tmp, object, ec);
-      if (ec) {
-        const std::string why = object + ": " + ec.message();
-        if (temporary) fs::remove_all(dir, ec);
-        return error{errc::io, why};
-      }
+      if (ec) return error{errc::io, object + ": " + ec.message()};
       auto l = load(object);
-      if (!l) {
-        if (temporary) fs::remove_all(dir, ec);
-        return l.error();
-      }
+      if (!l) return l.error();
       handle = *l;
     }
   }
   bundle->object = temporary ? std::string() : object;
-  if (temporary) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);  // the loaded object stays mapped
-  }
+  std::string missing;
+  auto symbol = [&](const std::string& name) {
+    void* s = ::dlsym(handle.get(), name.c_str());
+    if (!s && missing.empty()) missing = name;
+    return s;
+  };
   for (std::size_t k = 0; k < programs.size(); ++k) {
-    const std::string name = "banyan_eval_" + std::to_string(k);
-    void* f = ::dlsym(handle.get(), name.c_str());
-    if (!f) return error{errc::compile_failed, object + ": no symbol " + name};
-    bundle->fns_.push_back(reinterpret_cast<native_fn>(f));
-    const std::string edge = "banyan_edge_" + std::to_string(k);
-    void* e = ::dlsym(handle.get(), edge.c_str());
-    if (!e) return error{errc::compile_failed, object + ": no symbol " + edge};
-    bundle->edges_.push_back(reinterpret_cast<native_edge>(e));
-    if (layout != value_layout::narrow) continue;
-    const std::string name2 = "banyan_eval2_" + std::to_string(k);
-    void* f2 = ::dlsym(handle.get(), name2.c_str());
-    if (!f2) return error{errc::compile_failed, object + ": no symbol " + name2};
-    bundle->fns2_.push_back(reinterpret_cast<native_fn2>(f2));
+    const std::string n = std::to_string(k);
+    bundle->fns_.push_back(reinterpret_cast<native_fn>(symbol("banyan_eval_" + n)));
+    bundle->edges_.push_back(reinterpret_cast<native_edge>(symbol("banyan_edge_" + n)));
+    if (layout == value_layout::narrow)
+      bundle->fns2_.push_back(reinterpret_cast<native_fn2>(symbol("banyan_eval2_" + n)));
   }
+  if (!missing.empty()) return error{errc::compile_failed, object + ": no symbol " + missing};
   bundle->handle_ = std::move(handle);
   return std::shared_ptr<const native_bundle>(std::move(bundle));
 }
