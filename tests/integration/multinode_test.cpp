@@ -332,8 +332,8 @@ TEST(MultiNode, EachLinkUpIsLoggedOnce) {
 }
 
 // One scheduler thread per node, kept busy by a slow subscriber's backlog (5 ms per message, 100
-// messages a turn) on n2: the node's gateway runs on a thread of its own, so n0's `quit` still
-// reaches n2 at once and every node ends (before, the gateway waited for turns behind the backlog).
+// messages a turn) on n2: n0's urgent `quit` still reaches n2 at once and every node ends with it
+// (before, the quit waited in the gateway's mailbox for a turn per 100 deliveries queued ahead).
 TEST(MultiNode, AQuitReachesANodeWhoseSchedulerIsBusy) {
   scratch_dir dir;
   auto d = write_deployment(dir.path);

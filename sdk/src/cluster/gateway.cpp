@@ -19,10 +19,17 @@ constexpr auto tell_after = std::chrono::milliseconds(100);
 }  // namespace
 
 caf::actor spawn_gateway(caf::actor_system& system, run_state* state, node_runtime* node) {
-  // On a thread of its own: components whose handlers are slow (each resume of a long backlog is
-  // max-throughput messages of their work) must not keep the node's traffic, a peer's `quit`, a
-  // move or a failover waiting behind them on the scheduler's few threads.
-  return system.spawn<gateway_actor, caf::detached>(state, node);
+  return system.spawn<gateway_actor>(state, node);
+}
+
+// Its handlers are short (routing, bookkeeping), so it takes many messages a turn: components
+// with slow handlers and a long backlog hold the scheduler's threads for a turn each (100
+// messages of their work), and a gateway that took only 100 between their turns would leave the
+// node's traffic, a peer's `quit`, a move or a failover waiting behind thousands of deliveries for
+// seconds. What it can take is bounded by the links' credit, which only the components' handling
+// gives back, so it cannot keep a thread from them for long either.
+caf::resumable::resume_result gateway_actor::resume(caf::execution_unit* unit, std::size_t max_throughput) {
+  return caf::event_based_actor::resume(unit, std::max(max_throughput, messages_per_turn));
 }
 
 gateway_actor::gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node)

@@ -142,6 +142,9 @@ class gateway_actor final : public caf::event_based_actor {
   gateway_actor(caf::actor_config& cfg, run_state* state, node_runtime* node);
   caf::behavior make_behavior() override;
   const char* name() const override { return "banyan.gateway"; }
+  // Up to `messages_per_turn` messages a turn on a scheduler thread, not the scheduler's 100.
+  resume_result resume(caf::execution_unit* unit, std::size_t max_throughput) override;
+  static constexpr std::size_t messages_per_turn = 10000;
 
  private:
   void dispatch(const std::string& peer, runtime::envelope& e);

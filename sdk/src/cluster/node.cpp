@@ -364,8 +364,13 @@ std::vector<link_traffic> node_runtime::data_links() const {
 }
 
 void node_runtime::on_envelope(const std::string& peer, runtime::envelope&& e) {
-  // Everything goes through the gateway actor in arrival order: a peer's `ready` must not overtake
-  // the subscriptions it sent before it, nor `quit` the data.
+  // An urgent `quit` (a signal's) stops this node ahead of what is queued, as it does the sender:
+  // taken here, it does not wait for the gateway's turn behind components busy with a backlog.
+  if (e.kind == static_cast<std::uint16_t>(wire_kind::quit) && e.urgent &&
+      check(e, state_.tree(), index_of(peer)).empty())
+    return peer_quit(peer, e.code, true, e.text);
+  // Everything else goes through the gateway actor in arrival order: a peer's `ready` must not
+  // overtake the subscriptions it sent before it, nor a graceful `quit` the data.
   caf::anon_send(gateway_, remote_atom::value, peer, std::make_shared<runtime::envelope>(std::move(e)));
 }
 
